@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every build, test and run-time dependency from Debian 12's packages.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+PKGS=(
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libunwind-dev libdw-dev libelf-dev libzydis-dev libtbb-dev libpfm4-dev
+  libexpat1-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  python3 python3-click python3-ruamel.yaml python3-pyparsing python3-numpy python3-pandas
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

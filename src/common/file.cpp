@@ -1,0 +1,142 @@
+#include "common/file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace hpc {
+namespace fs = std::filesystem;
+
+static Status errno_status(const std::string& what, const fs::path& p) {
+  return Status::error(p.string() + ": " + what + ": " + std::strerror(errno));
+}
+
+Expected<MappedFile> MappedFile::open(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = errno_status("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(path.string() + ": not a regular file");
+  }
+  MappedFile m;
+  m.path_ = path.string();
+  m.size_ = static_cast<size_t>(st.st_size);
+  if (m.size_ > 0) {
+    void* p = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      Status s = errno_status("cannot map", path);
+      ::close(fd);
+      return s;
+    }
+    m.data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return m;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+    data_ = o.data_;
+    size_ = o.size_;
+    path_ = std::move(o.path_);
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+AtomicOutput::AtomicOutput(fs::path target, Kind kind) : target_(std::move(target)), kind_(kind) {
+  fs::path name = target_.filename();
+  if (name.empty()) name = target_.parent_path().filename();  // "dir/" spelled with a slash
+  tmp_ = target_.parent_path() / ("." + name.string() + ".tmp-" + std::to_string(getpid()));
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+}
+
+Status AtomicOutput::begin() {
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+  if (kind_ == Kind::Directory) {
+    if (!fs::create_directories(tmp_, ec) || ec)
+      return Status::error(tmp_.string() + ": cannot create directory: " + ec.message());
+  } else {
+    std::ofstream f(tmp_, std::ios::binary | std::ios::trunc);
+    if (!f) return errno_status("cannot create", tmp_);
+  }
+  return Status();
+}
+
+Status AtomicOutput::commit() {
+  std::error_code ec;
+  if (kind_ == Kind::Directory && fs::exists(target_, ec)) {
+    // rename(2) cannot replace a non-empty directory: move the old one aside first.
+    fs::path old = tmp_;
+    old += ".old";
+    fs::remove_all(old, ec);
+    fs::rename(target_, old, ec);
+    if (ec) return Status::error(target_.string() + ": cannot replace: " + ec.message());
+    fs::rename(tmp_, target_, ec);
+    if (ec) {
+      fs::rename(old, target_);
+      return Status::error(target_.string() + ": cannot rename into place: " + ec.message());
+    }
+    fs::remove_all(old, ec);
+  } else {
+    fs::rename(tmp_, target_, ec);
+    if (ec) return Status::error(target_.string() + ": cannot rename into place: " + ec.message());
+  }
+  committed_ = true;
+  return Status();
+}
+
+Status write_file_atomically(const fs::path& target, std::span<const uint8_t> bytes) {
+  AtomicOutput out(target, AtomicOutput::Kind::File);
+  HPC_RETURN_IF_ERROR(out.begin());
+  {
+    std::ofstream f(out.temp_path(), std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.flush();
+    if (!f) return errno_status("write failed", out.temp_path());
+  }
+  return out.commit();
+}
+
+Status write_file_atomically(const fs::path& target, std::string_view text) {
+  return write_file_atomically(
+      target, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+Expected<std::string> read_text_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return errno_status("cannot open", path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace hpc
