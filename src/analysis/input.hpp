@@ -1,0 +1,99 @@
+// What the pipeline needs from a measurement: the contract between the analysis and the
+// readers of src/formats. Adapters (hpcrun_source.cpp, struct_source.cpp) fill these.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace hpc::analysis {
+
+// hpcrun marks tree positions that are not code with placeholder nodes.
+enum class Placeholder : uint8_t {
+  None,        // a real instruction (load module, offset)
+  Root,        // the tree's root
+  NoActivity,  // idle time in a trace; attributed to no context
+  MainThread,  // entry: main thread set-up
+  Thread,      // entry: application thread set-up
+  Other,       // anything else: transparent, its children hang on its parent's context
+};
+
+struct TreeNode {
+  uint32_t id = 0;
+  uint32_t parent = 0;  // 0: none
+  uint16_t module = 0;  // load-map id, 0 for placeholders
+  uint64_t offset = 0;
+  Placeholder placeholder = Placeholder::None;
+};
+
+// One element of the profile's hierarchical identifier. `interpret` is hpcrun's
+// IDTUPLE_IDS_* code: how the logical id is derived from the physical one.
+struct IdIn {
+  uint16_t kind = 0;
+  uint8_t interpret = 0;
+  uint64_t physical = 0;
+  uint64_t logical = 0;
+};
+
+// The part of a profile read in the first pass: who it is and its calling-context tree.
+struct ProfileTree {
+  std::string programName;  // the database title defaults to the first one
+  std::vector<IdIn> idTuple;
+  std::vector<std::string> metrics;                        // by local metric id
+  std::vector<std::pair<uint16_t, std::string>> loadMap;  // (id, path)
+  std::vector<TreeNode> nodes;
+  bool hasTrace = false;
+};
+
+struct PointValue {
+  uint32_t node = 0;
+  uint16_t metric = 0;  // local metric id
+  double value = 0;
+};
+
+struct TraceRecord {
+  uint64_t time = 0;  // nanoseconds
+  uint32_t node = 0;
+};
+
+// The part read in the second pass: measured values and the trace.
+struct ProfileValues {
+  std::vector<PointValue> values;
+  std::vector<TraceRecord> trace;
+};
+
+// One input profile. Each pass reads its own sections once.
+class ProfileSource {
+public:
+  virtual ~ProfileSource() = default;
+  virtual const std::string& path() const = 0;
+  // MT: each source is used by one task at a time.
+  virtual Expected<ProfileTree> readTree() = 0;
+  virtual Expected<ProfileValues> readValues() = 0;
+};
+
+// One step of the lexical nesting of an instruction, outermost first.
+struct ScopeStep {
+  enum class Kind : uint8_t { Procedure, Inline, Loop, Line };
+  Kind kind = Kind::Line;
+  std::string name;      // Procedure / Inline
+  std::string file;      // may be empty when unknown
+  uint32_t line = 0;
+  uint64_t offset = 0;   // Procedure: entry; Loop: header address
+  uint64_t site = 0;     // Inline: identity of the inline site within the module
+};
+
+// Address -> source structure, for the modules that have structure.
+class StructureSource {
+public:
+  virtual ~StructureSource() = default;
+  // MT: thread-safe. False when the module or address has no structure; then the
+  // instruction stays an instruction.
+  virtual bool lookup(const std::string& modulePath, uint64_t offset,
+                      std::vector<ScopeStep>& out) const = 0;
+};
+
+}  // namespace hpc::analysis

@@ -1,0 +1,35 @@
+// The analysis' edge to src/formats: opening profiles, loading structure files and
+// creating the database writer. Implemented by the adapters beside this header.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/input.hpp"
+#include "analysis/sink.hpp"
+
+namespace hpc::analysis {
+
+// A .hpcrun profile and, when present, its .hpctrace companion.
+std::unique_ptr<ProfileSource> openHpcrunProfile(const std::filesystem::path& profile,
+                                                 const std::filesystem::path& trace);
+
+// Loads the structure files (.hpcstruct), keyed by the load-module path they describe.
+Expected<std::unique_ptr<StructureSource>> loadStructure(
+    const std::vector<std::filesystem::path>& files, unsigned threads);
+
+// Writes a database v4 into `directory` (created; the caller renames it into place).
+Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);
+
+// What the command line names: measurement directories or single profiles.
+struct Inputs {
+  std::vector<std::filesystem::path> profiles;  // sorted, one per thread/stream
+  std::vector<std::filesystem::path> traces;    // parallel to profiles; empty if none
+  std::vector<std::filesystem::path> structs;   // from <measurements>/structs/
+};
+Expected<Inputs> discoverInputs(const std::vector<std::filesystem::path>& measurements,
+                                bool ignoreStructs);
+
+}  // namespace hpc::analysis

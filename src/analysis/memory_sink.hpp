@@ -1,0 +1,40 @@
+// A DatabaseSink that keeps everything in memory: for tests, and for callers that want
+// the analysis result without a database on disk.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "analysis/sink.hpp"
+
+namespace hpc::analysis {
+
+class MemorySink final : public DatabaseSink {
+public:
+  Status begin(uint32_t numProfiles, uint32_t numContexts, bool traces) override;
+  Status writeProfile(uint32_t index, const std::vector<IdOut>& idTuple, const SparseRow& row) override;
+  Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override;
+  Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override;
+  Status writeContexts(std::span<const ContextColumn> columns) override;
+  Status writeSummary(const SparseRow& row) override;
+  Status finish(const MetaInput& meta) override;
+
+  // Value of (profile, ctx, metric id); statistic ids for the summary (index 0).
+  double value(uint32_t profile, uint32_t ctx, uint16_t metric) const;
+  // Value of (ctx, propagated metric, profile) from the cct.db columns.
+  double contextValue(uint32_t ctx, uint16_t metric, uint32_t profile) const;
+
+  uint32_t numProfiles = 0, numContexts = 0;
+  bool traces = false;
+  std::vector<std::vector<IdOut>> ids;
+  std::vector<SparseRow> rows;  // [0] is the summary
+  std::vector<std::vector<TracePoint>> traceLines;
+  std::vector<ContextColumn> columns;
+  MetaInput meta;
+  bool finished = false;
+
+private:
+  std::mutex mu_;
+};
+
+}  // namespace hpc::analysis

@@ -1,0 +1,48 @@
+// The hpcprof pipeline: profiles in, a database out (see README.md for the stages).
+// hpcprof-mpi reuses it, handing each rank its share of profiles and a sink that
+// writes that rank's regions; the stages below are the reusable pieces.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/input.hpp"
+#include "analysis/sink.hpp"
+
+namespace hpc::analysis {
+
+struct PipelineOptions {
+  unsigned threads = 1;
+  bool stats = false;  // -M stats
+  std::string title;
+  uint64_t transposeBudget = uint64_t(1) << 30;
+  bool verbose = false;
+  std::vector<std::string> onlyExe;  // --only-exe: keep profiles of these programs only
+};
+
+// The analysis state the database was written from; it outlives the run.
+struct Analysis {
+  Cct cct;
+  Names names;
+  std::unique_ptr<MetricTable> metrics;
+};
+
+struct PipelineResult {
+  uint32_t profiles = 0;  // analysed (summary excluded)
+  uint32_t skipped = 0;   // unreadable, warned about
+  uint32_t contexts = 0;
+  std::shared_ptr<Analysis> analysis;
+};
+
+// Runs every stage; `profiles` in the order they take in the database (index 1..N).
+Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
+                                     const StructureSource* structure, DatabaseSink& sink,
+                                     const PipelineOptions& options);
+
+// Hierarchical identifiers: hpcrun leaves some logical ids to the analysis (dense
+// ranks of the physical ids, over all profiles or among those sharing a prefix).
+std::vector<std::vector<IdOut>> resolveIdTuples(const std::vector<std::vector<IdIn>>& in);
+
+}  // namespace hpc::analysis

@@ -1,0 +1,317 @@
+// The pipeline on hand-built inputs shaped like the conformance case "small": main calls
+// spinsleep directly and through caller; samples fall in spinsleep's loop.
+#include "analysis/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include "analysis/io.hpp"
+#include "analysis/memory_sink.hpp"
+#include "analysis/transpose.hpp"
+
+#include <algorithm>
+
+namespace hpc::analysis {
+namespace {
+
+class FakeProfile final : public ProfileSource {
+public:
+  FakeProfile(std::string path, ProfileTree t, ProfileValues v)
+      : path_(std::move(path)), tree_(std::move(t)), values_(std::move(v)) {}
+  const std::string& path() const override { return path_; }
+  Expected<ProfileTree> readTree() override { return tree_; }
+  Expected<ProfileValues> readValues() override { return values_; }
+
+private:
+  std::string path_;
+  ProfileTree tree_;
+  ProfileValues values_;
+};
+
+// spinsleep [0x1129,0x1176): line 1 at entry, loop (line 3, header 0x1169) over
+// [0x1147,0x1172); caller [0x1176,0x118b) line 7; main [0x118b,0x11ae) line 11.
+class FakeStructure final : public StructureSource {
+public:
+  bool lookup(const std::string& m, uint64_t a, std::vector<ScopeStep>& out) const override {
+    out.clear();
+    if (m != "/bin/small") return false;
+    auto proc = [&](const char* n, uint32_t l, uint64_t e) {
+      out.push_back({ScopeStep::Kind::Procedure, n, "small.c", l, e, 0});
+    };
+    auto line = [&](uint32_t l) { out.push_back({ScopeStep::Kind::Line, "", "small.c", l, 0, 0}); };
+    if (a >= 0x1129 && a < 0x1176) {
+      proc("spinsleep", 1, 0x1129);
+      if (a >= 0x1147 && a < 0x1172) {
+        out.push_back({ScopeStep::Kind::Loop, "", "small.c", 3, 0x1169, 0});
+        line(3);
+      } else {
+        line(1);
+      }
+      return true;
+    }
+    if (a >= 0x1176 && a < 0x118b) return proc("caller", 6, 0x1176), line(7), true;
+    if (a >= 0x118b && a < 0x11ae) return proc("main", 10, 0x118b), line(11), true;
+    return false;
+  }
+};
+
+ProfileTree smallTree() {
+  ProfileTree t;
+  t.idTuple = {{1, 1, 0x11ac0300, 0}, {7, 3, 0, 0}, {3, 3, 0, 0}};
+  t.metrics = {"CPUTIME (sec)"};
+  t.loadMap = {{1, "/bin/small"}};
+  t.hasTrace = true;
+  using P = Placeholder;
+  t.nodes = {{12, 0, 0, 0, P::Root},       {19, 12, 0, 0, P::NoActivity},
+             {20, 12, 0, 0, P::MainThread}, {22, 20, 1, 0x119c, P::None},
+             {24, 22, 1, 0x1154, P::None}, {28, 22, 1, 0x114c, P::None},
+             {27, 22, 1, 0x1129, P::None}, {30, 20, 1, 0x11a6, P::None},
+             {32, 30, 1, 0x1187, P::None}, {38, 32, 1, 0x1154, P::None},
+             {40, 32, 1, 0x1160, P::None}, {34, 32, 1, 0x114c, P::None},
+             {37, 32, 1, 0x1129, P::None}};
+  return t;
+}
+
+ProfileValues smallValues() {
+  ProfileValues v;
+  v.values = {{24, 0, 0.25}, {28, 0, 0.5}, {38, 0, 0.125}, {40, 0, 0.0625}, {34, 0, 1.0}};
+  v.trace = {{100, 19}, {300, 37}, {200, 27}};
+  return v;
+}
+
+const Context* find(const Context* at, LexType type, uint32_t line) {
+  for (const Context* c : at->children())
+    if (c->key().type == type && (c->key().line == line || type == LexType::Function)) return c;
+  return nullptr;
+}
+
+TEST(Pipeline, SmallWithStructure) {
+  FakeStructure structure;
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
+    in.push_back(std::make_unique<FakeProfile>("b", smallTree(), smallValues()));
+    MemorySink sink;
+    PipelineOptions opt;
+    opt.threads = threads;
+    opt.transposeBudget = 64;  // force several transpose rounds
+    auto r = runPipeline(in, &structure, sink, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->profiles, 2u);
+    ASSERT_TRUE(sink.finished);
+    const Cct& cct = *sink.meta.cct;
+    // root -> main thread -> main -> line 11 -> [call-site instructions] -> ...
+    ASSERT_EQ(cct.root()->children().size(), 1u);
+    const Context* entry = cct.root()->children()[0];
+    EXPECT_EQ(entry->key().entry, EntryKind::MainThread);
+    const Context* mainFn = entry->children().at(0);
+    ASSERT_EQ(mainFn->key().function->name, "main");
+    const Context* line11 = find(mainFn, LexType::Line, 11);
+    ASSERT_NE(line11, nullptr);
+    ASSERT_EQ(line11->children().size(), 2u);  // two hidden call-site instructions
+    for (const Context* cs : line11->children()) EXPECT_TRUE(cs->key().hidden);
+
+    const double total = 0.25 + 0.5 + 0.125 + 0.0625 + 1.0;
+    EXPECT_DOUBLE_EQ(sink.value(1, 0, propId(0, kExecution)), total);
+    EXPECT_DOUBLE_EQ(sink.value(1, mainFn->id(), propId(0, kExecution)), total);
+    EXPECT_DOUBLE_EQ(sink.value(1, mainFn->id(), propId(0, kFunction)), 0);
+    // Summary = sum over the two identical profiles.
+    EXPECT_DOUBLE_EQ(sink.value(0, mainFn->id(), propId(0, kExecution)), 2 * total);
+    EXPECT_DOUBLE_EQ(sink.contextValue(mainFn->id(), propId(0, kExecution), 2), total);
+
+    // spinsleep called directly from main: loop gets 0.75 in function and lex_aware.
+    const Context* cs = nullptr;
+    for (const Context* c : line11->children())
+      if (c->key().offset == 0x119c) cs = c;
+    ASSERT_NE(cs, nullptr);
+    const Context* spin = cs->children().at(0);
+    EXPECT_EQ(spin->key().function->name, "spinsleep");
+    const Context* loop = find(spin, LexType::Loop, 3);
+    ASSERT_NE(loop, nullptr);
+    EXPECT_DOUBLE_EQ(sink.value(1, loop->id(), propId(0, kFunction)), 0.75);
+    EXPECT_DOUBLE_EQ(sink.value(1, loop->id(), propId(0, kLexAware)), 0.75);
+    EXPECT_DOUBLE_EQ(sink.value(1, loop->id(), propId(0, kPoint)), 0);
+    EXPECT_DOUBLE_EQ(sink.value(1, spin->id(), propId(0, kFunction)), 0.75);
+
+    // Trace: sorted, idle -> 0, hidden instruction -> its listed line.
+    ASSERT_EQ(sink.traceLines[1].size(), 3u);
+    EXPECT_EQ(sink.traceLines[1][0].ctx, 0u);
+    EXPECT_EQ(sink.traceLines[1][1].time, 200u);
+    const Context* line1 = find(spin, LexType::Line, 1);
+    ASSERT_NE(line1, nullptr);
+    EXPECT_EQ(sink.traceLines[1][1].ctx, line1->id());
+    EXPECT_EQ(sink.ids[1][0].logical, 0u);
+    EXPECT_TRUE(sink.ids[1][0].isPhysical);
+    EXPECT_FALSE(sink.ids[1][2].isPhysical);
+  }
+}
+
+TEST(Pipeline, NoStructureKeepsInstructions) {
+  std::vector<std::unique_ptr<ProfileSource>> in;
+  in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
+  MemorySink sink;
+  auto r = runPipeline(in, nullptr, sink, PipelineOptions());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Context* entry = sink.meta.cct->root()->children().at(0);
+  ASSERT_EQ(entry->children().size(), 2u);
+  for (const Context* c : entry->children()) {
+    EXPECT_EQ(c->key().type, LexType::Instruction);
+    EXPECT_EQ(c->key().relation, Relation::Call);
+    EXPECT_FALSE(c->key().hidden);
+    EXPECT_EQ(sink.value(1, c->id(), propId(0, kFunction)), 0);
+  }
+}
+
+TEST(Pipeline, LexAwareSkipsNestedLoops) {
+  Cct cct;
+  Names names;
+  ContextKey fn;
+  fn.relation = Relation::Call;
+  fn.function = names.function("f", nullptr, 0, nullptr, 0, 0);
+  Context* f = cct.root()->child(fn);
+  ContextKey loop;
+  loop.type = LexType::Loop;
+  loop.line = 1;
+  Context* outer = f->child(loop);
+  loop.line = 2;
+  Context* inner = outer->child(loop);
+  ContextKey line;
+  line.type = LexType::Line;
+  line.line = 3;
+  Context* l3 = inner->child(line);
+  Context* l4 = outer->child(line);
+  cct.finalize();
+  PropagationShape shape(cct);
+  Propagator prop(shape, 1);
+  std::vector<ContextValue> pts = {{l3->id(), 0, 1.0}, {l4->id(), 0, 2.0}};
+  SparseRow row;
+  prop.run(pts, row);
+  MemorySink sink;
+  ASSERT_TRUE(sink.begin(2, cct.size(), false).ok());
+  ASSERT_TRUE(sink.writeProfile(1, {}, row).ok());
+  // Per profile, lex_aware is function's value.
+  EXPECT_EQ(sink.value(1, outer->id(), propId(0, kFunction)), 3.0);
+  EXPECT_EQ(sink.value(1, outer->id(), propId(0, kLexAware)), 3.0);
+  // In the summary a loop keeps only its own statements.
+  MetricTable metrics({"m"}, false);
+  TransposeOptions opt;
+  opt.shape = &shape;
+  ASSERT_TRUE(transpose(sink, metrics, 2, std::vector<uint64_t>(cct.size(), 4), opt).ok());
+  EXPECT_EQ(sink.value(0, outer->id(), propId(0, kLexAware)), 2.0);
+  EXPECT_EQ(sink.value(0, inner->id(), propId(0, kLexAware)), 1.0);
+  EXPECT_EQ(sink.value(0, f->id(), propId(0, kLexAware)), 3.0);
+  EXPECT_EQ(sink.value(0, f->id(), propId(0, kExecution)), 3.0);
+  EXPECT_EQ(sink.value(0, l4->id(), propId(0, kLexAware)), 2.0);
+}
+
+TEST(Pipeline, IdTuples) {
+  std::vector<std::vector<IdIn>> in = {{{1, 1, 50, 0}, {3, 3, 0, 1}}, {{1, 1, 20, 0}, {3, 0, 9, 4}}};
+  auto out = resolveIdTuples(in);
+  EXPECT_EQ(out[0][0].logical, 1u);  // 50 ranks after 20
+  EXPECT_EQ(out[1][0].logical, 0u);
+  EXPECT_EQ(out[0][1].physical, 1u);
+  EXPECT_FALSE(out[0][1].isPhysical);
+  EXPECT_EQ(out[1][1].logical, 4u);
+  EXPECT_EQ(out[1][1].physical, 9u);
+}
+
+}  // namespace
+}  // namespace hpc::analysis
+
+namespace hpc::analysis {
+namespace {
+
+TEST(Inputs, ConformanceDirectory) {
+  std::filesystem::path m = std::filesystem::path(HPC_SHARED_DIR) / "conformance/meas/loops-cputime-t.m";
+  if (!std::filesystem::exists(m)) GTEST_SKIP() << "no conformance kit";
+  auto in = discoverInputs({m}, false);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->profiles.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(in->profiles.begin(), in->profiles.end()));
+  EXPECT_FALSE(in->traces[0].empty());
+  EXPECT_EQ(in->structs.size(), 4u);
+  auto none = discoverInputs({m}, true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->structs.empty());
+  EXPECT_FALSE(discoverInputs({m / "nonexistent"}, false).ok());
+}
+
+TEST(Transpose, StatsInProfileOrder) {
+  MemorySink sink;
+  ASSERT_TRUE(sink.begin(4, 3, false).ok());
+  auto row = [](std::vector<std::pair<uint32_t, double>> cv) {
+    SparseRow r;
+    for (auto [c, v] : cv) {
+      r.ctx.push_back(c);
+      r.metric.push_back(propId(0, kExecution));
+      r.value.push_back(v);
+      r.start.push_back(r.value.size());
+    }
+    return r;
+  };
+  ASSERT_TRUE(sink.writeProfile(1, {}, row({{0, 1.0}, {2, 4.0}})).ok());
+  ASSERT_TRUE(sink.writeProfile(2, {}, row({{0, 3.0}})).ok());
+  ASSERT_TRUE(sink.writeProfile(3, {}, row({{0, 2.0}, {2, 1.0}})).ok());
+  MetricTable metrics({"m"}, true);
+  TransposeOptions opt;
+  opt.budgetBytes = 1;  // one context per round
+  ASSERT_TRUE(transpose(sink, metrics, 4, {3, 0, 2}, opt).ok());
+  uint16_t p = propId(0, kExecution);
+  EXPECT_EQ(sink.value(0, 0, metrics.statId(p, 0)), 6.0);   // sum
+  EXPECT_EQ(sink.value(0, 0, metrics.statId(p, 1)), 3.0);   // count
+  EXPECT_EQ(sink.value(0, 0, metrics.statId(p, 2)), 14.0);  // sum of squares
+  EXPECT_EQ(sink.value(0, 0, metrics.statId(p, 3)), 1.0);   // min
+  EXPECT_EQ(sink.value(0, 2, metrics.statId(p, 4)), 4.0);   // max
+  EXPECT_EQ(sink.contextValue(2, p, 3), 1.0);
+  ASSERT_EQ(sink.columns.size(), 2u);
+  EXPECT_EQ(sink.columns[0].profile, (std::vector<uint32_t>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace hpc::analysis
+
+namespace hpc::analysis {
+namespace {
+
+// Many profiles whose trees overlap partially: the database must be bit-identical
+// whatever the thread count.
+TEST(Pipeline, IdenticalAtAnyThreadCount) {
+  FakeStructure structure;
+  auto run = [&](unsigned threads, MemorySink& sink) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    for (uint32_t p = 0; p < 24; ++p) {
+      ProfileTree t = smallTree();
+      t.idTuple = {{1, 1, 7, 0}, {3, 3, 0, p}};
+      ProfileValues v = smallValues();
+      // Extra leaves that only some profiles have, with values that round differently.
+      t.nodes.push_back({100 + p, 22, 1, 0x1140 + (p % 7) * 4, Placeholder::None});
+      v.values.push_back({100 + p, 0, 0.1 * (p + 1) / 3.0});
+      for (auto& x : v.values) x.value *= 1.0 + p / 7.0;
+      in.push_back(std::make_unique<FakeProfile>("p" + std::to_string(100 + p), t, v));
+    }
+    PipelineOptions opt;
+    opt.threads = threads;
+    opt.transposeBudget = 200;
+    auto r = runPipeline(in, &structure, sink, opt);
+    EXPECT_TRUE(r.ok());
+    return r;
+  };
+  MemorySink a, b;
+  auto ra = run(1, a), rb = run(3, b);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t p = 0; p < a.rows.size(); ++p) {
+    EXPECT_EQ(a.rows[p].ctx, b.rows[p].ctx) << p;
+    EXPECT_EQ(a.rows[p].metric, b.rows[p].metric) << p;
+    EXPECT_EQ(a.rows[p].value, b.rows[p].value) << p;  // bitwise
+    EXPECT_EQ(a.ids[p], b.ids[p]);
+  }
+  ASSERT_EQ(a.columns.size(), b.columns.size());
+  for (size_t i = 0; i < a.columns.size(); ++i) {
+    EXPECT_EQ(a.columns[i].ctx, b.columns[i].ctx);
+    EXPECT_EQ(a.columns[i].profile, b.columns[i].profile);
+    EXPECT_EQ(a.columns[i].value, b.columns[i].value);
+  }
+  EXPECT_EQ(a.ids[3][1].logical, 2u);
+}
+
+}  // namespace
+}  // namespace hpc::analysis

@@ -1,0 +1,138 @@
+#include "analysis/propagate.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace hpc::analysis {
+
+PropagationShape::PropagationShape(const Cct& cct) {
+  uint32_t n = cct.size();
+  parent_ = cct.parents();
+  lexical_.resize(n);
+  loop_.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const ContextKey& k = cct.byId(i)->key();
+    lexical_[i] = k.kind == NodeKind::Scope && k.relation == Relation::Lexical;
+    loop_[i] = k.kind == NodeKind::Scope && k.type == LexType::Loop;
+  }
+}
+
+Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
+    : shape_(shape), numMetrics_(numMetrics), slotOf_(shape.size(), -1) {}
+
+double* Propagator::slot(uint32_t ctx) {
+  int32_t& s = slotOf_[ctx];
+  if (s < 0) {
+    s = int32_t(touched_.size());
+    touched_.push_back(ctx);
+    values_.resize(values_.size() + size_t(numMetrics_) * kNumScopes, 0.0);
+  }
+  return &values_[size_t(s) * numMetrics_ * kNumScopes];
+}
+
+void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
+  for (const ContextValue& p : points) {
+    if (p.value == 0) continue;
+    const size_t base = size_t(p.metric) * kNumScopes;
+    uint32_t c = p.ctx;
+    slot(c)[base + kPoint] += p.value;
+    // function (and lex_aware, equal to it per profile): up the lexical edges,
+    // stopping at the first call or inlined call.
+    for (uint32_t at = c;;) {
+      double* v = slot(at);
+      v[base + kFunction] += p.value;
+      v[base + kLexAware] += p.value;
+      if (!shape_.lexicalEdge(at) || shape_.parent(at) == at) break;
+      at = shape_.parent(at);
+    }
+    for (uint32_t at = c;;) {
+      slot(at)[base + kExecution] += p.value;
+      if (shape_.parent(at) == at) break;
+      at = shape_.parent(at);
+    }
+  }
+
+  out.clear();
+  std::sort(touched_.begin(), touched_.end());
+  const uint32_t width = numMetrics_ * kNumScopes;
+  for (uint32_t c : touched_) {
+    const double* v = &values_[size_t(slotOf_[c]) * width];
+    size_t before = out.value.size();
+    for (uint32_t m = 0; m < width; ++m) {
+      if (v[m] == 0) continue;
+      out.metric.push_back(uint16_t(m));
+      out.value.push_back(v[m]);
+    }
+    if (out.value.size() != before) {
+      out.ctx.push_back(c);
+      out.start.push_back(out.value.size());
+    }
+    slotOf_[c] = -1;
+  }
+  touched_.clear();
+  values_.clear();
+}
+
+
+void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseRow& summary,
+                     uint32_t statsPerProp) {
+  // Summary lex_aware of a loop: its own statements only, i.e. its point value plus the
+  // function values of its non-loop children. Everything else keeps function's value.
+  const uint32_t n = shape.size();
+  std::vector<int64_t> rowOf(n, -1);
+  for (size_t j = 0; j < summary.ctx.size(); ++j) rowOf[summary.ctx[j]] = int64_t(j);
+  auto get = [&](uint32_t c, uint16_t id) -> double {
+    if (rowOf[c] < 0) return 0;
+    size_t j = size_t(rowOf[c]);
+    for (uint64_t k = summary.start[j]; k < summary.start[j + 1]; ++k)
+      if (summary.metric[k] == id) return summary.value[k];
+    return 0;
+  };
+  auto sumId = [&](uint32_t m, Scope s) { return uint16_t(propId(m, s) * statsPerProp); };
+  std::vector<std::pair<uint32_t, std::vector<double>>> loops;
+  std::vector<int64_t> loopIndex(n, -1);
+  for (uint32_t c = 0; c < n; ++c) {
+    if (!shape.isLoop(c)) continue;
+    loopIndex[c] = int64_t(loops.size());
+    std::vector<double> v(numMetrics);
+    for (uint32_t m = 0; m < numMetrics; ++m) v[m] = get(c, sumId(m, kPoint));
+    loops.emplace_back(c, std::move(v));
+  }
+  if (loops.empty()) return;
+  for (uint32_t c = 0; c < n; ++c) {
+    uint32_t p = shape.parent(c);
+    if (p == c || loopIndex[p] < 0 || shape.isLoop(c) || !shape.lexicalEdge(c) || rowOf[c] < 0) continue;
+    auto& v = loops[size_t(loopIndex[p])].second;
+    for (uint32_t m = 0; m < numMetrics; ++m) v[m] += get(c, sumId(m, kFunction));
+  }
+  SparseRow out;
+  auto emit = [&](uint32_t c, std::vector<std::pair<uint16_t, double>>& vals) {
+    std::sort(vals.begin(), vals.end());
+    size_t before = out.value.size();
+    for (auto& [id, v] : vals)
+      if (v != 0) out.metric.push_back(id), out.value.push_back(v);
+    if (out.value.size() != before) out.ctx.push_back(c), out.start.push_back(out.value.size());
+  };
+  std::vector<std::pair<uint16_t, double>> vals;
+  for (size_t j = 0; j <= summary.ctx.size(); ++j) {
+    // A loop without a summary row has nothing below it, so it needs no lex_aware.
+    if (j == summary.ctx.size()) break;
+    uint32_t c = summary.ctx[j];
+    vals.clear();
+    for (uint64_t k = summary.start[j]; k < summary.start[j + 1]; ++k)
+      vals.emplace_back(summary.metric[k], summary.value[k]);
+    if (loopIndex[c] >= 0) {
+      const auto& lv = loops[size_t(loopIndex[c])].second;
+      for (uint32_t m = 0; m < numMetrics; ++m) {
+        uint16_t id = sumId(m, kLexAware);
+        auto it = std::find_if(vals.begin(), vals.end(), [&](auto& e) { return e.first == id; });
+        if (it != vals.end()) it->second = lv[m];
+        else vals.emplace_back(id, lv[m]);
+      }
+    }
+    emit(c, vals);
+  }
+  summary = std::move(out);
+}
+
+}  // namespace hpc::analysis

@@ -1,0 +1,82 @@
+// Per-profile propagation of measured (point) values to the four propagation scopes
+// of the reference: point, function, lex_aware and execution (class 2 work).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "analysis/cct.hpp"
+
+namespace hpc::analysis {
+
+enum Scope : uint8_t { kPoint = 0, kFunction = 1, kLexAware = 2, kExecution = 3, kNumScopes = 4 };
+
+// Propagated metric id of (metric, scope), the same in profile.db and cct.db.
+inline uint16_t propId(uint32_t metric, Scope s) { return uint16_t(metric * kNumScopes + s); }
+
+// One profile's values: contexts ascending, metric ids ascending within a context,
+// no zeros. Context i's entries are [start[i], start[i+1]).
+struct SparseRow {
+  std::vector<uint32_t> ctx;
+  std::vector<uint64_t> start{0};
+  std::vector<uint16_t> metric;
+  std::vector<double> value;
+
+  void clear() {
+    ctx.clear();
+    start.assign(1, 0);
+    metric.clear();
+    value.clear();
+  }
+  size_t size() const { return value.size(); }
+};
+
+struct ContextValue {
+  uint32_t ctx = 0;
+  uint32_t metric = 0;  // global metric index (not a propagated id)
+  double value = 0;
+};
+
+// The shape of the finalized CCT as propagation needs it.
+class PropagationShape {
+public:
+  explicit PropagationShape(const Cct& cct);
+  uint32_t size() const { return uint32_t(parent_.size()); }
+  uint32_t parent(uint32_t c) const { return parent_[c]; }
+  // Function-scope values flow to the parent only over lexical edges (bit 0 of the
+  // context's propagation mask in meta.db).
+  bool lexicalEdge(uint32_t c) const { return lexical_[c]; }
+  bool isLoop(uint32_t c) const { return loop_[c]; }
+
+private:
+  std::vector<uint32_t> parent_;
+  std::vector<uint8_t> lexical_, loop_;
+};
+
+// Reusable per-thread scratch; one run() per profile.
+class Propagator {
+public:
+  Propagator(const PropagationShape& shape, uint32_t numMetrics);
+  Propagator(const Propagator&) = delete;
+  Propagator& operator=(const Propagator&) = delete;
+
+  // MT: externally synchronized (one thread at a time per Propagator).
+  void run(std::span<const ContextValue> points, SparseRow& out);
+
+private:
+  double* slot(uint32_t ctx);
+  const PropagationShape& shape_;
+  uint32_t numMetrics_;
+  std::vector<int32_t> slotOf_;
+  std::vector<uint32_t> touched_;
+  std::vector<double> values_;
+};
+
+// The reference's lex_aware differs from function only in summaries: there a loop takes
+// just its own statements, not nested loops. Rewrites the summary row's Sum statistics
+// for lex_aware accordingly (statsPerProp: statistics per propagated metric).
+void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseRow& summary,
+                     uint32_t statsPerProp);
+
+}  // namespace hpc::analysis

@@ -1,0 +1,73 @@
+// Where the pipeline's results go. The database adapter (db_sink.cpp) writes them with
+// src/formats/db; tests use MemorySink. hpcprof-mpi's sink writes only its own ranges.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analysis/cct.hpp"
+#include "analysis/metrics.hpp"
+#include "analysis/model.hpp"
+#include "analysis/propagate.hpp"
+#include "common/status.hpp"
+
+namespace hpc::analysis {
+
+struct IdOut {
+  uint16_t kind = 0;
+  bool isPhysical = false;
+  uint32_t logical = 0;
+  uint64_t physical = 0;
+  bool operator==(const IdOut&) const = default;
+};
+
+struct TracePoint {
+  uint64_t time = 0;
+  uint32_t ctx = 0;
+};
+
+// One context's column of cct.db: metric-major, profile indices ascending per metric.
+struct ContextColumn {
+  uint32_t ctx = 0;
+  std::vector<uint16_t> metric;
+  std::vector<uint64_t> start{0};  // metric i owns [start[i], start[i+1])
+  std::vector<uint32_t> profile;
+  std::vector<double> value;
+};
+
+// Everything meta.db and metrics/default.yaml describe. Mapping a ContextKey to a meta.db
+// Context: flags from function/file/module being set; propagation bit 0 set iff the
+// relation is Lexical (the "function" scope, index 0); hidden contexts are not listed,
+// their children are listed under the nearest listed ancestor (Context::listed()).
+// Scopes: point (type point), function (transitive, index 0), lex_aware (custom),
+// execution (execution); propagated id = propId(metric, scope), statistic ids from
+// MetricTable::statId.
+struct MetaInput {
+  std::string title;
+  const Cct* cct = nullptr;
+  const Names* names = nullptr;
+  const MetricTable* metrics = nullptr;
+};
+
+class DatabaseSink {
+public:
+  virtual ~DatabaseSink() = default;
+  // MT: externally synchronized. Called once, before any profile, with the number of
+  // profiles (summary included, index 0) and contexts.
+  virtual Status begin(uint32_t numProfiles, uint32_t numContexts, bool traces) = 0;
+  // MT: thread-safe for distinct indices (>= 1).
+  virtual Status writeProfile(uint32_t index, const std::vector<IdOut>& idTuple,
+                              const SparseRow& row) = 0;
+  virtual Status writeTrace(uint32_t index, std::span<const TracePoint> trace) = 0;
+  // MT: thread-safe. Reads back the part of a written profile row with ctx in [lo, hi).
+  virtual Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) = 0;
+  // MT: externally synchronized; columns arrive in ascending context order.
+  virtual Status writeContexts(std::span<const ContextColumn> columns) = 0;
+  // MT: externally synchronized; the summary profile (index 0), statistic ids.
+  virtual Status writeSummary(const SparseRow& row) = 0;
+  virtual Status finish(const MetaInput& meta) = 0;
+};
+
+}  // namespace hpc::analysis
