@@ -1,0 +1,160 @@
+// hpcrun: validates the measurement options, prepares the output directory and execs the
+// application with libhpcrun.so preloaded. Everything the runtime needs travels in HPCRUN_*
+// environment variables, so exec'd and forked descendants are measured the same way.
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "perf_events.hpp"
+#include "measurement/runtime/event_spec.hpp"
+
+namespace hm = hpc::measurement;
+
+namespace {
+
+void usage(FILE* to) {
+  std::fprintf(to,
+      "Usage: hpcrun [profiling options] [--] command [arguments...]\n"
+      "       hpcrun -L | -h | -V\n"
+      "\n"
+      "Profiling options:\n"
+      "  -e, --event EVENT[@PERIOD|@fFREQ]  sample EVENT (repeatable). EVENT is CPUTIME or\n"
+      "                       REALTIME (period in microseconds, default 5000) or perf::NAME\n"
+      "                       (period in events, or @fFREQ samples/s; default @f300).\n"
+      "                       Default: CPUTIME@5000.\n"
+      "  -c, --count [f]N     default period (or frequency with f) for perf:: events\n"
+      "  -t, --trace          also record a call-path trace per thread\n"
+      "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements)\n"
+      "Information:\n"
+      "  -L, -l, --list-events  list the events this machine can sample\n"
+      "  -V, --version        print the version\n"
+      "  -h, --help           print this help\n");
+}
+
+std::string dirOf(const std::string& p) {
+  auto s = p.rfind('/');
+  return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+std::string baseName(const std::string& p) {
+  auto s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+std::string findRuntime() {
+  if (const char* root = std::getenv("HPCTOOLKIT"); root && *root) {
+    std::string lib = std::string(root) + "/lib/libhpcrun.so";
+    if (access(lib.c_str(), R_OK) == 0) return lib;
+  }
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  self[n] = 0;
+  std::string bin = dirOf(self);
+  for (const char* rel : {"/../lib/libhpcrun.so", "/libhpcrun.so", "/../lib/hpctoolkit/libhpcrun.so"}) {
+    std::string lib = bin + rel;
+    char real[PATH_MAX];
+    if (realpath(lib.c_str(), real)) return real;
+  }
+  return {};
+}
+
+bool makeDirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || (path[i] == '/' && i > 0)) {
+      cur = path.substr(0, i);
+      if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  }
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+[[noreturn]] void fail(const std::string& msg) {
+  std::fprintf(stderr, "hpcrun: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+// Turns what the user typed into the canonical HPCRUN_EVENT_LIST entry, or fails.
+std::string validateEvent(const std::string& typed, const std::string& defaultCount) {
+  std::string text = typed;
+  if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0)
+    fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME or perf::NAME; see hpcrun -L)");
+  if (text.rfind("perf::", 0) == 0 && text.find('@') == std::string::npos && !defaultCount.empty())
+    text += "@" + defaultCount;
+  hm::EventSpec ev;
+  if (const char* err = hm::parseEvent(text.data(), text.size(), ev))
+    fail("event '" + typed + "': " + err);
+  std::string rate = std::string(ev.frequency ? "f" : "") + std::to_string(ev.value);
+  if (ev.kind != hm::SourceKind::Perf) return std::string(ev.name) + "@" + rate;
+
+  std::string name = std::string(ev.name).substr(6);
+  auto attr = hm::resolvePerfEvent(name);
+  if (!attr) fail(attr.status().message());
+  if (auto st = hm::checkPerfEvent(name, *attr, ev.frequency, ev.value); !st) fail(st.message());
+  return std::string(ev.name) + "#" + std::to_string(attr->type) + "," + std::to_string(attr->config) +
+         "," + std::to_string(attr->config1) + "," + std::to_string(attr->config2) + "@" + rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> events;
+  std::string out, defaultCount;
+  bool trace = false;
+  int i = 1;
+  auto needArg = [&](const char* opt) -> std::string {
+    if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") { ++i; break; }
+    if (a.empty() || a[0] != '-') break;
+    if (a == "-e" || a == "--event") events.push_back(needArg("-e"));
+    else if (a.rfind("--event=", 0) == 0) events.push_back(a.substr(8));
+    else if (a == "-t" || a == "--trace") trace = true;
+    else if (a == "-o" || a == "--output") out = needArg("-o");
+    else if (a.rfind("--output=", 0) == 0) out = a.substr(9);
+    else if (a == "-c" || a == "--count") {
+      defaultCount = needArg("-c");
+      if (!defaultCount.empty() && defaultCount[0] == '@') defaultCount.erase(0, 1);
+    }
+    else if (a == "-L" || a == "-l" || a == "--list-events") { hm::listEvents(); return 0; }
+    else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
+    else if (a == "-V" || a == "--version") { std::printf("hpcrun (hpctoolkit-cpp) 0.1.0\n"); return 0; }
+    else { std::fprintf(stderr, "hpcrun: unknown option '%s'\n", a.c_str()); usage(stderr); return 2; }
+  }
+  if (i >= argc) { usage(stderr); return 2; }
+  if (events.empty()) events.push_back("CPUTIME@5000");
+  if (events.size() > hm::kMaxEvents) fail("at most " + std::to_string(hm::kMaxEvents) + " events");
+
+  std::string list;
+  for (const std::string& e : events) list += (list.empty() ? "" : ";") + validateEvent(e, defaultCount);
+
+  std::string app = argv[i];
+  if (out.empty()) out = "hpctoolkit-" + baseName(app) + "-measurements";
+  if (!makeDirs(out)) fail("cannot create measurement directory '" + out + "': " + std::strerror(errno));
+  char real[PATH_MAX];
+  if (!realpath(out.c_str(), real)) fail("cannot resolve '" + out + "'");
+
+  std::string lib = findRuntime();
+  if (lib.empty()) fail("cannot find libhpcrun.so next to this hpcrun (set HPCTOOLKIT to the install prefix)");
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(" ") + old;
+
+  setenv("HPCRUN_EVENT_LIST", list.c_str(), 1);
+  setenv("HPCRUN_OUT_PATH", real, 1);
+  setenv("HPCRUN_TRACE", trace ? "1" : "0", 1);
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  execvp(app.c_str(), argv + i);
+  fail("cannot run '" + app + "': " + std::strerror(errno));
+}

@@ -1,0 +1,242 @@
+// The functions libhpcrun.so exports to take control at the points of seed 003's libmonitor:
+// process start, thread create/exit, fork, exec, exit paths, dlopen/dlclose and signal
+// disposition. Each one resolves the next definition lazily with dlsym(RTLD_NEXT).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <threads.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "arena.hpp"
+#include "loadmap.hpp"
+#include "process.hpp"
+#include "signals.hpp"
+#include "unwind.hpp"
+
+using namespace hpc::rt;
+
+#define HPC_EXPORT extern "C" __attribute__((visibility("default")))
+#define HPC_TRAMPOLINE __attribute__((noinline, used, section("hpcrun_tramp")))
+
+namespace {
+
+template <typename Fn>
+Fn next(Fn& slot, const char* name) {
+  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return slot;
+}
+#define REAL(fn) next(real_##fn, #fn)
+
+using MainFn = int (*)(int, char**, char**);
+using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+using PthreadCreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+using ExecveFn = int (*)(const char*, char* const[], char* const[]);
+using ExecvFn = int (*)(const char*, char* const[]);
+
+StartMainFn real___libc_start_main;
+PthreadCreateFn real_pthread_create;
+void (*real_pthread_exit)(void*);
+pid_t (*real_fork)();
+ExecveFn real_execve;
+ExecvFn real_execv;
+ExecvFn real_execvp;
+ExecveFn real_execvpe;
+void (*real__exit)(int);
+void (*real__Exit)(int);
+void* (*real_dlopen)(const char*, int);
+int (*real_dlclose)(void*);
+int (*real_sigprocmask)(int, const sigset_t*, sigset_t*);
+int (*real_pthread_sigmask)(int, const sigset_t*, sigset_t*);
+
+MainFn gAppMain = nullptr;
+volatile int gMainResult;
+
+// Trampolines: the unwinder stops at a frame inside them, so their callees (main, a thread's
+// start routine) are the outermost frames recorded. Code after each call keeps the call from
+// becoming a tail jump, which would remove the trampoline's frame.
+HPC_TRAMPOLINE int mainTrampoline(int argc, char** argv, char** envp) {
+  processStartMain();
+  int rc = gAppMain(argc, argv, envp);
+  gMainResult = rc;
+  return rc;
+}
+
+struct Launch {
+  void* (*start)(void*);
+  int (*startC11)(void*);
+  void* arg;
+};
+
+HPC_TRAMPOLINE void* threadTrampoline(void* p) {
+  Launch l = *static_cast<Launch*>(p);
+  pageFree(p, sizeof(Launch));
+  ThreadState* ts = threadBegin();
+  void* rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);
+  threadEnd(ts);
+  return rv;
+}
+
+int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), int (*c11)(void*), void* arg) {
+  auto* l = static_cast<Launch*>(pageAlloc(sizeof(Launch)));
+  if (!l) return EAGAIN;
+  *l = Launch{start, c11, arg};
+  int rc = REAL(pthread_create)(t, attr, threadTrampoline, l);
+  if (rc != 0) pageFree(l, sizeof(Launch));
+  return rc;
+}
+
+void finalizeForExec() {
+  SuspendSampling guard;
+  processFinalize("exec");
+}
+
+}  // namespace
+
+__attribute__((constructor)) static void hpcrunConstructor() { processInit(); }
+
+HPC_EXPORT int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
+                                 void (*rtldFini)(), void* stackEnd) {
+  gAppMain = main;
+  return REAL(__libc_start_main)(mainTrampoline, argc, argv, init, fini, rtldFini, stackEnd);
+}
+
+HPC_EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  return createThread(t, attr, start, nullptr, arg);
+}
+
+HPC_EXPORT int thrd_create(thrd_t* t, thrd_start_t fn, void* arg) {
+  int rc = createThread(reinterpret_cast<pthread_t*>(t), nullptr, nullptr, fn, arg);
+  return rc == 0 ? thrd_success : rc == ENOMEM ? thrd_nomem : thrd_error;
+}
+
+HPC_EXPORT void pthread_exit(void* rv) {
+  threadEnd(currentThread());
+  REAL(pthread_exit)(rv);
+  __builtin_unreachable();
+}
+
+HPC_EXPORT void thrd_exit(int rv) { pthread_exit(reinterpret_cast<void*>(intptr_t(rv))); }
+
+HPC_EXPORT pid_t fork() {
+  SuspendSampling guard;
+  pid_t pid = REAL(fork)();
+  if (pid == 0) processChildAfterFork();
+  return pid;
+}
+
+// A vfork child shares our memory until it execs; measuring it would corrupt the parent's
+// state, so it becomes a fork (as libmonitor does).
+HPC_EXPORT pid_t vfork() { return fork(); }
+
+HPC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  finalizeForExec();
+  return REAL(execve)(path, argv, envp);
+}
+
+HPC_EXPORT int execv(const char* path, char* const argv[]) {
+  finalizeForExec();
+  return REAL(execv)(path, argv);
+}
+
+HPC_EXPORT int execvp(const char* file, char* const argv[]) {
+  finalizeForExec();
+  return REAL(execvp)(file, argv);
+}
+
+HPC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  finalizeForExec();
+  return REAL(execvpe)(file, argv, envp);
+}
+
+namespace {
+constexpr int kMaxExecArgs = 4096;
+// Collects a NULL-terminated variadic argument list; returns the trailing envp for execle.
+char* const* collectArgs(const char* first, va_list ap, char** argv, bool wantEnv) {
+  int n = 0;
+  argv[n++] = const_cast<char*>(first);
+  while (n < kMaxExecArgs - 1 && (argv[n] = va_arg(ap, char*)) != nullptr) ++n;
+  argv[n] = nullptr;
+  return wantEnv ? va_arg(ap, char* const*) : nullptr;
+}
+}  // namespace
+
+HPC_EXPORT int execl(const char* path, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list ap;
+  va_start(ap, arg);
+  collectArgs(arg, ap, argv, false);
+  va_end(ap);
+  return execv(path, argv);
+}
+
+HPC_EXPORT int execlp(const char* file, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list ap;
+  va_start(ap, arg);
+  collectArgs(arg, ap, argv, false);
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+HPC_EXPORT int execle(const char* path, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list ap;
+  va_start(ap, arg);
+  char* const* envp = collectArgs(arg, ap, argv, true);
+  va_end(ap);
+  return execve(path, argv, envp);
+}
+
+HPC_EXPORT void _exit(int status) {
+  processFinalize("_exit");
+  REAL(_exit)(status);
+  __builtin_unreachable();
+}
+
+HPC_EXPORT void _Exit(int status) {
+  processFinalize("_Exit");
+  REAL(_Exit)(status);
+  __builtin_unreachable();
+}
+
+HPC_EXPORT void* dlopen(const char* file, int flags) {
+  SuspendSampling guard;
+  void* h = REAL(dlopen)(file, flags);
+  loadmapRefresh();
+  return h;
+}
+
+HPC_EXPORT int dlclose(void* handle) {
+  SuspendSampling guard;
+  int rc = REAL(dlclose)(handle);
+  loadmapRefresh();
+  unwindFlushCache();
+  return rc;
+}
+
+HPC_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  return virtualSigaction(sig, act, old);
+}
+
+HPC_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction act{}, old{};
+  act.sa_handler = handler;
+  act.sa_flags = SA_RESTART;  // BSD semantics, as glibc's signal()
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  if (virtualSigaction(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+HPC_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  sigset_t scratch;
+  return REAL(sigprocmask)(how, filterMask(how, set, &scratch), old);
+}
+
+HPC_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  sigset_t scratch;
+  return REAL(pthread_sigmask)(how, filterMask(how, set, &scratch), old);
+}

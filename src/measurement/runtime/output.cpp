@@ -1,0 +1,226 @@
+#include "output.hpp"
+
+#include <fcntl.h>
+#include <cerrno>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "encode_glue.hpp"
+#include "loadmap.hpp"
+#include "md5.hpp"
+#include "sys.hpp"
+
+namespace hpc::rt {
+
+namespace {
+
+int gLogFd = -1;
+
+uint32_t hostId() {
+  int fd = open("/etc/hostid", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    uint32_t v = 0;
+    ssize_t n = read(fd, &v, sizeof v);
+    close(fd);
+    if (n == sizeof v && v) return v;
+  }
+  utsname u;
+  uname(&u);
+  uint32_t h = 2166136261u;  // FNV-1a of the host name: stable per machine
+  for (const char* p = u.nodename; *p; ++p) h = (h ^ uint8_t(*p)) * 16777619u;
+  return h;
+}
+
+uint32_t mpiRank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK"}) {
+    const char* v = getenv(var);
+    if (v && *v) return uint32_t(strtoul(v, nullptr, 10));
+  }
+  return 0;
+}
+
+// Picks the first generation whose log name is free; an exec'd image keeps its pid, so this
+// is what keeps its files apart from those of the image before it.
+bool openLog() {
+  char path[kPathMax];
+  for (unsigned gen = 0; gen < 1000; ++gen) {
+    gConfig.gen = gen;
+    outputPath(path, sizeof path, 0, ".log");
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      gLogFd = fd;
+      return true;
+    }
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}
+
+// The vdso has no file: copy it into vdso/<md5>.vdso so offsets into it can be analysed.
+void copyVdso() {
+  auto base = getauxval(AT_SYSINFO_EHDR);
+  if (!base) return;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  static char maps[65536];
+  ssize_t len = 0, r;
+  while (len < ssize_t(sizeof maps) - 1 && (r = read(fd, maps + len, sizeof maps - 1 - len)) > 0) len += r;
+  close(fd);
+  maps[len] = 0;
+  uint64_t lo = 0, hi = 0;
+  for (char* line = maps; *line;) {
+    char* end = line;
+    while (*end && *end != '\n') ++end;
+    bool isVdso = false;
+    for (char* p = line; p + 6 <= end; ++p)
+      if (strStartsWith(p, "[vdso]")) isVdso = true;
+    if (isVdso) {
+      char* p = line;
+      auto hexval = [&p]() {
+        uint64_t v = 0;
+        for (;; ++p) {
+          char c = *p;
+          if (c >= '0' && c <= '9') v = v * 16 + uint64_t(c - '0');
+          else if (c >= 'a' && c <= 'f') v = v * 16 + uint64_t(c - 'a' + 10);
+          else break;
+        }
+        return v;
+      };
+      lo = hexval();
+      ++p;
+      hi = hexval();
+      break;
+    }
+    line = *end ? end + 1 : end;
+  }
+  if (lo != base || hi <= lo) return;
+  uint8_t digest[16];
+  md5(reinterpret_cast<const void*>(lo), hi - lo, digest);
+  char path[kPathMax];
+  Text t(path, sizeof path);
+  t.str(gConfig.outDir).str("/vdso");
+  mkdir(path, 0755);
+  t.ch('/');
+  for (uint8_t b : digest) t.hex(b, 2);
+  t.str(".vdso");
+  loadmapSetVdsoPath(path);
+  int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (out < 0) return;  // another process already copied the same vdso
+  writeAll(out, reinterpret_cast<const void*>(lo), hi - lo);
+  close(out);
+}
+
+void logText(const char* s) {
+  if (gLogFd >= 0) writeAll(gLogFd, s, strLen(s));
+}
+
+}  // namespace
+
+void outputPath(char* buf, unsigned long cap, uint32_t thread, const char* suffix) {
+  Text t(buf, cap);
+  t.str(gConfig.outDir).ch('/').str(gConfig.appName).ch('-').dec(gConfig.rank, 6).ch('-').dec(thread, 3);
+  t.ch('-').hex(gConfig.hostId, 8).ch('-').dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(suffix);
+}
+
+bool outputInit() {
+  const char* out = getenv("HPCRUN_OUT_PATH");
+  ssize_t n = readlink("/proc/self/exe", gConfig.appPath, sizeof gConfig.appPath - 1);
+  gConfig.appPath[n > 0 ? n : 0] = 0;
+  const char* base = gConfig.appPath;
+  for (const char* p = gConfig.appPath; *p; ++p)
+    if (*p == '/') base = p + 1;
+  Text(gConfig.appName, sizeof gConfig.appName).str(base);
+  Text dir(gConfig.outDir, sizeof gConfig.outDir);
+  if (out && *out) dir.str(out);
+  else {
+    char cwd[kPathMax];
+    if (!getcwd(cwd, sizeof cwd)) return false;
+    dir.str(cwd).str("/hpctoolkit-").str(gConfig.appName).str("-measurements");
+  }
+  mkdir(gConfig.outDir, 0755);
+  gConfig.hostId = hostId();
+  gConfig.rank = mpiRank();
+  if (!openLog()) return false;
+  copyVdso();
+  char buf[kPathMax + 256];
+  Text t(buf, sizeof buf);
+  t.str("hpcrun: measuring ").str(gConfig.appPath).str(" pid ").dec(uint64_t(gConfig.pid)).str(" events:");
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    const EventSpec& ev = gConfig.events[i];
+    t.ch(' ').str(ev.name).ch('@').str(ev.frequency ? "f" : "").dec(ev.value);
+  }
+  t.str(gConfig.trace ? " trace\n" : "\n");
+  logText(buf);
+  return true;
+}
+
+void outputChildAfterFork() {
+  if (gLogFd >= 0) close(gLogFd);
+  gLogFd = -1;
+  openLog();
+  logText("hpcrun: forked child\n");
+}
+
+bool outputOpenTrace(ThreadState& ts) {
+  char path[kPathMax];
+  outputPath(path, sizeof path, ts.index, ".hpctrace");
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  if (!encodeTraceHeader(fd)) {
+    close(fd);
+    return false;
+  }
+  ts.traceFd = fd;
+  return true;
+}
+
+void traceAppend(ThreadState& ts, uint64_t timeNs, uint32_t node) {
+  if (ts.traceFd < 0 || !ts.traceBuf) return;
+  if (ts.traceMin == 0) ts.traceMin = timeNs;
+  if (timeNs > ts.traceMax) ts.traceMax = timeNs;
+  ts.traceBuf[ts.traceLen++] = TraceRecord{timeNs, node};
+  if (ts.traceLen == kTraceBufRecords) {
+    encodeTraceRecords(ts.traceFd, ts.traceBuf, ts.traceLen);
+    ts.traceLen = 0;
+  }
+}
+
+void outputWriteThread(ThreadState& ts) {
+  if (ts.traceFd >= 0) {
+    if (ts.traceLen) encodeTraceRecords(ts.traceFd, ts.traceBuf, ts.traceLen);
+    ts.traceLen = 0;
+    close(ts.traceFd);
+    ts.traceFd = -1;
+  }
+  char path[kPathMax];
+  outputPath(path, sizeof path, ts.index, ".hpcrun");
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  encodeProfile(fd, ts);
+  close(fd);
+}
+
+void outputWriteLog(const char* reason) {
+  uint64_t samples = 0, recorded = 0, blocked = 0, errant = 0, failures = 0, truncated = 0, threads = 0,
+           sourceFailures = 0;
+  for (ThreadState* t = registryHead(); t; t = t->next) {
+    ++threads;
+    samples += t->samples, recorded += t->recorded, blocked += t->blocked, errant += t->errant;
+    failures += t->unwindFailures, truncated += t->truncated, sourceFailures += t->sourceFailures;
+  }
+  char buf[1024];
+  Text t(buf, sizeof buf);
+  t.str("hpcrun: finalized at ").str(reason).str(", threads: ").dec(threads).ch('\n');
+  t.str("SUMMARY: samples: ").dec(samples).str(" (recorded: ").dec(recorded).str(", blocked: ").dec(blocked);
+  t.str(", errant: ").dec(errant).str(")\n");
+  t.str("unwind failures: ").dec(failures).str(", truncated unwinds: ").dec(truncated);
+  t.str(", sample sources that failed to start: ").dec(sourceFailures).ch('\n');
+  logText(buf);
+  if (gLogFd >= 0) close(gLogFd);
+  gLogFd = -1;
+}
+
+}  // namespace hpc::rt

@@ -1,0 +1,127 @@
+#include "process.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "loadmap.hpp"
+#include "output.hpp"
+#include "signals.hpp"
+#include "sources.hpp"
+#include "sys.hpp"
+#include "unwind.hpp"
+
+namespace hpc::rt {
+
+namespace {
+
+bool gReady = false;
+
+void parseConfig() {
+  const char* list = getenv("HPCRUN_EVENT_LIST");
+  if (!list || !*list) list = "CPUTIME@5000";
+  measurement::forEachEvent(list, [](const char* e, size_t n) {
+    if (gConfig.nEvents == kMaxEvents) return;
+    EventSpec& ev = gConfig.events[gConfig.nEvents];
+    if (const char* err = measurement::parseEvent(e, n, ev)) {
+      char buf[256];
+      Text t(buf, sizeof buf);
+      t.str("ignoring event '").str(e, n).str("': ").str(err);
+      complain(t.c_str());
+      return;
+    }
+    ++gConfig.nEvents;
+  });
+  const char* tr = getenv("HPCRUN_TRACE");
+  gConfig.trace = tr && tr[0] == '1';
+  gConfig.sampleSignal = SIGRTMAX - 3;
+  gConfig.pid = getpid();
+}
+
+void onExit() { processFinalize("exit"); }
+
+// Stops every thread's sources, waits (bounded) for handlers in flight, and writes each
+// thread not yet written. The caller's own thread is among them.
+void writeAllThreads() {
+  for (ThreadState* t = registryHead(); t; t = t->next) sourcesStopThread(*t);
+  for (ThreadState* t = registryHead(); t; t = t->next) {
+    for (int spins = 0; t->inHandler.load(std::memory_order_acquire) && spins < 2000; ++spins) sched_yield();
+    ThreadPhase expect = ThreadPhase::Running;
+    if (t->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+      outputWriteThread(*t);
+      t->phase.store(ThreadPhase::Done, std::memory_order_release);
+    }
+  }
+}
+
+}  // namespace
+
+void processInit() {
+  if (gReady) return;
+  gReady = true;
+  parseConfig();
+  signalsInit();
+  if (!unwindInit()) complain("libunwind.so.8 not found: call paths will be partial");
+  if (!outputInit()) {
+    complain("cannot create the measurement directory: measurement disabled");
+    return;
+  }
+  loadmapRefresh();
+  newThreadState(true);
+  atexit(onExit);
+}
+
+void processStartMain() {
+  ThreadState* ts = currentThread();
+  if (!ts || gFinalized.load()) return;
+  if (gConfig.trace) outputOpenTrace(*ts);
+  sourcesStartThread(*ts);
+  gSampling.store(true, std::memory_order_release);
+}
+
+ThreadState* threadBegin() {
+  if (!gReady || gFinalized.load(std::memory_order_acquire)) return nullptr;
+  ThreadState* ts = newThreadState(false);
+  if (!ts) return nullptr;
+  ++ts->suspend;
+  if (gConfig.trace) outputOpenTrace(*ts);
+  sourcesStartThread(*ts);
+  --ts->suspend;
+  return ts;
+}
+
+void threadEnd(ThreadState* ts) {
+  if (!ts || ts != currentThread()) return;
+  ++ts->suspend;
+  sourcesStopThread(*ts);
+  ThreadPhase expect = ThreadPhase::Running;
+  if (ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+    outputWriteThread(*ts);
+    ts->phase.store(ThreadPhase::Done, std::memory_order_release);
+    ts->arena.release();
+  }
+}
+
+void processFinalize(const char* reason) {
+  if (!gReady || gFinalized.exchange(true)) return;
+  gSampling.store(false, std::memory_order_release);
+  ThreadState* self = currentThread();
+  if (self) ++self->suspend;
+  writeAllThreads();
+  outputWriteLog(reason);
+}
+
+void processChildAfterFork() {
+  if (!gReady || gFinalized.load()) return;
+  gConfig.pid = getpid();
+  if (ThreadState* parent = currentThread(); parent && parent->traceFd >= 0) close(parent->traceFd);
+  registryResetForChild(nullptr);
+  outputChildAfterFork();
+  ThreadState* ts = newThreadState(true);
+  if (!ts) return;
+  if (gConfig.trace) outputOpenTrace(*ts);
+  sourcesStartThread(*ts);
+}
+
+}  // namespace hpc::rt

@@ -1,0 +1,81 @@
+#include "sample.hpp"
+
+#include <cerrno>
+
+#include "loadmap.hpp"
+#include "output.hpp"
+#include "sources.hpp"
+#include "sys.hpp"
+#include "unwind.hpp"
+
+namespace hpc::rt {
+
+namespace {
+
+constexpr uint64_t kUnnormalized = placeholder("*Unnorm ");
+
+void record(ThreadState& ts, void* uc, int ev, double value) {
+  ts.nFrames = 0;
+  volatile UnwindEnd end = UnwindEnd::Failed;
+  ts.inUnwind.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (sigsetjmp(ts.unwindJump, 1) == 0) end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ts.inUnwind.store(0, std::memory_order_relaxed);
+
+  bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
+  CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
+  for (size_t i = ts.nFrames; i-- > 0 && node;) {
+    ModuleRef m = loadmapLookup(ts.frames[i]);
+    node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
+  }
+  if (!node) {  // out of memory
+    ++ts.blocked;
+    return;
+  }
+  node->metrics()[ev] += value;
+  node->hasValue = 1;
+  if (complete) ++ts.recorded;
+  else {
+    ++ts.errant;
+    if (end == UnwindEnd::Truncated) ++ts.truncated;
+    else ++ts.unwindFailures;
+  }
+  if (gConfig.trace && ev == 0) traceAppend(ts, nowNs(), node->id);
+}
+
+}  // namespace
+
+void onSampleSignal(int, siginfo_t* si, void* uc) {
+  int savedErrno = errno;
+  ThreadState* ts = currentThread();
+  if (!ts) {
+    errno = savedErrno;
+    return;
+  }
+  if (ts->inHandler.exchange(1, std::memory_order_acquire)) {
+    ++ts->blocked;
+    errno = savedErrno;
+    return;
+  }
+  double value = 0;
+  int ev = sourcesIdentify(*ts, si, value);
+  if (ev >= 0) {
+    ++ts->samples;
+    if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
+        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running)
+      ++ts->blocked;
+    else
+      record(*ts, uc, ev, value);
+    sourcesRearm(*ts, ev);
+  }
+  ts->inHandler.store(0, std::memory_order_release);
+  errno = savedErrno;
+}
+
+void recoverFromUnwindFault() {
+  ThreadState* ts = currentThread();
+  if (ts && ts->inUnwind.load(std::memory_order_relaxed)) siglongjmp(ts->unwindJump, 1);
+}
+
+}  // namespace hpc::rt

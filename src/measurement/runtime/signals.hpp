@@ -1,0 +1,18 @@
+// Signal virtualization. The sampling signal always stays ours: the application may install
+// a handler for it or block it, and neither reaches the kernel. For fatal signals we keep our
+// own handler installed and run the application's (as it believes it installed it) or, when
+// it has none, write the measurement and die the default way. Every other signal, SIGPROF
+// and SIGALRM included, passes straight through.
+#pragma once
+
+#include <signal.h>
+
+namespace hpc::rt {
+
+void signalsInit();
+int realSigaction(int sig, const struct sigaction* act, struct sigaction* old);
+int virtualSigaction(int sig, const struct sigaction* act, struct sigaction* old);
+// Removes the sampling signal from a mask the application wants to apply.
+const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch);
+
+}  // namespace hpc::rt

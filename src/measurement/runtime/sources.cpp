@@ -1,0 +1,120 @@
+#include "sources.hpp"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sys.hpp"
+
+namespace hpc::rt {
+
+namespace {
+
+bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = gConfig.sampleSignal;
+  sev.sigev_value.sival_int = int(i);
+  sev._sigev_un._tid = ts.tid;
+  clockid_t clock = ev.kind == SourceKind::CpuTime ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+  if (timer_create(clock, &sev, &ts.timers[i]) != 0) return false;
+  itimerspec its{};
+  its.it_interval.tv_sec = time_t(ev.value / 1000000);
+  its.it_interval.tv_nsec = long(ev.value % 1000000) * 1000;
+  its.it_value = its.it_interval;
+  if (timer_settime(ts.timers[i], 0, &its, nullptr) != 0) {
+    timer_delete(ts.timers[i]);
+    return false;
+  }
+  ts.timerLive[i] = true;
+  return true;
+}
+
+bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
+  if (!ev.resolved) return false;
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = ev.perfType;
+  attr.config = ev.perfConfig;
+  attr.config1 = ev.perfConfig1;
+  attr.config2 = ev.perfConfig2;
+  attr.freq = ev.frequency;
+  if (ev.frequency) attr.sample_freq = ev.value;
+  else attr.sample_period = ev.value;
+  attr.disabled = 1;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  int fd = int(syscall(SYS_perf_event_open, &attr, ts.tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0) return false;
+  // Overflow notification as our real-time signal, sent to this thread only.
+  f_owner_ex owner{F_OWNER_TID, ts.tid};
+  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, gConfig.sampleSignal) != 0 ||
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0) {
+    close(fd);
+    return false;
+  }
+  ts.perfFd[i] = fd;
+  ts.perfLast[i] = 0;
+  ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+  return true;
+}
+
+}  // namespace
+
+bool sourcesStartThread(ThreadState& ts) {
+  bool all = true;
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    const EventSpec& ev = gConfig.events[i];
+    bool ok = ev.kind == SourceKind::Perf ? startPerf(ts, i, ev) : startTimer(ts, i, ev);
+    if (!ok) {
+      ++ts.sourceFailures;
+      all = false;
+    }
+  }
+  return all;
+}
+
+void sourcesStopThread(ThreadState& ts) {
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    if (ts.timerLive[i]) {
+      ts.timerLive[i] = false;
+      timer_delete(ts.timers[i]);
+    }
+    int fd = ts.perfFd[i];
+    if (fd >= 0) {
+      ts.perfFd[i] = -1;
+      ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+      close(fd);
+    }
+  }
+}
+
+int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
+  if (si->si_code == SI_TIMER) {
+    int i = si->si_value.sival_int;
+    if (i < 0 || unsigned(i) >= gConfig.nEvents) return -1;
+    // An overrun means the timer expired more often than it was delivered (CPUTIME only
+    // advances on the kernel tick): credit the time it stands for, not one period.
+    double periods = 1.0 + (si->si_overrun > 0 ? si->si_overrun : 0);
+    value = periods * double(gConfig.events[i].value) * 1e-6;
+    return i;
+  }
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    int fd = ts.perfFd[i];
+    if (fd < 0 || fd != si->si_fd) continue;
+    uint64_t count = 0;
+    if (read(fd, &count, sizeof count) != sizeof count) count = ts.perfLast[i];
+    value = double(count - ts.perfLast[i]);
+    ts.perfLast[i] = count;
+    return int(i);
+  }
+  return -1;
+}
+
+void sourcesRearm(ThreadState& ts, int event) {
+  if (event >= 0 && ts.perfFd[event] >= 0) ioctl(ts.perfFd[event], PERF_EVENT_IOC_REFRESH, 1);
+}
+
+}  // namespace hpc::rt

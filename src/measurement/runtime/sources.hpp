@@ -1,0 +1,21 @@
+// Sample sources: CPUTIME/REALTIME (per-thread POSIX timers) and perf:: events
+// (perf_event_open). All deliver gConfig.sampleSignal to the thread they measure; the
+// handler tells them apart by si_code (SI_TIMER carries the event index) and si_fd.
+#pragma once
+
+#include <signal.h>
+
+#include <cstdint>
+
+#include "state.hpp"
+
+namespace hpc::rt {
+
+bool sourcesStartThread(ThreadState& ts);   // call on the measured thread itself
+void sourcesStopThread(ThreadState& ts);    // MT: may be called from another thread
+// Which event fired, and the metric value this sample stands for (seconds for timers,
+// event counts for perf). Returns -1 when the signal is not ours. Async-signal-safe.
+int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value);
+void sourcesRearm(ThreadState& ts, int event);
+
+}  // namespace hpc::rt

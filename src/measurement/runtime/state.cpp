@@ -1,0 +1,60 @@
+#include "state.hpp"
+
+#include <sched.h>
+
+#include <new>
+
+#include "sys.hpp"
+
+namespace hpc::rt {
+
+Config gConfig;
+std::atomic<bool> gSampling{false};
+std::atomic<bool> gFinalized{false};
+
+namespace {
+// initial-exec: the signal handler must never reach __tls_get_addr, which may allocate.
+thread_local ThreadState* tlsState __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<ThreadState*> gHead{nullptr};
+std::atomic<uint32_t> gNextIndex{1};
+}  // namespace
+
+ThreadState* currentThread() { return tlsState; }
+ThreadState* registryHead() { return gHead.load(std::memory_order_acquire); }
+void bindThread(ThreadState* ts) { tlsState = ts; }
+
+ThreadState* newThreadState(bool isMain) {
+  auto* ts = static_cast<ThreadState*>(pageAlloc(sizeof(ThreadState)));
+  if (!ts) return nullptr;
+  new (ts) ThreadState();
+  ts->index = isMain ? 0 : gNextIndex.fetch_add(1, std::memory_order_relaxed);
+  ts->isMain = isMain;
+  ts->tid = sysGettid();
+  ts->core = sched_getcpu();
+  if (ts->core < 0) ts->core = 0;
+  ts->traceFd = -1;
+  for (unsigned i = 0; i < kMaxEvents; ++i) ts->perfFd[i] = -1;
+  ts->phase.store(ThreadPhase::Running, std::memory_order_relaxed);
+  bool ok = ts->cct.init(ts->arena, gConfig.nEvents);
+  ts->frames = static_cast<uintptr_t*>(ts->arena.alloc(kMaxFrames * sizeof(uintptr_t)));
+  if (gConfig.trace) ts->traceBuf = static_cast<TraceRecord*>(ts->arena.alloc(kTraceBufRecords * sizeof(TraceRecord)));
+  if (!ok || !ts->frames) {
+    ts->phase.store(ThreadPhase::Done);
+    complain("out of memory for a thread's measurement state");
+  } else {
+    ts->fence = ts->cct.child(ts->cct.root(), kPlaceholderModule, isMain ? kFenceMain : kFenceThread);
+  }
+  ThreadState* head = gHead.load(std::memory_order_relaxed);
+  do ts->next = head;
+  while (!gHead.compare_exchange_weak(head, ts, std::memory_order_release, std::memory_order_relaxed));
+  tlsState = ts;
+  return ts;
+}
+
+void registryResetForChild(ThreadState* self) {
+  gHead.store(nullptr, std::memory_order_relaxed);
+  gNextIndex.store(1, std::memory_order_relaxed);
+  tlsState = self;
+}
+
+}  // namespace hpc::rt

@@ -1,0 +1,87 @@
+// Process-wide configuration and the per-thread measurement state.
+#pragma once
+
+#include <setjmp.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "arena.hpp"
+#include "cct.hpp"
+#include "event_spec.hpp"
+
+namespace hpc::rt {
+
+using measurement::EventSpec;
+using measurement::kMaxEvents;
+using measurement::SourceKind;
+
+constexpr size_t kPathMax = 4096;
+
+struct Config {
+  EventSpec events[kMaxEvents];
+  unsigned nEvents = 0;
+  bool trace = false;
+  char outDir[kPathMax] = {};
+  char appName[256] = {};
+  char appPath[kPathMax] = {};
+  uint32_t hostId = 0;
+  uint32_t rank = 0;
+  int pid = 0;
+  unsigned gen = 0;
+  int sampleSignal = 0;   // the real-time signal our timers and perf events deliver
+};
+
+// Written once by the constructor (and again in a fork child), read everywhere.
+extern Config gConfig;
+extern std::atomic<bool> gSampling;     // samples are taken only while true
+extern std::atomic<bool> gFinalized;
+
+enum class ThreadPhase : int { Running, Writing, Done };
+
+struct TraceRecord {
+  uint64_t time;
+  uint32_t node;
+};
+
+struct ThreadState {
+  ThreadState* next;  // registry link; states are never freed
+  uint32_t index;     // 0 for the main thread, then creation order
+  int tid;
+  int core;
+  bool isMain;
+  std::atomic<ThreadPhase> phase;
+  std::atomic<int> inHandler;
+  int suspend;        // > 0 while the thread runs runtime or loader code: samples blocked
+  Arena arena;
+  Cct cct;
+  CctNode* fence;
+  uintptr_t* frames;  // unwind scratch, kMaxFrames entries
+  // sources
+  bool timerLive[kMaxEvents];
+  timer_t timers[kMaxEvents];
+  int perfFd[kMaxEvents];
+  uint64_t perfLast[kMaxEvents];
+  // trace, buffered and flushed to traceFd from the signal handler
+  int traceFd;
+  TraceRecord* traceBuf;
+  uint32_t traceLen;
+  uint64_t traceMin, traceMax;
+  // counters for the log's SUMMARY line
+  uint64_t samples, recorded, blocked, errant, unwindFailures, truncated, sourceFailures;
+  size_t nFrames;
+  sigjmp_buf unwindJump;
+  std::atomic<int> inUnwind;
+};
+
+constexpr size_t kMaxFrames = 32768;
+constexpr uint32_t kTraceBufRecords = 4096;
+
+ThreadState* currentThread();                 // MT: async-signal-safe; nullptr if unmeasured
+ThreadState* newThreadState(bool isMain);     // allocates, registers and binds to this thread
+ThreadState* registryHead();
+void registryResetForChild(ThreadState* self);
+void bindThread(ThreadState* ts);
+
+}  // namespace hpc::rt

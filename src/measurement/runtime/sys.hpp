@@ -1,0 +1,44 @@
+// Async-signal-safe building blocks: raw syscalls, clocks, text formatting into fixed
+// buffers. Nothing here allocates, locks or touches stdio.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sys/types.h>
+
+namespace hpc::rt {
+
+pid_t sysGettid();
+uint64_t nowNs();            // CLOCK_REALTIME in nanoseconds (trace timestamps)
+uint64_t monotonicNs();
+bool writeAll(int fd, const void* data, size_t n);
+size_t strLen(const char* s);
+void memCopy(void* dst, const void* src, size_t n);
+void memZero(void* dst, size_t n);
+bool strEq(const char* a, const char* b);
+bool strStartsWith(const char* s, const char* prefix);
+
+// A fixed-capacity text builder; silently truncates.
+class Text {
+public:
+  Text(char* buf, size_t cap) : buf_(buf), cap_(cap) { buf_[0] = 0; }
+  Text& str(const char* s);
+  Text& str(const char* s, size_t n);
+  Text& dec(uint64_t v, int width = 0);  // zero-padded to width
+  Text& sdec(int64_t v);
+  Text& hex(uint64_t v, int width = 0);
+  Text& ch(char c);
+  const char* c_str() const { return buf_; }
+  size_t size() const { return len_; }
+  void clear() { len_ = 0; buf_[0] = 0; }
+
+private:
+  char* buf_;
+  size_t cap_;
+  size_t len_ = 0;
+};
+
+// Writes one line to stderr, prefixed "hpcrun: ".
+void complain(const char* msg);
+
+}  // namespace hpc::rt

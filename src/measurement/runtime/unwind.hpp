@@ -1,0 +1,28 @@
+// Call-stack unwinding from a signal context with libunwind (DWARF CFI). libunwind is
+// dlopen'ed RTLD_LOCAL: its _Unwind_* exports must not replace the application's C++
+// exception machinery, and its static archive is not PIC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hpc::rt {
+
+enum class UnwindEnd {
+  Fence,     // reached a runtime trampoline: the path is rooted at main or a thread start
+  Bottom,    // libunwind reached the outermost frame
+  Failed,    // a step failed: the path is partial
+  Truncated  // ran out of frame slots
+};
+
+bool unwindInit();   // at start-up; false when libunwind is missing
+void unwindFlushCache();
+// Fills frames[0..n) leaf first. frames[0] is the interrupted pc, the rest return addresses.
+// MT: async-signal-safe when called from the signal handler of the unwound thread.
+UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n);
+
+// Code address range of the trampolines (section hpcrun_tramp): a frame whose pc is inside
+// is the runtime's main wrapper or thread start, and the unwind stops there.
+bool isTrampoline(uintptr_t pc);
+
+}  // namespace hpc::rt

@@ -1,0 +1,192 @@
+#include "structure/elf_image.hpp"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace hpc::structure {
+
+#ifndef EM_CUDA
+#define EM_CUDA 190
+#endif
+
+bool Section::executable() const { return (flags & SHF_EXECINSTR) != 0 && type == SHT_PROGBITS; }
+
+bool ElfImage::is_x86_64() const { return machine_ == EM_X86_64; }
+bool ElfImage::is_cuda() const { return machine_ == EM_CUDA; }
+
+Expected<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
+  auto mapped = MappedFile::open(path);
+  if (!mapped) return Status::error(path + ": " + mapped.status().message());
+  std::unique_ptr<ElfImage> img(new ElfImage());
+  img->path_ = path;
+  img->file_ = std::make_unique<MappedFile>(std::move(*mapped));
+  Status st = img->load();
+  if (!st) return st.prepend(path);
+  return img;
+}
+
+ElfImage::~ElfImage() {
+  if (elf_) elf_end(elf_);
+}
+
+Status ElfImage::load() {
+  elf_version(EV_CURRENT);
+  auto bytes = file_->bytes();
+  if (bytes.size() < 16 || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+    return Status::error("not an ELF file");
+  // libelf wants a mutable pointer but ELF_C_READ_MEMORY never writes through it.
+  elf_ = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(bytes.data())), bytes.size());
+  if (!elf_ || elf_kind(elf_) != ELF_K_ELF)
+    return Status::error(std::string("malformed ELF: ") + elf_errmsg(-1));
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf_, &eh)) return Status::error(std::string("malformed ELF header: ") + elf_errmsg(-1));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Status::error("only 64-bit ELF binaries are supported");
+  machine_ = eh.e_machine;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf_, &shstrndx) != 0)
+    return Status::error(std::string("malformed section header table: ") + elf_errmsg(-1));
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) return Status::error("malformed section header");
+    Section s;
+    const char* nm = elf_strptr(elf_, shstrndx, sh.sh_name);
+    s.name = nm ? nm : "";
+    s.addr = sh.sh_addr;
+    s.size = sh.sh_size;
+    s.offset = sh.sh_offset;
+    s.type = sh.sh_type;
+    s.flags = sh.sh_flags;
+    if (s.type != SHT_NOBITS && s.offset + s.size > bytes.size())
+      return Status::error("section " + s.name + " extends past the end of the file");
+    sections_.push_back(std::move(s));
+  }
+  read_symbols();
+  read_plt();
+  read_eh_frame();
+  std::sort(functions_.begin(), functions_.end(),
+            [](const SymbolFunction& a, const SymbolFunction& b) { return a.addr < b.addr; });
+  return Status();
+}
+
+const Section* ElfImage::section_at(uint64_t addr) const {
+  for (const auto& s : sections_)
+    if (s.executable() && s.contains(addr)) return &s;
+  return nullptr;
+}
+
+const Section* ElfImage::section_named(std::string_view name) const {
+  for (const auto& s : sections_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::span<const uint8_t> ElfImage::code(uint64_t addr, uint64_t len) const {
+  for (const auto& s : sections_) {
+    if (s.type == SHT_NOBITS || !(s.flags & SHF_ALLOC) || !s.contains(addr)) continue;
+    uint64_t n = std::min(len, s.addr + s.size - addr);
+    return file_->bytes().subspan(s.offset + (addr - s.addr), n);
+  }
+  return {};
+}
+
+void ElfImage::read_symbols() {
+  // address -> chosen symbol; .symtab wins over .dynsym, global over local names.
+  std::map<uint64_t, SymbolFunction> byAddr;
+  for (int pass = 0; pass < 2; ++pass) {
+    uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+    for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || sh.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data) continue;
+      size_t n = sh.sh_size / sh.sh_entsize;
+      for (size_t i = 0; i < n; ++i) {
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) continue;
+        if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
+        const char* nm = elf_strptr(elf_, sh.sh_link, sym.st_name);
+        if (!nm || !*nm) continue;
+        if (!section_at(sym.st_value)) continue;
+        SymbolFunction f{sym.st_value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false};
+        // Versioned dynamic names ("f@@V1") are reported by their plain name.
+        if (auto at = f.name.find('@'); at != std::string::npos && pass == 1) f.name.resize(at);
+        auto it = byAddr.find(f.addr);
+        if (it == byAddr.end()) {
+          byAddr.emplace(f.addr, std::move(f));
+        } else if (pass == 0 && f.global && !it->second.global) {
+          it->second = std::move(f);
+        } else if (it->second.size == 0 && f.size != 0) {
+          it->second.size = f.size;
+        }
+      }
+    }
+  }
+  for (auto& [a, f] : byAddr) functions_.push_back(std::move(f));
+}
+
+// PLT slots are named after the symbol of their JUMP_SLOT relocation ("printf@plt");
+// slots without a relocation we can tie to them (.plt.got) get a "targ<addr>@plt" name.
+void ElfImage::read_plt() {
+  std::vector<std::string> slotNames;
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize == 0) continue;
+    size_t shstrndx = 0;
+    elf_getshdrstrndx(elf_, &shstrndx);
+    const char* nm = elf_strptr(elf_, shstrndx, sh.sh_name);
+    if (!nm || std::strcmp(nm, ".rela.plt") != 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
+    GElf_Shdr symsh;
+    if (!data || !symscn || !gelf_getshdr(symscn, &symsh)) continue;
+    Elf_Data* symdata = elf_getdata(symscn, nullptr);
+    size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Rela r;
+      if (!gelf_getrela(data, static_cast<int>(i), &r)) break;
+      std::string name;
+      GElf_Sym sym;
+      if (symdata && GELF_R_SYM(r.r_info) != 0 && gelf_getsym(symdata, GELF_R_SYM(r.r_info), &sym)) {
+        const char* s = elf_strptr(elf_, symsh.sh_link, sym.st_name);
+        if (s) name = s;
+      }
+      slotNames.push_back(std::move(name));
+    }
+  }
+  auto add = [&](uint64_t addr, uint64_t size, std::string name) {
+    if (name.empty()) name = "targ" + [&] {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(addr));
+      return std::string(buf);
+    }();
+    functions_.push_back(SymbolFunction{addr, size, name + "@plt", true, true});
+  };
+  const Section* plt = section_named(".plt");
+  const Section* pltsec = section_named(".plt.sec");
+  if (pltsec) {
+    for (size_t i = 0; i * 16 + 16 <= pltsec->size; ++i)
+      add(pltsec->addr + i * 16, 16, i < slotNames.size() ? slotNames[i] : "");
+  } else if (plt && plt->size >= 32) {
+    // Slot 0 is the resolver trampoline, not a function.
+    for (size_t i = 1; i * 16 + 16 <= plt->size; ++i)
+      add(plt->addr + i * 16, 16, i - 1 < slotNames.size() ? slotNames[i - 1] : "");
+  }
+  if (const Section* got = section_named(".plt.got")) {
+    uint64_t step = pltsec ? 16 : 8;
+    for (uint64_t off = 0; off + step <= got->size; off += step) add(got->addr + off, step, "");
+  }
+  // A PLT slot shadows any symbol the linker placed at the same address.
+  std::sort(functions_.begin(), functions_.end(), [](const SymbolFunction& a, const SymbolFunction& b) {
+    return a.addr != b.addr ? a.addr < b.addr : a.plt > b.plt;
+  });
+  functions_.erase(std::unique(functions_.begin(), functions_.end(),
+                               [](const SymbolFunction& a, const SymbolFunction& b) { return a.addr == b.addr; }),
+                   functions_.end());
+}
+
+}  // namespace hpc::structure

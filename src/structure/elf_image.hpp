@@ -1,0 +1,78 @@
+// An ELF binary opened for analysis: its sections, function symbols and PLT stubs,
+// and the bytes of its code. Owns the mapping and the libelf handle (libdw reads the
+// DWARF through elf()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/file.hpp"
+#include "common/status.hpp"
+
+typedef struct Elf Elf;
+
+namespace hpc::structure {
+
+struct Section {
+  std::string name;
+  uint64_t addr = 0, size = 0, offset = 0;
+  uint32_t type = 0;
+  uint64_t flags = 0;
+  bool executable() const;
+  bool contains(uint64_t a) const { return a >= addr && a < addr + size; }
+};
+
+// A function entry named by the symbol table or a PLT slot. size 0 means "unknown".
+struct SymbolFunction {
+  uint64_t addr = 0, size = 0;
+  std::string name;
+  bool global = false;
+  bool plt = false;
+};
+
+class ElfImage {
+public:
+  // Fails with a message naming `path` when it is not a readable ELF file.
+  static Expected<std::unique_ptr<ElfImage>> open(const std::string& path);
+  ~ElfImage();
+  ElfImage(const ElfImage&) = delete;
+  ElfImage& operator=(const ElfImage&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint16_t machine() const { return machine_; }
+  bool is_x86_64() const;
+  bool is_cuda() const;
+  Elf* elf() const { return elf_; }
+  const std::vector<Section>& sections() const { return sections_; }
+  const Section* section_at(uint64_t addr) const;  // executable sections only
+  const Section* section_named(std::string_view name) const;
+
+  // Bytes of [addr, addr+len) from an allocated section with file contents, clipped to it.
+  std::span<const uint8_t> code(uint64_t addr, uint64_t len) const;
+
+  // FUNC symbols of .symtab and .dynsym (defined, in executable sections), one per
+  // address, plus one entry per PLT slot; sorted by address.
+  const std::vector<SymbolFunction>& functions() const { return functions_; }
+  // Start addresses of FDEs in .eh_frame: procedure entries that survive stripping.
+  const std::vector<std::pair<uint64_t, uint64_t>>& fde_ranges() const { return fdes_; }
+
+private:
+  ElfImage() = default;
+  Status load();
+  void read_symbols();
+  void read_plt();
+  void read_eh_frame();
+
+  std::string path_;
+  std::unique_ptr<MappedFile> file_;
+  Elf* elf_ = nullptr;
+  uint16_t machine_ = 0;
+  std::vector<Section> sections_;
+  std::vector<SymbolFunction> functions_;
+  std::vector<std::pair<uint64_t, uint64_t>> fdes_;
+};
+
+}  // namespace hpc::structure
