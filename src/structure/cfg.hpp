@@ -31,7 +31,9 @@ struct CodeRange {
   std::span<const uint8_t> bytes;  // the bytes of [begin, end)
 };
 
-// `noreturn(target)` says whether a call to `target` never returns (may be empty).
-Cfg build_cfg(const CodeRange& code, uint64_t entry, const std::function<bool(uint64_t)>& noreturn);
+// `noreturn(target)` says whether a call to `target` never returns; `data(addr, n)`
+// gives bytes of the image anywhere (for jump tables). Either may be empty.
+Cfg build_cfg(const CodeRange& code, uint64_t entry, const std::function<bool(uint64_t)>& noreturn,
+              const std::function<std::span<const uint8_t>(uint64_t, uint64_t)>& data);
 
 }  // namespace hpc::structure

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <libelf.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -67,9 +68,17 @@ public:
     files_ = nullptr;
     nfiles_ = 0;
     dwarf_getsrcfiles(cu, &files_, &nfiles_);
+    walk(cu, nullptr, -1);
+  }
+
+  // Every line table of .debug_line, also those no unit refers to (cubins built with
+  // -lineinfo have a line table and no .debug_info).
+  void line_tables(Dwarf* dw) {
+    Dwarf_Off off = 0, next = 0;
     Dwarf_Lines* lines = nullptr;
     size_t n = 0;
-    if (dwarf_getsrclines(cu, &lines, &n) == 0) {
+    Dwarf_CU* cu = nullptr;
+    while (dwarf_next_lines(dw, off, &next, &cu, nullptr, nullptr, &lines, &n) == 0) {
       for (size_t i = 0; i < n; ++i) {
         Dwarf_Line* l = dwarf_onesrcline(lines, i);
         Dwarf_Addr addr = 0;
@@ -81,8 +90,8 @@ public:
         const char* f = dwarf_linesrc(l, nullptr, nullptr);
         d_.rows_.push_back({addr, d_.intern_file(f ? f : ""), static_cast<uint32_t>(line < 0 ? 0 : line), end});
       }
+      off = next;
     }
-    walk(cu, nullptr, -1);
   }
 
 private:
@@ -165,9 +174,20 @@ private:
 
 Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image) {
   auto d = std::make_unique<DebugInfo>();
-  Dwarf* dw = dwarf_begin_elf(image.elf(), DWARF_C_READ, nullptr);
-  if (!dw) return d;
+  Elf* elf = image.elf();
+  Elf* patched = nullptr;
+  std::vector<uint8_t> copy = image.relocated_debug_copy();
+  if (!copy.empty()) {
+    patched = elf_memory(reinterpret_cast<char*>(copy.data()), copy.size());
+    if (patched) elf = patched;
+  }
+  Dwarf* dw = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
+  if (!dw) {
+    if (patched) elf_end(patched);
+    return d;
+  }
   DebugLoader loader(*d);
+  loader.line_tables(dw);
   Dwarf_CU* cu = nullptr;
   Dwarf_Die cudie, subdie;
   uint8_t unitType = 0;
@@ -176,6 +196,7 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image) {
     loader.unit(&cudie);
   }
   dwarf_end(dw);
+  if (patched) elf_end(patched);
   // End-of-sequence rows sort first so a sequence starting where another ends wins.
   std::stable_sort(d->rows_.begin(), d->rows_.end(), [](const Row& a, const Row& b) {
     return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);

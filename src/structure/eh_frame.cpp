@@ -1,5 +1,6 @@
 // .eh_frame walk: every FDE gives the [begin, end) of a procedure, which survives
 // `strip` and so bounds procedures in binaries without a symbol table.
+#include <algorithm>
 #include <map>
 
 #include "structure/elf_image.hpp"

@@ -20,7 +20,7 @@ bool ElfImage::is_cuda() const { return machine_ == EM_CUDA; }
 
 Expected<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   auto mapped = MappedFile::open(path);
-  if (!mapped) return Status::error(path + ": " + mapped.status().message());
+  if (!mapped) return mapped.status();  // already names the file
   std::unique_ptr<ElfImage> img(new ElfImage());
   img->path_ = path;
   img->file_ = std::make_unique<MappedFile>(std::move(*mapped));
@@ -46,6 +46,7 @@ Status ElfImage::load() {
   if (!gelf_getehdr(elf_, &eh)) return Status::error(std::string("malformed ELF header: ") + elf_errmsg(-1));
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Status::error("only 64-bit ELF binaries are supported");
   machine_ = eh.e_machine;
+  relocatable_ = eh.e_type == ET_REL || machine_ == EM_CUDA;
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf_, &shstrndx) != 0)
     return Status::error(std::string("malformed section header table: ") + elf_errmsg(-1));
@@ -60,6 +61,9 @@ Status ElfImage::load() {
     s.offset = sh.sh_offset;
     s.type = sh.sh_type;
     s.flags = sh.sh_flags;
+    // Relocatable code (CUDA cubins) is laid out at its file offsets, as the
+    // reference does, so that every section has distinct addresses.
+    if ((eh.e_type == ET_REL || machine_ == EM_CUDA) && (s.flags & SHF_ALLOC) && s.addr == 0) s.addr = s.offset;
     if (s.type != SHT_NOBITS && s.offset + s.size > bytes.size())
       return Status::error("section " + s.name + " extends past the end of the file");
     sections_.push_back(std::move(s));
@@ -111,8 +115,13 @@ void ElfImage::read_symbols() {
         if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
         const char* nm = elf_strptr(elf_, sh.sh_link, sym.st_name);
         if (!nm || !*nm) continue;
-        if (!section_at(sym.st_value)) continue;
-        SymbolFunction f{sym.st_value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false};
+        uint64_t value = sym.st_value;
+        if (relocatable_) {
+          if (sym.st_shndx >= sections_.size() + 1) continue;
+          value += sections_[sym.st_shndx - 1].addr;
+        }
+        if (!section_at(value)) continue;
+        SymbolFunction f{value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false};
         // Versioned dynamic names ("f@@V1") are reported by their plain name.
         if (auto at = f.name.find('@'); at != std::string::npos && pass == 1) f.name.resize(at);
         auto it = byAddr.find(f.addr);

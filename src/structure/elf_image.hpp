@@ -46,6 +46,11 @@ public:
   bool is_x86_64() const;
   bool is_cuda() const;
   Elf* elf() const { return elf_; }
+  bool relocatable() const { return relocatable_; }
+  std::span<const uint8_t> file_bytes() const { return file_->bytes(); }
+  // A copy of the file whose debug sections have their relocations applied, for the
+  // section layout above; empty when nothing needs relocating.
+  std::vector<uint8_t> relocated_debug_copy() const;
   const std::vector<Section>& sections() const { return sections_; }
   const Section* section_at(uint64_t addr) const;  // executable sections only
   const Section* section_named(std::string_view name) const;
@@ -70,6 +75,7 @@ private:
   std::unique_ptr<MappedFile> file_;
   Elf* elf_ = nullptr;
   uint16_t machine_ = 0;
+  bool relocatable_ = false;  // symbol values are section-relative
   std::vector<Section> sections_;
   std::vector<SymbolFunction> functions_;
   std::vector<std::pair<uint64_t, uint64_t>> fdes_;

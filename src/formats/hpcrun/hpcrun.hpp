@@ -1,0 +1,152 @@
+// Measurement files written by hpcrun: the sparse call-path profile (.hpcrun, format
+// 04.00) and the trace (.hpctrace, 01.00/01.01). An in-memory model of each, readers
+// that check every length, count and offset against the file, writers that produce the
+// reference's bytes (through encode.hpp, the runtime's own encoder), and a dump.
+// Layout details: README.md beside this file and reference/hpcrun-fmt.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace hpc::hpcrun {
+
+struct NvPair {
+  std::string name, value;
+  bool operator==(const NvPair&) const = default;
+};
+
+enum MetricType : uint8_t { kMetricNull = 0, kMetricRaw = 1, kMetricFinal = 2, kMetricDerived = 3 };
+enum MetricValType : uint8_t { kValTypeNull = 0, kValTypeIncl = 1, kValTypeExcl = 2 };
+enum MetricValFmt : uint8_t { kValFmtNull = 0, kValFmtInt = 1, kValFmtReal = 2 };
+
+struct MetricFlags {
+  uint8_t type = kMetricRaw;
+  uint8_t val_type = kValTypeNull;
+  uint8_t val_fmt = kValFmtReal;
+  uint8_t move2proc = 0;
+  uint16_t partner = 0;
+  uint8_t show = 1;  // 0 hide, 1 show, 2 inclusive only, 3 exclusive only, 4 invisible
+  uint8_t show_percent = 1;
+  uint64_t unused = 0;
+  bool operator==(const MetricFlags&) const = default;
+};
+
+struct MetricDesc {
+  std::string name, description;
+  MetricFlags flags;
+  uint64_t period = 0;
+  std::string formula, format;
+  uint16_t is_frequency_metric = 0;
+  uint16_t is_multiplexed = 0;
+  double threshold_mean = 0;
+  uint64_t num_samples = 0;
+  bool operator==(const MetricDesc&) const;  // threshold_mean compared bitwise (NaN == NaN)
+};
+
+struct LoadModule {
+  uint16_t id = 0;
+  std::string name;
+  uint64_t flags = 0;  // 1: analyze this module
+  bool operator==(const LoadModule&) const = default;
+};
+
+// One non-zero value of a node. `bits` holds a double or an integer per the metric's
+// val_fmt; the metric id is the position in Profile::metrics.
+struct MetricValue {
+  uint16_t metric_id = 0;
+  uint64_t bits = 0;
+  double as_real() const;
+  bool operator==(const MetricValue&) const = default;
+};
+
+struct CctNode {
+  uint32_t id = 0;
+  uint32_t parent_id = 0;  // 0: a root
+  uint16_t lm_id = 0;      // 0: no load module (placeholders; lm_ip then holds a tag)
+  uint64_t lm_ip = 0;      // offset in the load module
+  uint8_t unwound = 1;     // 0: placed without an unwind (e.g. GPU samples)
+  std::vector<MetricValue> values;
+  bool operator==(const CctNode&) const = default;
+};
+
+enum IdKind : uint16_t {
+  kIdSummary = 0, kIdNode = 1, kIdRank = 2, kIdThread = 3,
+  kIdGpuDevice = 4, kIdGpuContext = 5, kIdGpuStream = 6, kIdCore = 7,
+};
+// Interpretation (high 2 bits of the raw kind): 0 both indices valid, 1 logical is
+// local (to be made global by hpcprof), 2 logical is global, 3 only logical valid.
+struct IdEntry {
+  uint16_t raw_kind = 0;
+  uint64_t physical = 0;
+  uint64_t logical = 0;
+  uint16_t kind() const { return raw_kind & 0x3fff; }
+  uint16_t interpret() const { return raw_kind >> 14; }
+  bool operator==(const IdEntry&) const = default;
+};
+
+struct IdKindName {
+  uint16_t kind = 0;
+  std::string name;
+  bool operator==(const IdKindName&) const = default;
+};
+
+struct Profile {
+  std::string version = "04.00";
+  std::vector<NvPair> header;  // program-name, process-id, trace-min-time, ...
+  std::vector<LoadModule> load_modules;
+  std::vector<CctNode> nodes;  // file order: parents may follow children
+  std::vector<MetricDesc> metrics;
+  std::vector<IdKindName> id_kinds;  // the file's id-tuple dictionary
+  std::vector<IdEntry> id_tuple;
+  // Order of nodes in the sparse value table; empty means nodes order (the reference's).
+  std::vector<uint32_t> value_order;
+
+  const std::string* header_value(std::string_view name) const;
+  bool operator==(const Profile&) const = default;
+};
+
+struct TraceRecord {
+  uint64_t time = 0;  // nanoseconds since the epoch
+  uint32_t cct_id = 0;
+  uint32_t metric_id = 0;  // only with kTraceDataCentric
+  bool operator==(const TraceRecord&) const = default;
+};
+
+inline constexpr uint64_t kTraceDataCentric = 1u << 0;
+inline constexpr uint64_t kTraceLcaRecorded = 1u << 1;
+inline constexpr uint64_t kTraceCallTrace = 1u << 2;
+
+struct Trace {
+  std::string version = "01.01";  // "01.00" has no flags word
+  uint64_t flags = 0;
+  std::vector<TraceRecord> records;
+  bool operator==(const Trace&) const = default;
+};
+
+enum class FileKind { Unknown, Profile, Trace };
+FileKind sniff(std::span<const uint8_t> leading_bytes);
+
+// `name` labels errors ("<name>: offset 0x..: expected ...").
+Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name);
+Expected<Profile> read_profile(const std::filesystem::path& path);
+Expected<std::vector<uint8_t>> encode_profile(const Profile& p);
+Status write_profile(const Profile& p, const std::filesystem::path& path);
+
+Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& name);
+Expected<Trace> read_trace(const std::filesystem::path& path);
+Expected<std::vector<uint8_t>> encode_trace(const Trace& t);
+Status write_trace(const Trace& t, const std::filesystem::path& path);
+
+// Prints a profile or trace (chosen by magic) readably: header, id tuple, metrics,
+// load map, CCT as an indented tree with values; trace record count and time range.
+Status dump(const std::filesystem::path& path, std::ostream& out);
+void dump_profile(const Profile& p, std::ostream& out);
+void dump_trace(const Trace& t, std::ostream& out, size_t max_records = 20);
+
+}  // namespace hpc::hpcrun

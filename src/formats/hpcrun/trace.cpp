@@ -1,0 +1,75 @@
+// .hpctrace: a 24-byte magic/version/endian, a flags word (from 01.01 on), then
+// fixed-size (time, cct id[, metric id]) records to the end of the file.
+#include <cstring>
+
+#include "common/bytes.hpp"
+#include "common/file.hpp"
+#include "formats/hpcrun/encode.hpp"
+#include "formats/hpcrun/hpcrun.hpp"
+
+namespace hpc::hpcrun {
+
+Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& name) {
+  ByteView v(bytes, name);
+  HPC_RETURN_IF_ERROR(v.check(0, 24, "the 24-byte trace magic/version/endian"));
+  const uint8_t* b = bytes.data();
+  if (std::memcmp(b, enc::kTraceMagic, 18) != 0)
+    return v.error(0, "expected magic \"HPCRUN-trace______\"");
+  Trace t;
+  t.version.assign(reinterpret_cast<const char*>(b) + 18, 5);
+  if (t.version.substr(0, 3) != "01.")
+    return v.error(18, "unsupported trace version \"" + t.version + "\"");
+  if (b[23] != 'b') return v.error(23, "expected endian marker 'b'");
+  uint64_t off = 24;
+  if (t.version != "01.00") {
+    HPC_ASSIGN_OR_RETURN(t.flags, v.be<uint64_t>(24, "trace flags"));
+    off = 32;
+  }
+  const uint64_t rec = (t.flags & kTraceDataCentric) ? 16 : 12;
+  const uint64_t body = v.size() - off;
+  if (body % rec != 0)
+    return v.error(v.size() - body % rec,
+                   "expected whole " + std::to_string(rec) + "-byte trace records, found " +
+                       std::to_string(body % rec) + " trailing bytes (truncated file?)");
+  t.records.resize(body / rec);  // bounded by the file size
+  for (auto& r : t.records) {
+    r.time = v.load<uint64_t, std::endian::big>(off);
+    r.cct_id = v.load<uint32_t, std::endian::big>(off + 8);
+    if (rec == 16) r.metric_id = v.load<uint32_t, std::endian::big>(off + 12);
+    off += rec;
+  }
+  return t;
+}
+
+Expected<Trace> read_trace(const std::filesystem::path& path) {
+  HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
+  return parse_trace(f.bytes(), f.path());
+}
+
+Expected<std::vector<uint8_t>> encode_trace(const Trace& t) {
+  if (t.version.size() != 5 || t.version.substr(0, 3) != "01.")
+    return Status::error("cannot encode trace: unsupported version \"" + t.version + "\"");
+  if (t.version == "01.00" && t.flags != 0)
+    return Status::error("cannot encode trace: version 01.00 has no flags");
+  std::vector<uint8_t> out;
+  out.reserve(enc::kTraceHeaderSize + t.records.size() * enc::kTraceRecordMax);
+  enc::Sink sink{&out, [](void* ctx, const void* p, size_t n) {
+                   auto* o = static_cast<std::vector<uint8_t>*>(ctx);
+                   auto* c = static_cast<const uint8_t*>(p);
+                   o->insert(o->end(), c, c + n);
+                   return true;
+                 }};
+  enc::write_trace_header(sink, t.flags);
+  // The encoder writes the current version; keep the model's own version string.
+  std::memcpy(out.data() + 18, t.version.data(), 5);
+  if (t.version == "01.00") out.resize(24);
+  for (auto& r : t.records) enc::write_trace_record(sink, t.flags, {r.time, r.cct_id, r.metric_id});
+  return out;
+}
+
+Status write_trace(const Trace& t, const std::filesystem::path& path) {
+  HPC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, encode_trace(t));
+  return write_file_atomically(path, bytes);
+}
+
+}  // namespace hpc::hpcrun

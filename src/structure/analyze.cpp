@@ -1,0 +1,216 @@
+#include "structure/analyze.hpp"
+
+#include <algorithm>
+
+#include "structure/cfg.hpp"
+#include "structure/elf_image.hpp"
+#include "structure/loop_place.hpp"
+#include "structure/loops.hpp"
+
+namespace hpc::structure {
+
+void RangeSet::add(uint64_t lo, uint64_t hi) {
+  if (lo >= hi) return;
+  auto it = std::lower_bound(r_.begin(), r_.end(), Range{lo, hi});
+  it = r_.insert(it, {lo, hi});
+  // Merge with neighbours that touch or overlap.
+  if (it != r_.begin() && std::prev(it)->second >= it->first) {
+    auto p = std::prev(it);
+    p->second = std::max(p->second, it->second);
+    it = r_.erase(it);
+    it = std::prev(it);
+  }
+  while (std::next(it) != r_.end() && std::next(it)->first <= it->second) {
+    it->second = std::max(it->second, std::next(it)->second);
+    r_.erase(std::next(it));
+  }
+}
+
+bool same_call(const InlineCall* a, const InlineCall* b) {
+  return a == b || (a->call_file == b->call_file && a->call_line == b->call_line &&
+                    a->callee_file == b->callee_file && a->callee == b->callee);
+}
+
+namespace {
+
+// Inline chain (outermost call first) of every address of one procedure.
+class InlineMap {
+public:
+  InlineMap(const DebugInfo& debug, uint64_t lo, uint64_t hi) : subs_(debug.subprograms_in(lo, hi)) {
+    for (const auto* s : subs_)
+      for (const auto& c : s->inlines)
+        for (const auto& r : c.ranges) {
+          bounds_.push_back(r.first);
+          bounds_.push_back(r.second);
+        }
+    std::sort(bounds_.begin(), bounds_.end());
+    for (const auto* s : subs_) {
+      auto& d = depth_.emplace_back(s->inlines.size(), 0);
+      for (size_t i = 0; i < s->inlines.size(); ++i)
+        if (int p = s->inlines[i].parent; p >= 0) d[i] = d[p] + 1;
+    }
+  }
+  uint64_t next_bound_after(uint64_t a) const {
+    auto it = std::upper_bound(bounds_.begin(), bounds_.end(), a);
+    return it == bounds_.end() ? UINT64_MAX : *it;
+  }
+  Chain chain_at(uint64_t a) const {
+    Chain chain;
+    for (size_t k = 0; k < subs_.size(); ++k) {
+      const SubprogramInfo* s = subs_[k];
+      bool in = false;
+      for (const auto& r : s->ranges) in |= a >= r.first && a < r.second;
+      if (!in) continue;
+      int inner = -1;
+      for (size_t i = 0; i < s->inlines.size(); ++i)
+        if (s->inlines[i].contains(a) && (inner < 0 || depth_[k][i] > depth_[k][inner])) inner = static_cast<int>(i);
+      for (int i = inner; i >= 0; i = s->inlines[i].parent) chain.push_back(&s->inlines[i]);
+      std::reverse(chain.begin(), chain.end());
+      break;
+    }
+    return chain;
+  }
+
+private:
+  std::vector<const SubprogramInfo*> subs_;
+  std::vector<std::vector<int>> depth_;  // per subprogram, per call
+  std::vector<uint64_t> bounds_;
+};
+
+class TreeBuilder {
+public:
+  TreeBuilder(Procedure& proc, const std::vector<LoopPlace>& places, bool guards)
+      : proc_(proc), places_(places), guards_(guards) {}
+
+  void add(const Piece& p, const LoopForest& forest) {
+    std::vector<int> loops;
+    for (int l = p.loop; l >= 0; l = forest.loops[l].parent) loops.push_back(l);
+    std::reverse(loops.begin(), loops.end());
+    Scope* node = &proc_.root;
+    size_t depth = 0;
+    bool inlined = false;
+    for (int l : loops) {
+      const LoopPlace& lp = places_[l];
+      for (; depth < lp.path.size(); ++depth, inlined = true) node = inline_child(node, lp.path[depth]);
+      node = loop_child(node, l, lp);
+    }
+    for (; depth < p.chain.size(); ++depth, inlined = true) node = inline_child(node, p.chain[depth]);
+    if (guards_ && !inlined && proc_.file != 0 && p.loc.line != 0 &&
+        (p.loc.file != proc_.file || p.loc.line < proc_.line))
+      node = guard_child(node, p.loc);
+    node->stmts[p.loc.line].add(p.begin, p.end);
+  }
+
+private:
+  Scope* inline_child(Scope* node, const InlineCall* c) {
+    for (auto& ch : node->children)
+      if (ch->kind == Scope::Kind::Inline && ch->file == c->call_file && ch->line == c->call_line &&
+          ch->callee_file == c->callee_file && ch->callee == c->callee)
+        return ch.get();
+    auto s = std::make_unique<Scope>();
+    s->kind = Scope::Kind::Inline;
+    s->file = c->call_file;
+    s->line = c->call_line;
+    s->callee_file = c->callee_file;
+    s->callee = c->callee;
+    node->children.push_back(std::move(s));
+    return node->children.back().get();
+  }
+  Scope* loop_child(Scope* node, int id, const LoopPlace& lp) {
+    for (auto& ch : node->children)
+      if (ch->kind == Scope::Kind::Loop && ch->loop_id == id) return ch.get();
+    auto s = std::make_unique<Scope>();
+    s->kind = Scope::Kind::Loop;
+    s->loop_id = id;
+    s->file = lp.loc.file;
+    s->line = lp.loc.line;
+    s->loop_header = lp.header;
+    node->children.push_back(std::move(s));
+    return node->children.back().get();
+  }
+  Scope* guard_child(Scope* node, SourceLoc loc) {
+    for (auto& ch : node->children)
+      if (ch->kind == Scope::Kind::Guard && ch->file == loc.file) return ch.get();
+    auto s = std::make_unique<Scope>();
+    s->kind = Scope::Kind::Guard;
+    s->file = loc.file;
+    s->line = loc.line;
+    node->children.push_back(std::move(s));
+    return node->children.back().get();
+  }
+
+  Procedure& proc_;
+  const std::vector<LoopPlace>& places_;
+  bool guards_;
+};
+
+// The callee alien's line: the smallest line of code directly inside it.
+void finish_callee_lines(Scope& s) {
+  for (auto& ch : s.children) finish_callee_lines(*ch);
+  if (s.kind != Scope::Kind::Inline) return;
+  uint32_t best = 0;
+  auto consider = [&](uint32_t l) {
+    if (l != 0 && (best == 0 || l < best)) best = l;
+  };
+  for (const auto& [line, r] : s.stmts) consider(line);
+  for (const auto& ch : s.children)
+    if (ch->kind == Scope::Kind::Loop || ch->kind == Scope::Kind::Guard) consider(ch->line);
+  s.callee_line = best;
+}
+
+}  // namespace
+
+Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) {
+  Procedure proc;
+  proc.name = fn.name;
+  proc.link_name = fn.link_name;
+  proc.entry = fn.begin;
+  SourceLoc entryLoc = ctx.debug.line_at(fn.begin);
+  proc.file = entryLoc.file;
+  proc.line = entryLoc.line;
+
+  auto bytes = ctx.image.code(fn.begin, fn.end - fn.begin);
+  CodeRange code{fn.begin, fn.begin + bytes.size(), bytes};
+  Cfg cfg;
+  if (ctx.loops && !fn.plt && !bytes.empty())
+    cfg = build_cfg(code, fn.begin, ctx.noreturn,
+                    [&](uint64_t a, uint64_t n) { return ctx.image.code(a, n); });
+  LoopForest forest = find_loops(cfg);
+  InlineMap inl(ctx.debug, fn.begin, fn.end);
+
+  std::vector<Piece> pieces;
+  for (uint64_t a = fn.begin; a < fn.end;) {
+    int b = cfg.block_at(a);
+    uint64_t stop = fn.end;
+    int loop = -1;
+    if (b >= 0) {
+      stop = cfg.blocks[b].end;
+      loop = forest.innermost[b];
+    } else {
+      auto it = std::upper_bound(cfg.blocks.begin(), cfg.blocks.end(), a,
+                                 [](uint64_t x, const Block& blk) { return x < blk.begin; });
+      if (it != cfg.blocks.end()) stop = std::min(stop, it->begin);
+    }
+    stop = std::min({stop, ctx.debug.next_row_after(a), inl.next_bound_after(a)});
+    pieces.push_back(Piece{a, stop, ctx.debug.line_at(a), inl.chain_at(a), loop});
+    a = stop;
+  }
+
+  auto places = place_loops(cfg, forest, pieces, [&](uint64_t a) {
+    return std::make_pair(ctx.debug.line_at(a), inl.chain_at(a));
+  });
+  // GPU procedures known only to the line map (nvcc -lineinfo) are named by their
+  // smallest line and keep all their own lines.
+  bool lineOnly = ctx.gpu && ctx.debug.subprograms_in(fn.begin, fn.end).empty();
+  if (lineOnly) {
+    proc.line = 0;
+    for (const auto& p : pieces)
+      if (p.loc.line != 0 && (proc.line == 0 || p.loc.line < proc.line)) proc.line = p.loc.line;
+  }
+  TreeBuilder tb(proc, places, !lineOnly);
+  for (const auto& p : pieces) tb.add(p, forest);
+  finish_callee_lines(proc.root);
+  return proc;
+}
+
+}  // namespace hpc::structure

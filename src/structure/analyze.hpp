@@ -1,0 +1,26 @@
+// Structure of one procedure: its code split into pieces of constant (loop, inline
+// chain, source line), loops placed in the inline tree, statements attached.
+#pragma once
+
+#include <functional>
+
+#include "structure/functions.hpp"
+#include "structure/model.hpp"
+
+namespace hpc::structure {
+
+class ElfImage;
+class DebugInfo;
+
+struct AnalysisContext {
+  const ElfImage& image;
+  const DebugInfo& debug;
+  std::function<bool(uint64_t)> noreturn;  // calls to these addresses never return
+  bool loops = true;                       // false: no control flow analysis
+  bool gpu = false;                        // GPU code: the reference's GPU conventions
+};
+
+// MT: thread-safe; reads only shared immutable data.
+Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn);
+
+}  // namespace hpc::structure

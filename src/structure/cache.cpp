@@ -1,0 +1,63 @@
+#include "structure/cache.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/file.hpp"
+
+namespace hpc::structure {
+namespace {
+
+// Two independent 64-bit FNV-1a streams: 128 bits make accidental collisions moot.
+struct Hash128 {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void add(std::span<const uint8_t> bytes) {
+    for (uint8_t c : bytes) {
+      a = (a ^ c) * 0x100000001b3ull;
+      b = (b ^ static_cast<uint8_t>(c + 0x5b)) * 0x100000001b3ull;
+    }
+  }
+  void add(const std::string& s) { add({reinterpret_cast<const uint8_t*>(s.data()), s.size()}); }
+  std::string hex() const {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                  static_cast<unsigned long long>(b));
+    return buf;
+  }
+};
+
+constexpr const char* kFormatVersion = "hpcstruct-cpp-1";
+
+}  // namespace
+
+Expected<std::string> Cache::entry_path(const std::string& binary, const Options& opt) const {
+  auto f = MappedFile::open(binary);
+  if (!f) return Status::error(binary + ": " + f.status().message());
+  Hash128 h;
+  h.add(f->bytes());
+  h.add(std::string(kFormatVersion) + (opt.gpucfg ? "+gpucfg" : "") + "\n" + binary);
+  return (std::filesystem::path(dir_) / (h.hex() + ".hpcstruct")).string();
+}
+
+Expected<std::optional<std::string>> Cache::lookup(const std::string& binary, const Options& opt) const {
+  HPC_ASSIGN_OR_RETURN(std::string p, entry_path(binary, opt));
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(p, ec)) return std::optional<std::string>(p);
+  return std::optional<std::string>();
+}
+
+bool Cache::copy_out(const std::string& cached, const std::string& output) const {
+  auto text = read_text_file(cached);
+  return text.ok() && write_file_atomically(output, *text).ok();
+}
+
+void Cache::store(const std::string& binary, const Options& opt, const std::string& produced) const {
+  auto p = entry_path(binary, opt);
+  if (!p) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  auto text = read_text_file(produced);
+  if (text.ok()) (void)write_file_atomically(*p, *text);
+}
+
+}  // namespace hpc::structure

@@ -1,0 +1,19 @@
+// Public entry point of binary analysis: a binary in, its Structure out.
+#pragma once
+
+#include <string>
+
+#include "common/status.hpp"
+#include "structure/model.hpp"
+
+namespace hpc::structure {
+
+struct Options {
+  int jobs = 1;          // threads analysing procedures; the result does not depend on it
+  bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
+};
+
+// Errors name the binary. Warnings (e.g. no nvdisasm for --gpucfg) go to `warnings`.
+Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings = nullptr);
+
+}  // namespace hpc::structure

@@ -1,0 +1,184 @@
+// Whole-analysis tests on small C programs built -g -O2 by CMake (testdata/), each
+// checked for the exact loop/inline skeleton, plus loop-finder tests on hand-made CFGs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "structure/cfg.hpp"
+#include "structure/elf_image.hpp"
+#include "structure/emit.hpp"
+#include "structure/loops.hpp"
+#include "structure/structure.hpp"
+
+namespace hpc::structure {
+namespace {
+
+std::string lib(const std::string& name) { return std::string(HPC_STRUCTURE_TESTLIBS) + "/lib" + name + ".so"; }
+
+// Line of the source line carrying "// MARKER".
+uint32_t line_of(const std::string& source, const std::string& marker) {
+  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/" + source);
+  std::string text;
+  for (uint32_t n = 1; std::getline(in, text); ++n)
+    if (text.find("// " + marker) != std::string::npos) return n;
+  ADD_FAILURE() << marker << " not found in " << source;
+  return 0;
+}
+
+// Loops and inlined calls, with their lines, statements left out: "L6{L7{}}".
+std::string skeleton(const Scope& s) {
+  std::vector<std::string> parts;
+  for (const auto& c : s.children) {
+    std::string inner = skeleton(*c);
+    switch (c->kind) {
+      case Scope::Kind::Loop: parts.push_back("L" + std::to_string(c->line) + "{" + inner + "}"); break;
+      case Scope::Kind::Inline:
+        parts.push_back("A" + std::to_string(c->line) + ":" + c->callee + "{" + inner + "}");
+        break;
+      case Scope::Kind::Guard: parts.push_back("G{" + inner + "}"); break;
+      case Scope::Kind::Procedure: break;
+    }
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string r;
+  for (const auto& p : parts) r += p;
+  return r;
+}
+
+Structure analyze(const std::string& name, int jobs = 1) {
+  Options opt;
+  opt.jobs = jobs;
+  auto s = analyze_binary(lib(name), opt);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(s).value();
+}
+
+const Procedure* find(const Structure& s, const std::string& name) {
+  for (const auto& p : s.procedures)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string L(uint32_t line, const std::string& inner = "") { return "L" + std::to_string(line) + "{" + inner + "}"; }
+
+TEST(Structure, LoopNestOfDepthThree) {
+  auto s = analyze("nest3");
+  const Procedure* p = find(s, "nest3");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(skeleton(p->root),
+            L(line_of("nest3.c", "LOOP_I"), L(line_of("nest3.c", "LOOP_J"), L(line_of("nest3.c", "LOOP_K")))));
+}
+
+TEST(Structure, InlinedFunctionWithLoopInLoop) {
+  auto s = analyze("inline_loops");
+  const Procedure* p = find(s, "outer");
+  ASSERT_NE(p, nullptr);
+  const std::string f = "inline_loops.c";
+  std::string inlined = "A" + std::to_string(line_of(f, "CALL_BODY")) + ":body{" +
+                        L(line_of(f, "INNER_J"), L(line_of(f, "INNER_K"))) + "}";
+  EXPECT_EQ(skeleton(p->root), L(line_of(f, "OUTER_I"), inlined));
+}
+
+TEST(Structure, TwoLoopsOnOneLine) {
+  auto s = analyze("same_line");
+  const Procedure* p = find(s, "two");
+  ASSERT_NE(p, nullptr);
+  uint32_t line = line_of("same_line.c", "BOTH");
+  EXPECT_EQ(skeleton(p->root), L(line) + L(line));
+}
+
+TEST(Structure, StrippedLibraryKeepsProceduresAndLoops) {
+  auto s = analyze("stripped_s");
+  const Procedure* visible = find(s, "visible");
+  ASSERT_NE(visible, nullptr);
+  EXPECT_EQ(skeleton(visible->root), "L0{}");
+  // The static function has no symbol left; its FDE still bounds it.
+  const Procedure* hidden = nullptr;
+  for (const auto& p : s.procedures)
+    if (p.name.rfind("targ", 0) == 0 && skeleton(p.root) == "L0{L0{}}") hidden = &p;
+  ASSERT_NE(hidden, nullptr);
+  EXPECT_EQ(hidden->line, 0u);
+}
+
+TEST(Structure, JumpTableSwitchInsideLoop) {
+  auto s = analyze("switch_loop");
+  const Procedure* p = find(s, "dispatch");
+  ASSERT_NE(p, nullptr);
+  uint32_t loop = line_of("switch_loop.c", "LOOP");
+  ASSERT_EQ(skeleton(p->root), L(loop));
+  // Every case body was reached through the table, so it lies in the loop (outside
+  // it are only the alignment bytes between cases).
+  const Scope& l = *p->root.children.at(0);
+  for (uint32_t line = loop + 2; line <= loop + 9; ++line)
+    EXPECT_TRUE(l.stmts.count(line)) << "case on line " << line << " is not in the loop";
+
+  // And the dispatching block has one successor per table entry.
+  auto img = ElfImage::open(lib("switch_loop"));
+  ASSERT_TRUE(img.ok());
+  uint64_t end = p->entry;
+  for (const auto& q : s.procedures)
+    if (q.entry > p->entry && (end == p->entry || q.entry < end)) end = q.entry;
+  auto bytes = (*img)->code(p->entry, end - p->entry);
+  Cfg cfg = build_cfg(CodeRange{p->entry, p->entry + bytes.size(), bytes}, p->entry, {},
+                      [&](uint64_t a, uint64_t n) { return (*img)->code(a, n); });
+  size_t widest = 0;
+  for (const auto& b : cfg.blocks) widest = std::max(widest, b.succs.size());
+  EXPECT_GE(widest, 7u);
+}
+
+TEST(Structure, OutputDoesNotDependOnThreads) {
+  auto dir = std::filesystem::temp_directory_path();
+  auto a = (dir / "hpcstruct_j1.xml").string(), b = (dir / "hpcstruct_j4.xml").string();
+  ASSERT_TRUE(write_structure_file(analyze("inline_loops", 1), a).ok());
+  ASSERT_TRUE(write_structure_file(analyze("inline_loops", 4), b).ok());
+  std::ifstream fa(a), fb(b);
+  std::stringstream sa, sb;
+  sa << fa.rdbuf();
+  sb << fb.rdbuf();
+  EXPECT_EQ(sa.str(), sb.str());
+  EXPECT_FALSE(sa.str().empty());
+}
+
+TEST(Structure, MalformedBinaryIsNamed) {
+  auto bad = (std::filesystem::temp_directory_path() / "hpcstruct_not_elf.bin").string();
+  std::ofstream(bad) << "this is not an ELF file";
+  auto s = analyze_binary(bad, Options{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(bad), std::string::npos) << s.status().message();
+}
+
+// Hand-made CFGs: blocks are 16 bytes apart; `edges` lists (from, to).
+Cfg make_cfg(size_t n, std::vector<std::pair<uint32_t, uint32_t>> edges) {
+  Cfg cfg;
+  for (size_t i = 0; i < n; ++i) cfg.blocks.push_back(Block{16 * i, 16 * i + 16, 16 * i, {}, {}});
+  for (auto [a, b] : edges) {
+    cfg.blocks[a].succs.push_back(b);
+    cfg.blocks[b].preds.push_back(a);
+  }
+  return cfg;
+}
+
+TEST(Loops, IrreducibleLoopIsOneLoop) {
+  // 0 -> 1, 0 -> 2, 1 <-> 2, 2 -> 3: a cycle with two entries.
+  auto f = find_loops(make_cfg(4, {{0, 1}, {0, 2}, {1, 2}, {2, 1}, {2, 3}}));
+  ASSERT_EQ(f.loops.size(), 1u);
+  EXPECT_TRUE(f.loops[0].irreducible);
+  EXPECT_EQ(f.innermost[1], 0);
+  EXPECT_EQ(f.innermost[2], 0);
+  EXPECT_EQ(f.innermost[3], -1);
+}
+
+TEST(Loops, NestedAndSelfLoops) {
+  // 0 -> 1 -> 2 -> 2 (self), 2 -> 3 -> 1 (outer back edge), 3 -> 4.
+  auto f = find_loops(make_cfg(5, {{0, 1}, {1, 2}, {2, 2}, {2, 3}, {3, 1}, {3, 4}}));
+  ASSERT_EQ(f.loops.size(), 2u);
+  EXPECT_EQ(f.loops[0].header, 1u);
+  EXPECT_EQ(f.loops[1].header, 2u);
+  EXPECT_EQ(f.loops[1].parent, 0);
+  EXPECT_FALSE(f.loops[0].irreducible);
+}
+
+}  // namespace
+}  // namespace hpc::structure
