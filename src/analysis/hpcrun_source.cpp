@@ -1,0 +1,83 @@
+// Adapter: .hpcrun/.hpctrace files (hpc_fmt_hpcrun) -> the pipeline's ProfileSource.
+#include <cstring>
+
+#include "analysis/io.hpp"
+#include "formats/hpcrun/hpcrun.hpp"
+
+namespace hpc::analysis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// hpcrun stores placeholder nodes with load-map id 0 and an 8-character tag as the ip.
+Placeholder classify(uint64_t tag) {
+  char s[9];
+  for (int k = 0; k < 8; ++k) s[k] = static_cast<char>((tag >> (56 - 8 * k)) & 0xff);
+  s[8] = 0;
+  if (!std::strcmp(s, "^Primary")) return Placeholder::Root;
+  if (!std::strcmp(s, "NoActvty")) return Placeholder::NoActivity;
+  if (!std::strcmp(s, "| Main  ")) return Placeholder::MainThread;
+  if (!std::strcmp(s, "| Thread")) return Placeholder::Thread;
+  return Placeholder::Other;
+}
+
+class HpcrunProfile final : public ProfileSource {
+public:
+  HpcrunProfile(fs::path profile, fs::path trace)
+      : path_(profile.string()), profile_(std::move(profile)), trace_(std::move(trace)) {}
+  const std::string& path() const override { return path_; }
+
+  Expected<ProfileTree> readTree() override {
+    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_));
+    ProfileTree t;
+    if (auto* name = p.header_value("program-name")) t.programName = *name;
+    for (const auto& e : p.id_tuple)
+      t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
+    for (const auto& m : p.metrics) t.metrics.push_back(m.name);
+    for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
+    t.nodes.reserve(p.nodes.size());
+    for (const auto& n : p.nodes) {
+      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None};
+      if (n.lm_id == 0) {
+        tn.placeholder = classify(n.lm_ip);
+        tn.offset = 0;
+      }
+      t.nodes.push_back(tn);
+    }
+    t.hasTrace = !trace_.empty();
+    return t;
+  }
+
+  // Parses the profile again rather than holding every profile between the passes:
+  // only in-flight profiles stay in memory.
+  Expected<ProfileValues> readValues() override {
+    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_));
+    ProfileValues v;
+    for (const auto& n : p.nodes)
+      for (const auto& mv : n.values) {
+        bool isInt = mv.metric_id < p.metrics.size() &&
+                     p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
+        double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
+        if (x != 0) v.values.push_back({n.id, mv.metric_id, x});
+      }
+    if (!trace_.empty()) {
+      HPC_ASSIGN_OR_RETURN(hpcrun::Trace tr, hpcrun::read_trace(trace_));
+      v.trace.reserve(tr.records.size());
+      for (const auto& r : tr.records) v.trace.push_back({r.time, r.cct_id});
+    }
+    return v;
+  }
+
+private:
+  std::string path_;
+  fs::path profile_, trace_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProfileSource> openHpcrunProfile(const fs::path& profile, const fs::path& trace) {
+  return std::make_unique<HpcrunProfile>(profile, trace);
+}
+
+}  // namespace hpc::analysis
