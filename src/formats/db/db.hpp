@@ -1,0 +1,261 @@
+// The HPCToolkit database, format v4 (reference/FORMATS.md): meta.db, profile.db,
+// cct.db and trace.db. Plain structs for the contents, bounds-checked readers and
+// spec-conforming writers, including streaming writers for hpcprof.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/bytes.hpp"
+#include "common/status.hpp"
+
+namespace hpc::db {
+
+inline constexpr uint32_t kNone = UINT32_MAX;  // "no module/file/function" index
+
+struct General {
+  std::string title, description;
+};
+
+// PropagationScope {PS}. type: 0 custom, 1 point, 2 execution, 3 transitive.
+struct Scope {
+  std::string name;
+  uint8_t type = 0;
+  uint8_t propagationIndex = 255;
+};
+struct ScopeInstance {
+  uint16_t scope = 0;  // index into Meta::scopes
+  uint16_t propMetricId = 0;
+};
+// combine: 0 sum, 1 min, 2 max.
+struct Summary {
+  uint16_t scope = 0;
+  std::string formula;
+  uint8_t combine = 0;
+  uint16_t statMetricId = 0;
+};
+struct Metric {
+  std::string name;
+  std::vector<ScopeInstance> scopeInsts;
+  std::vector<Summary> summaries;
+};
+struct Module {
+  uint32_t flags = 0;
+  std::string path;
+};
+struct File {
+  uint32_t flags = 0;  // bit 0: copied
+  std::string path;
+};
+struct Function {
+  std::optional<std::string> name;  // pName == 0 when absent
+  uint32_t module = kNone;
+  uint64_t offset = 0;
+  uint32_t file = kNone;
+  uint32_t line = 0;
+  uint32_t flags = 0;
+};
+
+// {Ctx}: the flags byte is derived from which of function/file/module are set.
+// relation: 0 lexical, 1 call, 2 inlined call. lexicalType: 0 function, 1 loop,
+// 2 line, 3 instruction.
+struct Context {
+  uint32_t ctxId = 0;
+  uint8_t relation = 0;
+  uint8_t lexicalType = 0;
+  uint16_t propagation = 0;
+  uint32_t function = kNone;  // hasFunction
+  uint32_t file = kNone;      // hasSrcLoc (with line)
+  uint32_t line = 0;
+  uint32_t module = kNone;  // hasPoint (with offset)
+  uint64_t offset = 0;
+  std::vector<Context> children;
+
+  uint8_t flags() const {
+    return uint8_t((function != kNone ? 1 : 0) | (file != kNone ? 2 : 0) | (module != kNone ? 4 : 0));
+  }
+};
+// entryPoint: 0 unknown entry, 1 main thread, 2 application thread.
+struct EntryPoint {
+  uint32_t ctxId = 0;
+  uint16_t entryPoint = 0;
+  std::string prettyName;
+  std::vector<Context> children;
+};
+
+struct Meta {
+  General general;
+  std::vector<std::string> idNames;
+  std::vector<Scope> scopes;
+  std::vector<Metric> metrics;
+  std::vector<Module> modules;
+  std::vector<File> files;
+  std::vector<Function> functions;
+  std::vector<EntryPoint> entryPoints;
+};
+
+// Compressed sparse rows: key[i] owns sub/value entries [start[i], start[i+1]).
+// Keys ascending, and subs ascending within a key (the files' sort rules).
+template <typename Key, typename Sub>
+struct Sparse {
+  std::vector<Key> key;
+  std::vector<uint64_t> start{0};
+  std::vector<Sub> sub;
+  std::vector<double> value;
+
+  void push(Sub s, double v) { sub.push_back(s), value.push_back(v); }
+  // Closes the current key (call after its push()es).
+  void close(Key k) { key.push_back(k), start.push_back(sub.size()); }
+  size_t size() const { return value.size(); }
+  bool operator==(const Sparse&) const = default;
+};
+using ProfileValues = Sparse<uint32_t, uint16_t>;  // ctxId -> (metricId, value)
+using ContextValues = Sparse<uint16_t, uint32_t>;  // metricId -> (profIndex, value)
+
+struct Identifier {
+  uint8_t kind = 0;
+  uint16_t flags = 0;  // bit 0: isPhysical
+  uint32_t logicalId = 0;
+  uint64_t physicalId = 0;
+  bool operator==(const Identifier&) const = default;
+};
+struct Profile {
+  uint32_t flags = 0;                                // bit 0: isSummary
+  std::optional<std::vector<Identifier>> idTuple;  // absent: pIdTuple == 0
+  ProfileValues values;
+};
+
+struct TraceElem {
+  uint64_t timestamp = 0;
+  uint32_t ctxId = 0;
+  bool operator==(const TraceElem&) const = default;
+};
+struct Trace {
+  uint32_t profIndex = 0;
+  std::vector<TraceElem> line;
+};
+struct TraceDb {
+  uint64_t minTimestamp = 0, maxTimestamp = 0;
+  std::vector<Trace> traces;
+};
+
+struct Database {
+  Meta meta;
+  std::vector<Profile> profiles;       // [0] is the canonical summary profile
+  std::vector<ContextValues> contexts;  // indexed by ctxId; [0] is the global context
+  std::optional<TraceDb> trace;
+};
+
+// ---- Readers. Every count, size and pointer is checked against the file and its
+// section; errors read "<file>: offset 0x..: <what was expected>".
+Expected<Meta> read_meta(const ByteView& bytes);
+Expected<std::vector<Profile>> read_profile_db(const ByteView& bytes);
+Expected<std::vector<ContextValues>> read_cct_db(const ByteView& bytes);
+Expected<TraceDb> read_trace_db(const ByteView& bytes);
+// Reads meta.db, profile.db, cct.db and (if present) trace.db from a directory.
+Expected<Database> read_database(const std::filesystem::path& dir);
+
+// ---- Writers producing whole files in memory.
+std::vector<uint8_t> write_meta(const Meta& meta);
+std::vector<uint8_t> write_profile_db(std::span<const Profile> profiles);
+std::vector<uint8_t> write_cct_db(std::span<const ContextValues> contexts);
+std::vector<uint8_t> write_trace_db(const TraceDb& trace);
+Status write_meta(const Meta& meta, const std::filesystem::path& file);
+
+// Writes the database into `dir` atomically (built in a temporary beside it, then
+// renamed). `extra`, if given, may add files (eg. metrics/) into the temporary.
+Status write_database(const Database& db, const std::filesystem::path& dir,
+                      const std::function<Status(const std::filesystem::path&)>& extra = {});
+
+// ---- Streaming writers for hpcprof. Each writes its file under a temporary name
+// and renames it into place in finish(); destroyed unfinished, it leaves nothing.
+class StreamFile;
+
+// profile.db: begin() with the profile count (summary included), then rows by index.
+class ProfileDbWriter {
+public:
+  ProfileDbWriter();
+  ~ProfileDbWriter();
+  ProfileDbWriter(const ProfileDbWriter&) = delete;
+  ProfileDbWriter& operator=(const ProfileDbWriter&) = delete;
+  // MT: externally synchronized.
+  Status begin(const std::filesystem::path& file, uint32_t numProfiles);
+  // MT: thread-safe for distinct indices. Index 0 is the summary (flags isSummary,
+  // no id tuple): pass idTuple = nullopt and flags = 1.
+  Status write(uint32_t index, uint32_t flags, const std::optional<std::vector<Identifier>>& idTuple,
+               const ProfileValues& values);
+  // MT: thread-safe. Reads back the part of written row `index` with ctxId in [lo, hi).
+  Status read(uint32_t index, uint32_t lo, uint32_t hi, ProfileValues& out) const;
+  // MT: externally synchronized. Profiles never written are empty.
+  Status finish();
+
+private:
+  struct Info;
+  std::unique_ptr<StreamFile> out_;
+  std::vector<Info> infos_;
+  mutable std::mutex mu_;
+};
+
+// cct.db: begin() with the context count (ctxId 0 included), then ascending blocks.
+class CctDbWriter {
+public:
+  CctDbWriter();
+  ~CctDbWriter();
+  CctDbWriter(const CctDbWriter&) = delete;
+  CctDbWriter& operator=(const CctDbWriter&) = delete;
+  // MT: externally synchronized (all methods).
+  Status begin(const std::filesystem::path& file, uint32_t numContexts);
+  // ctxIds strictly ascending across calls; contexts not written are empty.
+  Status write(uint32_t ctxId, const ContextValues& values);
+  Status finish();
+
+private:
+  struct Block {
+    uint64_t nValues = 0, pValues = 0, pMetricIndices = 0;
+    uint16_t nMetrics = 0;
+  };
+  std::unique_ptr<StreamFile> out_;
+  std::vector<Block> blocks_;
+  int64_t last_ = -1;
+};
+
+// trace.db: begin() with the number of trace lines, then lines by index.
+class TraceDbWriter {
+public:
+  TraceDbWriter();
+  ~TraceDbWriter();
+  TraceDbWriter(const TraceDbWriter&) = delete;
+  TraceDbWriter& operator=(const TraceDbWriter&) = delete;
+  // MT: externally synchronized.
+  Status begin(const std::filesystem::path& file, uint32_t numTraces);
+  // MT: thread-safe for distinct indices. `line` sorted by timestamp.
+  Status write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line);
+  // MT: externally synchronized.
+  Status finish();
+
+private:
+  struct Header {
+    uint32_t profIndex = 0;
+    uint64_t pStart = 0, pEnd = 0;
+  };
+  std::unique_ptr<StreamFile> out_;
+  std::vector<Header> headers_;
+  uint64_t min_ = UINT64_MAX, max_ = 0;
+  std::mutex mu_;
+};
+
+// ---- Text views.
+// Canonical text of a database (the form canonical.py prints from the reference reader).
+std::string canonical_text(const Database& db);
+// Prints a database directory, or one .db file, readably.
+Status dump(const std::filesystem::path& fileOrDir, std::ostream& os);
+
+}  // namespace hpc::db

@@ -1,0 +1,233 @@
+// meta.db v4 writer. Layout: header, General, IdNames, Metrics, Strings, Modules,
+// Files, Functions, Context, footer; every section 8-aligned.
+#include <deque>
+#include <unordered_map>
+
+#include "common/file.hpp"
+#include "formats/db/db.hpp"
+#include "formats/db/internal.hpp"
+
+namespace hpc::db {
+namespace {
+
+// Strings placed at the end of a section: pointers are patched once their offsets are known.
+class StringPool {
+public:
+  void ref(size_t patchAt, const std::string& s) { refs_.push_back({patchAt, s}); }
+  void flush(ByteWriter& w) {
+    std::unordered_map<std::string, uint64_t> at;
+    for (auto& [patch, s] : refs_) {
+      auto it = at.find(s);
+      if (it == at.end()) {
+        it = at.emplace(s, w.size()).first;
+        w.cstr(s);
+      }
+      w.patch_le<uint64_t>(patch, it->second);
+    }
+    refs_.clear();
+  }
+
+private:
+  std::vector<std::pair<size_t, std::string>> refs_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> write_meta(const Meta& m) {
+  ByteWriter w;
+  detail::begin_file(w, "meta", 8);
+  auto section = [&](size_t index, auto&& body) {
+    w.align(8);
+    size_t p = w.size();
+    body();
+    detail::set_section(w, index, p, w.size() - p);
+  };
+  StringPool pool;
+
+  section(0, [&] {  // General
+    size_t h = w.size();
+    w.zeros(0x10);
+    pool.ref(h, m.general.title);
+    pool.ref(h + 8, m.general.description);
+    pool.flush(w);
+  });
+
+  section(1, [&] {  // IdNames
+    size_t h = w.size();
+    w.zeros(0x10);
+    w.patch_le<uint8_t>(h + 8, uint8_t(m.idNames.size()));
+    if (!m.idNames.empty()) w.patch_le<uint64_t>(h, w.size());
+    for (auto& n : m.idNames) {
+      pool.ref(w.size(), n);
+      w.zeros(8);
+    }
+    pool.flush(w);
+  });
+
+  section(2, [&] {  // Metrics
+    size_t h = w.size();
+    w.zeros(0x20);
+    w.patch_le<uint32_t>(h + 8, uint32_t(m.metrics.size()));
+    w.patch_le<uint8_t>(h + 0xc, 0x20);
+    w.patch_le<uint8_t>(h + 0xd, 0x10);
+    w.patch_le<uint8_t>(h + 0xe, 0x18);
+    w.patch_le<uint16_t>(h + 0x18, uint16_t(m.scopes.size()));
+    w.patch_le<uint8_t>(h + 0x1a, 0x10);
+    size_t pMetrics = w.size();
+    if (!m.metrics.empty()) w.patch_le<uint64_t>(h, pMetrics);
+    w.zeros(0x20 * m.metrics.size());
+    // Scopes come after the per-metric arrays; remember which pointers name which scope.
+    std::vector<std::pair<size_t, uint16_t>> scopeRefs;
+    for (size_t i = 0; i < m.metrics.size(); ++i) {
+      const Metric& md = m.metrics[i];
+      size_t a = pMetrics + 0x20 * i;
+      pool.ref(a, md.name);
+      w.patch_le<uint16_t>(a + 0x18, uint16_t(md.scopeInsts.size()));
+      w.patch_le<uint16_t>(a + 0x1a, uint16_t(md.summaries.size()));
+      if (!md.scopeInsts.empty()) w.patch_le<uint64_t>(a + 8, w.size());
+      for (auto& si : md.scopeInsts) {
+        scopeRefs.push_back({w.size(), si.scope});
+        w.le<uint64_t>(0);
+        w.le<uint16_t>(si.propMetricId);
+        w.zeros(6);
+      }
+      if (!md.summaries.empty()) w.patch_le<uint64_t>(a + 0x10, w.size());
+      for (auto& ss : md.summaries) {
+        scopeRefs.push_back({w.size(), ss.scope});
+        w.le<uint64_t>(0);
+        pool.ref(w.size(), ss.formula);
+        w.le<uint64_t>(0);
+        w.le<uint8_t>(ss.combine);
+        w.le<uint8_t>(0);
+        w.le<uint16_t>(ss.statMetricId);
+        w.zeros(4);
+      }
+    }
+    size_t pScopes = w.size();
+    if (!m.scopes.empty()) w.patch_le<uint64_t>(h + 0x10, pScopes);
+    for (auto& sc : m.scopes) {
+      pool.ref(w.size(), sc.name);
+      w.le<uint64_t>(0);
+      w.le<uint8_t>(sc.type);
+      w.le<uint8_t>(sc.propagationIndex);
+      w.zeros(6);
+    }
+    for (auto& [at, scope] : scopeRefs)
+      w.patch_le<uint64_t>(at, scope < m.scopes.size() ? pScopes + 0x10 * scope : 0);
+    pool.flush(w);
+  });
+
+  // Common string table: every string of Modules, Files, Functions and Context.
+  std::unordered_map<std::string, uint64_t> strAt;
+  section(4, [&] {
+    auto add = [&](const std::string& s) {
+      if (strAt.emplace(s, w.size()).second) w.cstr(s);
+    };
+    for (auto& x : m.modules) add(x.path);
+    for (auto& x : m.files) add(x.path);
+    for (auto& x : m.functions)
+      if (x.name) add(*x.name);
+    for (auto& e : m.entryPoints) add(e.prettyName);
+  });
+
+  std::vector<uint64_t> moduleAt, fileAt, functionAt;
+  auto pathList = [&](size_t index, const auto& list, std::vector<uint64_t>& at) {
+    section(index, [&] {
+      size_t h = w.size();
+      w.zeros(0x10);
+      w.patch_le<uint32_t>(h + 8, uint32_t(list.size()));
+      w.patch_le<uint16_t>(h + 0xc, 0x10);
+      if (!list.empty()) w.patch_le<uint64_t>(h, w.size());
+      for (auto& x : list) {
+        at.push_back(w.size());
+        w.le<uint32_t>(x.flags);
+        w.zeros(4);
+        w.le<uint64_t>(strAt[x.path]);
+      }
+    });
+  };
+  pathList(5, m.modules, moduleAt);
+  pathList(6, m.files, fileAt);
+  auto ptr = [](const std::vector<uint64_t>& at, uint32_t i) -> uint64_t {
+    return i < at.size() ? at[i] : 0;
+  };
+
+  section(7, [&] {  // Functions
+    size_t h = w.size();
+    w.zeros(0x10);
+    w.patch_le<uint32_t>(h + 8, uint32_t(m.functions.size()));
+    w.patch_le<uint16_t>(h + 0xc, 0x28);
+    if (!m.functions.empty()) w.patch_le<uint64_t>(h, w.size());
+    for (auto& f : m.functions) {
+      functionAt.push_back(w.size());
+      w.le<uint64_t>(f.name ? strAt[*f.name] : 0);
+      w.le<uint64_t>(ptr(moduleAt, f.module));
+      w.le<uint64_t>(f.offset);
+      w.le<uint64_t>(ptr(fileAt, f.file));
+      w.le<uint32_t>(f.line);
+      w.le<uint32_t>(f.flags);
+    }
+  });
+
+  section(3, [&] {  // Context: entry points, then child arrays breadth-first
+    size_t h = w.size();
+    w.zeros(0x10);
+    w.patch_le<uint16_t>(h + 8, uint16_t(m.entryPoints.size()));
+    w.patch_le<uint8_t>(h + 0xa, 0x20);
+    if (!m.entryPoints.empty()) w.patch_le<uint64_t>(h, w.size());
+    std::deque<std::pair<size_t, const std::vector<Context>*>> todo;
+    for (auto& e : m.entryPoints) {
+      size_t a = w.size();
+      w.zeros(0x10);
+      w.le<uint32_t>(e.ctxId);
+      w.le<uint16_t>(e.entryPoint);
+      w.zeros(2);
+      w.le<uint64_t>(strAt[e.prettyName]);
+      if (!e.children.empty()) todo.push_back({a, &e.children});
+    }
+    while (!todo.empty()) {
+      auto [parent, kids] = todo.front();
+      todo.pop_front();
+      size_t p = w.size();
+      for (auto& c : *kids) {
+        size_t a = w.size();
+        detail::FlexAlloc flex;
+        std::vector<std::pair<uint32_t, uint64_t>> fields;  // (offset, value) of u64s
+        uint32_t lineAt = UINT32_MAX;
+        if (c.function != kNone) fields.push_back({flex.take(8), ptr(functionAt, c.function)});
+        if (c.file != kNone) {
+          fields.push_back({flex.take(8), ptr(fileAt, c.file)});
+          lineAt = flex.take(4);
+        }
+        if (c.module != kNone) {
+          fields.push_back({flex.take(8), ptr(moduleAt, c.module)});
+          fields.push_back({flex.take(8), c.offset});
+        }
+        w.zeros(0x10);
+        w.le<uint32_t>(c.ctxId);
+        w.le<uint8_t>(c.flags());
+        w.le<uint8_t>(c.relation);
+        w.le<uint8_t>(c.lexicalType);
+        w.le<uint8_t>(uint8_t(flex.words()));
+        w.le<uint16_t>(c.propagation);
+        w.zeros(6 + 8 * flex.words());
+        for (auto& [o, val] : fields) w.patch_le<uint64_t>(a + 0x20 + o, val);
+        if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
+        if (!c.children.empty()) todo.push_back({a, &c.children});
+      }
+      w.patch_le<uint64_t>(parent, w.size() - p);
+      w.patch_le<uint64_t>(parent + 8, p);
+    }
+  });
+
+  w.align(8);
+  w.str("_meta.db");
+  return std::move(w.buffer());
+}
+
+Status write_meta(const Meta& meta, const std::filesystem::path& file) {
+  auto bytes = write_meta(meta);
+  return write_file_atomically(file, bytes);
+}
+
+}  // namespace hpc::db

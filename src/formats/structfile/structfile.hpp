@@ -1,0 +1,150 @@
+// Structure files (.hpcstruct) as the reference hpcstruct writes them: XML per
+// shared/reference/hpc-structure.dtd. An in-memory model, a streaming reader (expat,
+// never holds the document), a streaming writer (the reference's layout, atomic), an
+// address -> innermost-scope index for hpcprof, and a dump for hpcdump. See README.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace hpc::structfile {
+
+// Element kinds, named after what they mean; tag_name() gives the XML tag.
+enum class Kind : uint8_t {
+  Root,        // HPCToolkitStructure
+  LoadModule,  // LM
+  File,        // F
+  Procedure,   // P
+  Alien,       // A: inlined code
+  Loop,        // L
+  Statement,   // S
+  Call,        // C: a call site (GPU binaries)
+};
+std::string_view tag_name(Kind k);
+// Whether the DTD lets `child` appear directly inside `parent`.
+bool allowed_child(Kind parent, Kind child);
+
+// One half-open address range [begin, end) of a `v` attribute.
+struct VRange {
+  uint64_t begin = 0, end = 0;
+  bool operator==(const VRange&) const = default;
+};
+using VRanges = std::vector<VRange>;
+// "{[0x1000-0x1010) [0x1020-0x1030)}"; zero is written "0" as the reference does.
+std::string format_vranges(const VRanges& v);
+Expected<VRanges> parse_vranges(std::string_view text);
+
+// One element. Which attributes an element may carry is the DTD's business: the reader
+// and the writer enforce it; absent optional attributes are std::nullopt so that a
+// re-written file has exactly the attributes of the original.
+//   Root: i, version, n?          LM: i, n, has-calls, v?      F: i, n
+//   P: i, n, ln?, s?, l?, v?       A: i, l?, f?, n?, ln?, v?
+//   L: i, l, f?, v?                S: i, l, v?                  C: i, l, v?, t?, d?
+// An inlined call is written by the reference as two nested A: the outer one (n="")
+// carries the call site (f, l in the caller), the inner one the callee (n, f, l).
+struct Scope {
+  Kind kind = Kind::Statement;
+  uint64_t id = 0;                        // i
+  std::optional<std::string> name;        // n
+  std::optional<std::string> link_name;   // ln
+  std::optional<std::string> file;        // f
+  std::optional<uint64_t> line;           // l
+  std::optional<uint64_t> static_id;      // s
+  std::optional<VRanges> vranges;         // v
+  std::optional<uint64_t> target;         // t (call target address)
+  std::optional<std::string> device;      // d
+  std::string version;                    // version (Root)
+  bool has_calls = false;                 // has-calls (LM)
+  std::vector<Scope> children;
+
+  bool operator==(const Scope&) const = default;
+};
+
+// The whole file: a Scope of kind Root whose children are the load modules.
+using Structure = Scope;
+
+// Streaming reader. enter() sees each element as its start tag is read (children
+// empty), leave() as it closes; returning an error stops the parse with that error.
+class Visitor {
+public:
+  virtual ~Visitor() = default;
+  virtual Status enter(const Scope& scope, int depth) = 0;
+  virtual Status leave(const Scope& scope, int depth) { return Status(); }
+};
+
+// Errors name `name` (or the path), the line and column, and what was wrong.
+Status read(const std::filesystem::path& path, Visitor& visitor);
+Status parse(std::string_view text, const std::string& name, Visitor& visitor);
+Expected<Structure> load(const std::filesystem::path& path);
+Expected<Structure> parse_model(std::string_view text, const std::string& name);
+
+// Streaming writer in the reference's layout: XML declaration, the DTD as internal
+// subset, one element per line, S and childless C self-closed. open()/close() nest;
+// each open() writes the start tag of `scope` (its children are ignored).
+class Writer {
+public:
+  explicit Writer(std::ostream& out);  // `out` must outlive the writer
+  // Writes to `path` atomically: nothing appears there unless finish() succeeds.
+  static Expected<std::unique_ptr<Writer>> create(const std::filesystem::path& path);
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  ~Writer();
+
+  Status open(const Scope& scope);
+  Status close();
+  // Writes a scope and its whole subtree.
+  Status write_tree(const Scope& scope);
+  // Requires every element closed; flushes and, for create(), commits the file.
+  Status finish();
+
+private:
+  struct FileState;
+  std::unique_ptr<FileState> file_;
+  std::ostream* out_;
+  std::vector<Kind> stack_;
+  bool pending_ = false;  // a start tag of S or C awaits ">" or "/>"
+  bool started_ = false;
+};
+
+Status write(const std::filesystem::path& path, const Structure& s);
+std::string to_string(const Structure& s);
+
+// Numbers every element in document order as the reference does: the root 0, then
+// 2, 3, ... (the reference never writes id 1).
+void assign_ids(Structure& s);
+
+// Address -> scope lookup over one load module: each address maps to the deepest scope
+// whose v ranges contain it (ties: the later in document order), which for real files
+// is the S or C holding the instruction. `lm` must outlive the index and not change.
+class AddressIndex {
+public:
+  explicit AddressIndex(const Scope& lm);
+  const Scope* find(uint64_t addr) const;
+  // The scopes from `lm`'s child down to find(addr), outermost first; empty if none.
+  std::vector<const Scope*> path(uint64_t addr) const;
+  size_t segments() const { return segments_.size(); }
+
+private:
+  struct Segment {
+    uint64_t begin, end;
+    uint32_t node;
+  };
+  std::optional<uint32_t> find_node(uint64_t addr) const;
+  std::vector<Segment> segments_;
+  std::vector<const Scope*> nodes_;
+  std::vector<uint32_t> parent_;  // index in nodes_; UINT32_MAX for lm's children
+};
+
+// Indented tree for hpcdump.
+Status dump(const std::filesystem::path& path, std::ostream& out);
+
+}  // namespace hpc::structfile

@@ -1,0 +1,199 @@
+// Streaming writer in the reference hpcstruct's layout (see README.md).
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "common/file.hpp"
+#include "formats/structfile/schema.hpp"
+#include "formats/structfile/structfile.hpp"
+
+namespace hpc::structfile {
+
+extern const char kStructureDtd[];
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if it is not one.
+size_t utf8_len(std::string_view s, size_t i) {
+  unsigned char c = s[i];
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return 0;
+  return n;
+}
+
+// Escapes for an attribute value. Tab/newline/CR become character references so that
+// attribute normalization does not turn them into spaces; bytes XML cannot carry at
+// all (other control characters, invalid UTF-8, e.g. from a binary's symbol table)
+// become '?', so the output always re-reads.
+void append_escaped(std::string& out, std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    char c = s[i];
+    switch (c) {
+      case '&': out += "&amp;"; ++i; continue;
+      case '<': out += "&lt;"; ++i; continue;
+      case '>': out += "&gt;"; ++i; continue;
+      case '"': out += "&quot;"; ++i; continue;
+      case '\t': out += "&#x9;"; ++i; continue;
+      case '\n': out += "&#xA;"; ++i; continue;
+      case '\r': out += "&#xD;"; ++i; continue;
+      default: break;
+    }
+    size_t n = utf8_len(s, i);
+    if (n == 0 || static_cast<unsigned char>(c) < 0x20) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+}
+
+Status format_start_tag(const Scope& s, std::string& out) {
+  using A = schema::Attr;
+  out += '<';
+  out += tag_name(s.kind);
+  for (const auto& spec : schema::attributes(s.kind)) {
+    std::string v;
+    bool present = true;
+    switch (spec.attr) {
+      case A::Id: v = std::to_string(s.id); break;
+      case A::Version: v = s.version.empty() ? "4.9" : s.version; break;
+      case A::HasCalls: v = s.has_calls ? "1" : "0"; break;
+      case A::Name: present = s.name.has_value(); if (present) v = *s.name; break;
+      case A::LinkName: present = s.link_name.has_value(); if (present) v = *s.link_name; break;
+      case A::File: present = s.file.has_value(); if (present) v = *s.file; break;
+      case A::Device: present = s.device.has_value(); if (present) v = *s.device; break;
+      case A::Line: present = s.line.has_value(); if (present) v = std::to_string(*s.line); break;
+      case A::StaticId:
+        present = s.static_id.has_value();
+        if (present) v = std::to_string(*s.static_id);
+        break;
+      case A::VRanges:
+        present = s.vranges.has_value();
+        if (present) v = format_vranges(*s.vranges);
+        break;
+      case A::Target:
+        present = s.target.has_value();
+        if (present) schema::append_addr(v, *s.target);
+        break;
+    }
+    if (!present) {
+      if (spec.required)
+        return Status::error("<" + std::string(tag_name(s.kind)) + "> needs attribute " +
+                             std::string(spec.xml));
+      continue;
+    }
+    out += ' ';
+    out += spec.xml;
+    out += "=\"";
+    append_escaped(out, v);
+    out += '"';
+  }
+  return Status();
+}
+
+}  // namespace
+
+struct Writer::FileState {
+  explicit FileState(const std::filesystem::path& p) : atomic(p, AtomicOutput::Kind::File) {}
+  AtomicOutput atomic;
+  std::ofstream stream;
+};
+
+Writer::Writer(std::ostream& out) : out_(&out) {}
+Writer::~Writer() = default;
+
+Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& path) {
+  auto fs = std::make_unique<FileState>(path);
+  HPC_RETURN_IF_ERROR(fs->atomic.begin());
+  fs->stream.open(fs->atomic.temp_path(), std::ios::binary | std::ios::trunc);
+  if (!fs->stream) return Status::error(path.string() + ": cannot write");
+  auto w = std::unique_ptr<Writer>(new Writer(fs->stream));
+  w->file_ = std::move(fs);
+  return w;
+}
+
+Status Writer::open(const Scope& scope) {
+  if (stack_.empty()) {
+    if (started_ || scope.kind != Kind::Root)
+      return Status::error("a structure file has exactly one root, <HPCToolkitStructure>");
+    *out_ << "<?xml version=\"1.0\"?>\n<!DOCTYPE HPCToolkitStructure [\n" << kStructureDtd
+          << "]>\n";
+    started_ = true;
+  } else if (!allowed_child(stack_.back(), scope.kind)) {
+    return Status::error("<" + std::string(tag_name(scope.kind)) + "> is not allowed inside <" +
+                         std::string(tag_name(stack_.back())) + ">");
+  }
+  std::string tag;
+  HPC_RETURN_IF_ERROR(format_start_tag(scope, tag));
+  if (pending_) *out_ << ">\n";
+  *out_ << tag;
+  // The reference self-closes statements and call sites only.
+  pending_ = scope.kind == Kind::Statement || scope.kind == Kind::Call;
+  if (!pending_) *out_ << ">\n";
+  stack_.push_back(scope.kind);
+  return Status();
+}
+
+Status Writer::close() {
+  if (stack_.empty()) return Status::error("close() without an open element");
+  if (pending_) {
+    *out_ << "/>\n";
+    pending_ = false;
+  } else {
+    *out_ << "</" << tag_name(stack_.back()) << ">\n";
+  }
+  stack_.pop_back();
+  return Status();
+}
+
+Status Writer::write_tree(const Scope& scope) {
+  if (int(stack_.size()) >= schema::kMaxDepth) return Status::error("elements nested too deeply");
+  HPC_RETURN_IF_ERROR(open(scope));
+  for (const Scope& c : scope.children) HPC_RETURN_IF_ERROR(write_tree(c));
+  return close();
+}
+
+Status Writer::finish() {
+  if (!started_ || !stack_.empty()) return Status::error("structure file left incomplete");
+  out_->flush();
+  if (!*out_) return Status::error("write error");
+  if (file_) {
+    file_->stream.close();
+    if (!file_->stream) return Status::error(file_->atomic.target().string() + ": write error");
+    return file_->atomic.commit();
+  }
+  return Status();
+}
+
+Status write(const std::filesystem::path& path, const Structure& s) {
+  HPC_ASSIGN_OR_RETURN(auto w, Writer::create(path));
+  Status st = w->write_tree(s);
+  if (!st.ok()) return st.prepend(path.string());
+  return w->finish();
+}
+
+std::string to_string(const Structure& s) {
+  std::ostringstream os;
+  Writer w(os);
+  Status st = w.write_tree(s);
+  if (st.ok()) st = w.finish();
+  return st.ok() ? os.str() : std::string();
+}
+
+void assign_ids(Structure& s) {
+  uint64_t next = 2;
+  auto walk = [&](auto& self, Scope& sc) -> void {
+    for (Scope& c : sc.children) {
+      c.id = next++;
+      self(self, c);
+    }
+  };
+  s.id = 0;
+  walk(walk, s);
+}
+
+}  // namespace hpc::structfile
