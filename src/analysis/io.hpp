@@ -20,6 +20,12 @@ std::unique_ptr<ProfileSource> openHpcrunProfile(const std::filesystem::path& pr
 Expected<std::unique_ptr<StructureSource>> loadStructure(
     const std::vector<std::filesystem::path>& files, unsigned threads);
 
+// Adds function names from the ELF symbol tables of binaries kept in the measurement
+// directories (the vdso copies under vdso/) for modules that `structs` does not cover.
+// `structs` may be null.
+std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSource> structs,
+                                                     std::vector<std::filesystem::path> measurementDirs);
+
 // Writes a database v4 into `directory` (created; the caller renames it into place).
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);
 

@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
     structure = std::move(*s);
   }
 
+  std::vector<fs::path> measDirs;
+  for (const fs::path& m : meas)
+    if (fs::is_directory(m)) measDirs.push_back(m);
+  structure = withMeasuredSymbols(std::move(structure), measDirs);
+
   std::vector<std::unique_ptr<ProfileSource>> profiles;
   for (size_t i = 0; i < inputs->profiles.size(); ++i)
     profiles.push_back(openHpcrunProfile(inputs->profiles[i], inputs->traces[i]));
