@@ -1,0 +1,291 @@
+#include "formats/db/db.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/file.hpp"
+
+using namespace hpc;
+using namespace hpc::db;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kConf = fs::path(HPC_SHARED_DIR) / "conformance";
+
+std::vector<fs::path> conformance_dbs() {
+  std::vector<fs::path> out;
+  for (auto& e : fs::directory_iterator(kConf / "dbase"))
+    if (e.is_directory()) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("hpc-db-test-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs a command and returns (exit status, stdout).
+std::pair<int, std::string> run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string checker_env() { return "PYTHONPATH=" + kConf.string() + " /usr/bin/python3 "; }
+
+// The reference checker's reading of a database, as canonical text.
+std::pair<int, std::string> checker_text(const fs::path& db) {
+  return run(checker_env() + std::string(HPC_DB_SOURCE_DIR) + "/canonical.py '" + db.string() + "' 2>&1");
+}
+
+bool checker_available() { return run(checker_env() + "-c 'import click, ruamel.yaml' 2>&1").first == 0; }
+
+// A small database built by hand: 2 thread profiles and the summary, nested contexts of
+// every lexical type, 2 metrics in 2 scopes each with summaries, and a trace.
+Database hand_built() {
+  Database db;
+  Meta& m = db.meta;
+  m.general = {"hand-built", "a database written by the unit test"};
+  m.idNames = {"SUMMARY", "NODE", "RANK", "THREAD", "GPUDEVICE", "GPUCONTEXT", "GPUSTREAM", "CORE"};
+  m.scopes = {{"point", 1, 255}, {"function", 3, 0}, {"execution", 2, 255}};
+  for (uint16_t i = 0; i < 2; ++i) {
+    Metric mt;
+    mt.name = i == 0 ? "CPUTIME (sec)" : "page-faults";
+    mt.scopeInsts = {{0, uint16_t(3 * i)}, {1, uint16_t(3 * i + 1)}, {2, uint16_t(3 * i + 2)}};
+    mt.summaries = {{0, "$$", 0, uint16_t(3 * i)}, {2, "$$", 0, uint16_t(3 * i + 2)}, {2, "$$", 2, uint16_t(10 + i)}};
+    m.metrics.push_back(mt);
+  }
+  m.modules = {{0, "/opt/app/bin/app"}, {0, "/lib/libm.so.6"}};
+  m.files = {{0, "/src/app.c"}};
+  Function fmain{"main", 0, 0x1000, 0, 10, 0};
+  Function fkern{"kernel", 0, 0x1100, 0, 30, 0};
+  Function fexp{"exp", 1, 0x2000, kNone, 0, 0};
+  m.functions = {fmain, fkern, fexp};
+  Context instr{6, 1, 3, 0, kNone, kNone, 0, 1, 0x2010, {}};
+  Context call_exp{5, 1, 0, 0, 2, kNone, 0, kNone, 0, {instr}};
+  Context line_in_loop{4, 0, 2, 1, kNone, 0, 33, kNone, 0, {call_exp}};
+  Context loop{3, 0, 1, 1, kNone, 0, 32, 0, 0x1120, {line_in_loop}};
+  Context kern{7, 2, 0, 0, 1, kNone, 0, kNone, 0, {loop}};
+  Context line_main{8, 0, 2, 1, kNone, 0, 12, kNone, 0, {kern}};
+  Context main_fn{2, 1, 0, 0, 0, kNone, 0, kNone, 0, {line_main}};
+  m.entryPoints = {{1, 1, "main thread", {main_fn}}};
+
+  auto row = [](std::initializer_list<std::tuple<uint32_t, uint16_t, double>> vals) {
+    ProfileValues v;
+    std::optional<uint32_t> cur;
+    for (auto [c, mt, x] : vals) {
+      if (cur && *cur != c) v.close(*cur);
+      cur = c;
+      v.push(mt, x);
+    }
+    if (cur) v.close(*cur);
+    return v;
+  };
+  Profile summary;
+  summary.flags = 1;
+  summary.values = row({{0, 2, 3.0}, {4, 0, 3.0}, {6, 3, 7.0}, {6, 11, 5.0}});
+  Profile t0;
+  t0.idTuple = std::vector<Identifier>{{1, 1, 0, 0xabcdef}, {3, 0, 0, 0}};
+  t0.values = row({{0, 2, 1.0}, {4, 0, 1.0}, {4, 1, 1.0}, {6, 3, 2.0}});
+  Profile t1;
+  t1.idTuple = std::vector<Identifier>{{1, 1, 0, 0xabcdef}, {3, 0, 1, 1}};
+  t1.values = row({{0, 2, 2.0}, {4, 0, 2.0}, {6, 3, 5.0}});
+  db.profiles = {summary, t0, t1};
+
+  db.contexts.resize(9);
+  auto col = [](std::initializer_list<std::tuple<uint16_t, uint32_t, double>> vals) {
+    ContextValues v;
+    std::optional<uint16_t> cur;
+    for (auto [mt, p, x] : vals) {
+      if (cur && *cur != mt) v.close(*cur);
+      cur = mt;
+      v.push(p, x);
+    }
+    if (cur) v.close(*cur);
+    return v;
+  };
+  db.contexts[0] = col({{2, 1, 1.0}, {2, 2, 2.0}});
+  db.contexts[4] = col({{0, 1, 1.0}, {0, 2, 2.0}, {1, 1, 1.0}});
+  db.contexts[6] = col({{3, 1, 2.0}, {3, 2, 5.0}});
+  TraceDb tr;
+  tr.minTimestamp = 1000;
+  tr.maxTimestamp = 4000;
+  tr.traces = {{1, {{1000, 4}, {2000, 6}, {3000, 0}, {3500, 4}}}, {2, {{1500, 6}, {4000, 4}}}};
+  db.trace = tr;
+  return db;
+}
+
+}  // namespace
+
+TEST(DbConformance, EveryReferenceDatabaseReadsAsTheCheckerReadsIt) {
+  if (!checker_available()) GTEST_SKIP() << "reference checker's python modules missing";
+  auto dbs = conformance_dbs();
+  ASSERT_EQ(dbs.size(), 8u);
+  for (const fs::path& d : dbs) {
+    SCOPED_TRACE(d.string());
+    auto db = read_database(d);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    auto [rc, want] = checker_text(d);
+    ASSERT_EQ(rc, 0) << want;
+    std::string ours = canonical_text(*db);
+    EXPECT_GT(ours.size(), 1000u);
+    EXPECT_EQ(ours, want);
+  }
+}
+
+TEST(DbConformance, SmallDatabaseHasKnownContent) {
+  auto db = read_database(kConf / "dbase/small.d");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(db->meta.general.title, "testmeas-small");
+  ASSERT_EQ(db->meta.metrics.size(), 1u);
+  EXPECT_EQ(db->meta.metrics[0].name, "CPUTIME (sec)");
+  EXPECT_EQ(db->meta.scopes.size(), 4u);
+  ASSERT_EQ(db->meta.functions.size(), 3u);
+  ASSERT_EQ(db->profiles.size(), 2u);
+  EXPECT_EQ(db->profiles[0].flags & 1, 1u);
+  ASSERT_TRUE(db->profiles[1].idTuple.has_value());
+  ASSERT_TRUE(db->trace.has_value());
+  EXPECT_EQ(db->trace->traces.size(), 1u);
+}
+
+TEST(DbWriter, HandBuiltModelIsReadByTheCheckerAndRoundTrips) {
+  Database model = hand_built();
+  fs::path dir = temp_dir("hand") / "hand.d";
+  ASSERT_TRUE(write_database(model, dir).ok());
+  auto back = read_database(dir);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  std::string want = canonical_text(model);
+  EXPECT_EQ(canonical_text(*back), want);
+  EXPECT_NE(want.find("cv 6 3 2 4014000000000000"), std::string::npos);  // 5.0 for profile 2
+  if (checker_available()) {
+    auto [rc, text] = checker_text(dir);
+    ASSERT_EQ(rc, 0) << text;
+    EXPECT_EQ(text, want);
+    auto [prc, yaml] = run(checker_env() + "-m hpctesttool.formats.print '" + dir.string() + "' 2>&1");
+    EXPECT_EQ(prc, 0) << yaml;
+    EXPECT_NE(yaml.find("name: kernel"), std::string::npos);
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(DbWriter, RewrittenReferenceDatabasesCompareEqual) {
+  if (!checker_available()) GTEST_SKIP() << "reference checker's python modules missing";
+  fs::path tmp = temp_dir("rewrite");
+  for (const fs::path& d : conformance_dbs()) {
+    SCOPED_TRACE(d.string());
+    auto db = read_database(d);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    fs::path out = tmp / d.filename();
+    ASSERT_TRUE(write_database(*db, out).ok());
+    auto [rc, text] = run(checker_env() + "-m hpctesttool test db-compare '" + out.string() + "' '" +
+                          d.string() + "' 2>&1");
+    EXPECT_EQ(rc, 0) << text.substr(0, 3000);
+  }
+  fs::remove_all(tmp);
+}
+
+TEST(DbWriter, StreamingWritersMatchWholeFileWriters) {
+  Database model = hand_built();
+  fs::path dir = temp_dir("stream");
+  {
+    ProfileDbWriter pw;
+    ASSERT_TRUE(pw.begin(dir / "profile.db", 3).ok());
+    // Rows arrive out of order, as from several threads.
+    for (uint32_t i : {2u, 0u, 1u})
+      ASSERT_TRUE(pw.write(i, model.profiles[i].flags, model.profiles[i].idTuple, model.profiles[i].values).ok());
+    ProfileValues part;
+    ASSERT_TRUE(pw.read(1, 4, 6, part).ok());
+    ASSERT_EQ(part.key, std::vector<uint32_t>{4});
+    EXPECT_EQ(part.value, (std::vector<double>{1.0, 1.0}));
+    ASSERT_TRUE(pw.finish().ok());
+    CctDbWriter cw;
+    ASSERT_TRUE(cw.begin(dir / "cct.db", 9).ok());
+    for (uint32_t c : {0u, 4u, 6u}) ASSERT_TRUE(cw.write(c, model.contexts[c]).ok());
+    EXPECT_FALSE(cw.write(5, model.contexts[5]).ok());  // not ascending
+    ASSERT_TRUE(cw.finish().ok());
+    TraceDbWriter tw;
+    ASSERT_TRUE(tw.begin(dir / "trace.db", 2).ok());
+    ASSERT_TRUE(tw.write(1, 2, model.trace->traces[1].line).ok());
+    ASSERT_TRUE(tw.write(0, 1, model.trace->traces[0].line).ok());
+    ASSERT_TRUE(tw.finish().ok());
+    ASSERT_TRUE(write_meta(model.meta, dir / "meta.db").ok());
+  }
+  auto back = read_database(dir);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(canonical_text(*back), canonical_text(model));
+  fs::remove_all(dir);
+}
+
+// Truncations and bit flips of every file kind: each gives a clean error or a valid
+// parse, never a crash, hang or runaway allocation.
+TEST(DbCorruption, MutatedFilesFailCleanly) {
+  std::mt19937_64 rng(20261122);
+  size_t rejected = 0, parsed = 0;
+  for (const char* dbname : {"small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"}) {
+    for (const char* file : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
+      fs::path p = kConf / "dbase" / dbname / file;
+      auto mf = MappedFile::open(p);
+      ASSERT_TRUE(mf.ok()) << mf.status().message();
+      std::vector<uint8_t> orig(mf->bytes().begin(), mf->bytes().end());
+      for (int i = 0; i < 200; ++i) {
+        std::vector<uint8_t> b = orig;
+        switch (i % 4) {
+        case 0: b.resize(rng() % b.size()); break;
+        case 1: b[rng() % b.size()] ^= uint8_t(1u << (rng() % 8)); break;
+        case 2:
+          for (int k = 0; k < 8; ++k) b[rng() % b.size()] = uint8_t(rng());
+          break;
+        case 3: {  // a plausible-looking huge count or pointer
+          size_t at = (rng() % (b.size() / 8)) * 8;
+          uint64_t v = rng() % 2 ? ~0ull : (rng() % (1ull << 40));
+          std::memcpy(b.data() + at, &v, std::min<size_t>(8, b.size() - at));
+          break;
+        }
+        }
+        ByteView v(b, p.string());
+        Status st;
+        std::string f = file;
+        if (f == "meta.db") st = read_meta(v).status();
+        else if (f == "profile.db") st = read_profile_db(v).status();
+        else if (f == "cct.db") st = read_cct_db(v).status();
+        else st = read_trace_db(v).status();
+        if (st.ok()) {
+          ++parsed;
+        } else {
+          ++rejected;
+          EXPECT_NE(st.message().find(p.string()), std::string::npos) << st.message();
+        }
+      }
+    }
+  }
+  EXPECT_GT(rejected, 1000u);
+  std::printf("corruption: %zu rejected with an error, %zu still parsed\n", rejected, parsed);
+}
+
+TEST(DbErrors, TruncatedHeaderNamesFileOffsetAndField) {
+  auto mf = MappedFile::open(kConf / "dbase/small.d/meta.db");
+  ASSERT_TRUE(mf.ok());
+  std::vector<uint8_t> b(mf->bytes().begin(), mf->bytes().begin() + 20);
+  auto r = read_meta(ByteView(b, "cut/meta.db"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("cut/meta.db: offset 0x", 0), 0u) << r.status().message();
+  std::vector<uint8_t> wrong(mf->bytes().begin(), mf->bytes().end());
+  wrong[0] = 'X';
+  auto r2 = read_meta(ByteView(wrong, "bad/meta.db"));
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("bad/meta.db"), std::string::npos);
+}
