@@ -1,0 +1,121 @@
+// Structure -> structure file, through the format library's model and writer.
+#include <map>
+
+#include "formats/structfile/structfile.hpp"
+#include "structure/emit.hpp"
+
+namespace hpc::structure {
+namespace {
+
+namespace sf = hpc::structfile;
+
+sf::VRanges vset(const std::vector<Range>& rs) {
+  sf::VRanges v;
+  for (const auto& r : rs) v.push_back({r.first, r.second});
+  return v;
+}
+
+sf::Scope element(sf::Kind k) {
+  sf::Scope s;
+  s.kind = k;
+  return s;
+}
+
+class Builder {
+public:
+  explicit Builder(const Structure& s) : s_(s) {}
+
+  sf::Structure run() {
+    sf::Structure root = element(sf::Kind::Root);
+    root.version = "4.9";
+    root.name = "";
+    sf::Scope lm = element(sf::Kind::LoadModule);
+    lm.name = s_.binary_path;
+    lm.has_calls = false;
+    lm.vranges = sf::VRanges{};
+    std::map<uint32_t, std::vector<const Procedure*>> byFile;
+    std::vector<uint32_t> order;
+    for (const auto& p : s_.procedures) {
+      auto& v = byFile[p.file];
+      if (v.empty()) order.push_back(p.file);
+      v.push_back(&p);
+    }
+    for (uint32_t f : order) {
+      sf::Scope file = element(sf::Kind::File);
+      file.name = s_.file_name(f);
+      for (const Procedure* p : byFile[f]) file.children.push_back(proc(*p));
+      lm.children.push_back(std::move(file));
+    }
+    root.children.push_back(std::move(lm));
+    sf::assign_ids(root);
+    return root;
+  }
+
+private:
+  sf::Scope proc(const Procedure& p) {
+    sf::Scope e = element(sf::Kind::Procedure);
+    // CPU procedure names carry the binary's name; GPU ones give a link name only when it differs.
+    e.name = s_.gpu ? p.name : p.name + " " + s_.unknown_file();
+    if (!(s_.gpu && p.link_name == p.name)) e.link_name = p.link_name;
+    e.line = p.line;
+    e.vranges = vset({{p.entry, p.entry + 1}});
+    body(p.root, e);
+    return e;
+  }
+  void body(const Scope& s, sf::Scope& into) {
+    for (const auto& [line, rs] : s.stmts) {
+      sf::Scope st = element(sf::Kind::Statement);
+      st.line = line;
+      st.vranges = vset(rs.ranges());
+      into.children.push_back(std::move(st));
+    }
+    for (const auto& c : s.children) child(*c, into);
+  }
+  sf::Scope alien(uint32_t line, uint32_t file, const std::string& name) {
+    sf::Scope a = element(sf::Kind::Alien);
+    a.line = line;
+    a.file = s_.file_name(file);
+    a.name = name;
+    a.vranges = sf::VRanges{};
+    return a;
+  }
+  void child(const Scope& c, sf::Scope& into) {
+    switch (c.kind) {
+      case Scope::Kind::Inline: {
+        sf::Scope site = alien(c.line, c.file, "");
+        sf::Scope callee = alien(c.callee_line, c.callee_file, c.callee);
+        body(c, callee);
+        site.children.push_back(std::move(callee));
+        into.children.push_back(std::move(site));
+        break;
+      }
+      case Scope::Kind::Guard: {
+        sf::Scope a = alien(c.line, c.file, "<inline>");
+        body(c, a);
+        into.children.push_back(std::move(a));
+        break;
+      }
+      case Scope::Kind::Loop: {
+        sf::Scope l = element(sf::Kind::Loop);
+        l.line = c.line;
+        l.file = s_.file_name(c.file);
+        l.vranges = vset({{c.loop_header, c.loop_header + 1}});
+        body(c, l);
+        into.children.push_back(std::move(l));
+        break;
+      }
+      case Scope::Kind::Procedure:
+        body(c, into);
+        break;
+    }
+  }
+  const Structure& s_;
+};
+
+}  // namespace
+
+Status write_structure_file(const Structure& s, const std::string& path) {
+  return sf::write(path, Builder(s).run());
+}
+
+}  // namespace hpc::structure
