@@ -7,35 +7,14 @@
 
 #include "structure/cache.hpp"
 #include "structure/emit.hpp"
+#include "structure/measdir.hpp"
 #include "structure/structure.hpp"
 
-int main(int argc, char** argv) {
-  CLI::App app{"hpcstruct: recover functions, inlined code, loops and source lines from a binary"};
-  int jobs = 0;
-  std::string output, cacheDir, gpucfg = "no", binary;
-  bool nocache = false;
-  app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs)");
-  app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
-  app.add_flag("--nocache", nocache, "do not use the structure cache");
-  app.add_option("-c,--cache", cacheDir, "structure cache directory (or $HPCTOOLKIT_HPCSTRUCT_CACHE)");
-  app.add_option("--gpucfg", gpucfg, "recover loops in GPU code (yes|no)")->check(CLI::IsMember({"yes", "no"}));
-  app.add_option("binary", binary, "binary to analyse")->required();
-  CLI11_PARSE(app, argc, argv);
+namespace {
 
-  if (jobs <= 0) jobs = std::max(1u, std::thread::hardware_concurrency() / 2);
-  if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
-  if (std::filesystem::is_directory(binary)) {
-    std::fprintf(stderr, "hpcstruct: %s: measurement directories are not supported yet\n", binary.c_str());
-    return 1;
-  }
-  if (cacheDir.empty())
-    if (const char* env = std::getenv("HPCTOOLKIT_HPCSTRUCT_CACHE")) cacheDir = env;
-  if (nocache) cacheDir.clear();
-
-  hpc::structure::Options opt;
-  opt.jobs = jobs;
-  opt.gpucfg = gpucfg == "yes";
-  hpc::structure::Cache cache(cacheDir);
+// Analyses one binary into `output`, through the cache when it is enabled.
+int analyse_one(const std::string& binary, const std::string& output,
+                const hpc::structure::Options& opt, hpc::structure::Cache& cache) {
   if (cache.enabled()) {
     auto hit = cache.lookup(binary, opt);
     if (!hit.ok()) {
@@ -60,4 +39,59 @@ int main(int argc, char** argv) {
   }
   if (cache.enabled()) cache.store(binary, opt, output);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hpcstruct: recover functions, inlined code, loops and source lines from a binary,\n"
+               "or from every binary the profiles of a measurement directory used"};
+  int jobs = 0;
+  std::string output, cacheDir, gpucfg = "no", binary;
+  bool nocache = false;
+  app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs)");
+  app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
+  app.add_flag("--nocache", nocache, "do not use the structure cache");
+  app.add_option("-c,--cache", cacheDir, "structure cache directory (or $HPCTOOLKIT_HPCSTRUCT_CACHE)");
+  app.add_option("--gpucfg", gpucfg, "recover loops in GPU code (yes|no)")->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("binary", binary,
+                 "binary to analyse, or a measurement directory: each binary its profiles used\n"
+                 "is analysed into DIR/structs/<name>.hpcstruct")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  if (jobs <= 0) jobs = std::max(1u, std::thread::hardware_concurrency() / 2);
+  if (cacheDir.empty())
+    if (const char* env = std::getenv("HPCTOOLKIT_HPCSTRUCT_CACHE")) cacheDir = env;
+  if (nocache) cacheDir.clear();
+
+  hpc::structure::Options opt;
+  opt.jobs = jobs;
+  opt.gpucfg = gpucfg == "yes";
+  hpc::structure::Cache cache(cacheDir);
+
+  if (std::filesystem::is_directory(binary)) {
+    auto binaries = hpc::structure::measured_binaries(binary);
+    if (!binaries.ok()) {
+      std::fprintf(stderr, "hpcstruct: %s\n", binaries.status().message().c_str());
+      return 1;
+    }
+    if (binaries->empty()) {
+      std::fprintf(stderr, "hpcstruct: %s: none of the binaries its profiles used exist on this machine\n",
+                   binary.c_str());
+      return 1;
+    }
+    std::filesystem::path structs = std::filesystem::path(binary) / "structs";
+    std::filesystem::create_directories(structs);
+    int failed = 0;
+    for (const auto& b : *binaries) {
+      std::string out = (structs / (std::filesystem::path(b).filename().string() + ".hpcstruct")).string();
+      std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
+      failed += analyse_one(b, out, opt, cache) != 0;
+    }
+    if (!failed) return 0;
+    std::fprintf(stderr, "hpcstruct: %d of %zu binaries could not be analysed\n", failed, binaries->size());
+    return 1;
+  }
+  if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
+  return analyse_one(binary, output, opt, cache);
 }
