@@ -5,13 +5,6 @@
 
 namespace hpc::analysis {
 
-namespace {
-template <typename T>
-int cmp3(const T& a, const T& b) {
-  return a < b ? -1 : (b < a ? 1 : 0);
-}
-}  // namespace
-
 int compare(const ContextKey& a, const ContextKey& b) {
   if (int c = cmp3(int(a.kind), int(b.kind))) return c;
   if (int c = cmp3(int(a.entry), int(b.entry))) return c;

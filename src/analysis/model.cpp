@@ -4,13 +4,6 @@
 
 namespace hpc::analysis {
 
-namespace {
-template <typename T>
-int cmp3(const T& a, const T& b) {
-  return a < b ? -1 : (b < a ? 1 : 0);
-}
-}  // namespace
-
 int compare(const Module* a, const Module* b) {
   if (a == b) return 0;
   if (!a || !b) return a ? 1 : -1;

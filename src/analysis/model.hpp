@@ -34,6 +34,12 @@ struct Function {
   uint32_t index = 0;
 };
 
+// Three-way comparison of two values: -1, 0 or 1.
+template <typename T>
+int cmp3(const T& a, const T& b) {
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
 // Content ordering, so that ids do not depend on which thread interned what first.
 int compare(const Module* a, const Module* b);
 int compare(const File* a, const File* b);
