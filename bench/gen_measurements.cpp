@@ -1,0 +1,81 @@
+// Writes a synthetic but realistic measurement directory for benchmarking hpcprof:
+// many thread profiles sharing one calling-context shape (as threads of one program
+// do), a few percent of nodes with non-zero values, and a trace per thread.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000]
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "formats/hpcrun/hpcrun.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpc::hpcrun;
+
+static uint64_t tag(const char* s) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(s[i]);
+  return v;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace]\n");
+    return 2;
+  }
+  fs::path dir = argv[1];
+  int profiles = argc > 2 ? std::atoi(argv[2]) : 500;
+  int nodes = argc > 3 ? std::atoi(argv[3]) : 20000;
+  int percent = argc > 4 ? std::atoi(argv[4]) : 3;
+  int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
+  fs::create_directories(dir);
+
+  Profile shape;
+  shape.header = {{"program-name", "synthetic"}, {"process-id", "4242"}, {"mpi-rank", "0"}};
+  for (uint16_t m = 1; m <= 8; ++m)
+    shape.load_modules.push_back({m, "/opt/synthetic/lib" + std::to_string(m) + ".so", 1});
+  MetricDesc md;
+  md.name = "CPUTIME (sec)";
+  md.description = "CPUTIME (sec)";
+  md.flags.val_fmt = kValFmtReal;
+  md.period = 5000;
+  shape.metrics = {md};
+  shape.id_kinds = {{kIdSummary, "SUMMARY"}, {kIdNode, "NODE"}, {kIdRank, "RANK"}, {kIdThread, "THREAD"}};
+  shape.nodes.push_back({1, 0, 0, tag("^Primary"), 1, {}});
+  shape.nodes.push_back({2, 1, 0, tag("| Main  "), 1, {}});
+  std::mt19937_64 rng(7);
+  // A bushy tree: each new node's parent is a recent node, so paths are 10-40 deep.
+  for (int i = 3; i <= nodes; ++i) {
+    uint32_t parent = i <= 3 ? 2 : uint32_t(std::max<int64_t>(2, i - 1 - int64_t(rng() % 24)));
+    shape.nodes.push_back({uint32_t(i), parent, uint16_t(1 + rng() % 8), 0x1000 + (rng() % 40000) * 4, 1, {}});
+  }
+  for (int p = 0; p < profiles; ++p) {
+    Profile prof = shape;
+    prof.id_tuple = {{uint16_t(kIdNode | (1u << 14)), 0x5eed, 0}, {kIdThread, uint64_t(p), uint64_t(p)}};
+    for (auto& n : prof.nodes)
+      if (n.lm_id && int(rng() % 100) < percent) {
+        double v = 0.005 * double(1 + rng() % 50);
+        n.values.push_back({0, std::bit_cast<uint64_t>(v)});
+      }
+    char name[128];
+    std::snprintf(name, sizeof name, "synthetic-000000-%03d-00005eed-4242-0", p);
+    if (auto s = write_profile(prof, dir / (std::string(name) + ".hpcrun")); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 1;
+    }
+    Trace tr;
+    uint64_t t = 1700000000000000000ull;
+    for (int k = 0; k < traceLen; ++k) {
+      t += 5000000 + rng() % 100000;
+      tr.records.push_back({t, uint32_t(3 + rng() % (nodes - 2)), 0});
+    }
+    if (auto s = write_trace(tr, dir / (std::string(name) + ".hpctrace")); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  std::printf("wrote %d profiles of %d nodes to %s\n", profiles, nodes, dir.c_str());
+  return 0;
+}

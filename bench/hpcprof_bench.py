@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""hpcprof throughput, scaling and memory on synthetic measurements (bench/gen_measurements).
+
+Prints, from one run: the time to read the input bytes from the page cache (the floor),
+hpcprof wall time at -j1 and -j2, input MB/s per core, the -j1 -> -j2 speedup, peak memory
+at N and 2N profiles (it should not grow with the profile count), and the database size
+against a dense matrix of the same values.
+
+usage: bench/hpcprof_bench.py BUILD_DIR [profiles=400] [nodes=20000]
+"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def run(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}")
+    return wall, ru.ru_maxrss / 1024.0  # MiB
+
+
+def read_all(d):
+    t0 = time.perf_counter()
+    n = 0
+    for f in sorted(Path(d).iterdir()):
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                n += len(chunk)
+    return time.perf_counter() - t0, n
+
+
+def n_contexts(db):
+    b = (Path(db) / "cct.db").read_bytes()
+    p = struct.unpack_from("<Q", b, 0x18)[0]
+    return struct.unpack_from("<I", b, p + 8)[0]
+
+
+def main():
+    build = Path(sys.argv[1])
+    profiles = int(sys.argv[2]) if len(sys.argv) > 2 else 400
+    nodes = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
+    gen, prof = build / "bin/gen_measurements", build / "bin/hpcprof"
+    tmp = Path(tempfile.mkdtemp(prefix="hpcprof-bench-"))
+    try:
+        rows = {}
+        for n in (profiles, 2 * profiles):
+            meas = tmp / f"m{n}"
+            subprocess.run([gen, meas, str(n), str(nodes), "3", "2000"], check=True,
+                           stdout=subprocess.DEVNULL)
+            read_all(meas)  # warm the page cache
+            t_read, nbytes = min(read_all(meas) for _ in range(3))
+            res = {}
+            for j in (1, 2):
+                out = tmp / f"d{n}j{j}"
+                res[j] = min(run([prof, "--foreign", f"-j{j}", "-o", out, meas]) for _ in range(2))
+            db = tmp / f"d{n}j1"
+            dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
+            dense = n_contexts(db) * 4 * (n + 1) * 8  # contexts x (metric x 4 scopes) x profiles
+            rows[n] = (nbytes, t_read, res, dbsize, dense)
+            shutil.rmtree(meas)
+        print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
+        print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} "
+              f"{'MB/s/core j1':>12} {'speedup':>7} {'x read':>6} {'peak MiB j1':>11} {'peak MiB j2':>11} "
+              f"{'db MB':>6} {'dense MB':>8}")
+        for n, (nbytes, t_read, res, dbsize, dense) in rows.items():
+            mb = nbytes / 1e6
+            (w1, m1), (w2, m2) = res[1], res[2]
+            print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.2f} {w2:>7.2f} {mb / w1:>12.1f} "
+                  f"{w1 / w2:>7.2f} {w1 / t_read:>6.1f} {m1:>11.1f} {m2:>11.1f} "
+                  f"{dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
