@@ -8,6 +8,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "encode_glue.hpp"
 #include "loadmap.hpp"
 #include "md5.hpp"
@@ -106,7 +108,9 @@ void copyVdso() {
   t.ch('/');
   for (uint8_t b : digest) t.hex(b, 2);
   t.str(".vdso");
-  loadmapSetVdsoPath(path);
+  // The load map names the copy relative to the measurement directory, as the
+  // reference does, so the directory can move and hpcprof still finds it.
+  loadmapSetVdsoPath(path + std::strlen(gConfig.outDir) + 1);
   int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (out < 0) return;  // another process already copied the same vdso
   writeAll(out, reinterpret_cast<const void*>(lo), hi - lo);

@@ -26,7 +26,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
   for (size_t i = ts.nFrames; i-- > 0 && node;) {
-    ModuleRef m = loadmapLookup(ts.frames[i]);
+    // Callers are recorded at their call instruction (return address - 1), as the
+    // reference does, so the call maps to its own source line.
+    ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
     node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
   }
   if (!node) {  // out of memory
