@@ -1,11 +1,10 @@
 #include "encode_glue.hpp"
 
-#include <unistd.h>
-
-#include <cstring>
+#include <stdlib.h>
 
 #include "formats/hpcrun/encode.hpp"
 #include "loadmap.hpp"
+#include "sys.hpp"
 
 namespace hpc::rt {
 
@@ -13,145 +12,132 @@ namespace enc = hpc::hpcrun::enc;
 
 namespace {
 
-// A small write buffer on the caller's stack in front of write(2): no allocation.
-struct FdBuffer {
+// Buffers the encoder's many small writes into few write(2) calls.
+struct FdSink {
   int fd;
-  size_t len = 0;
-  bool failed = false;
-  uint8_t buf[8192];
-
+  uint8_t* buf;
+  size_t cap, len;
+  bool failed;
   bool flush() {
-    size_t off = 0;
-    while (off < len) {
-      ssize_t w = ::write(fd, buf + off, len - off);
-      if (w < 0) {
-        failed = true;
-        break;
-      }
-      off += size_t(w);
-    }
+    if (len && !writeAll(fd, buf, len)) failed = true;
     len = 0;
     return !failed;
   }
-  static bool put(void* ctx, const void* data, size_t n) {
-    auto* b = static_cast<FdBuffer*>(ctx);
-    auto* p = static_cast<const uint8_t*>(data);
+  static bool write(void* ctx, const void* data, size_t n) {
+    auto* s = static_cast<FdSink*>(ctx);
+    const auto* p = static_cast<const uint8_t*>(data);
+    if (!s->buf) return s->failed = !writeAll(s->fd, p, n), !s->failed;
     while (n) {
-      if (b->len == sizeof b->buf && !b->flush()) return false;
-      size_t k = sizeof b->buf - b->len < n ? sizeof b->buf - b->len : n;
-      std::memcpy(b->buf + b->len, p, k);
-      b->len += k, p += k, n -= k;
+      if (s->len == s->cap && !s->flush()) return false;
+      size_t k = s->cap - s->len < n ? s->cap - s->len : n;
+      memCopy(s->buf + s->len, p, k);
+      s->len += k, p += k, n -= k;
     }
-    return !b->failed;
+    return true;
   }
 };
 
-// Decimal or hex text of v into out (at least 24 bytes); returns out.
-const char* number(char* out, uint64_t v, bool hexadecimal, int width = 0) {
-  char tmp[24];
-  int n = 0;
-  unsigned base = hexadecimal ? 16 : 10;
-  do {
-    tmp[n++] = "0123456789abcdef"[v % base];
-    v /= base;
-  } while (v);
-  while (n < width) tmp[n++] = '0';
-  for (int i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
-  out[n] = 0;
-  return out;
-}
-
-const char* metricName(const EventSpec& ev) {
-  switch (ev.kind) {
-  case SourceKind::CpuTime: return "CPUTIME (sec)";
-  case SourceKind::RealTime: return "REALTIME (sec)";
-  default: return ev.name;
-  }
-}
+bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf; }
 
 }  // namespace
 
 bool encodeTraceHeader(int fd) {
-  FdBuffer b{fd, 0, false, {}};
-  return enc::write_trace_header({&b, &FdBuffer::put}, 0) && b.flush();
+  FdSink s{fd, nullptr, 0, 0, false};
+  return enc::write_trace_header(enc::Sink{&s, &FdSink::write}, 0);
 }
 
 void encodeTraceRecords(int fd, const TraceRecord* recs, uint32_t n) {
-  FdBuffer b{fd, 0, false, {}};
-  enc::Sink s{&b, &FdBuffer::put};
-  for (uint32_t i = 0; i < n; ++i) enc::write_trace_record(s, 0, {recs[i].time, recs[i].node, 0});
-  b.flush();
+  uint8_t buf[256 * enc::kTraceRecordMax];
+  size_t len = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    len += enc::encode_trace_record(buf + len, 0, enc::TraceRecordRec{recs[i].time, recs[i].node, 0});
+    if (len + enc::kTraceRecordMax > sizeof buf || i + 1 == n) {
+      writeAll(fd, buf, len);
+      len = 0;
+    }
+  }
 }
 
 bool encodeProfile(int fd, ThreadState& ts) {
-  FdBuffer b{fd, 0, false, {}};
-  enc::ProfileEncoder e({&b, &FdBuffer::put});
-  char pid[24], tid[24], rank[24], host[24], tmin[24], tmax[24];
-  enc::NvPair header[] = {
-      {"program-name", gConfig.appName},
-      {"program-path", gConfig.appPath},
-      {"env-path", ""},
-      {"job-id", ""},
-      {"mpi-rank", number(rank, gConfig.rank, false)},
-      {"thread-id", number(tid, ts.index, false)},
-      {"host-id", number(host, gConfig.hostId, true, 8)},
-      {"process-id", number(pid, uint64_t(gConfig.pid), false)},
-      {"trace-min-time", number(tmin, ts.traceMin, false)},
-      {"trace-max-time", number(tmax, ts.traceMax, false)},
-      {"trace-disorder", "0"},
-  };
-  e.header(header, sizeof header / sizeof header[0]);
+  constexpr size_t kBuf = 64 * 1024;
+  FdSink s{fd, static_cast<uint8_t*>(ts.arena.alloc(kBuf)), kBuf, 0, false};
+  enc::ProfileEncoder e(enc::Sink{&s, &FdSink::write});
 
-  uint16_t nModules = loadmapModuleCount();
-  e.loadmap_begin(nModules);
-  for (uint16_t id = 1; id <= nModules; ++id) {
-    const char* path = loadmapModulePath(id);
-    e.loadmap_entry({id, path ? path : "", 1});
-  }
+  char rank[24], tid[24], host[24], pid[24], tmin[24], tmax[24];
+  Text(rank, sizeof rank).dec(gConfig.rank);
+  Text(tid, sizeof tid).dec(ts.index);
+  Text(host, sizeof host).hex(gConfig.hostId, 8);
+  Text(pid, sizeof pid).dec(uint64_t(gConfig.pid));
+  Text(tmin, sizeof tmin).dec(ts.traceMin);
+  Text(tmax, sizeof tmax).dec(ts.traceMax);
+  const char* path = getenv("PATH");
+  enc::NvPair pairs[] = {
+      {"program-name", gConfig.appName}, {"program-path", gConfig.appPath}, {"env-path", path ? path : ""},
+      {"job-id", ""}, {"mpi-rank", rank}, {"thread-id", tid}, {"host-id", host}, {"process-id", pid},
+      {"trace-min-time", tmin}, {"trace-max-time", tmax}, {"trace-disorder", "0"}};
+  e.header(pairs, gConfig.trace ? 11 : 8);
 
-  e.cct_begin(ts.cct.size());
-  for (CctNode* n = ts.cct.first(); n; n = n->next)
+  uint16_t nlm = loadmapModuleCount();
+  e.loadmap_begin(nlm);
+  for (uint16_t id = 1; id <= nlm; ++id) e.loadmap_entry({id, loadmapModulePath(id), 1});
+
+  Cct& cct = ts.cct;
+  e.cct_begin(cct.size());
+  for (CctNode* n = cct.first(); n; n = n->next)
     e.cct_node({n->id, n->parent ? n->parent->id : 0, n->module, n->offset, 1});
 
-  unsigned nMetrics = ts.cct.metricCount();
-  e.metrics_begin(nMetrics);
-  for (unsigned i = 0; i < nMetrics; ++i) {
+  e.metrics_begin(gConfig.nEvents);
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    const EventSpec& ev = gConfig.events[i];
     enc::MetricDescRec m;
-    m.name = m.description = metricName(gConfig.events[i]);
-    m.period = 1;  // values are already in the metric's unit (seconds, or events)
-    m.formula = m.format = "";
+    char name[EventSpec::kNameMax + 16];
+    Text t(name, sizeof name);
+    t.str(ev.name);
+    if (isRealMetric(ev)) t.str(" (sec)");
+    m.name = name;
+    m.description = name;
+    m.flags.val_fmt = isRealMetric(ev) ? 2 : 1;
+    m.period = ev.frequency ? 1 : ev.value;
+    m.is_frequency_metric = ev.frequency;
+    m.format = "";
+    m.formula = "";
     e.metric(m);
   }
   e.idtuple_dictionary();
 
-  enc::IdRec ids[3];
-  uint16_t nIds = 0;
-  ids[nIds++] = {uint16_t(1 | (1u << 14)), gConfig.hostId, 0};  // NODE: physical host id
-  if (ts.core >= 0) ids[nIds++] = {uint16_t(7 | (3u << 14)), uint64_t(ts.core), uint64_t(ts.core)};
-  ids[nIds++] = {uint16_t(3 | (3u << 14)), ts.index, ts.index};  // THREAD
-
-  uint64_t nValues = 0;
-  uint32_t nNodes = 0;
-  for (CctNode* n = ts.cct.first(); n; n = n->next) {
+  uint64_t nvalues = 0;
+  uint32_t nnodes = 0;
+  for (CctNode* n = cct.first(); n; n = n->next) {
     if (!n->hasValue) continue;
-    uint64_t k = 0;
-    for (unsigned i = 0; i < nMetrics; ++i) k += n->metrics()[i] != 0;
-    nValues += k;
-    nNodes += k != 0;
+    ++nnodes;
+    for (unsigned i = 0; i < gConfig.nEvents; ++i) nvalues += n->metrics()[i] != 0;
   }
-  e.sparse_begin(ids, nIds, nValues, nNodes);
-  for (CctNode* n = ts.cct.first(); n; n = n->next)
-    if (n->hasValue)
-      for (unsigned i = 0; i < nMetrics; ++i)
-        if (n->metrics()[i] != 0) e.sparse_value_real(n->metrics()[i], uint16_t(i));
-  for (CctNode* n = ts.cct.first(); n; n = n->next) {
+  enc::IdRec ids[4];
+  uint16_t nids = 0;
+  ids[nids++] = {uint16_t(1 | 1u << 14), gConfig.hostId, 0};           // NODE, l-local
+  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID"))
+    ids[nids++] = {uint16_t(2 | 3u << 14), gConfig.rank, gConfig.rank};  // RANK
+  ids[nids++] = {uint16_t(7 | 3u << 14), uint64_t(ts.core), uint64_t(ts.core)};  // CORE
+  ids[nids++] = {uint16_t(3 | 3u << 14), ts.index, ts.index};          // THREAD
+  e.sparse_begin(ids, nids, nvalues, nnodes);
+  for (CctNode* n = cct.first(); n; n = n->next) {
+    if (!n->hasValue) continue;
+    for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+      double v = n->metrics()[i];
+      if (v == 0) continue;
+      if (isRealMetric(gConfig.events[i])) e.sparse_value_real(v, uint16_t(i));
+      else e.sparse_value(uint64_t(v), uint16_t(i));
+    }
+  }
+  for (CctNode* n = cct.first(); n; n = n->next) {
     if (!n->hasValue) continue;
     uint64_t k = 0;
-    for (unsigned i = 0; i < nMetrics; ++i) k += n->metrics()[i] != 0;
-    if (k) e.sparse_node_counted(n->id, k);
+    for (unsigned i = 0; i < gConfig.nEvents; ++i) k += n->metrics()[i] != 0;
+    e.sparse_node_counted(n->id, k);
   }
   e.finish();
-  return e.ok() && b.flush();
+  s.flush();
+  return e.ok() && !s.failed;
 }
 
 }  // namespace hpc::rt

@@ -232,11 +232,13 @@ HPC_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
 }
 
 HPC_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (maskCallInHandler(old)) return 0;
   sigset_t scratch;
   return REAL(sigprocmask)(how, filterMask(how, set, &scratch), old);
 }
 
 HPC_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  if (maskCallInHandler(old)) return 0;
   sigset_t scratch;
   return REAL(pthread_sigmask)(how, filterMask(how, set, &scratch), old);
 }

@@ -64,11 +64,17 @@ void onSampleSignal(int, siginfo_t* si, void* uc) {
   int ev = sourcesIdentify(*ts, si, value);
   if (ev >= 0) {
     ++ts->samples;
+    // A sample that arrives within a quarter period of the previous one's end means the
+    // unwinds cost more than the period (very deep stacks): drop it so the app progresses.
+    uint64_t start = monotonicNs();
     if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
-        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running)
+        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running ||
+        start - ts->lastSampleEnd < ts->minGapNs)
       ++ts->blocked;
-    else
+    else {
       record(*ts, uc, ev, value);
+      ts->lastSampleEnd = monotonicNs();
+    }
     sourcesRearm(*ts, ev);
   }
   ts->inHandler.store(0, std::memory_order_release);

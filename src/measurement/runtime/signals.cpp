@@ -116,6 +116,16 @@ int virtualSigaction(int sig, const struct sigaction* act, struct sigaction* old
   return 0;
 }
 
+bool maskCallInHandler(sigset_t* old) {
+  ThreadState* ts = currentThread();
+  if (!ts || !ts->inHandler.load(std::memory_order_relaxed)) return false;
+  if (old) {
+    sigfillset(old);
+    for (int f : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP}) sigdelset(old, f);
+  }
+  return true;
+}
+
 const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch) {
   if (!set || how == SIG_UNBLOCK || gConfig.sampleSignal == 0 || !sigismember(set, gConfig.sampleSignal))
     return set;

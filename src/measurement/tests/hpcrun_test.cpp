@@ -1,0 +1,217 @@
+// Runs the workloads bare and under hpcrun, then checks what the measurement says:
+// same output and exit status, one profile per thread, sample counts near
+// CPU time x rate, complete call paths, and the known-answer split.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "formats/hpcrun/hpcrun.hpp"
+#include "symbolize.hpp"
+
+namespace fs = std::filesystem;
+using hpc::measurement::test::Symbolizer;
+
+namespace {
+
+const std::string kBin = HPC_BINARY_DIR "/bin/hpcrun";
+const std::string kWl = HPC_BINARY_DIR "/measurement-workloads/";
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+  double cpu = 0;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double childCpu() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+Outcome run(const std::string& cmd, const fs::path& scratch) {
+  fs::create_directories(scratch);
+  Outcome r;
+  double before = childCpu();
+  int st = std::system((cmd + " >" + (scratch / "out").string() + " 2>" + (scratch / "err").string()).c_str());
+  r.cpu = childCpu() - before;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(scratch / "out");
+  r.err = slurp(scratch / "err");
+  return r;
+}
+
+struct Analysis {
+  int profiles = 0, traces = 0;
+  uint64_t recorded = 0, errant = 0;
+  double total = 0, complete = 0;
+  std::map<std::string, double> byLeaf;  // metric 0 by leaf function
+};
+
+// A thread's outermost frame in libc or the loader means the unwind ran past the start
+// routine to clone(): the runtime's trampoline was not found.
+bool isStartup(const std::string& module, const std::string& fn) {
+  return module.find("libc.so") != std::string::npos || module.find("ld-linux") != std::string::npos ||
+         fn == "_start";
+}
+
+Analysis analyze(const fs::path& dir) {
+  Analysis a;
+  Symbolizer sym;
+  for (auto& e : fs::directory_iterator(dir)) {
+    auto ext = e.path().extension();
+    if (ext == ".log") {
+      std::string log = slurp(e.path());
+      auto pos = log.find("recorded: ");
+      if (pos != std::string::npos) a.recorded += std::stoull(log.substr(pos + 10));
+      pos = log.find("errant: ");
+      if (pos != std::string::npos) a.errant += std::stoull(log.substr(pos + 8));
+    }
+    if (ext == ".hpctrace") ++a.traces;
+    if (ext != ".hpcrun") continue;
+    ++a.profiles;
+    auto p = hpc::hpcrun::read_profile(e.path());
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (!p.ok()) continue;
+    std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
+    for (auto& n : p->nodes) byId[n.id] = &n;
+    std::map<uint16_t, std::string> lm;
+    for (auto& m : p->load_modules) lm[m.id] = m.name;
+    const std::string* tid = p->header_value("thread-id");
+    bool mainThread = tid && *tid == "0";
+    for (auto& n : p->nodes) {
+      double v = 0;
+      for (auto& mv : n.values)
+        if (mv.metric_id == 0) v += p->metrics[0].flags.val_fmt == 2 ? mv.as_real() : double(mv.bits);
+      if (v == 0) continue;
+      a.total += v;
+      a.byLeaf[n.lm_id ? sym.name(lm[n.lm_id], n.lm_ip) : ""] += v;
+      // Walk to the child of the root: the fence (complete) or the partial root.
+      const hpc::hpcrun::CctNode* outer = &n;
+      const hpc::hpcrun::CctNode* cur = &n;
+      while (cur->parent_id && byId[cur->parent_id]->parent_id) {
+        outer = cur;
+        cur = byId[cur->parent_id];
+      }
+      if (cur->lm_ip == 0x5e5061727469616cull /* ^Partial */ || outer == cur) continue;
+      uint64_t off = outer == &n ? outer->lm_ip : outer->lm_ip - 1;
+      const std::string& fn = sym.name(lm[outer->lm_id], off);
+      if (mainThread ? fn == "main" : !isStartup(lm[outer->lm_id], fn)) a.complete += v;
+    }
+  }
+  return a;
+}
+
+struct Case {
+  std::string workload, args;
+  int minProfiles;
+  int status;
+};
+
+class Workload : public ::testing::TestWithParam<std::tuple<Case, std::string>> {};
+
+TEST_P(Workload, SameBehaviourAndCompletePaths) {
+  auto [c, cc] = GetParam();
+  std::string exe = kWl + c.workload + "-" + cc;
+  std::string args = c.args;
+  if (c.workload == "dlopen") args += " " + kWl + "libplugin-" + cc + ".so";
+  fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-" + c.workload + "-" + cc);
+  fs::remove_all(scratch);
+  fs::path meas = scratch / "m";
+  Outcome bare = run(exe + " " + args, scratch / "bare");
+  Outcome prof = run(kBin + " -o " + meas.string() + " -e CPUTIME@5000 " + exe + " " + args, scratch / "prof");
+  EXPECT_EQ(bare.status, c.status);
+  EXPECT_EQ(prof.status, bare.status);
+  EXPECT_EQ(prof.out, bare.out);
+
+  Analysis a = analyze(meas);
+  EXPECT_GE(a.profiles, c.minProfiles);
+  EXPECT_EQ(a.traces, 0);
+  // The application's own CPU time (the bare run's): the runtime's cost is not sampled.
+  double expected = bare.cpu * 200.0;
+  EXPECT_NEAR(double(a.recorded + a.errant), expected, 0.25 * expected) << "cpu " << bare.cpu;
+  ASSERT_GT(a.total, 0);
+  EXPECT_GE(a.complete / a.total, 0.99) << "complete " << a.complete << " of " << a.total;
+  fs::remove_all(scratch);
+}
+
+const Case kCases[] = {
+    {"recursion", "1", 1, 0}, {"cxx", "1", 1, 0},       {"longjmp", "1", 1, 0},
+    {"threads", "1", 505, 0}, {"omp", "1", 3, 0},       {"forkexec", "1", 3, 0},
+    {"dlopen", "1", 1, 0},    {"signals", "1", 1, 0},   {"thread_exit", "1", 2, 5},
+};
+
+INSTANTIATE_TEST_SUITE_P(All, Workload,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values("gcc", "clang")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).workload + "_" + std::get<1>(info.param);
+                         });
+
+class KnownAnswer : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(KnownAnswer, WithinThreePoints) {
+  auto [event, cc] = GetParam();
+  fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-known-" + cc + std::to_string(event.size()));
+  fs::remove_all(scratch);
+  Outcome r = run(kBin + " -o " + (scratch / "m").string() + " -e " + event + " " + kWl + "known_answer-" + cc + " 1",
+              scratch / "run");
+  ASSERT_EQ(r.status, 0);
+  double truth[3];
+  ASSERT_EQ(std::sscanf(r.err.c_str(), "truth %lf %lf %lf", &truth[0], &truth[1], &truth[2]), 3) << r.err;
+  Analysis a = analyze(scratch / "m");
+  double f = a.byLeaf["fifty"], t = a.byLeaf["thirty"], w = a.byLeaf["twenty"], sum = f + t + w;
+  ASSERT_GT(sum, 0);
+  EXPECT_NEAR(f / sum, truth[0], 0.03);
+  EXPECT_NEAR(t / sum, truth[1], 0.03);
+  EXPECT_NEAR(w / sum, truth[2], 0.03);
+  fs::remove_all(scratch);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, KnownAnswer,
+                         ::testing::Combine(::testing::Values("REALTIME@250", "perf::cpu-clock@f4000"),
+                                            ::testing::Values("gcc", "clang")));
+
+TEST(Conformance, ReferenceCheckerAcceptsOurDirectories) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-conformance";
+  fs::remove_all(scratch);
+  std::string checker = "PYTHONPATH=" HPC_SHARED_DIR "/conformance /usr/bin/python3 -m hpctesttool test produces-profiles ";
+  for (bool trace : {false, true}) {
+    fs::path m = scratch / (trace ? "t" : "p");
+    Outcome r = run(kBin + (trace ? " -t" : "") + " -o " + m.string() + " " + kWl + "omp-gcc 0.3", scratch / "run");
+    ASSERT_EQ(r.status, 0);
+    Outcome c = run(checker + (trace ? "-T " : "") + m.string() + " '^NODE .* THREAD [0-9a-f]+/[0-9a-f]+:logical$' 'THREAD 0/0' 'THREAD 2/2'",
+                scratch / "check");
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+  }
+  fs::remove_all(scratch);
+}
+
+TEST(Launcher, RejectsBadEventsBeforeStarting) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-launcher";
+  for (const char* ev : {"FOO", "CPUTIME@abc", "REALTIME@f100", "perf::no-such-event", "CPUTIME@0"}) {
+    Outcome r = run(kBin + " -e '" + ev + "' /bin/echo started", scratch);
+    EXPECT_EQ(r.status, 2) << ev;
+    EXPECT_EQ(r.out, "") << ev;
+    EXPECT_NE(r.err.find("hpcrun:"), std::string::npos) << ev;
+  }
+  Outcome l = run(kBin + " -L", scratch);
+  EXPECT_EQ(l.status, 0);
+  EXPECT_NE(l.out.find("CPUTIME"), std::string::npos);
+  EXPECT_NE(l.out.find("perf::cpu-clock"), std::string::npos);
+  fs::remove_all(scratch);
+}
+
+}  // namespace
