@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <ucontext.h>
 
+#include "loadmap.hpp"
+
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -49,6 +51,56 @@ void unwindFlushCache() {
   if (pFlush && pAddrSpace) pFlush(*pAddrSpace, 0, 0);
 }
 
+namespace {
+
+constexpr int kMaxRecoveries = 64;     // heuristic frames per sample
+constexpr size_t kScanWords = 4096;    // stack words searched per recovery (32 KiB)
+
+uint8_t byteAt(uintptr_t a) { return *reinterpret_cast<const volatile uint8_t*>(a); }
+
+// True when the bytes before ra end in a call instruction whose return address is ra and,
+// for a direct call, whose target lies at or below pc (the callee holds pc).
+bool followsCall(uintptr_t ra, uintptr_t pc) {
+  if (isTrampoline(ra)) return true;  // main or a thread's start routine returns there
+  if (ra < 16 || loadmapIsSelf(ra) || loadmapLookup(ra).id == 0 || loadmapLookup(ra - 7).id == 0) return false;
+  if (byteAt(ra - 5) == 0xe8) {  // call rel32
+    int32_t rel;
+    uint8_t* r = reinterpret_cast<uint8_t*>(&rel);
+    for (int i = 0; i < 4; ++i) r[i] = byteAt(ra - 4 + uintptr_t(i));
+    uintptr_t target = ra + uintptr_t(intptr_t(rel));
+    return target <= pc && pc - target < (64u << 20);
+  }
+  // call r/m64 (ff /2), by instruction length: modrm forms with their displacement sizes.
+  auto isCallModrm = [](uint8_t m, unsigned mod) { return ((m >> 3) & 7) == 2 && (m >> 6) == mod; };
+  uint8_t m2 = byteAt(ra - 1), m3 = byteAt(ra - 2), m6 = byteAt(ra - 5), m7 = byteAt(ra - 6);
+  if (byteAt(ra - 2) == 0xff && (isCallModrm(m2, 3) || (isCallModrm(m2, 0) && (m2 & 7) != 4 && (m2 & 7) != 5)))
+    return true;                                                                     // call reg / [reg]
+  if (byteAt(ra - 3) == 0xff && isCallModrm(m3, 1) && (m3 & 7) != 4) return true;  // [reg+d8]
+  if (byteAt(ra - 3) == 0xff && isCallModrm(m3, 0) && (m3 & 7) == 4) return true;  // [sib]
+  if (byteAt(ra - 6) == 0xff && (isCallModrm(m6, 2) || (isCallModrm(m6, 0) && (m6 & 7) == 5)))
+    return true;                                                                     // [reg+d32], [rip+d32]
+  if (byteAt(ra - 7) == 0xff && isCallModrm(m7, 2) && (m7 & 7) == 4) return true;  // [sib+d32]
+  return false;
+}
+
+// The binary-analysis fallback for code without CFI (and whose frame pointer, libunwind's
+// own fallback, is not one): the nearest stack slot at or above sp holding an address that
+// follows a call instruction is taken as the frame's return address. Returns its slot or 0.
+uintptr_t scanForReturn(uintptr_t sp, uintptr_t pc, uintptr_t& ra) {
+  sp &= ~uintptr_t(7);
+  for (size_t i = 0; i < kScanWords; ++i) {
+    uintptr_t slot = sp + i * 8;
+    uintptr_t v = *reinterpret_cast<const volatile uintptr_t*>(slot);
+    if (followsCall(v, pc)) {
+      ra = v;
+      return slot;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n) {
   n = 0;
   auto* uc = static_cast<ucontext_t*>(ucontext);
@@ -62,15 +114,28 @@ UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t
     frames[n++] = pc;
     return UnwindEnd::Failed;
   }
-  for (;;) {
-    unw_word_t ip = 0;
-    if (pGetReg(&cursor, UNW_REG_IP, &ip) < 0) return UnwindEnd::Failed;
+  // Recovered frames restart libunwind from a copy of the context with the recovered pc and
+  // sp: the original context must never be written, the thread resumes from it.
+  ucontext_t copy;
+  for (int recoveries = 0;;) {
+    unw_word_t ip = 0, sp = 0;
+    if (pGetReg(&cursor, UNW_REG_IP, &ip) < 0 || pGetReg(&cursor, UNW_REG_SP, &sp) < 0) return UnwindEnd::Failed;
     if (n > 0 && isTrampoline(ip)) return UnwindEnd::Fence;
     if (n == cap) return UnwindEnd::Truncated;
     frames[n++] = ip;
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
-    if (r < 0) return UnwindEnd::Failed;
+    // A step that lands outside every module came from libunwind's frame-pointer guess on
+    // code that keeps no frame pointer: recover this frame instead.
+    unw_word_t next = 0;
+    if (r > 0 && pGetReg(&cursor, UNW_REG_IP, &next) >= 0 && (isTrampoline(next) || loadmapLookup(next).id))
+      continue;
+    uintptr_t ra = 0, slot = 0;
+    if (recoveries++ == kMaxRecoveries || !(slot = scanForReturn(sp, ip, ra))) return UnwindEnd::Failed;
+    copy = *uc;
+    copy.uc_mcontext.gregs[REG_RIP] = greg_t(ra);
+    copy.uc_mcontext.gregs[REG_RSP] = greg_t(slot + 8);
+    if (pInit(&cursor, reinterpret_cast<unw_context_t*>(&copy), 0) < 0) return UnwindEnd::Failed;
   }
 }
 
