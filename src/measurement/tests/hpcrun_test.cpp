@@ -155,7 +155,7 @@ const Case kCases[] = {
     {"recursion", "1", 1, 0}, {"cxx", "1", 1, 0},       {"longjmp", "1", 1, 0},
     {"threads", "1", 505, 0}, {"omp", "1", 3, 0},       {"forkexec", "1", 3, 0},
     {"dlopen", "1", 1, 0},    {"signals", "1", 1, 0},   {"thread_exit", "1", 2, 5},
-    {"nocfi", "1", 1, 0},
+    {"nocfi", "1", 1, 0},     {"crash", "1", 2, 128 + 11},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, Workload,
