@@ -7,6 +7,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libunwind-dev libdw-dev libelf-dev libzydis-dev libtbb-dev libpfm4-dev
   libexpat1-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-click python3-ruamel.yaml python3-pyparsing python3-numpy python3-pandas
 )
 missing=()

@@ -164,18 +164,7 @@ public:
     HPC_RETURN_IF_ERROR(profiles_.finish());
     HPC_RETURN_IF_ERROR(contexts_.finish());
     if (traces_) HPC_RETURN_IF_ERROR(trace_.finish());
-    HPC_RETURN_IF_ERROR(db::write_meta(buildMeta(meta), dir_ / "meta.db"));
-    std::vector<metrics::MetricSpec> specs;
-    for (uint32_t i = 0; i < meta.metrics->size(); ++i) {
-      metrics::MetricSpec s;
-      s.name = s.description = meta.metrics->name(i);
-      specs.push_back(std::move(s));
-    }
-    HPC_ASSIGN_OR_RETURN(metrics::Taxonomy tax, metrics::default_taxonomy(specs));
-    std::error_code ec;
-    fs::create_directories(dir_ / "metrics", ec);
-    if (ec) return Status::error((dir_ / "metrics").string() + ": cannot create: " + ec.message());
-    return metrics::write(dir_ / "metrics" / "default.yaml", tax);
+    return writeMeta(dir_, meta);
   }
 
 private:
@@ -187,6 +176,21 @@ private:
 };
 
 }  // namespace
+
+Status writeMeta(const fs::path& dir, const MetaInput& meta) {
+  HPC_RETURN_IF_ERROR(db::write_meta(buildMeta(meta), dir / "meta.db"));
+  std::vector<metrics::MetricSpec> specs;
+  for (uint32_t i = 0; i < meta.metrics->size(); ++i) {
+    metrics::MetricSpec s;
+    s.name = s.description = meta.metrics->name(i);
+    specs.push_back(std::move(s));
+  }
+  HPC_ASSIGN_OR_RETURN(metrics::Taxonomy tax, metrics::default_taxonomy(specs));
+  std::error_code ec;
+  fs::create_directories(dir / "metrics", ec);
+  if (ec) return Status::error((dir / "metrics").string() + ": cannot create: " + ec.message());
+  return metrics::write(dir / "metrics" / "default.yaml", tax);
+}
 
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const fs::path& directory) {
   return std::unique_ptr<DatabaseSink>(std::make_unique<DbSink>(directory));

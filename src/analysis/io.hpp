@@ -28,6 +28,8 @@ std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSo
 
 // Writes a database v4 into `directory` (created; the caller renames it into place).
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);
+// meta.db and metrics/default.yaml into `directory` (what DatabaseSink::finish adds).
+Status writeMeta(const std::filesystem::path& directory, const MetaInput& meta);
 
 // What the command line names: measurement directories or single profiles.
 struct Inputs {

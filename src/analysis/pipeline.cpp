@@ -14,6 +14,7 @@
 
 #include "analysis/expand.hpp"
 #include "analysis/propagate.hpp"
+#include "analysis/stages.hpp"
 #include "analysis/transpose.hpp"
 
 namespace hpc::analysis {
@@ -36,16 +37,6 @@ public:
 private:
   bool on_;
   std::chrono::steady_clock::time_point t0_;
-};
-
-// What the first pass keeps of a profile until its second pass.
-struct Unified {
-  bool ok = false;
-  NodeMap nodes;
-  std::vector<std::string> metrics;
-  std::vector<IdIn> ids;
-  std::string program;
-  bool hasTrace = false;
 };
 
 }  // namespace
@@ -94,6 +85,105 @@ std::vector<std::vector<IdOut>> resolveIdTuples(const std::vector<std::vector<Id
   return out;
 }
 
+void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
+                   const PipelineOptions& options, tbb::task_arena& arena, std::vector<Unified>& out) {
+  out.clear();
+  out.resize(profiles.size());
+  arena.execute([&] {
+    tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
+      Unified& u = out[i];
+      auto tree = profiles[i]->readTree();
+      if (!tree.ok()) {
+        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                     tree.status().message().c_str());
+        return;
+      }
+      if (!options.onlyExe.empty()) {
+        std::string prog = tree->programName.substr(tree->programName.rfind('/') + 1);
+        if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
+          u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
+          return;
+        }
+      }
+      auto map = expander.unify(*tree);
+      if (!map.ok()) {
+        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                     map.status().message().c_str());
+        return;
+      }
+      u.nodes = std::move(*map);
+      u.header.metrics = std::move(tree->metrics);
+      u.header.ids = std::move(tree->idTuple);
+      u.header.hasTrace = tree->hasTrace;
+      u.header.program = std::move(tree->programName);
+      u.header.state = ProfileState::Ok;
+    });
+  });
+}
+
+Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options) {
+  Plan plan;
+  plan.localToGlobal.resize(headers.size());
+  std::unordered_map<std::string, uint32_t> metricIndex;
+  std::vector<std::vector<IdIn>> rawIds;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    const ProfileHeader& h = *headers[i];
+    if (h.state == ProfileState::Unreadable) ++plan.skipped;
+    if (h.state != ProfileState::Ok) continue;
+    plan.live.push_back(i);
+    // Metrics in order of first appearance, profiles taken in order.
+    for (const std::string& m : h.metrics) {
+      auto [it, added] = metricIndex.emplace(m, uint32_t(plan.metricNames.size()));
+      if (added) plan.metricNames.push_back(m);
+      plan.localToGlobal[i].push_back(it->second);
+    }
+    rawIds.push_back(h.ids);
+    plan.anyTrace |= h.hasTrace;
+  }
+  if (plan.live.empty()) return Status::error("no usable profiles among the measurements given");
+  plan.idTuples = resolveIdTuples(rawIds);
+  plan.title = options.title.empty() ? headers[plan.live[0]]->program : options.title;
+  return plan;
+}
+
+Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
+                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+  auto values = source.readValues();
+  if (!values.ok()) {
+    std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
+                 source.path().c_str(), values.status().message().c_str());
+    u.nodes = NodeMap();
+    return sink.writeProfile(index, idTuple, SparseRow());
+  }
+  std::vector<ContextValue> points;
+  points.reserve(values->values.size());
+  for (const PointValue& v : values->values) {
+    auto it = u.nodes.find(v.node);
+    if (it == u.nodes.end() || !it->second || v.metric >= localToGlobal.size()) continue;
+    points.push_back({it->second->id(), localToGlobal[v.metric], v.value});
+  }
+  SparseRow row;
+  propagator.run(points, row);
+  for (size_t j = 0; j < row.ctx.size(); ++j)
+    nonzeros[row.ctx[j]].fetch_add(row.start[j + 1] - row.start[j], std::memory_order_relaxed);
+  Status st = sink.writeProfile(index, idTuple, row);
+  if (st.ok() && u.header.hasTrace) {
+    std::vector<TracePoint> trace;
+    trace.reserve(values->trace.size());
+    for (const TraceRecord& r : values->trace) {
+      auto it = u.nodes.find(r.node);
+      uint32_t ctx = (it == u.nodes.end() || !it->second) ? 0 : it->second->listed()->id();
+      trace.push_back({r.time, ctx});
+    }
+    std::stable_sort(trace.begin(), trace.end(),
+                     [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
+    st = sink.writeTrace(index, trace);
+  }
+  u.nodes = NodeMap();  // this profile is done: free its map
+  return st;
+}
+
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
                                      const StructureSource* structure, DatabaseSink& sink,
                                      const PipelineOptions& options) {
@@ -104,117 +194,34 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   Names& names = analysis->names;
   Expander expander(cct, names, structure);
 
-  // Pass 1 (class 1): unify every profile's tree into the shared CCT.
-  std::vector<Unified> unified(profiles.size());
-  std::vector<uint8_t> unreadable(profiles.size(), 0);
-  arena.execute([&] {
-    tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
-      auto tree = profiles[i]->readTree();
-      if (!tree.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     tree.status().message().c_str());
-        unreadable[i] = 1;
-        return;
-      }
-      if (!options.onlyExe.empty()) {
-        std::string prog = tree->programName.substr(tree->programName.rfind('/') + 1);
-        if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end())
-          return;  // filtered out on purpose: not counted as skipped
-      }
-      auto map = expander.unify(*tree);
-      if (!map.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     map.status().message().c_str());
-        unreadable[i] = 1;
-        return;
-      }
-      Unified& u = unified[i];
-      u.nodes = std::move(*map);
-      u.metrics = std::move(tree->metrics);
-      u.ids = std::move(tree->idTuple);
-      u.hasTrace = tree->hasTrace;
-      u.program = std::move(tree->programName);
-      u.ok = true;
-    });
-  });
+  std::vector<Unified> unified;
+  unifyProfiles(profiles, expander, options, arena, unified);
   timer.lap("unify calling contexts");
 
-  std::vector<size_t> live;  // input positions of the usable profiles, in order
-  for (size_t i = 0; i < unified.size(); ++i)
-    if (unified[i].ok) live.push_back(i);
+  std::vector<const ProfileHeader*> headers;
+  for (const Unified& u : unified) headers.push_back(&u.header);
+  HPC_ASSIGN_OR_RETURN(Plan plan, makePlan(headers, options));
   PipelineResult result;
-  result.skipped = uint32_t(std::count(unreadable.begin(), unreadable.end(), 1));
-  result.profiles = uint32_t(live.size());
-  if (live.empty()) return Status::error("no usable profiles among the measurements given");
-
+  result.skipped = plan.skipped;
+  result.profiles = uint32_t(plan.live.size());
   cct.finalize();
   names.finalize();
   result.contexts = cct.size();
-  // Metrics in order of first appearance, profiles taken in order.
-  std::vector<std::string> metricNames;
-  std::unordered_map<std::string, uint32_t> metricIndex;
-  std::vector<std::vector<uint32_t>> localToGlobal(profiles.size());
-  std::vector<std::vector<IdIn>> rawIds;
-  bool anyTrace = false;
-  for (size_t i : live) {
-    for (const std::string& m : unified[i].metrics) {
-      auto [it, added] = metricIndex.emplace(m, uint32_t(metricNames.size()));
-      if (added) metricNames.push_back(m);
-      localToGlobal[i].push_back(it->second);
-    }
-    rawIds.push_back(unified[i].ids);
-    anyTrace |= unified[i].hasTrace;
-  }
-  analysis->metrics = std::make_unique<MetricTable>(std::move(metricNames), options.stats);
+  analysis->metrics = std::make_unique<MetricTable>(plan.metricNames, options.stats);
   const MetricTable& metrics = *analysis->metrics;
-  auto idTuples = resolveIdTuples(rawIds);
   PropagationShape shape(cct);
   timer.lap("finalize tree and metrics");
 
-  // Pass 2 (class 2): per profile, propagate and write its row and trace line.
-  HPC_RETURN_IF_ERROR(sink.begin(uint32_t(live.size() + 1), cct.size(), anyTrace));
+  const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
+  HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
   std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
-  std::vector<Status> errors(live.size());
+  std::vector<Status> errors(plan.live.size());
   arena.execute([&] {
-    tbb::parallel_for(size_t(0), live.size(), [&](size_t k) {
-      size_t i = live[k];
-      uint32_t index = uint32_t(k + 1);
-      Unified& u = unified[i];
-      auto values = profiles[i]->readValues();
-      if (!values.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                     profiles[i]->path().c_str(), values.status().message().c_str());
-        errors[k] = sink.writeProfile(index, idTuples[k], SparseRow());
-        u.nodes = NodeMap();
-        return;
-      }
-      std::vector<ContextValue> points;
-      points.reserve(values->values.size());
-      for (const PointValue& v : values->values) {
-        auto it = u.nodes.find(v.node);
-        if (it == u.nodes.end() || !it->second || v.metric >= localToGlobal[i].size()) continue;
-        points.push_back({it->second->id(), localToGlobal[i][v.metric], v.value});
-      }
-      SparseRow row;
-      propagators.local().run(points, row);
-      for (size_t j = 0; j < row.ctx.size(); ++j)
-        nonzeros[row.ctx[j]].fetch_add(row.start[j + 1] - row.start[j], std::memory_order_relaxed);
-      Status st = sink.writeProfile(index, idTuples[k], row);
-      if (st.ok() && u.hasTrace) {
-        std::vector<TracePoint> trace;
-        trace.reserve(values->trace.size());
-        for (const TraceRecord& r : values->trace) {
-          auto it = u.nodes.find(r.node);
-          uint32_t ctx = (it == u.nodes.end() || !it->second) ? 0 : it->second->listed()->id();
-          trace.push_back({r.time, ctx});
-        }
-        std::stable_sort(trace.begin(), trace.end(),
-                         [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
-        st = sink.writeTrace(index, trace);
-      }
-      errors[k] = st;
-      u.nodes = NodeMap();  // this profile is done: free its map
+    tbb::parallel_for(size_t(0), plan.live.size(), [&](size_t k) {
+      size_t i = plan.live[k];
+      errors[k] = propagateProfile(*profiles[i], unified[i], plan.localToGlobal[i], uint32_t(k + 1),
+                                   plan.idTuples[k], propagators.local(), nonzeros, sink);
     });
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
@@ -227,11 +234,10 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;
   topt.shape = &shape;
-  HPC_RETURN_IF_ERROR(transpose(sink, metrics, uint32_t(live.size() + 1), counts, topt));
+  HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 
-  std::string title = options.title.empty() ? unified[live[0]].program : options.title;
-  MetaInput meta{title, &cct, &names, &metrics};
+  MetaInput meta{plan.title, &cct, &names, &metrics};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   timer.lap("write meta.db");
   result.analysis = std::move(analysis);

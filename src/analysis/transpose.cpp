@@ -49,16 +49,24 @@ void buildColumn(uint32_t ctx, std::span<const uint32_t> prof, std::span<const u
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                  const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt) {
-  const uint32_t numContexts = uint32_t(nonzeros.size());
+  SparseRow summary;
+  HPC_RETURN_IF_ERROR(transposeRange(sink, metrics, numProfiles, nonzeros, 0,
+                                     uint32_t(nonzeros.size()), opt, summary));
+  if (opt.shape) lexAwareSummary(*opt.shape, metrics.size(), summary, uint32_t(metrics.kinds().size()));
+  return sink.writeSummary(summary);
+}
+
+Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
+                      const std::vector<uint64_t>& nonzeros, uint32_t first, uint32_t last,
+                      const TransposeOptions& opt, SparseRow& summary) {
   const uint64_t perRound = std::max<uint64_t>(1, opt.budgetBytes / kBytesPerValue);
   const uint32_t batch = std::max(1u, opt.threads);
-  SparseRow summary;
   tbb::task_arena arena(int(std::max(1u, opt.threads)));
 
-  for (uint32_t lo = 0; lo < numContexts;) {
+  for (uint32_t lo = first; lo < last;) {
     uint32_t hi = lo;
     uint64_t total = 0;
-    while (hi < numContexts && (hi == lo || total + nonzeros[hi] <= perRound)) total += nonzeros[hi++];
+    while (hi < last && (hi == lo || total + nonzeros[hi] <= perRound)) total += nonzeros[hi++];
 
     std::vector<uint64_t> offset(hi - lo + 1, 0);
     for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
@@ -121,8 +129,7 @@ Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numPro
     }
     lo = hi;
   }
-  if (opt.shape) lexAwareSummary(*opt.shape, metrics.size(), summary, uint32_t(metrics.kinds().size()));
-  return sink.writeSummary(summary);
+  return Status();
 }
 
 }  // namespace hpc::analysis

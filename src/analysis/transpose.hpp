@@ -21,4 +21,10 @@ struct TransposeOptions {
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                  const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt);
 
+// The columns of contexts [lo, hi) only (hpcprof-mpi gives each rank a range); their
+// summary statistics are appended to `summary`, before the lex_aware rewrite.
+Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
+                      const std::vector<uint64_t>& nonzeros, uint32_t lo, uint32_t hi,
+                      const TransposeOptions& opt, SparseRow& summary);
+
 }  // namespace hpc::analysis

@@ -8,6 +8,7 @@
 #include "common/file.hpp"
 #include "formats/db/data_block.hpp"
 #include "formats/db/internal.hpp"
+#include "formats/db/regions.hpp"
 
 namespace hpc::db {
 
@@ -84,7 +85,7 @@ Status ProfileDbWriter::begin(const std::filesystem::path& file, uint32_t numPro
   out_ = std::make_unique<StreamFile>(file);
   HPC_RETURN_IF_ERROR(out_->open());
   infos_.assign(numProfiles, Info{});
-  out_->reserve(0x30 + 0x10 + 0x30 * uint64_t(numProfiles));
+  out_->reserve(profile_db_header_size(numProfiles));
   return Status();
 }
 
@@ -112,51 +113,22 @@ Status ProfileDbWriter::read(uint32_t index, uint32_t lo, uint32_t hi, ProfileVa
   out = ProfileValues{};
   if (index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   const Info& info = infos_[index];
-  if (info.nCtxs == 0) return Status();
-  std::vector<uint8_t> idx(12 * info.nCtxs), vals(10 * info.nValues);
-  HPC_RETURN_IF_ERROR(out_->read(info.ptrs.pIdx, idx));
-  HPC_RETURN_IF_ERROR(out_->read(info.ptrs.pValues, vals));
-  ByteView iv(idx, "profile.db"), vv(vals, "profile.db");
-  for (uint64_t i = 0; i < info.nCtxs; ++i) {
-    uint32_t ctx = iv.load<uint32_t, std::endian::little>(12 * i);
-    if (ctx < lo || ctx >= hi) continue;
-    uint64_t s = iv.load<uint64_t, std::endian::little>(12 * i + 4);
-    uint64_t e = i + 1 < info.nCtxs ? iv.load<uint64_t, std::endian::little>(12 * (i + 1) + 4) : info.nValues;
-    for (uint64_t j = s; j < e && j < info.nValues; ++j)
-      out.push(vv.load<uint16_t, std::endian::little>(10 * j), vv.load<double, std::endian::little>(10 * j + 2));
-    out.close(ctx);
-  }
-  return Status();
+  BlockRef b{info.nValues, info.nCtxs, info.ptrs.pValues, info.ptrs.pIdx};
+  return read_profile_block([this](uint64_t at, std::span<uint8_t> into) { return out_->read(at, into); },
+                            b, lo, hi, out);
 }
 
 Status ProfileDbWriter::finish() {
   if (!out_) return Status::error("profile.db: finish() before begin()");
-  ByteWriter tuples;
-  std::vector<uint64_t> tupleAt(infos_.size(), 0);
-  for (size_t i = 0; i < infos_.size(); ++i) {
-    if (!infos_[i].idTuple) continue;
-    tupleAt[i] = tuples.size();
-    detail::put_id_tuple(tuples, *infos_[i].idTuple);
-  }
+  std::vector<ProfileInfo> infos;
+  infos.reserve(infos_.size());
+  for (const Info& i : infos_)
+    infos.push_back({{i.nValues, i.nCtxs, i.ptrs.pValues, i.ptrs.pIdx}, i.flags, i.idTuple});
+  std::vector<uint8_t> tuples = profile_db_tuples(infos);
   uint64_t tuplesAt = out_->reserve(tuples.size());
-  HPC_RETURN_IF_ERROR(write_buf(*out_, tuplesAt, tuples));
-  ByteWriter h;
-  detail::begin_file(h, "prof", 2);
-  size_t info = h.size();
-  h.zeros(0x10 + 0x30 * infos_.size());
-  h.patch_le<uint64_t>(info, infos_.empty() ? 0 : info + 0x10);
-  h.patch_le<uint32_t>(info + 8, uint32_t(infos_.size()));
-  h.patch_le<uint8_t>(info + 0xc, 0x30);
-  for (size_t i = 0; i < infos_.size(); ++i) {
-    size_t a = info + 0x10 + 0x30 * i;
-    detail::patch_block_header(h, a, infos_[i].ptrs, infos_[i].nValues, infos_[i].nCtxs);
-    if (infos_[i].idTuple) h.patch_le<uint64_t>(a + 0x20, tuplesAt + tupleAt[i]);
-    h.patch_le<uint32_t>(a + 0x28, infos_[i].flags);
-  }
-  detail::set_section(h, 0, info, h.size() - info);
-  detail::set_section(h, 1, tuplesAt, tuples.size());
-  HPC_RETURN_IF_ERROR(write_buf(*out_, 0, h));
-  Status s = out_->commit("_prof.db");
+  HPC_RETURN_IF_ERROR(out_->write(tuplesAt, tuples));
+  HPC_RETURN_IF_ERROR(out_->write(0, profile_db_header(infos, tuplesAt)));
+  Status s = out_->commit(kProfileDbFooter);
   out_.reset();
   return s;
 }
@@ -169,7 +141,7 @@ Status CctDbWriter::begin(const std::filesystem::path& file, uint32_t numContext
   out_ = std::make_unique<StreamFile>(file);
   HPC_RETURN_IF_ERROR(out_->open());
   blocks_.assign(numContexts, Block{});
-  out_->reserve(0x20 + 0x10 + 0x20 * uint64_t(numContexts));
+  out_->reserve(cct_db_header_size(numContexts));
   return Status();
 }
 
@@ -189,19 +161,11 @@ Status CctDbWriter::write(uint32_t ctxId, const ContextValues& values) {
 
 Status CctDbWriter::finish() {
   if (!out_) return Status::error("cct.db: finish() before begin()");
-  ByteWriter h;
-  detail::begin_file(h, "ctxt", 1);
-  size_t info = h.size();
-  h.zeros(0x10 + 0x20 * blocks_.size());
-  h.patch_le<uint64_t>(info, blocks_.empty() ? 0 : info + 0x10);
-  h.patch_le<uint32_t>(info + 8, uint32_t(blocks_.size()));
-  h.patch_le<uint8_t>(info + 0xc, 0x20);
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    detail::patch_block_header(h, info + 0x10 + 0x20 * i, {blocks_[i].pValues, blocks_[i].pMetricIndices},
-                               blocks_[i].nValues, blocks_[i].nMetrics);
-  detail::set_section(h, 0, info, h.size() - info);
-  HPC_RETURN_IF_ERROR(write_buf(*out_, 0, h));
-  Status s = out_->commit("__ctx.db");
+  std::vector<BlockRef> refs;
+  refs.reserve(blocks_.size());
+  for (const Block& b : blocks_) refs.push_back({b.nValues, b.nMetrics, b.pValues, b.pMetricIndices});
+  HPC_RETURN_IF_ERROR(out_->write(0, cct_db_header(refs)));
+  Status s = out_->commit(kCctDbFooter);
   out_.reset();
   return s;
 }
@@ -214,7 +178,7 @@ Status TraceDbWriter::begin(const std::filesystem::path& file, uint32_t numTrace
   out_ = std::make_unique<StreamFile>(file);
   HPC_RETURN_IF_ERROR(out_->open());
   headers_.assign(numTraces, Header{});
-  out_->reserve(0x20 + 0x20 + 0x18 * uint64_t(numTraces));
+  out_->reserve(trace_db_header_size(numTraces));
   return Status();
 }
 
@@ -238,24 +202,11 @@ Status TraceDbWriter::write(uint32_t index, uint32_t profIndex, std::span<const 
 
 Status TraceDbWriter::finish() {
   if (!out_) return Status::error("trace.db: finish() before begin()");
-  ByteWriter h;
-  detail::begin_file(h, "trce", 1);
-  size_t sec = h.size();
-  h.zeros(0x20 + 0x18 * headers_.size());
-  h.patch_le<uint64_t>(sec, headers_.empty() ? 0 : sec + 0x20);
-  h.patch_le<uint32_t>(sec + 8, uint32_t(headers_.size()));
-  h.patch_le<uint8_t>(sec + 0xc, 0x18);
-  h.patch_le<uint64_t>(sec + 0x10, min_ == UINT64_MAX ? 0 : min_);
-  h.patch_le<uint64_t>(sec + 0x18, max_);
-  for (size_t i = 0; i < headers_.size(); ++i) {
-    size_t a = sec + 0x20 + 0x18 * i;
-    h.patch_le<uint32_t>(a, headers_[i].profIndex);
-    h.patch_le<uint64_t>(a + 8, headers_[i].pStart);
-    h.patch_le<uint64_t>(a + 0x10, headers_[i].pEnd);
-  }
-  detail::set_section(h, 0, sec, h.size() - sec);
-  HPC_RETURN_IF_ERROR(write_buf(*out_, 0, h));
-  Status s = out_->commit("trace.db");
+  std::vector<TraceRef> refs;
+  refs.reserve(headers_.size());
+  for (const Header& t : headers_) refs.push_back({t.profIndex, t.pStart, t.pEnd});
+  HPC_RETURN_IF_ERROR(out_->write(0, trace_db_header(refs, min_ == UINT64_MAX ? 0 : min_, max_)));
+  Status s = out_->commit(kTraceDbFooter);
   out_.reset();
   return s;
 }

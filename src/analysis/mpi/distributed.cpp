@@ -1,0 +1,234 @@
+#include "analysis/mpi/distributed.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "analysis/mpi/rank_sink.hpp"
+#include "analysis/mpi/tree_codec.hpp"
+#include "analysis/mpi/wire.hpp"
+#include "analysis/stages.hpp"
+#include "analysis/transpose.hpp"
+
+namespace hpc::analysis::mpi {
+
+namespace {
+
+class Lap {
+public:
+  double next() {
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - t0_).count();
+    t0_ = now;
+    return s;
+  }
+
+private:
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+void putHeader(ByteWriter& w, const ProfileHeader& h) {
+  w.le<uint8_t>(uint8_t(h.state));
+  w.le<uint32_t>(uint32_t(h.metrics.size()));
+  for (const std::string& m : h.metrics) putStr(w, m);
+  w.le<uint32_t>(uint32_t(h.ids.size()));
+  for (const IdIn& i : h.ids) {
+    w.le<uint16_t>(i.kind);
+    w.le<uint8_t>(i.interpret);
+    w.le<uint64_t>(i.physical);
+    w.le<uint64_t>(i.logical);
+  }
+  putStr(w, h.program);
+  w.le<uint8_t>(h.hasTrace);
+}
+
+ProfileHeader getHeader(WireReader& r) {
+  ProfileHeader h;
+  h.state = ProfileState(r.get<uint8_t>());
+  for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) h.metrics.push_back(r.str());
+  for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
+    IdIn i;
+    i.kind = r.get<uint16_t>();
+    i.interpret = r.get<uint8_t>();
+    i.physical = r.get<uint64_t>();
+    i.logical = r.get<uint64_t>();
+    h.ids.push_back(i);
+  }
+  h.program = r.str();
+  h.hasTrace = r.get<uint8_t>() != 0;
+  return h;
+}
+
+void putRow(ByteWriter& w, const SparseRow& row) {
+  w.le<uint64_t>(row.ctx.size());
+  for (size_t j = 0; j < row.ctx.size(); ++j) {
+    w.le<uint32_t>(row.ctx[j]);
+    w.le<uint32_t>(uint32_t(row.start[j + 1] - row.start[j]));
+    for (uint64_t k = row.start[j]; k < row.start[j + 1]; ++k) {
+      w.le<uint16_t>(row.metric[k]);
+      w.le<double>(row.value[k]);
+    }
+  }
+}
+
+// Appends a row of contexts above those already in `row`.
+void getRow(WireReader& r, SparseRow& row) {
+  for (uint64_t n = r.get<uint64_t>(); n-- && !r.failed();) {
+    row.ctx.push_back(r.get<uint32_t>());
+    for (uint32_t m = r.get<uint32_t>(); m-- && !r.failed();) {
+      row.metric.push_back(r.get<uint16_t>());
+      row.value.push_back(r.get<double>());
+    }
+    row.start.push_back(row.value.size());
+  }
+}
+
+// Class 1 across ranks: a binomial-tree reduction of the rank-level trees to rank 0, then
+// rank 0's unified tree to every rank, whose own tree it completes (the numbering).
+Status reduceTree(Comm& comm, Cct& cct, Names& names) {
+  const int r = comm.rank(), n = comm.size();
+  Status st;
+  for (int step = 1; step < n; step <<= 1) {
+    if (r & step) {
+      comm.send(r - step, encodeTree(cct));
+      break;
+    }
+    if (r + step < n) {
+      std::vector<uint8_t> b = comm.recv(r + step);
+      if (st.ok()) st = mergeTree(b, cct, names);
+    }
+  }
+  std::vector<uint8_t> unified;
+  if (r == 0) unified = encodeTree(cct);
+  comm.bcast(unified, 0);
+  if (r != 0 && st.ok()) st = mergeTree(unified, cct, names);
+  return st;
+}
+
+}  // namespace
+
+std::vector<size_t> partitionByWeight(std::span<const uint64_t> weights, int parts) {
+  parts = std::max(1, parts);
+  long double total = 0;
+  for (uint64_t w : weights) total += w;
+  std::vector<size_t> bounds(size_t(parts) + 1, weights.size());
+  bounds[0] = 0;
+  size_t i = 0;
+  long double prefix = 0;
+  for (int p = 1; p < parts; ++p) {
+    const long double target = total * p / parts;
+    // Advance while taking the next item brings the prefix closer to the target.
+    while (i < weights.size() && prefix + weights[i] / 2.0L <= target) prefix += weights[i++];
+    bounds[size_t(p)] = std::max(i, bounds[size_t(p) - 1]);
+  }
+  return bounds;
+}
+
+Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::filesystem::path& dir,
+                                           RankReport& report) {
+  const PipelineOptions& opt = job.options;
+  const int rank = comm.rank();
+  tbb::task_arena arena(int(std::max(1u, opt.threads)));
+  Lap lap;
+
+  // Pass 1 on this rank's share: contiguous profiles of about equal size.
+  const std::vector<size_t> share = partitionByWeight(job.profileBytes, comm.size());
+  const size_t first = share[size_t(rank)], last = share[size_t(rank) + 1];
+  for (size_t i = first; i < last; ++i) report.inputBytes += job.profileBytes[i];
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, job.structure.get());
+  std::vector<Unified> unified;
+  unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, opt, arena, unified);
+  report.unify = lap.next();
+
+  // Every rank derives the same plan from every profile's header.
+  ByteWriter mine;
+  for (const Unified& u : unified) putHeader(mine, u.header);
+  std::vector<uint8_t> all = comm.allgather(mine.buffer());
+  std::vector<ProfileHeader> headers;
+  WireReader hr(all);
+  while (!hr.done() && !hr.failed()) headers.push_back(getHeader(hr));
+  if (hr.failed() || headers.size() != job.profiles.size())
+    return Status::error("profile headers: received " + std::to_string(headers.size()) + " of " +
+                         std::to_string(job.profiles.size()));
+  std::vector<const ProfileHeader*> hp;
+  for (const ProfileHeader& h : headers) hp.push_back(&h);
+  HPC_ASSIGN_OR_RETURN(Plan plan, makePlan(hp, opt));
+  report.unify += lap.next();
+
+  const uint64_t before = comm.stats().bytesSent + comm.stats().bytesReceived;
+  HPC_RETURN_IF_ERROR(comm.agree(reduceTree(comm, cct, names)));
+  cct.finalize();
+  names.finalize();
+  if (comm.allreduceMin(cct.size()) != comm.allreduceMax(cct.size()))
+    return Status::error("internal: ranks disagree on the number of contexts after the reduction");
+  report.reduceBytes = comm.stats().bytesSent + comm.stats().bytesReceived - before;
+  report.reduce = lap.next();
+
+  // Pass 2 on this rank's live profiles, which hold consecutive indices.
+  MetricTable metrics(plan.metricNames, opt.stats);
+  PropagationShape shape(cct);
+  const size_t klo = size_t(std::lower_bound(plan.live.begin(), plan.live.end(), first) - plan.live.begin());
+  const size_t khi = size_t(std::lower_bound(plan.live.begin(), plan.live.end(), last) - plan.live.begin());
+  report.profiles = uint32_t(khi - klo);
+  const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
+  RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo));
+  HPC_RETURN_IF_ERROR(comm.agree(sink.begin(numProfiles, cct.size(), plan.anyTrace)));
+  std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
+  tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
+  std::vector<Status> errors(khi - klo);
+  arena.execute([&] {
+    tbb::parallel_for(klo, khi, [&](size_t k) {
+      size_t i = plan.live[k];
+      errors[k - klo] = propagateProfile(*job.profiles[i], unified[i - first], plan.localToGlobal[i],
+                                         uint32_t(k + 1), plan.idTuples[k], propagators.local(), nonzeros, sink);
+    });
+  });
+  Status st;
+  for (const Status& e : errors)
+    if (st.ok() && !e.ok()) st = e;
+  HPC_RETURN_IF_ERROR(comm.agree(st));
+  report.propagate = lap.next();
+  HPC_RETURN_IF_ERROR(sink.placeProfiles());
+  report.place = lap.next();
+
+  // Class 3 and cct.db: contiguous context ranges of about equal numbers of values.
+  std::vector<uint64_t> counts(nonzeros.size());
+  for (size_t c = 0; c < counts.size(); ++c) counts[c] = nonzeros[c].load();
+  comm.allreduceSum(counts);
+  const std::vector<size_t> ranges = partitionByWeight(counts, comm.size());
+  const uint32_t lo = uint32_t(ranges[size_t(rank)]), hi = uint32_t(ranges[size_t(rank) + 1]);
+  TransposeOptions topt;
+  topt.budgetBytes = opt.transposeBudget;
+  topt.threads = opt.threads;
+  SparseRow part;
+  HPC_RETURN_IF_ERROR(comm.agree(transposeRange(sink, metrics, numProfiles, counts, lo, hi, topt, part)));
+  report.contexts = hi - lo;
+  HPC_RETURN_IF_ERROR(sink.placeContexts());
+  // Summary statistics: each range's, gathered in context order to rank 0.
+  ByteWriter rowBytes;
+  putRow(rowBytes, part);
+  std::vector<uint8_t> parts = comm.gather(rowBytes.buffer(), 0);
+  if (rank == 0) {
+    SparseRow summary;
+    WireReader rr(parts);
+    while (!rr.done() && !rr.failed()) getRow(rr, summary);
+    if (rr.failed()) st = Status::error("summary statistics: malformed rows from the ranks");
+    lexAwareSummary(shape, metrics.size(), summary, uint32_t(metrics.kinds().size()));
+    if (st.ok()) st = sink.writeSummary(summary);
+  }
+  HPC_RETURN_IF_ERROR(comm.agree(st));
+  report.transpose = lap.next();
+
+  MetaInput meta{plan.title, &cct, &names, &metrics};
+  HPC_RETURN_IF_ERROR(sink.finish(meta));
+  report.outputBytes = sink.bytesWritten();
+  report.finish = lap.next();
+  return DistributedResult{uint32_t(plan.live.size()), plan.skipped, cct.size()};
+}
+
+}  // namespace hpc::analysis::mpi

@@ -1,0 +1,89 @@
+// hpcprof-mpi: hpcprof's command line, run as `mpiexec -n R hpcprof-mpi ...`.
+#include <sys/resource.h>
+#include <tbb/global_control.h>
+
+#include <cstdio>
+#include <string>
+
+#include "analysis/mpi/comm.hpp"
+#include "analysis/mpi/distributed.hpp"
+#include "analysis/mpi/wire.hpp"
+#include "analysis/options.hpp"
+#include "common/file.hpp"
+
+using namespace hpc;
+using namespace hpc::analysis;
+using namespace hpc::analysis::mpi;
+
+namespace {
+
+double peakMiB() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_maxrss) / 1024.0;
+}
+
+// -v: one line per rank, gathered and printed by rank 0 (the benchmark reads them).
+void printReports(Comm& comm, const RankReport& r, double wall) {
+  char line[512];
+  const CommStats& c = comm.stats();
+  std::snprintf(line, sizeof line,
+                "hpcprof-mpi: rank %d: profiles=%u input_bytes=%llu output_bytes=%llu contexts=%u "
+                "wall_s=%.3f unify_s=%.3f reduce_s=%.3f propagate_s=%.3f place_s=%.3f transpose_s=%.3f "
+                "finish_s=%.3f comm_bytes=%llu comm_s=%.3f reduce_bytes=%llu peak_mib=%.1f\n",
+                comm.rank(), r.profiles, static_cast<unsigned long long>(r.inputBytes),
+                static_cast<unsigned long long>(r.outputBytes), r.contexts, wall, r.unify, r.reduce,
+                r.propagate, r.place, r.transpose, r.finish,
+                static_cast<unsigned long long>(c.bytesSent + c.bytesReceived), c.seconds,
+                static_cast<unsigned long long>(r.reduceBytes), peakMiB());
+  std::string s(line);
+  std::vector<uint8_t> all = comm.gather({reinterpret_cast<const uint8_t*>(s.data()), s.size()}, 0);
+  if (comm.rank() == 0) std::fwrite(all.data(), 1, all.size(), stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Comm comm(&argc, &argv);
+  const bool root = comm.rank() == 0;
+  auto t0 = std::chrono::steady_clock::now();
+  auto parsed = parseCommandLine(argc, argv, "hpcprof-mpi", !root);
+  if (auto* rc = std::get_if<int>(&parsed)) return *rc;  // every rank parses the same argv
+  const CommandLine& cl = std::get<CommandLine>(parsed);
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
+
+  auto fail = [&](const Status& st) {
+    if (root) std::fprintf(stderr, "hpcprof-mpi: error: %s; no database written\n", st.message().c_str());
+    return 1;
+  };
+  auto job = prepareJob(cl, root ? "hpcprof-mpi" : "");
+  if (Status st = comm.agree(job.ok() ? Status() : job.status()); !st.ok()) return fail(st);
+
+  // Rank 0 owns the temporary directory: removed unless renamed into place at the end.
+  std::unique_ptr<AtomicOutput> out;
+  std::vector<uint8_t> dir;
+  Status st;
+  if (root) {
+    out = std::make_unique<AtomicOutput>(job->output, AtomicOutput::Kind::Directory);
+    st = out->begin();
+    std::string p = out->temp_path().string();
+    dir.assign(p.begin(), p.end());
+  }
+  if (st = comm.agree(st); !st.ok()) return fail(st);
+  comm.bcast(dir, 0);
+
+  RankReport report;
+  auto result = runDistributed(comm, *job, std::string(dir.begin(), dir.end()), report);
+  if (!result.ok()) return fail(result.status());
+  if (root) st = out->commit();
+  if (st = comm.agree(st); !st.ok()) return fail(st);
+  if (cl.verbose)
+    printReports(comm, report, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (root && result->skipped)
+    std::fprintf(stderr, "hpcprof-mpi: %u of %u profiles were unreadable and skipped\n", result->skipped,
+                 result->skipped + result->profiles);
+  if (root && cl.verbose)
+    std::fprintf(stderr, "hpcprof-mpi: wrote %s: %u profiles, %u contexts, %d ranks\n", job->output.c_str(),
+                 result->profiles, result->contexts, comm.size());
+  return 0;
+}

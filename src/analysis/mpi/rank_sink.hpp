@@ -1,0 +1,81 @@
+// The database as one rank writes it. Each rank encodes its own profiles' profile.db rows
+// and trace.db lines, then its context range's cct.db blocks, into regions in memory; the
+// collective place*() steps give every region its file offset by an exclusive scan of the
+// region sizes (rank order = profile order = context order, so the layout is the one
+// hpcprof writes at -j1) and pwrite it into the shared file. Rank 0 writes the headers,
+// the summary row, identifier tuples, footers and meta.db in finish().
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "analysis/mpi/comm.hpp"
+#include "analysis/sink.hpp"
+#include "formats/db/regions.hpp"
+
+namespace hpc::analysis::mpi {
+
+class SharedFile;
+
+class RankSink final : public DatabaseSink {
+public:
+  // `dir`: the database's temporary directory, the same on every rank. This rank owns
+  // profile indices [firstIndex, firstIndex + count).
+  RankSink(Comm& comm, std::filesystem::path dir, uint32_t firstIndex, uint32_t count);
+  ~RankSink() override;
+
+  // Opens (creating) the shared files. Collective in effect: every rank calls it.
+  Status begin(uint32_t numProfiles, uint32_t numContexts, bool traces) override;
+  // MT: thread-safe for distinct indices of this rank.
+  Status writeProfile(uint32_t index, const std::vector<IdOut>& idTuple, const SparseRow& row) override;
+  Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override;
+  // MT: thread-safe. Any profile, after placeProfiles().
+  Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override;
+  // MT: externally synchronized. This rank's context range, ascending.
+  Status writeContexts(std::span<const ContextColumn> columns) override;
+  // Rank 0 only: the whole summary row.
+  Status writeSummary(const SparseRow& row) override;
+  // Collective: rank 0 completes the files and writes meta.db; all close their files.
+  Status finish(const MetaInput& meta) override;
+
+  // Collective: writes every rank's rows and trace lines into place.
+  Status placeProfiles();
+  // Collective: writes every rank's cct.db blocks into place.
+  Status placeContexts();
+
+  uint64_t bytesWritten() const { return written_; }
+
+private:
+  struct Row {
+    db::Region region;
+    db::BlockRef block;
+    std::vector<IdOut> ids;
+    db::Region trace;
+    db::TraceRef line;
+    bool hasLine = false;
+  };
+  Comm& comm_;
+  std::filesystem::path dir_;
+  uint32_t first_, count_;
+  uint32_t numProfiles_ = 0, numContexts_ = 0;
+  bool traces_ = false;
+  std::unique_ptr<SharedFile> profileDb_, cctDb_, traceDb_;
+  std::vector<Row> rows_;
+  // After placeProfiles(): every profile's block (index order) and, on rank 0, the rest.
+  std::vector<db::BlockRef> blocks_;
+  std::vector<std::vector<IdOut>> ids_;
+  std::vector<db::TraceRef> lines_;
+  uint64_t rowsEnd_ = 0, linesEnd_ = 0, minTime_ = UINT64_MAX, maxTime_ = 0;
+  std::mutex mu_;  // minTime_, maxTime_ while lines are written
+  db::Region contexts_;
+  std::vector<std::pair<uint32_t, db::BlockRef>> columns_;  // this rank's, relative
+  std::vector<db::BlockRef> contextBlocks_;                 // rank 0: all, absolute
+  uint64_t contextsEnd_ = 0;
+  db::Region summary_;
+  db::BlockRef summaryBlock_;
+  uint64_t written_ = 0;
+};
+
+}  // namespace hpc::analysis::mpi

@@ -1,0 +1,170 @@
+#include "formats/db/regions.hpp"
+
+#include "formats/db/data_block.hpp"
+#include "formats/db/internal.hpp"
+
+namespace hpc::db {
+
+namespace {
+
+template <typename Key, typename Sub>
+BlockRef addBlock(ByteWriter& w, const Sparse<Key, Sub>& v, size_t idxAlign) {
+  w.align(8);
+  // The origin is 8-aligned, so alignment inside the block is the same at any origin.
+  detail::BlockPtrs p = detail::put_block(w, v, idxAlign, w.size());
+  return {v.size(), v.key.size(), p.pValues, p.pIdx};
+}
+
+uint64_t tupleSize(const std::vector<Identifier>& t) { return 8 + 16 * uint64_t(t.size()); }
+
+}  // namespace
+
+BlockRef Region::add(const ProfileValues& v) { return addBlock(w_, v, 4); }
+BlockRef Region::add(const ContextValues& v) { return addBlock(w_, v, 2); }
+
+TraceRef Region::add(uint32_t profIndex, std::span<const TraceElem> line) {
+  w_.align(8);
+  TraceRef r{profIndex, w_.size(), 0};
+  for (const TraceElem& e : line) {
+    w_.le<uint64_t>(e.timestamp);
+    w_.le<uint32_t>(e.ctxId);
+  }
+  r.pEnd = w_.size();
+  return r;
+}
+
+uint64_t Region::append(const Region& other) {
+  w_.align(8);
+  uint64_t at = w_.size();
+  w_.bytes(other.w_.buffer().data(), other.w_.size());
+  return at;
+}
+
+std::span<const uint8_t> Region::bytes() {
+  w_.align(8);
+  return w_.buffer();
+}
+
+BlockRef at(BlockRef r, uint64_t origin) {
+  if (r.nKeys == 0) return r;  // empty: null pointers stay null
+  r.pValues += origin;
+  r.pIdx += origin;
+  return r;
+}
+
+TraceRef at(TraceRef r, uint64_t origin) {
+  r.pStart += origin;
+  r.pEnd += origin;
+  return r;
+}
+
+uint64_t profile_db_header_size(uint32_t numProfiles) { return 0x30 + 0x10 + 0x30 * uint64_t(numProfiles); }
+uint64_t cct_db_header_size(uint32_t numContexts) { return 0x20 + 0x10 + 0x20 * uint64_t(numContexts); }
+uint64_t trace_db_header_size(uint32_t numTraces) { return 0x20 + 0x20 + 0x18 * uint64_t(numTraces); }
+
+std::vector<uint8_t> profile_db_tuples(std::span<const ProfileInfo> infos) {
+  ByteWriter w;
+  for (const ProfileInfo& i : infos)
+    if (i.idTuple) detail::put_id_tuple(w, *i.idTuple);
+  return std::move(w.buffer());
+}
+
+std::vector<uint8_t> profile_db_header(std::span<const ProfileInfo> infos, uint64_t tuplesAt) {
+  ByteWriter h;
+  detail::begin_file(h, "prof", 2);
+  size_t info = h.size();
+  h.zeros(0x10 + 0x30 * infos.size());
+  h.patch_le<uint64_t>(info, infos.empty() ? 0 : info + 0x10);
+  h.patch_le<uint32_t>(info + 8, uint32_t(infos.size()));
+  h.patch_le<uint8_t>(info + 0xc, 0x30);
+  uint64_t tupleAt = 0;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    size_t a = info + 0x10 + 0x30 * i;
+    const BlockRef& b = infos[i].block;
+    detail::patch_block_header(h, a, {b.pValues, b.pIdx}, b.nValues, b.nKeys);
+    if (infos[i].idTuple) {
+      h.patch_le<uint64_t>(a + 0x20, tuplesAt + tupleAt);
+      tupleAt += tupleSize(*infos[i].idTuple);
+    }
+    h.patch_le<uint32_t>(a + 0x28, infos[i].flags);
+  }
+  detail::set_section(h, 0, info, h.size() - info);
+  detail::set_section(h, 1, tuplesAt, tupleAt);
+  return std::move(h.buffer());
+}
+
+std::vector<uint8_t> cct_db_header(std::span<const BlockRef> contexts) {
+  ByteWriter h;
+  detail::begin_file(h, "ctxt", 1);
+  size_t info = h.size();
+  h.zeros(0x10 + 0x20 * contexts.size());
+  h.patch_le<uint64_t>(info, contexts.empty() ? 0 : info + 0x10);
+  h.patch_le<uint32_t>(info + 8, uint32_t(contexts.size()));
+  h.patch_le<uint8_t>(info + 0xc, 0x20);
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    const BlockRef& b = contexts[i];
+    detail::patch_block_header(h, info + 0x10 + 0x20 * i, {b.pValues, b.pIdx}, b.nValues, b.nKeys);
+  }
+  detail::set_section(h, 0, info, h.size() - info);
+  return std::move(h.buffer());
+}
+
+std::vector<uint8_t> trace_db_header(std::span<const TraceRef> traces, uint64_t minTime,
+                                     uint64_t maxTime) {
+  ByteWriter h;
+  detail::begin_file(h, "trce", 1);
+  size_t sec = h.size();
+  h.zeros(0x20 + 0x18 * traces.size());
+  h.patch_le<uint64_t>(sec, traces.empty() ? 0 : sec + 0x20);
+  h.patch_le<uint32_t>(sec + 8, uint32_t(traces.size()));
+  h.patch_le<uint8_t>(sec + 0xc, 0x18);
+  h.patch_le<uint64_t>(sec + 0x10, minTime);
+  h.patch_le<uint64_t>(sec + 0x18, maxTime);
+  for (size_t i = 0; i < traces.size(); ++i) {
+    size_t a = sec + 0x20 + 0x18 * i;
+    h.patch_le<uint32_t>(a, traces[i].profIndex);
+    h.patch_le<uint64_t>(a + 8, traces[i].pStart);
+    h.patch_le<uint64_t>(a + 0x10, traces[i].pEnd);
+  }
+  detail::set_section(h, 0, sec, h.size() - sec);
+  return std::move(h.buffer());
+}
+
+Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
+                          ProfileValues& out) {
+  out = ProfileValues{};
+  if (b.nKeys == 0 || lo >= hi) return Status();
+  std::vector<uint8_t> idx(12 * b.nKeys);
+  HPC_RETURN_IF_ERROR(read(b.pIdx, idx));
+  ByteView iv(idx, "profile.db");
+  auto ctxAt = [&](uint64_t i) { return iv.load<uint32_t, std::endian::little>(12 * i); };
+  auto startAt = [&](uint64_t i) {
+    return i < b.nKeys ? iv.load<uint64_t, std::endian::little>(12 * i + 4) : b.nValues;
+  };
+  // Contexts ascend within a block: find [first, last) with ctx in [lo, hi).
+  uint64_t first = 0, last = b.nKeys;
+  for (uint64_t l = 0, r = b.nKeys; l < r;) {
+    uint64_t m = (l + r) / 2;
+    if (ctxAt(m) < lo) l = first = m + 1; else r = m;
+  }
+  for (uint64_t l = first, r = b.nKeys; l < r;) {
+    uint64_t m = (l + r) / 2;
+    if (ctxAt(m) < hi) l = m + 1; else r = last = m;
+  }
+  if (first >= last) return Status();
+  uint64_t s = std::min(startAt(first), b.nValues), e = std::min(startAt(last), b.nValues);
+  if (s > e) return Status::error("profile.db: value index not ascending at block " + std::to_string(b.pIdx));
+  std::vector<uint8_t> vals(10 * (e - s));
+  HPC_RETURN_IF_ERROR(read(b.pValues + 10 * s, vals));
+  ByteView vv(vals, "profile.db");
+  for (uint64_t i = first; i < last; ++i) {
+    uint64_t a = std::max(std::min(startAt(i), e), s), z = std::max(std::min(startAt(i + 1), e), a);
+    for (uint64_t j = a; j < z; ++j)
+      out.push(vv.load<uint16_t, std::endian::little>(10 * (j - s)),
+               vv.load<double, std::endian::little>(10 * (j - s) + 2));
+    out.close(ctxAt(i));
+  }
+  return Status();
+}
+
+}  // namespace hpc::db
