@@ -1,0 +1,178 @@
+#include "presentation/report.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <map>
+#include <queue>
+
+namespace hpc::present {
+
+namespace {
+
+const char* section_of(FlatBy by) {
+  switch (by) {
+  case FlatBy::Module: return "flat-module";
+  case FlatBy::File: return "flat-file";
+  case FlatBy::Function: return "flat-function";
+  case FlatBy::Line: return "flat-line";
+  }
+  return "flat";
+}
+
+std::string key_id(uint64_t key) {
+  return (key & kEntryKey) ? "e" + std::to_string(uint32_t(key)) : "f" + std::to_string(key);
+}
+
+void top_down(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  const MetricView& m = e.metrics()[o.metric];
+  for (uint32_t c : hottest_contexts(e, m, o.top))
+    out.push_back({"top-down", e.node(c).depth, std::to_string(c), e.name(c), e.inclusive(c, m), e.exclusive(c, m)});
+}
+
+// Best-first over the callers tree, ranked by the exclusive value attributed to a path.
+void bottom_up(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  CallerIndex ci(e);
+  size_t mi = o.metric;
+  struct Item {
+    double v;
+    std::vector<uint64_t> path;
+    Aggregate a;
+    bool operator<(const Item& b) const { return v < b.v; }
+  };
+  std::priority_queue<Item> frontier;
+  for (auto& a : ci.roots()) {
+    double v = a.exc[mi];
+    frontier.push({v, {a.key}, std::move(a)});
+  }
+  std::vector<Item> chosen;
+  while (!frontier.empty() && chosen.size() < o.top) {
+    Item it = frontier.top();
+    frontier.pop();
+    if (it.v <= 0) break;
+    if (it.a.hasChildren)
+      for (auto& k : ci.children(it.path)) {
+        auto p = it.path;
+        p.push_back(k.key);
+        double v = k.exc[mi];
+        frontier.push({v, std::move(p), std::move(k)});
+      }
+    chosen.push_back(std::move(it));
+  }
+  // Print as a forest, siblings hottest first: children listed under their parent path.
+  std::map<std::vector<uint64_t>, std::vector<size_t>> kids;
+  for (size_t i = 0; i < chosen.size(); ++i)
+    kids[std::vector<uint64_t>(chosen[i].path.begin(), chosen[i].path.end() - 1)].push_back(i);
+  std::vector<size_t> order, stack;
+  auto pushKids = [&](const std::vector<uint64_t>& parent) {
+    auto it = kids.find(parent);
+    if (it == kids.end()) return;
+    auto v = it->second;  // chosen in decreasing value order already
+    for (auto r = v.rbegin(); r != v.rend(); ++r) stack.push_back(*r);
+  };
+  pushKids({});
+  while (!stack.empty()) {
+    size_t i = stack.back();
+    stack.pop_back();
+    order.push_back(i);
+    pushKids(chosen[i].path);
+  }
+  for (size_t i : order) {
+    auto& it = chosen[i];
+    std::string id;
+    for (auto k : it.path) id += (id.empty() ? "" : "/") + key_id(k);
+    std::string name = ci.key_name(it.path.back());
+    out.push_back({"bottom-up", uint32_t(it.path.size() - 1), id, name, it.a.inc[mi], it.a.exc[mi]});
+  }
+}
+
+void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<ReportRow>& out) {
+  auto rows = flat_rows(e, by);
+  sort_rows(rows, o.metric, /*byExclusive=*/true);
+  for (size_t i = 0; i < rows.size() && i < o.top; ++i) {
+    auto& r = rows[i];
+    std::string id = by == FlatBy::Line ? std::to_string(r.file) + ":" + std::to_string(r.line) : std::to_string(r.key);
+    out.push_back({section_of(by), 0, id, r.name, r.inc[o.metric], r.exc[o.metric]});
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) {
+  std::vector<ReportRow> out;
+  if (o.metric >= e.metrics().size()) return out;
+  switch (o.view) {
+  case ReportView::Summary:
+    top_down(e, o, out);
+    flat(e, o, FlatBy::Function, out);
+    break;
+  case ReportView::TopDown: top_down(e, o, out); break;
+  case ReportView::BottomUp: bottom_up(e, o, out); break;
+  case ReportView::Flat: flat(e, o, o.by, out); break;
+  }
+  return out;
+}
+
+void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os) {
+  const MetricView& m = e.metrics().at(o.metric);
+  double total = e.inclusive(0, m);
+  auto pct = [&](double v) { return total != 0 ? 100.0 * v / total : 0.0; };
+  auto rows = report_rows(e, o);
+
+  if (o.format == ReportFormat::Json) {
+    nlohmann::json j;
+    j["database"] = e.dir().string();
+    j["title"] = e.meta().general.title;
+    j["metric"] = m.name;
+    j["total"] = total;
+    j["rows"] = nlohmann::json::array();
+    for (auto& r : rows)
+      j["rows"].push_back({{"section", r.section}, {"depth", r.depth}, {"id", r.id}, {"name", r.name},
+                           {"inclusive", r.inc}, {"inclusive_percent", pct(r.inc)},
+                           {"exclusive", r.exc}, {"exclusive_percent", pct(r.exc)}});
+    os << j.dump(1) << "\n";
+    return;
+  }
+  if (o.format == ReportFormat::Csv) {
+    os << "section,depth,id,name,inclusive,inclusive_percent,exclusive,exclusive_percent\n";
+    for (auto& r : rows)
+      os << r.section << ',' << r.depth << ',' << csv_field(r.id) << ',' << csv_field(r.name) << ','
+         << num(r.inc) << ',' << num(pct(r.inc)) << ',' << num(r.exc) << ',' << num(pct(r.exc)) << '\n';
+    return;
+  }
+  os << "# Database: " << e.dir().string() << " (" << e.meta().general.title << ")\n"
+     << "# Metric:   " << m.name << ", total " << num(total) << "\n"
+     << "# Profiles: " << (e.profiles().size() - 1) << ", contexts: " << e.num_contexts() << "\n";
+  std::string section;
+  for (auto& r : rows) {
+    if (r.section != section) {
+      section = r.section;
+      const char* title = section == "top-down" ? "Hottest call paths (top-down, by inclusive)"
+                          : section == "bottom-up" ? "Hottest functions and their callers (bottom-up, by exclusive)"
+                                                   : nullptr;
+      os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"
+         << "#    Inclusive        %     Exclusive        %  " << (section == "bottom-up" ? "Function <- callers" : "Name")
+         << "\n";
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", num(r.inc).c_str(), pct(r.inc), num(r.exc).c_str(), pct(r.exc));
+    os << buf << std::string(2 * r.depth, ' ') << (r.depth && section == "bottom-up" ? "<- " : "") << r.name;
+    if (section == "top-down") os << "  [" << r.id << "]";
+    os << "\n";
+  }
+}
+
+}  // namespace hpc::present

@@ -1,0 +1,36 @@
+// hpcreport's rendering: the hottest call paths (top-down), functions with their
+// callers (bottom-up) and flat aggregations, as text, CSV or JSON.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "presentation/experiment.hpp"
+#include "presentation/views.hpp"
+
+namespace hpc::present {
+
+enum class ReportView { Summary, TopDown, BottomUp, Flat };  // Summary: top-down + flat functions
+enum class ReportFormat { Text, Csv, Json };
+
+struct ReportOptions {
+  size_t metric = 0;  // index into Experiment::metrics()
+  size_t top = 20;
+  ReportView view = ReportView::Summary;
+  FlatBy by = FlatBy::Function;
+  ReportFormat format = ReportFormat::Text;
+};
+
+struct ReportRow {
+  std::string section;  // "top-down", "bottom-up", "flat-function", ...
+  uint32_t depth = 0;   // tree depth within the section (0 for flat rows)
+  std::string id;       // ctxId; bottom-up key path "f3/f1/e6"; flat key
+  std::string name;
+  double inc = 0, exc = 0;
+};
+
+std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o);
+void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os);
+
+}  // namespace hpc::present

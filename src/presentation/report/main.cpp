@@ -1,0 +1,59 @@
+// hpcreport: the hottest call paths and functions of a database, for terminals and
+// scripts (text, CSV or JSON), like `perf report --stdio`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "presentation/experiment.hpp"
+#include "presentation/report.hpp"
+
+using namespace hpc::present;
+
+int main(int argc, char** argv) {
+  CLI::App app{"hpcreport: hottest call paths and functions of an HPCToolkit database"};
+  std::string dir, metric, view = "summary", format = "text", by = "function";
+  size_t top = 20;
+  app.add_option("DB", dir, "database directory (hpcprof's output)")->required();
+  app.add_option("-m,--metric", metric, "metric name (or unique prefix, or index); default the first time metric with a value");
+  app.add_option("-n,--top", top, "number of rows per section")->check(CLI::Range(size_t(1), size_t(1) << 24));
+  app.add_option("-v,--view", view, "summary (top-down and flat functions), top-down, bottom-up or flat")
+      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat"}));
+  app.add_option("--by", by, "flat view grouping: module, file, function or line")
+      ->check(CLI::IsMember({"module", "file", "function", "line"}));
+  app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
+  bool list = false;
+  app.add_flag("--list-metrics", list, "list the metrics and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  auto exp = Experiment::open(dir);
+  if (!exp) {
+    std::cerr << "hpcreport: " << exp.status().message() << "\n";
+    return 1;
+  }
+  const Experiment& e = **exp;
+  if (list) {
+    for (size_t i = 0; i < e.metrics().size(); ++i) std::cout << i << "\t" << e.metrics()[i].name << "\n";
+    return 0;
+  }
+  if (e.metrics().empty()) {
+    std::cerr << "hpcreport: " << (e.dir() / "meta.db").string() << ": the database has no metrics\n";
+    return 1;
+  }
+  ReportOptions o;
+  o.metric = e.default_metric();
+  if (!metric.empty()) {
+    int m = e.find_metric(metric);
+    if (m < 0) {
+      std::cerr << "hpcreport: no metric (or more than one) matches '" << metric << "'; metrics are:\n";
+      for (auto& mv : e.metrics()) std::cerr << "  " << mv.name << "\n";
+      return 2;
+    }
+    o.metric = size_t(m);
+  }
+  o.top = top;
+  o.view = view == "top-down" ? ReportView::TopDown : view == "bottom-up" ? ReportView::BottomUp
+           : view == "flat"   ? ReportView::Flat : ReportView::Summary;
+  parse_flat_by(by, o.by);
+  o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
+  print_report(e, o, std::cout);
+  return std::cout.good() ? 0 : 1;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""hpcreport against the reference checker's own reader (shared/conformance/hpctesttool):
+every context's inclusive/exclusive value and every function's flat values must agree;
+the hot function is named; missing and corrupt databases give an error naming the file.
+Usage: hpcreport_test.py HPCREPORT SHARED_DIR"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+hpcreport, shared = os.path.abspath(sys.argv[1]), Path(sys.argv[2]).resolve()
+sys.path.insert(0, str(shared / "conformance"))
+from hpctesttool.formats import from_path_extended  # noqa: E402
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run([hpcreport, *map(str, args)], capture_output=True, text=True)
+
+
+def report(db, *args):
+    r = run(db, "--format", "json", "--top", "100000", *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def reference(db):
+    """(inclusive by ctx, exclusive by ctx, function index by ctx, function names) from the checker."""
+    d = from_path_extended(db)
+    metric = d.meta.metrics.metrics[0]
+    stat = {s.scope.scope_name: s.stat_metric_id for s in metric.summaries if s.formula == "$$"}
+    summary = d.profile.profile_infos.profiles[0].values
+    fns = d.meta.functions.functions
+    fn_index = {id(f): i for i, f in enumerate(fns)}
+    inc, exc, fn_of = {}, {}, {}
+
+    def walk(node):
+        v = summary.get(node.ctx_id, {})
+        inc[node.ctx_id] = v.get(stat["execution"], 0.0)
+        exc[node.ctx_id] = v.get(stat["function"], 0.0)
+        lex = getattr(node, "lexical_type", None)
+        if lex is not None and lex.name == "function" and node.function is not None:
+            fn_of[node.ctx_id] = fn_index[id(node.function)]
+        for c in node.children:
+            walk(c)
+
+    for ep in d.meta.context.entry_points:
+        walk(ep)
+    inc[0] = summary.get(0, {}).get(stat["execution"], 0.0)
+    return inc, exc, fn_of, [f.name for f in fns]
+
+
+for name, hot in [("small.d", "spinsleep"), ("loops-cputime-t.d", "main._omp_fn.0")]:
+    db = shared / "conformance" / "dbase" / name
+    inc, exc, fn_of, fnames = reference(db)
+
+    td = report(db, "--view", "top-down")
+    nonzero = {c for c, v in inc.items() if v > 0}
+    check({int(r["id"]) for r in td["rows"]} == nonzero,
+          f"{name}: top-down lists every context with a value ({len(td['rows'])} vs {len(nonzero)})")
+    check(abs(td["total"] - inc[0]) < 1e-9, f"{name}: total {td['total']} vs {inc[0]}")
+    for r in td["rows"]:
+        c = int(r["id"])
+        check(abs(r["inclusive"] - inc[c]) < 1e-9, f"{name}: ctx {c} inclusive {r['inclusive']} vs {inc[c]}")
+        if c in exc:
+            check(abs(r["exclusive"] - exc[c]) < 1e-9, f"{name}: ctx {c} exclusive {r['exclusive']} vs {exc[c]}")
+
+    # Flat by function: exclusive sums every instance.
+    want = {}
+    for c, f in fn_of.items():
+        want[f] = want.get(f, 0.0) + exc[c]
+    flat = report(db, "--view", "flat", "--by", "function")
+    got = {int(r["id"]): r for r in flat["rows"]}
+    check(set(got) == set(want), f"{name}: flat functions {sorted(got)} vs {sorted(want)}")
+    for f, v in want.items():
+        if f in got:
+            check(abs(got[f]["exclusive"] - v) < 1e-9, f"{name}: function {fnames[f]} exclusive {got[f]['exclusive']} vs {v}")
+            check(got[f]["name"] == fnames[f], f"{name}: function {f} named {got[f]['name']} vs {fnames[f]}")
+    hottest = max(want, key=lambda f: want[f])
+    check(fnames[hottest] == hot and flat["rows"][0]["name"] == hot,
+          f"{name}: hottest function {flat['rows'][0]['name']} (reference {fnames[hottest]}), expected {hot}")
+
+    text = run(db, "--top", "5")
+    check(text.returncode == 0 and hot in text.stdout, f"{name}: text report names {hot}:\n{text.stdout}")
+    csv = run(db, "--view", "bottom-up", "--format", "csv", "--top", "5")
+    check(csv.returncode == 0 and csv.stdout.splitlines()[1].split(",")[3] == hot,
+          f"{name}: bottom-up CSV starts with {hot}:\n{csv.stdout}")
+
+# Errors name the file.
+r = run("/nonexistent/x.d")
+check(r.returncode != 0 and "/nonexistent/x.d" in r.stderr, f"missing database: {r.stderr}")
+with tempfile.TemporaryDirectory() as tmp:
+    db = Path(tmp) / "bad.d"
+    shutil.copytree(shared / "conformance" / "dbase" / "small.d", db)
+    for p in db.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    os.chmod(db, 0o755)
+    with open(db / "meta.db", "r+b") as f:
+        f.seek(16)
+        f.write(b"\xff" * 16)
+    r = run(db)
+    check(r.returncode != 0 and "meta.db" in r.stderr and "offset" in r.stderr, f"corrupt meta.db: {r.stderr}")
+    (db / "profile.db").unlink()
+    shutil.copy(shared / "conformance" / "dbase" / "small.d" / "meta.db", db / "meta.db")
+    r = run(db)
+    check(r.returncode != 0 and "profile.db" in r.stderr, f"missing profile.db: {r.stderr}")
+r = run(shared / "conformance" / "dbase" / "small.d", "--metric", "NOPE")
+check(r.returncode != 0 and "CPUTIME (sec)" in r.stderr, f"unknown metric lists metrics: {r.stderr}")
+
+print("hpcreport_test:", "FAILED" if failures else "ok", f"({failures} failures)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,113 @@
+// The profile views over an Experiment, computed on demand: top-down (children of a
+// context, hot path, the N hottest contexts), bottom-up (functions, then their callers)
+// and flat aggregations (by load module, file, function or source line).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "presentation/experiment.hpp"
+
+namespace hpc::present {
+
+// ---- Top-down.
+// Children of `ctx`, hottest first by the metric's inclusive (or exclusive) value.
+std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const MetricView& m, bool byExclusive = false);
+// From `ctx` down, the chain of children each holding at least `threshold` (0..1) of
+// its parent's inclusive value; `ctx` itself first.
+std::vector<uint32_t> hot_path(const Experiment& e, uint32_t ctx, const MetricView& m, double threshold);
+// The `n` contexts with the largest inclusive values, found best first from the root
+// (a child never exceeds its parent, so the set is closed under parents). Tree order.
+std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m, size_t n);
+
+// ---- Bottom-up: a node is a path of keys, a function then its callers outward.
+// Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.
+inline constexpr uint64_t kEntryKey = 1ull << 32;
+
+struct Aggregate {
+  uint64_t key = 0;
+  std::vector<double> inc, exc;  // per metric of Experiment::metrics()
+  bool hasChildren = false;
+};
+
+// Function instances, indexed once per Experiment. MT: const after construction.
+class CallerIndex {
+public:
+  explicit CallerIndex(const Experiment& e);
+  // The node `path` (non-empty); its children, one per distinct next caller.
+  std::vector<Aggregate> children(const std::vector<uint64_t>& path) const;
+  // Roots: every function with its values (inclusive over outermost instances).
+  std::vector<Aggregate> roots() const;
+  // Values of the node `path` itself.
+  Aggregate node(const std::vector<uint64_t>& path) const;
+  std::string key_name(uint64_t key) const;
+  // The nearest function context or entry point strictly above `ctx`, or kNoCtx.
+  uint32_t caller_of(uint32_t ctx) const;
+  uint64_t key_of(uint32_t ctx) const;
+
+private:
+  struct Instance {
+    uint32_t ctx;
+    bool outermost;
+  };
+  const Experiment& e_;
+  std::unordered_map<uint64_t, std::vector<Instance>> instances_;  // function key -> contexts
+};
+
+// ---- Flat.
+enum class FlatBy { Module, File, Function, Line };
+bool parse_flat_by(const std::string& s, FlatBy& out);
+
+struct FlatRow {
+  uint64_t key = 0;  // module/file/function index, or file<<32|line
+  std::string name;
+  uint32_t module = UINT32_MAX, file = UINT32_MAX, line = 0;
+  std::vector<double> inc, exc;  // per metric
+};
+
+// Groups anchors (function contexts; line contexts for Line) by key: exclusive sums all
+// anchors, inclusive only those with no ancestor anchor of the same key (recursion).
+std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by);
+
+// Sorts rows (Aggregate or FlatRow) hottest first by metric `m`.
+template <typename Row>
+void sort_rows(std::vector<Row>& rows, size_t m, bool byExclusive) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    const auto& va = byExclusive ? a.exc : a.inc;
+    const auto& vb = byExclusive ? b.exc : b.inc;
+    if (va[m] != vb[m]) return va[m] > vb[m];
+    const auto& wa = byExclusive ? a.inc : a.exc;  // ties: the other column decides
+    const auto& wb = byExclusive ? b.inc : b.exc;
+    return wa[m] > wb[m];
+  });
+}
+
+// ---- Per profile.
+struct ProfileValue {
+  uint32_t profIndex;
+  double value;
+};
+// The values of `ctx` for propagated metric id `propId` in every measured profile
+// that has one (cct.db; loaded on first use).
+Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t ctx, uint16_t propId);
+
+// Lazily built per-Experiment caches for the server. MT: thread-safe.
+class ViewCache {
+public:
+  explicit ViewCache(const Experiment& e) : e_(e) {}
+  const CallerIndex& callers();
+  const std::vector<FlatRow>& flat(FlatBy by);
+
+private:
+  const Experiment& e_;
+  std::once_flag callersOnce_;
+  std::unique_ptr<CallerIndex> callers_;
+  std::mutex flatMu_;
+  std::unordered_map<int, std::vector<FlatRow>> flat_;
+};
+
+}  // namespace hpc::present
