@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# hpcreport as a command: real content in every format and view, clear errors that name
+# the file for a missing or corrupt database, and a wrong metric.
+set -euo pipefail
+report=$1 dbase=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; cat "$tmp/out"; exit 1; }
+ok() {  # ok PATTERN ARGS...: runs hpcreport ARGS, expects success and PATTERN in stdout
+  local pat=$1; shift
+  "$report" "$@" >"$tmp/out" 2>&1 || fail "hpcreport $* exited $?"
+  grep -q -- "$pat" "$tmp/out" || fail "hpcreport $*: no '$pat'"
+}
+bad() {  # bad PATTERN ARGS...: expects failure and PATTERN in the message
+  local pat=$1; shift
+  if "$report" "$@" >"$tmp/out" 2>&1; then fail "hpcreport $* succeeded"; fi
+  grep -q -- "$pat" "$tmp/out" || fail "hpcreport $*: no '$pat' in error"
+}
+s=$dbase/small.d l=$dbase/loops-cputime-t.d
+ok '1.21026  100.00%  spinsleep' "$s"
+ok 'spinsleep  \[10\]' "$s" --view top-down
+ok '<- caller' "$s" --view bottom-up
+ok '^flat-function,0,[0-9]*,func2,0.96945,24.399' "$l" --view flat --format csv
+ok '^flat-line,0,' "$l" --view flat --by line --format csv
+ok 'func2' "$l" --metric cpu --top 5
+"$report" "$l" --format json --view flat >"$tmp/out"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["name"]=="main._omp_fn.0", r; assert abs(j["total"]-3.973308)<1e-6' "$tmp/out" \
+  || fail "json output"
+bad 'no-such.d: not a database directory' "$tmp/no-such.d"
+mkdir "$tmp/empty.d"
+bad 'empty.d/meta.db: missing' "$tmp/empty.d"
+cp -r "$s" "$tmp/cut.d"; chmod -R u+w "$tmp/cut.d"; truncate -s 200 "$tmp/cut.d/meta.db"
+bad 'cut.d/meta.db: offset 0x' "$tmp/cut.d"
+cp -r "$s" "$tmp/cutp.d"; chmod -R u+w "$tmp/cutp.d"; truncate -s 100 "$tmp/cutp.d/profile.db"
+bad 'cutp.d/profile.db' "$tmp/cutp.d"
+bad "no metric .* matches 'REALTIME'" "$s" --metric REALTIME
+echo "hpcreport: all checks passed"
