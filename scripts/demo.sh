@@ -23,6 +23,3 @@ echo "== analyse: hpcprof"
 echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
 echo "database: $out/demo.d"
-
-echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
-"$bin/hpcreport" "$out/demo.d" --top 15
