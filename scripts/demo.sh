@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a fresh Debian 12 machine: install dependencies, build, and run the
 # main job on the bundled example: measure (hpcrun) -> recover structure (hpcstruct)
-# -> aggregate (hpcprof) -> report (hpcreport). Outputs go to out/demo/.
+# -> aggregate (hpcprof) -> print (hpcdump) -> report (hpcreport). Outputs go to out/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,6 +19,9 @@ echo "== structure: hpcstruct $out/demo.m (every binary the profiles used)"
 
 echo "== analyse: hpcprof"
 "$bin/hpcprof" -o "$out/demo.d" "$out/demo.m"
+
+echo "== dump: hpcdump $out/demo.d (metrics and the start of the calling-context tree)"
+"$bin/hpcdump" "$out/demo.d" | grep -v '^[pc]v ' | sed -n '1,40p'
 
 echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
