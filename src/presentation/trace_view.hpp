@@ -1,0 +1,50 @@
+// The trace view over trace.db: for a time range x a range of trace lines x a call depth,
+// the function shown at each pixel. Work is proportional to pixels: each pixel column
+// finds its sample by binary search in the line, never by walking the line.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "presentation/experiment.hpp"
+
+namespace hpc::present {
+
+// Colour keys besides function indices (meta.functions).
+inline constexpr uint32_t kTraceIdle = UINT32_MAX;          // before the first sample, or ctx 0
+inline constexpr uint32_t kTraceUnknown = UINT32_MAX - 1;   // ctxId not listed in meta.db
+inline constexpr uint32_t kTraceNoFunction = UINT32_MAX - 2;  // no function on the call path
+
+struct TraceQuery {
+  uint64_t t0 = 0, t1 = 0;          // time range [t0, t1), t1 > t0
+  uint32_t line0 = 0, line1 = 0;    // trace lines [line0, line1) in trace.db order
+  uint32_t rows = 0;                // at most this many lines, evenly sampled
+  uint32_t width = 0;               // pixels across
+  uint32_t depth = 0;               // call depth: 0 is the outermost function
+};
+
+struct TraceRow {
+  uint32_t line = 0, profIndex = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> runs;  // (colour key, pixel count), covering width
+};
+
+// Limits on a query; larger ones are refused rather than clipped.
+inline constexpr uint32_t kMaxTraceWidth = 16384, kMaxTraceRows = 8192;
+
+// Rows for the query; errors for a bad range or a database without traces.
+Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q);
+
+// The function context (or entry, or the context itself if none) shown for `ctx` at call
+// `depth`: the function context at that depth on its path, else the deepest one.
+uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth);
+
+struct TraceSample {
+  bool found = false;
+  uint64_t start = 0, end = 0;  // the sample's time span (end: next sample, or trace end)
+  uint32_t ctx = 0;
+  std::vector<uint32_t> stack;  // ctxIds from the outermost down to ctx (empty if unknown)
+};
+// The sample of trace line `line` in effect at time `t`.
+Expected<TraceSample> trace_sample(const Experiment& e, uint32_t line, uint64_t t);
+
+}  // namespace hpc::present

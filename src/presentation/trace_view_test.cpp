@@ -1,0 +1,74 @@
+// The trace view on small.d: one line of 13 samples, ~0.1 s apart: ctx 0 (idle), six in
+// spinsleep called from main (ctx 9), six in spinsleep called from caller (ctx 18).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "presentation/trace_view.hpp"
+
+using namespace hpc::present;
+
+namespace {
+std::unique_ptr<Experiment> small() {
+  auto e = Experiment::open(std::filesystem::path(HPC_SHARED_DIR) / "conformance/dbase/small.d");
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+uint32_t fn(const Experiment& e, const std::string& name) {
+  for (uint32_t i = 0; i < e.meta().functions.size(); ++i)
+    if (e.function_name(i) == name) return i;
+  return UINT32_MAX;
+}
+}  // namespace
+
+TEST(TraceView, PixelsByDepth) {
+  auto e = small();
+  ASSERT_TRUE(e);
+  auto tr = e->trace();
+  ASSERT_TRUE(tr.ok() && *tr);
+  TraceQuery q{(*tr)->minTimestamp, (*tr)->maxTimestamp, 0, 1, 1, 12, 0};
+  auto rows = trace_pixels(*e, q);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 1u);
+  using Runs = std::vector<std::pair<uint32_t, uint32_t>>;
+  EXPECT_EQ((*rows)[0].runs, (Runs{{kTraceIdle, 1}, {fn(*e, "main"), 11}}));
+  q.depth = 1;
+  rows = trace_pixels(*e, q);
+  EXPECT_EQ((*rows)[0].runs, (Runs{{kTraceIdle, 1}, {fn(*e, "spinsleep"), 6}, {fn(*e, "caller"), 5}}));
+  q.depth = 5;  // deeper than any path: the deepest function
+  rows = trace_pixels(*e, q);
+  EXPECT_EQ((*rows)[0].runs, (Runs{{kTraceIdle, 1}, {fn(*e, "spinsleep"), 11}}));
+  // Zoomed into the first sample only: idle everywhere.
+  q.t1 = q.t0 + 1000;
+  q.width = 4;
+  rows = trace_pixels(*e, q);
+  EXPECT_EQ((*rows)[0].runs, (Runs{{kTraceIdle, 4}}));
+}
+
+TEST(TraceView, BadQueriesAreRefused) {
+  auto e = small();
+  ASSERT_TRUE(e);
+  TraceQuery q{10, 5, 0, 1, 1, 12, 0};
+  EXPECT_FALSE(trace_pixels(*e, q).ok());
+  q = {0, 100, 0, 2, 1, 12, 0};  // only one line
+  EXPECT_FALSE(trace_pixels(*e, q).ok());
+  q = {0, 100, 0, 1, 1, kMaxTraceWidth + 1, 0};
+  EXPECT_FALSE(trace_pixels(*e, q).ok());
+  EXPECT_FALSE(trace_sample(*e, 7, 0).ok());
+}
+
+TEST(TraceView, SampleStack) {
+  auto e = small();
+  ASSERT_TRUE(e);
+  uint64_t t0 = (*e->trace())->minTimestamp;
+  auto s = trace_sample(*e, 0, t0 + 800'000'000);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->found);
+  EXPECT_EQ(s->ctx, 18u);
+  EXPECT_EQ(s->stack, (std::vector<uint32_t>{0, 1, 4, 15, 22, 21, 19, 18}));
+  EXPECT_LE(s->start, t0 + 800'000'000);
+  EXPECT_GT(s->end, t0 + 800'000'000);
+  s = trace_sample(*e, 0, t0 - 1);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->found);
+}
