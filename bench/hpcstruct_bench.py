@@ -25,7 +25,7 @@ LLVM = Path("/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1")
 
 
 def run(cmd, reps=1):
-    """Best wall time (s) and the peak RSS (MiB) of that run; output discarded."""
+    """Best wall time (s), the peak RSS (MiB) and CPU time (s) of that run; output discarded."""
     best = None
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -35,7 +35,7 @@ def run(cmd, reps=1):
         if status != 0:
             sys.exit(f"failed ({status}): {' '.join(map(str, cmd))}")
         if best is None or wall < best[0]:
-            best = (wall, ru.ru_maxrss / 1024.0)
+            best = (wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime)
     return best
 
 
@@ -86,7 +86,7 @@ def main():
     tmp = Path(tempfile.mkdtemp(prefix="hpcstruct-bench-"))
     cols = (f"{'binary':<20} {'code MB':>7} {'base s':>7} {'base MiB':>8} {'-j1 s':>7} {'-j2 s':>7} "
             f"{'MB/s j1':>7} {'MB/s j2':>7} {'speedup':>7} {'x base':>6} {'MiB j1':>7} {'MiB j2':>7} "
-            f"{'same':>4} {'cached s':>8}")
+            f"{'cpu j1':>6} {'cpu j2':>6} {'same':>4} {'cached s':>8}")
     try:
         print(f"{os.cpu_count()} CPUs; best of {reps}; hpcstruct {hpcstruct}")
         print(cols)
@@ -109,12 +109,13 @@ def main():
             cache = tmp / "cache"
             run([hpcstruct, "--cache", cache, "-j2", "-o", tmp / "c1", b])
             cached = run([hpcstruct, "--cache", cache, "-j2", "-o", tmp / "c2", b])[0]
-            (w1, m1), (w2, m2) = res[1], res[2]
+            (w1, m1, c1), (w2, m2, c2) = res[1], res[2]
             print(f"{b.name:<20} {mb:>7.1f} {base:>7.2f} {base_mib:>8.1f} {w1:>7.2f} {w2:>7.2f} "
                   f"{mb / w1:>7.2f} {mb / w2:>7.2f} {w1 / w2:>7.2f} {w2 / base:>6.2f} {m1:>7.1f} {m2:>7.1f} "
-                  f"{'yes' if same else 'NO':>4} {cached:>8.3f}", flush=True)
+                  f"{c1:>6.2f} {c2:>6.2f} {'yes' if same else 'NO':>4} {cached:>8.3f}", flush=True)
         print("base = objdump -d + readelf --debug-dump=decodedline (seconds summed, peak MiB the larger);"
-              " x base = hpcstruct -j2 time / base time")
+              " x base = hpcstruct -j2 time / base time;\n"
+              "cpu = user+sys seconds (on a shared machine, cpu j2 close to cpu j1 means the threads scale)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

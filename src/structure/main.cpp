@@ -1,8 +1,13 @@
 // hpcstruct: recover program structure from a binary and write a structure file.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "structure/cache.hpp"
@@ -12,9 +17,49 @@
 
 namespace {
 
+// A one-line progress indicator on stderr, only when stderr is a terminal: the output
+// file and anything piped are never touched. MT: update() is thread-safe.
+class Progress {
+public:
+  Progress() : tty_(isatty(STDERR_FILENO) == 1) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress() { clear(); }
+
+  bool enabled() const { return tty_; }
+  // Redraws at most every 200 ms; a caller finding another one drawing skips.
+  void update(const std::string& what, size_t done, size_t total) {
+    if (!tty_) return;
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    auto now = std::chrono::steady_clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(200) && done != total) return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\r\033[Khpcstruct: %s: %zu/%zu (%zu%%)", what.c_str(), done, total,
+                 total ? done * 100 / total : 100);
+    std::fflush(stderr);
+  }
+  // Erases the line, so that messages start on a clean one.
+  void clear() {
+    if (!tty_) return;
+    std::lock_guard lock(mu_);
+    if (!shown_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+private:
+  bool tty_;
+  std::mutex mu_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
 // Analyses one binary into `output`, through the cache when it is enabled.
 int analyse_one(const std::string& binary, const std::string& output,
-                const hpc::structure::Options& opt, hpc::structure::Cache& cache) {
+                hpc::structure::Options opt, hpc::structure::Cache& cache, Progress& progress) {
   if (cache.enabled()) {
     auto hit = cache.lookup(binary, opt);
     if (!hit.ok()) {
@@ -27,7 +72,12 @@ int analyse_one(const std::string& binary, const std::string& output,
     }
   }
   std::string warnings;
+  if (progress.enabled() && !opt.progress) {
+    std::string what = std::filesystem::path(binary).filename().string() + ": procedures";
+    opt.progress = [&progress, what](size_t done, size_t total) { progress.update(what, done, total); };
+  }
   auto s = hpc::structure::analyze_binary(binary, opt, &warnings);
+  if (opt.progress) progress.clear();
   if (!warnings.empty()) std::fprintf(stderr, "hpcstruct: warning: %s", warnings.c_str());
   if (!s) {
     std::fprintf(stderr, "hpcstruct: %s\n", s.status().message().c_str());
@@ -68,6 +118,7 @@ int main(int argc, char** argv) {
   opt.jobs = jobs;
   opt.gpucfg = gpucfg == "yes";
   hpc::structure::Cache cache(cacheDir);
+  Progress progress;
 
   if (std::filesystem::is_directory(binary)) {
     auto binaries = hpc::structure::measured_binaries(binary);
@@ -86,12 +137,12 @@ int main(int argc, char** argv) {
     for (const auto& b : *binaries) {
       std::string out = (structs / (std::filesystem::path(b).filename().string() + ".hpcstruct")).string();
       std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
-      failed += analyse_one(b, out, opt, cache) != 0;
+      failed += analyse_one(b, out, opt, cache, progress) != 0;
     }
     if (!failed) return 0;
     std::fprintf(stderr, "hpcstruct: %d of %zu binaries could not be analysed\n", failed, binaries->size());
     return 1;
   }
   if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
-  return analyse_one(binary, output, opt, cache);
+  return analyse_one(binary, output, opt, cache, progress);
 }

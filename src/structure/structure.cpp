@@ -4,6 +4,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <unordered_set>
@@ -77,13 +78,19 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
   s.debug = debug;
   s.gpu = cuda;
   s.procedures.resize(fns.size());
+  std::atomic<size_t> done{0};
+  auto one = [&](size_t i) {
+    s.procedures[i] = analyze_procedure(ctx, fns[i]);
+    size_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (opt.progress) opt.progress(n, fns.size());
+  };
   auto work = [&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, fns.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i != r.end(); ++i) s.procedures[i] = analyze_procedure(ctx, fns[i]);
+      for (size_t i = r.begin(); i != r.end(); ++i) one(i);
     });
   };
   if (opt.jobs <= 1) {
-    for (size_t i = 0; i < fns.size(); ++i) s.procedures[i] = analyze_procedure(ctx, fns[i]);
+    for (size_t i = 0; i < fns.size(); ++i) one(i);
   } else {
     tbb::task_arena arena(opt.jobs);
     arena.execute(work);

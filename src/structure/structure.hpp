@@ -1,6 +1,8 @@
 // Public entry point of binary analysis: a binary in, its Structure out.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 
 #include "common/status.hpp"
@@ -11,6 +13,9 @@ namespace hpc::structure {
 struct Options {
   int jobs = 1;          // threads analysing procedures; the result does not depend on it
   bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
+  // Called after each procedure with (procedures done, procedures in all), from the
+  // analysing threads: it must be thread-safe. Never affects the result.
+  std::function<void(size_t, size_t)> progress;
 };
 
 // Errors name the binary. Warnings (e.g. no nvdisasm for --gpucfg) go to `warnings`.
