@@ -23,16 +23,23 @@ double peakMiB() {
   return double(ru.ru_maxrss) / 1024.0;
 }
 
+double cpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
 // -v: one line per rank, gathered and printed by rank 0 (the benchmark reads them).
 void printReports(Comm& comm, const RankReport& r, double wall) {
   char line[512];
   const CommStats& c = comm.stats();
   std::snprintf(line, sizeof line,
                 "hpcprof-mpi: rank %d: profiles=%u input_bytes=%llu output_bytes=%llu contexts=%u "
-                "wall_s=%.3f unify_s=%.3f reduce_s=%.3f propagate_s=%.3f place_s=%.3f transpose_s=%.3f "
+                "wall_s=%.3f cpu_s=%.3f unify_s=%.3f reduce_s=%.3f propagate_s=%.3f place_s=%.3f transpose_s=%.3f "
                 "finish_s=%.3f comm_bytes=%llu comm_s=%.3f reduce_bytes=%llu peak_mib=%.1f\n",
                 comm.rank(), r.profiles, static_cast<unsigned long long>(r.inputBytes),
-                static_cast<unsigned long long>(r.outputBytes), r.contexts, wall, r.unify, r.reduce,
+                static_cast<unsigned long long>(r.outputBytes), r.contexts, wall, cpuSeconds(), r.unify, r.reduce,
                 r.propagate, r.place, r.transpose, r.finish,
                 static_cast<unsigned long long>(c.bytesSent + c.bytesReceived), c.seconds,
                 static_cast<unsigned long long>(r.reduceBytes), peakMiB());
