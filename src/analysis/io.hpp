@@ -26,6 +26,17 @@ Expected<std::unique_ptr<StructureSource>> loadStructure(
 std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSource> structs,
                                                      std::vector<std::filesystem::path> measurementDirs);
 
+// -R OLD=NEW: where a path recorded at measurement time is found now.
+struct PathReplacement {
+  std::string from, to;
+};
+
+// Adds structure analysed from the measured binaries (as hpcstruct would) for modules that
+// `structs` does not cover; each binary is read at most once, on first use, with its path
+// rewritten by the first matching replacement. `structs` may be null.
+std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
+                                                      std::vector<PathReplacement> replace);
+
 // Writes a database v4 into `directory` (created; the caller renames it into place).
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);
 // meta.db and metrics/default.yaml into `directory` (what DatabaseSink::finish adds).

@@ -48,16 +48,19 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   HPC_ASSIGN_OR_RETURN(Inputs inputs, discoverInputs(meas, cl.ignoreStructs));
   std::vector<fs::path> structFiles = inputs.structs;
   structFiles.insert(structFiles.end(), cl.structs.begin(), cl.structs.end());
-  if (!cl.foreign && structFiles.empty() && cl.verbose)
-    std::fprintf(stderr, "%s: no structure files; reading binaries is not implemented, "
-                         "instructions stay unattributed to source\n", tool.c_str());
-  if (!cl.replacePaths.empty())
-    std::fprintf(stderr, "%s: warning: -R/--replace-path is not implemented yet\n", tool.c_str());
+  std::vector<PathReplacement> replace;
+  for (const std::string& r : cl.replacePaths) {
+    size_t eq = r.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::error("-R/--replace-path '" + r + "': expected OLD=NEW");
+    replace.push_back({r.substr(0, eq), r.substr(eq + 1)});
+  }
 
   Job job;
   if (!structFiles.empty()) {
     HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads));
   }
+  if (!cl.foreign) job.structure = withMeasuredBinaries(std::move(job.structure), std::move(replace));
   std::vector<fs::path> measDirs;
   for (const fs::path& m : meas)
     if (fs::is_directory(m)) measDirs.push_back(m);

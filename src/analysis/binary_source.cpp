@@ -1,0 +1,101 @@
+// Adapter: the measured binaries themselves -> StructureSource, for modules that no
+// structure file covers (hpcprof without hpcstruct, and without --foreign). Each binary is
+// analysed once, on first use, by the same code as hpcstruct and read back through the
+// structure-file adapter, so a database is the same with or without a prior hpcstruct run.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "analysis/io.hpp"
+#include "structure/emit.hpp"
+#include "structure/structure.hpp"
+
+namespace hpc::analysis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class MeasuredBinaries final : public StructureSource {
+public:
+  MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace)
+      : inner_(std::move(inner)), replace_(std::move(replace)) {
+    char tmpl[] = "/tmp/hpcprof-structs-XXXXXX";
+    if (mkdtemp(tmpl)) scratch_ = tmpl;
+  }
+  ~MeasuredBinaries() override {
+    std::error_code ec;
+    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+  }
+  MeasuredBinaries(const MeasuredBinaries&) = delete;
+  MeasuredBinaries& operator=(const MeasuredBinaries&) = delete;
+
+  // MT: thread-safe; the first caller for a module analyses it, others for it wait.
+  bool lookup(const std::string& modulePath, uint64_t offset,
+              std::vector<ScopeStep>& out) const override {
+    if (inner_ && inner_->lookup(modulePath, offset, out)) return true;
+    if (modulePath.empty() || modulePath[0] != '/') return false;  // vdso/ copies, placeholders
+    const StructureSource* s = module(modulePath);
+    return s && s->lookup(modulePath, offset, out);
+  }
+
+private:
+  struct Entry {
+    std::once_flag once;
+    std::unique_ptr<StructureSource> source;
+  };
+
+  const StructureSource* module(const std::string& path) const {
+    Entry* e;
+    {
+      std::lock_guard lock(mu_);
+      auto& slot = modules_[path];
+      if (!slot) slot = std::make_unique<Entry>();
+      e = slot.get();
+    }
+    std::call_once(e->once, [&] { e->source = analyse(path, e); });
+    return e->source.get();
+  }
+
+  std::unique_ptr<StructureSource> analyse(const std::string& path, const Entry* e) const {
+    std::error_code ec;
+    std::string onDisk = path;
+    for (const PathReplacement& r : replace_)
+      if (onDisk.rfind(r.from, 0) == 0) {
+        onDisk = r.to + onDisk.substr(r.from.size());
+        break;
+      }
+    if (scratch_.empty() || !fs::is_regular_file(onDisk, ec)) return nullptr;
+    auto s = structure::analyze_binary(onDisk, structure::Options{});
+    if (s.ok() && onDisk != path) s->binary_path = path;  // keyed by the measured path
+    fs::path file = scratch_ / (std::to_string(reinterpret_cast<uintptr_t>(e)) + ".hpcstruct");
+    Status st = s.ok() ? structure::write_structure_file(*s, file.string()) : s.status();
+    if (st.ok()) {
+      auto loaded = loadStructure({file}, 1);
+      fs::remove(file, ec);
+      if (loaded.ok()) return std::move(*loaded);
+      st = loaded.status();
+    }
+    std::fprintf(stderr, "hpcprof: warning: %s: no structure from the binary: %s\n", path.c_str(),
+                 st.message().c_str());
+    return nullptr;
+  }
+
+  std::unique_ptr<StructureSource> inner_;
+  std::vector<PathReplacement> replace_;
+  fs::path scratch_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::unique_ptr<Entry>> modules_;
+};
+
+}  // namespace
+
+std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
+                                                      std::vector<PathReplacement> replace) {
+  return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace));
+}
+
+}  // namespace hpc::analysis

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# hpcprof on measurements made by our own hpcrun, with and without our hpcstruct:
+# - the known-answer workload's 50/30/20 split comes out within 3 points of the truth the
+#   program measured itself, and its inlined helper and that helper's loop are in the database;
+# - threaded and OpenMP workloads give one profile per thread;
+# - every database is the same at -j1 and -j2.
+# The databases are read with the reference checker's reader (db_summary.py), not ours.
+set -euo pipefail
+bin=$1 wl=$2 conf=$3 here=$(dirname "$0")
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+summary() { PYTHONPATH=$conf /usr/bin/python3 "$here/db_summary.py" "$1"; }
+same() {  # same database at -j1 and -j2
+  "$bin/hpcprof" -j1 "${@:2}" -o "$tmp/$1.j1.d" >/dev/null
+  "$bin/hpcprof" -j2 "${@:2}" -o "$tmp/$1.j2.d" >/dev/null
+  "$bin/hpcdump" "$tmp/$1.j1.d" >"$tmp/a"
+  "$bin/hpcdump" "$tmp/$1.j2.d" >"$tmp/b"
+  cmp -s "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" | head; fail "$1: -j1 and -j2 differ"; }
+}
+
+"$bin/hpcrun" -e REALTIME@250 -o "$tmp/ka.m" "$wl/known_answer-gcc" 2 >/dev/null 2>"$tmp/truth"
+read -r _ t50 t30 t20 <"$tmp/truth"
+same ka.nostruct "$tmp/ka.m"               # no structure files: the binaries' own DWARF
+"$bin/hpcstruct" "$tmp/ka.m" >/dev/null 2>&1
+same ka.struct "$tmp/ka.m"                 # with structs/ from our hpcstruct
+for db in ka.nostruct ka.struct; do
+  summary "$tmp/$db.j1.d" >"$tmp/$db.json"
+  /usr/bin/python3 - "$tmp/$db.json" "$t50" "$t30" "$t20" "$db" <<'PY' || fail "$db"
+import json, sys
+s = json.load(open(sys.argv[1]))["functions"]
+truth = [float(x) for x in sys.argv[2:5]]
+def get(name):
+    return [v for k, v in s.items() if k.split(" ")[0] == name]
+vals = [sum(v["inclusive"] for v in get(n)) for n in ("fifty", "thirty", "twenty")]
+total = sum(vals)
+shares = [v / total for v in vals]
+print(sys.argv[5], "shares", " ".join(f"{x:.3f}" for x in shares), "truth", " ".join(f"{x:.3f}" for x in truth))
+assert all(abs(a - b) <= 0.03 for a, b in zip(shares, truth)), "split off by more than 3 points"
+for n in ("fifty", "thirty", "twenty"):
+    assert sum(v["inlined"] for v in get(n)) >= 1, f"no inlined code under {n}"
+assert sum(v["loops"] for v in get("spin")) >= 1, "no loop in the inlined spin()"
+PY
+done
+
+for w in threads omp; do
+  "$bin/hpcrun" -o "$tmp/$w.m" "$wl/$w-gcc" 0.5 >/dev/null 2>&1
+  n=$(ls "$tmp/$w.m"/*.hpcrun | wc -l)
+  same "$w" "$tmp/$w.m"
+  p=$(summary "$tmp/$w.j1.d" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"])')
+  [ "$p" = "$n" ] || fail "$w: $n thread profiles measured, $p in the database"
+  echo "$w: $n profiles"
+done
+echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2"
