@@ -1,0 +1,344 @@
+#include "presentation/server/api.hpp"
+
+#include "presentation/trace_view.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+namespace hpc::present {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Reply json_reply(const json& j, int status = 200) {
+  return {status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+Reply error(int status, const std::string& what) { return json_reply(json{{"error", what}}, status); }
+
+// A parameter as an unsigned number in [0, max]; `def` when absent.
+Expected<uint64_t> number(const Params& q, const char* key, uint64_t def, uint64_t max) {
+  auto it = q.find(key);
+  if (it == q.end()) return def;
+  const std::string& s = it->second;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    return Status::error(std::string("parameter '") + key + "' must be an unsigned integer, got '" + s.substr(0, 40) + "'");
+  if (v > max) return Status::error(std::string("parameter '") + key + "' is " + s + ", at most " + std::to_string(max));
+  return v;
+}
+
+std::string text(const Params& q, const char* key, const std::string& def = "") {
+  auto it = q.find(key);
+  return it == q.end() ? def : it->second;
+}
+
+// "metrics=0,2": indices into Experiment::metrics(); all of them when absent.
+Expected<std::vector<size_t>> metric_list(const Experiment& e, const Params& q) {
+  std::vector<size_t> out;
+  auto it = q.find("metrics");
+  if (it == q.end() || it->second.empty()) {
+    for (size_t i = 0; i < e.metrics().size(); ++i) out.push_back(i);
+    return out;
+  }
+  std::stringstream ss(it->second);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int m = e.find_metric(item);
+    if (m < 0) return Status::error("no metric '" + item.substr(0, 60) + "'");
+    if (out.size() >= 1024) return Status::error("too many metrics");
+    out.push_back(size_t(m));
+  }
+  return out;
+}
+
+json metric_header(const Experiment& e, const std::vector<size_t>& ms) {
+  json a = json::array();
+  for (size_t m : ms)
+    a.push_back({{"index", m}, {"name", e.metrics()[m].name}, {"total", e.inclusive(0, e.metrics()[m])}});
+  return a;
+}
+
+json stats_json(const StatValues& s) {
+  json j{{"sum", s.sum}};
+  if (s.count) j["count"] = *s.count;
+  if (s.mean) j["mean"] = *s.mean;
+  if (s.stddev) j["stddev"] = *s.stddev;
+  if (s.min) j["min"] = *s.min;
+  if (s.max) j["max"] = *s.max;
+  return j;
+}
+
+std::string key_string(uint64_t key) {
+  return (key & kEntryKey) ? "e" + std::to_string(uint32_t(key)) : "f" + std::to_string(key);
+}
+
+Expected<std::vector<uint64_t>> parse_key_path(const std::string& s) {
+  std::vector<uint64_t> out;
+  if (s.empty()) return out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, '/')) {
+    if (out.size() >= kMaxPathKeys) return Status::error("bottom-up path longer than " + std::to_string(kMaxPathKeys));
+    uint64_t v = 0;
+    if (item.size() < 2 || (item[0] != 'f' && item[0] != 'e'))
+      return Status::error("bottom-up path element '" + item.substr(0, 40) + "' must be f<function> or e<context>");
+    auto [p, ec] = std::from_chars(item.data() + 1, item.data() + item.size(), v);
+    if (ec != std::errc() || p != item.data() + item.size() || v > UINT32_MAX)
+      return Status::error("bottom-up path element '" + item.substr(0, 40) + "' is not a number");
+    out.push_back(item[0] == 'e' ? (kEntryKey | v) : v);
+  }
+  return out;
+}
+
+template <typename T>
+json values_of(const T& row, const std::vector<size_t>& ms, bool inclusive) {
+  json a = json::array();
+  for (size_t m : ms) a.push_back(inclusive ? row.inc[m] : row.exc[m]);
+  return a;
+}
+
+}  // namespace
+
+Reply Api::handle(const std::string& endpoint, const Params& q) {
+  if (endpoint == "info") return info();
+  if (endpoint == "children") return children(q);
+  if (endpoint == "context") return context(q);
+  if (endpoint == "bottom-up") return bottom_up(q);
+  if (endpoint == "flat") return flat(q);
+  if (endpoint == "profiles") return profiles();
+  if (endpoint == "profile-values") return profile_values(q);
+  if (endpoint == "trace") return trace(q);
+  if (endpoint == "trace-sample") return trace_sample(q);
+  if (endpoint == "source") return source(q);
+  return error(404, "no endpoint /api/" + endpoint.substr(0, 60));
+}
+
+Reply Api::info() {
+  const auto& meta = e_.meta();
+  json ms = json::array();
+  for (size_t i = 0; i < e_.metrics().size(); ++i) {
+    const MetricView& m = e_.metrics()[i];
+    ms.push_back({{"index", i}, {"name", m.name}, {"total", e_.inclusive(0, m)},
+                  {"hasExclusive", m.exc.sum != kNoMetric}});
+  }
+  json j{{"title", meta.general.title},
+         {"description", meta.general.description},
+         {"metrics", ms},
+         {"defaultMetric", e_.default_metric()},
+         {"contexts", e_.num_contexts()},
+         {"profiles", e_.profiles().size() - 1},
+         {"functions", meta.functions.size()},
+         {"files", meta.files.size()}};
+  std::error_code ec;
+  j["hasTrace"] = fs::exists(e_.dir() / "trace.db", ec);
+  return json_reply(j);
+}
+
+Reply Api::children(const Params& q) {
+  auto ctx = number(q, "ctx", 0, UINT32_MAX);
+  auto ms = metric_list(e_, q);
+  auto top = number(q, "top", kMaxRows, kMaxRows);
+  if (!ctx.ok()) return error(400, ctx.status().message());
+  if (!ms.ok()) return error(400, ms.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
+  json rows = json::array();
+  const MetricView* sortBy = ms->empty() ? nullptr : &e_.metrics()[ms->front()];
+  std::vector<uint32_t> kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.node(uint32_t(*ctx)).children;
+  for (size_t i = 0; i < kids.size() && i < *top; ++i) {
+    uint32_t k = kids[i];
+    json inc = json::array(), exc = json::array();
+    for (size_t m : *ms) inc.push_back(e_.inclusive(k, e_.metrics()[m])), exc.push_back(e_.exclusive(k, e_.metrics()[m]));
+    auto [file, line] = e_.source_of(k);
+    json r{{"ctx", k}, {"name", e_.name(k)}, {"hasChildren", !e_.node(k).children.empty()}, {"inc", inc}, {"exc", exc}};
+    if (file != db::kNone) r["file"] = file, r["line"] = line;
+    rows.push_back(std::move(r));
+  }
+  return json_reply({{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)},
+                     {"total", kids.size()}, {"children", rows}});
+}
+
+Reply Api::context(const Params& q) {
+  auto ctx = number(q, "ctx", 0, UINT32_MAX);
+  if (!ctx.ok()) return error(400, ctx.status().message());
+  uint32_t c = uint32_t(*ctx);
+  if (!e_.has(c)) return error(404, "no context " + std::to_string(c));
+  json path = json::array();
+  for (uint32_t a = c; a != kNoCtx; a = a == 0 ? kNoCtx : e_.node(a).parent) path.push_back({{"ctx", a}, {"name", e_.name(a)}});
+  std::reverse(path.begin(), path.end());
+  json metrics = json::array();
+  for (size_t i = 0; i < e_.metrics().size(); ++i) {
+    const MetricView& m = e_.metrics()[i];
+    metrics.push_back({{"index", i}, {"name", m.name}, {"inc", stats_json(e_.stats(c, m.inc))}, {"exc", stats_json(e_.stats(c, m.exc))}});
+  }
+  json j{{"ctx", c}, {"name", e_.name(c)}, {"path", path}, {"metrics", metrics}};
+  auto [file, line] = e_.source_of(c);
+  if (file != db::kNone && file < e_.meta().files.size())
+    j["file"] = file, j["filePath"] = e_.meta().files[file].path, j["line"] = line;
+  return json_reply(j);
+}
+
+Reply Api::bottom_up(const Params& q) {
+  auto path = parse_key_path(text(q, "path"));
+  auto ms = metric_list(e_, q);
+  auto top = number(q, "top", kMaxRows, kMaxRows);
+  if (!path.ok()) return error(400, path.status().message());
+  if (!ms.ok()) return error(400, ms.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  const CallerIndex& ci = cache_.callers();
+  std::vector<Aggregate> rows = path->empty() ? ci.roots() : ci.children(*path);
+  if (!ms->empty()) sort_rows(rows, ms->front(), /*byExclusive=*/true);
+  std::string prefix;
+  for (uint64_t k : *path) prefix += key_string(k) + "/";
+  json out = json::array();
+  for (size_t i = 0; i < rows.size() && i < *top; ++i) {
+    const Aggregate& a = rows[i];
+    out.push_back({{"key", key_string(a.key)}, {"path", prefix + key_string(a.key)}, {"name", ci.key_name(a.key)},
+                   {"hasChildren", a.hasChildren}, {"inc", values_of(a, *ms, true)}, {"exc", values_of(a, *ms, false)}});
+  }
+  return json_reply({{"path", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", rows.size()}, {"rows", out}});
+}
+
+Reply Api::flat(const Params& q) {
+  FlatBy by = FlatBy::Function;
+  std::string bys = text(q, "by", "function");
+  if (!parse_flat_by(bys, by)) return error(400, "parameter 'by' must be module, file, function or line");
+  auto ms = metric_list(e_, q);
+  auto top = number(q, "top", kMaxRows, kMaxRows);
+  if (!ms.ok()) return error(400, ms.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  std::vector<FlatRow> rows = cache_.flat(by);  // a copy: sorted per request
+  if (!ms->empty()) sort_rows(rows, ms->front(), /*byExclusive=*/true);
+  json out = json::array();
+  for (size_t i = 0; i < rows.size() && i < *top; ++i) {
+    const FlatRow& r = rows[i];
+    json j{{"key", r.key}, {"name", r.name}, {"inc", values_of(r, *ms, true)}, {"exc", values_of(r, *ms, false)}};
+    if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
+    out.push_back(std::move(j));
+  }
+  return json_reply({{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", rows.size()}, {"rows", out}});
+}
+
+Reply Api::profiles() {
+  const auto& names = e_.meta().idNames;
+  json out = json::array();
+  for (size_t i = 0; i < e_.profiles().size(); ++i) {
+    const db::Profile& p = e_.profiles()[i];
+    json ids = json::array();
+    std::string label;
+    if (p.idTuple)
+      for (const db::Identifier& id : *p.idTuple) {
+        std::string kind = id.kind < names.size() ? names[id.kind] : "KIND" + std::to_string(id.kind);
+        ids.push_back({{"kind", kind}, {"logicalId", id.logicalId}, {"physicalId", id.physicalId}, {"physical", bool(id.flags & 1)}});
+        label += (label.empty() ? "" : " ") + kind + " " + std::to_string(id.logicalId);
+      }
+    out.push_back({{"index", i}, {"summary", bool(p.flags & 1)}, {"label", (p.flags & 1) ? "summary" : label}, {"ids", ids}});
+  }
+  return json_reply({{"profiles", out}});
+}
+
+Reply Api::profile_values(const Params& q) {
+  auto ctx = number(q, "ctx", 0, UINT32_MAX);
+  auto metric = number(q, "metric", e_.default_metric(), UINT16_MAX);
+  if (!ctx.ok()) return error(400, ctx.status().message());
+  if (!metric.ok()) return error(400, metric.status().message());
+  if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
+  if (*metric >= e_.metrics().size()) return error(404, "no metric " + std::to_string(*metric));
+  std::string scope = text(q, "scope", "inc");
+  if (scope != "inc" && scope != "exc") return error(400, "parameter 'scope' must be inc or exc");
+  const MetricView& m = e_.metrics()[*metric];
+  auto values = present::profile_values(e_, uint32_t(*ctx), scope == "inc" ? m.incProp : m.excProp);
+  if (!values.ok()) return error(500, values.status().message());
+  json out = json::array();
+  double sum = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < values->size(); ++i) {
+    double v = (*values)[i].value;
+    out.push_back({(*values)[i].profIndex, v});
+    sum += v, lo = i ? std::min(lo, v) : v, hi = i ? std::max(hi, v) : v;
+  }
+  size_t n = e_.profiles().size() - 1;  // profiles without a value count as 0
+  if (values->size() < n) lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);
+  return json_reply({{"ctx", *ctx}, {"metric", m.name}, {"scope", scope}, {"profiles", n}, {"values", out},
+                     {"min", lo}, {"max", hi}, {"mean", n ? sum / double(n) : 0.0}});
+}
+
+Reply Api::trace(const Params& q) {
+  auto tr = e_.trace();
+  if (!tr.ok()) return error(500, tr.status().message());
+  const db::TraceDb* t = *tr;
+  if (!t) return error(404, "the database has no trace.db");
+  auto t0 = number(q, "t0", t->minTimestamp, UINT64_MAX);
+  auto t1 = number(q, "t1", t->maxTimestamp + 1, UINT64_MAX);
+  auto p0 = number(q, "p0", 0, UINT32_MAX);
+  auto p1 = number(q, "p1", t->traces.size(), UINT32_MAX);
+  auto rows = number(q, "rows", kMaxTraceLines, kMaxTraceRows);
+  auto depth = number(q, "depth", 0, 1u << 20);
+  auto width = number(q, "width", 0, kMaxPixels);
+  for (auto* v : {&t0, &t1, &p0, &p1, &rows, &depth, &width})
+    if (!v->ok()) return error(400, v->status().message());
+  if (*width == 0) return error(400, "parameter 'width' (pixels, 1.." + std::to_string(kMaxPixels) + ") is required");
+  TraceQuery tq{*t0, *t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->traces.size())), uint32_t(*rows),
+                uint32_t(*width), uint32_t(*depth)};
+  auto px = trace_pixels(e_, tq);
+  if (!px.ok()) return error(400, px.status().message());
+  json lines = json::array(), names = json::object();
+  for (const TraceRow& r : *px) {
+    json runs = json::array();
+    for (auto [key, n] : r.runs) {
+      // Colour keys: function indices; -1 idle, -2 unknown context, -3 no function.
+      int64_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int64_t(key);
+      runs.push_back({k, n});
+      if (k >= 0 && !names.contains(std::to_string(k))) names[std::to_string(k)] = e_.function_name(key);
+    }
+    lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", std::move(runs)}});
+  }
+  return json_reply({{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp}, {"maxTime", t->maxTimestamp},
+                     {"width", *width}, {"depth", *depth}, {"lineCount", t->traces.size()}, {"lines", lines},
+                     {"functions", names}});
+}
+
+Reply Api::trace_sample(const Params& q) {
+  auto line = number(q, "line", 0, UINT32_MAX);
+  auto time = number(q, "t", 0, UINT64_MAX);
+  if (!line.ok()) return error(400, line.status().message());
+  if (!time.ok()) return error(400, time.status().message());
+  if (!q.count("t")) return error(400, "parameter 't' (a timestamp) is required");
+  auto s = present::trace_sample(e_, uint32_t(*line), *time);
+  if (!s.ok()) return error(400, s.status().message());
+  if (!s->found) return json_reply({{"found", false}});
+  json stack = json::array();
+  for (uint32_t c : s->stack) stack.push_back({{"ctx", c}, {"name", e_.name(c)}});
+  return json_reply({{"found", true}, {"start", s->start}, {"end", s->end}, {"ctx", s->ctx}, {"stack", stack}});
+}
+
+Reply Api::source(const Params& q) {
+  std::string rel;
+  if (q.count("file")) {
+    auto f = number(q, "file", 0, UINT32_MAX);
+    if (!f.ok()) return error(400, f.status().message());
+    if (*f >= e_.meta().files.size()) return error(404, "no file " + std::to_string(*f));
+    rel = e_.meta().files[*f].path;
+  } else {
+    rel = text(q, "path");
+  }
+  if (rel.empty()) return error(400, "parameter 'file' (index) or 'path' is required");
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(e_.dir(), ec);
+  fs::path p = fs::weakly_canonical(root / fs::path(rel).relative_path(), ec);
+  auto [r, _] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
+  if (ec || r != root.end())
+    return error(403, "path outside the database: " + rel.substr(0, 200));
+  if (!fs::is_regular_file(p, ec)) return error(404, "no source file " + rel.substr(0, 200) + " in the database");
+  if (fs::file_size(p, ec) > kMaxSourceBytes) return error(413, "source file larger than 16 MiB");
+  std::ifstream in(p, std::ios::binary);
+  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return json_reply({{"path", rel}, {"text", body}});
+}
+
+}  // namespace hpc::present

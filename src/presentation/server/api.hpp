@@ -1,0 +1,55 @@
+// hpcserver's JSON API over an Experiment, independent of HTTP: one call per view
+// (seed 000 §7.3, bulk replies). Parameters arrive as strings and are checked here;
+// every error is a reply with a status and a JSON {"error": ...}, never an exception.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "presentation/experiment.hpp"
+#include "presentation/views.hpp"
+
+namespace hpc::present {
+
+struct Reply {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+};
+
+using Params = std::map<std::string, std::string>;
+
+// Bounds on what one request may ask for, so a request's memory and work stay small.
+inline constexpr size_t kMaxPixels = 8192;     // trace width
+inline constexpr size_t kMaxTraceLines = 4096;  // default rows of a trace request
+inline constexpr size_t kMaxRows = 100000;      // rows of one reply
+inline constexpr size_t kMaxPathKeys = 256;     // bottom-up path length
+inline constexpr uint64_t kMaxSourceBytes = 16u << 20;
+
+class Api {
+public:
+  explicit Api(const Experiment& e) : e_(e), cache_(e) {}
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // `endpoint` is the path after "/api/" ("info", "children", ...).
+  // MT: thread-safe.
+  Reply handle(const std::string& endpoint, const Params& q);
+
+private:
+  Reply info();
+  Reply children(const Params& q);
+  Reply context(const Params& q);
+  Reply bottom_up(const Params& q);
+  Reply flat(const Params& q);
+  Reply profiles();
+  Reply profile_values(const Params& q);
+  Reply trace(const Params& q);
+  Reply trace_sample(const Params& q);
+  Reply source(const Params& q);
+
+  const Experiment& e_;
+  ViewCache cache_;
+};
+
+}  // namespace hpc::present

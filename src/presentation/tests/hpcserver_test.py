@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""hpcserver's JSON API over HTTP on the conformance databases: each endpoint's real
+content (values as the reference checker's reader prints them), malformed requests, a
+wrong or missing token, path traversal, and a database with corrupted files (a clean
+error, and the server stays up). hpcviewer starts on a free port.
+Usage: hpcserver_test.py HPCSERVER HPCVIEWER DBASE_DIR"""
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+
+server, viewer, dbase = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+class Server:
+    def __init__(self, exe, db, *extra):
+        self.p = subprocess.Popen([exe, db, "--port", "0", *extra], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        line = self.p.stdout.readline()
+        check("http://127.0.0.1:" in line, f"{exe} printed no URL: {line!r}")
+        url = urllib.parse.urlsplit(line.split(" at ")[1].strip())
+        self.port, self.token = url.port, urllib.parse.parse_qs(url.query)["token"][0]
+        check(len(self.token) == 32, "token is 128 random bits in hex")
+
+    def raw(self, target):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request("GET", target)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, body
+
+    def get(self, endpoint, token=None, **params):
+        params["token"] = self.token if token is None else token
+        status, body = self.raw(f"/api/{endpoint}?" + urllib.parse.urlencode(params))
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, {"raw": body[:200]}
+
+    def ok(self, endpoint, **params):
+        status, j = self.get(endpoint, **params)
+        check(status == 200, f"/api/{endpoint} {params}: status {status} {j}")
+        return j
+
+    def bad(self, status, endpoint, what, **params):
+        got, j = self.get(endpoint, **params)
+        check(got == status and "error" in j, f"/api/{endpoint} {params}: want {status}, got {got} {j} ({what})")
+        return j
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
+def near(a, b):
+    return abs(a - b) < 1e-6
+
+
+# ---- small.d: one thread; spinsleep is the hot function (0.604943 from main, 0.605316 from caller).
+s = Server(server, f"{dbase}/small.d")
+info = s.ok("info")
+check(info["title"] == "testmeas-small" and info["metrics"][0]["name"] == "CPUTIME (sec)", f"info {info}")
+check(near(info["metrics"][0]["total"], 1.210259), "total")
+
+# Hot path: follow the hottest child until spinsleep.
+ctx, names, value = 0, [], None
+for _ in range(10):
+    kids = s.ok("children", ctx=ctx, metrics="0")["children"]
+    if not kids:
+        break
+    ctx = kids[0]["ctx"]
+    names.append(kids[0]["name"])
+    if kids[0]["name"] == "spinsleep":
+        value = kids[0]["inc"][0]
+        break
+check(names[:2] == ["main thread", "main"] and value is not None and near(value, 0.605316), f"hot path {names} {value}")
+c = s.ok("context", ctx=ctx)
+check([p["name"] for p in c["path"]][:3] == ["<program root>", "main thread", "main"], f"context path {c['path']}")
+check(near(c["metrics"][0]["exc"]["sum"], 0.605316), f"context stats {c['metrics']}")
+
+bu = s.ok("bottom-up", metrics="0")
+top = bu["rows"][0]
+check(top["name"] == "spinsleep" and near(top["exc"][0], 1.210259), f"bottom-up roots {top}")
+callers = s.ok("bottom-up", path=top["path"])["rows"]
+check([(r["name"], round(r["exc"][0], 6)) for r in callers] == [("caller", 0.605316), ("main", 0.604943)],
+      f"callers of spinsleep {callers}")
+flat = s.ok("flat", by="function")["rows"]
+check(flat[0]["name"] == "spinsleep" and near(flat[0]["inc"][0], 1.210259), f"flat {flat[0]}")
+lines = s.ok("flat", by="line")["rows"]
+check(lines[0]["name"] == "small.c:3", f"flat by line {lines[0]}")
+check(len(s.ok("flat", by="module")["rows"]) == 1, "flat by module")
+profs = s.ok("profiles")["profiles"]
+check(len(profs) == 2 and profs[0]["summary"] and not profs[1]["summary"], f"profiles {profs}")
+
+# Malformed requests, bounds, wrong token, traversal.
+s.bad(400, "children", "not a number", ctx="abc")
+s.bad(400, "children", "negative", ctx="-1")
+s.bad(404, "children", "no such context", ctx="999999")
+s.bad(400, "children", "unknown metric", metrics="NOPE")
+s.bad(400, "flat", "bad grouping", by="planet")
+s.bad(400, "bottom-up", "bad path", path="x3/../f1")
+s.bad(400, "bottom-up", "bad path number", path="f99999999999")
+s.bad(400, "trace", "width missing")
+s.bad(400, "trace", "width too large", width="100000")
+s.bad(404, "nothing", "unknown endpoint")
+s.bad(403, "info", "wrong token", token="0" * 32)
+s.bad(403, "info", "empty token", token="")
+status, _ = s.raw("/api/info")
+check(status == 403, f"no token: {status}")
+status, _ = s.raw("/index.html")
+check(status == 403, f"static file without token: {status}")
+s.bad(403, "source", "traversal", path="../../../../etc/passwd")
+s.bad(403, "source", "absolute traversal", path="/../../etc/passwd")
+s.bad(400, "source", "no file")
+for target in ("/../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2f..%2fetc%2fpasswd"):
+    status, body = s.raw(target + "?token=" + s.token)
+    check(status in (400, 403, 404) and b"root:" not in body, f"static traversal {target}: {status} {body[:80]}")
+status, _ = s.raw("/api/info?token=" + s.token + "&x=" + "a" * 20000)
+check(status in (400, 414), f"oversized request: {status}")
+check(s.ok("info")["title"] == "testmeas-small", "server up after bad requests")
+s.stop()
+
+# ---- loops-cputime-t.d: four threads with traces.
+s = Server(server, f"{dbase}/loops-cputime-t.d")
+profs = s.ok("profiles")["profiles"]
+check(len(profs) == 5 and "THREAD" in profs[1]["label"], f"profiles {profs[:2]}")
+pv = s.ok("profile-values", ctx=0, metric=0)
+check(len(pv["values"]) == 4 and near(sum(v for _, v in pv["values"]), 3.973308), f"profile-values {pv}")
+flat = s.ok("flat", by="function", top=2)["rows"]
+check(flat[1]["name"] == "func2" and near(flat[1]["exc"][0], 0.96945), f"flat top 2 {flat}")
+tr = s.ok("trace", width=100)
+check(len(tr["lines"]) == 4 and all(sum(n for _, n in l["runs"]) == 100 for l in tr["lines"]), f"trace {tr}")
+fnames = set(tr["functions"].values())
+check("main._omp_fn.0" in fnames and "main" in fnames, f"trace functions {fnames}")
+deep = s.ok("trace", width=50, depth=2, p0=1, p1=3)
+check([l["line"] for l in deep["lines"]] == [1, 2], f"trace line range {deep['lines']}")
+mid = (tr["minTime"] + tr["maxTime"]) // 2
+smp = s.ok("trace-sample", line=0, t=mid)
+check(smp["found"] and smp["stack"] and smp["stack"][-1]["ctx"] == smp["ctx"], f"trace sample {smp}")
+s.bad(400, "trace", "empty time range", width=10, t0=5, t1=5)
+s.bad(400, "trace-sample", "no time", line=0)
+s.stop()
+
+# ---- corrupted files: meta.db and profile.db are read at start; cct.db and trace.db on use.
+tmp = tempfile.mkdtemp()
+try:
+    bad = os.path.join(tmp, "bad.d")
+    shutil.copytree(f"{dbase}/loops-cputime-t.d", bad)
+    for f in ("cct.db", "trace.db"):
+        os.chmod(os.path.join(bad, f), 0o644)
+        with open(os.path.join(bad, f), "r+b") as fh:
+            fh.truncate(100)
+    os.makedirs(os.path.join(bad, "src"))
+    with open(os.path.join(bad, "src", "x.c"), "w") as fh:
+        fh.write("int main() { return 0; }\n")
+    s = Server(server, bad)
+    j = s.bad(500, "profile-values", "corrupt cct.db", ctx=0, metric=0)
+    check("cct.db" in j["error"], f"cct.db error names the file: {j}")
+    j = s.bad(500, "trace", "corrupt trace.db", width=10)
+    check("trace.db" in j["error"], f"trace.db error names the file: {j}")
+    check(s.ok("info")["title"] == "testmeas-loops", "server up after corrupt files")
+    check(s.ok("source", path="src/x.c")["text"].startswith("int main"), "source inside the database")
+    os.symlink("/etc/passwd", os.path.join(bad, "src", "link.c"))
+    s.bad(403, "source", "symlink out of the database", path="src/link.c")
+    s.stop()
+
+    with open(os.path.join(bad, "meta.db"), "r+b") as fh:
+        fh.truncate(200)
+    r = subprocess.run([server, bad, "--port", "0"], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "bad.d/meta.db" in r.stderr, f"corrupt meta.db refused: {r.stderr!r}")
+    r = subprocess.run([server, os.path.join(tmp, "none.d")], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "none.d" in r.stderr, f"missing database: {r.stderr!r}")
+finally:
+    shutil.rmtree(tmp)
+
+# ---- hpcviewer: a free port, the URL printed.
+v = Server(viewer, f"{dbase}/small.d", "--no-open")
+check(v.ok("info")["title"] == "testmeas-small", "hpcviewer serves the API")
+v.stop()
+
+print("hpcserver: all checks passed" if not failures else f"hpcserver: {failures} failures")
+sys.exit(1 if failures else 0)
