@@ -1,0 +1,403 @@
+// hpcviewer's profile view: a tree table (top-down, bottom-up, flat) with virtual
+// scrolling over the rows currently expanded, fed by hpcserver's JSON API (one request
+// per expansion). Plain script, no build step, no external requests.
+'use strict';
+
+const ROW = 22;
+const token = new URLSearchParams(location.search).get('token') || '';
+const $ = (id) => document.getElementById(id);
+
+const hpc = {
+  info: null,
+  // GET /api/<endpoint>?params; the token goes in a header (the page's cookie too).
+  async api(endpoint, params = {}) {
+    const q = new URLSearchParams(params).toString();
+    const r = await fetch(`/api/${endpoint}${q ? '?' + q : ''}`, { headers: { 'X-HPC-Token': token } });
+    const j = await r.json().catch(() => ({ error: `bad reply (${r.status})` }));
+    if (!r.ok) throw new Error(j.error || `HTTP ${r.status}`);
+    return j;
+  },
+  status(msg, error = false) {
+    const s = $('status');
+    s.textContent = msg;
+    s.classList.toggle('error', error);
+  },
+  fmt(v) {
+    if (v === undefined || v === null || Number.isNaN(v)) return '';
+    if (v === 0) return '0';
+    const a = Math.abs(v);
+    return a >= 1e6 || a < 1e-3 ? v.toExponential(3) : Number(v.toPrecision(6)).toString();
+  },
+};
+
+// ---- Derived metrics: a small expression language over metric indices, never eval().
+// expr := term (('+'|'-') term)*; term := unary (('*'|'/') unary)*; unary := '-' unary | atom
+// atom := number | '$' index | fn '(' expr (',' expr)* ')' | '(' expr ')'
+function compileFormula(src) {
+  const toks = src.match(/\$\d+|\d+\.?\d*(?:e[+-]?\d+)?|[a-z]+|[-+*/(),]|\S/gi) || [];
+  let i = 0;
+  const peek = () => toks[i], next = () => toks[i++];
+  const fns = { min: Math.min, max: Math.max, abs: Math.abs, sqrt: Math.sqrt, log: Math.log, exp: Math.exp };
+  const refs = new Set();
+  function atom() {
+    const t = next();
+    if (t === undefined) throw new Error('formula ends early');
+    if (t === '(') { const e = expr(); if (next() !== ')') throw new Error("missing ')'"); return e; }
+    if (t[0] === '$') { const k = Number(t.slice(1)); refs.add(k); return (v) => v[k] ?? 0; }
+    if (/^\d/.test(t)) { const n = Number(t); return () => n; }
+    if (fns[t.toLowerCase()]) {
+      const f = fns[t.toLowerCase()];
+      if (next() !== '(') throw new Error(`'(' expected after ${t}`);
+      const args = [expr()];
+      while (peek() === ',') { next(); args.push(expr()); }
+      if (next() !== ')') throw new Error("missing ')'");
+      return (v) => f(...args.map((a) => a(v)));
+    }
+    throw new Error(`unexpected '${t}'`);
+  }
+  function unary() { if (peek() === '-') { next(); const a = unary(); return (v) => -a(v); } return atom(); }
+  function term() {
+    let a = unary();
+    while (peek() === '*' || peek() === '/') {
+      const op = next(), b = unary(), l = a;
+      a = op === '*' ? (v) => l(v) * b(v) : (v) => { const d = b(v); return d === 0 ? NaN : l(v) / d; };
+    }
+    return a;
+  }
+  function expr() {
+    let a = term();
+    while (peek() === '+' || peek() === '-') {
+      const op = next(), b = term(), l = a;
+      a = op === '+' ? (v) => l(v) + b(v) : (v) => l(v) - b(v);
+    }
+    return a;
+  }
+  const f = expr();
+  if (i !== toks.length) throw new Error(`unexpected '${toks[i]}'`);
+  return { f, refs };
+}
+
+// ---- The tree table.
+const table = {
+  view: 'top-down',
+  columns: [],         // {metric, label, derived?: {f, text}}
+  sortCol: 0,
+  sortExc: false,
+  roots: [],           // nodes: {key, name, inc[], exc[], hasChildren, children, expanded, depth, ctx?, path?, file?, line?}
+  visible: [],
+  selected: null,
+  search: '',
+
+  metricTotal(m) { return hpc.info.metrics[m]?.total || 0; },
+  value(node, col, exc) {
+    const vals = exc ? node.exc : node.inc;
+    if (col.derived) { const r = col.derived.f(vals); return Number.isFinite(r) ? r : NaN; }
+    return vals[col.metric];
+  },
+
+  header() {
+    const h = $('table-head');
+    h.innerHTML = '';
+    const name = document.createElement('div');
+    name.className = 'name';
+    name.textContent = this.view === 'bottom-up' ? 'Function ← callers' : this.view === 'flat' ? 'Name' : 'Calling context';
+    h.append(name);
+    this.columns.forEach((c, ci) => {
+      for (const exc of [false, true]) {
+        const d = document.createElement('div');
+        d.className = 'num' + (this.sortCol === ci && this.sortExc === exc ? ' sorted' : '');
+        d.textContent = `${c.label} (${exc ? 'E' : 'I'})`;
+        d.title = `sort by ${c.label} ${exc ? 'exclusive' : 'inclusive'}`;
+        d.dataset.col = ci;
+        d.dataset.exc = exc ? '1' : '';
+        d.onclick = () => { this.sortCol = ci; this.sortExc = exc; this.resort(); };
+        if (ci > 0 && exc) {
+          const x = document.createElement('span');
+          x.className = 'x'; x.textContent = '×'; x.title = 'remove column';
+          x.onclick = (ev) => { ev.stopPropagation(); this.columns.splice(ci, 1); this.sortCol = 0; this.header(); this.resort(); };
+          d.append(x);
+        }
+        const p = document.createElement('div');
+        p.className = 'pct';
+        p.textContent = '%';
+        h.append(d, p);
+      }
+    });
+  },
+
+  sortKids(list) {
+    const c = this.columns[this.sortCol];
+    if (!c) return;
+    list.sort((a, b) => (this.value(b, c, this.sortExc) || 0) - (this.value(a, c, this.sortExc) || 0));
+    for (const n of list) if (n.children) this.sortKids(n.children);
+  },
+  resort() { this.sortKids(this.roots); this.header(); this.refresh(); },
+
+  makeNodes(rows, depth, parent) {
+    return rows.map((r) => ({ ...r, depth, parent, children: null, expanded: false,
+      key: this.view === 'top-down' ? 'c' + r.ctx : this.view === 'bottom-up' ? r.path : 'k' + r.key }));
+  },
+
+  async load() {
+    this.selected = null;
+    hpc.status('loading…');
+    let rows;
+    if (this.view === 'top-down') {
+      const j = await hpc.api('children', { ctx: 0 });
+      rows = j.children;
+    } else if (this.view === 'bottom-up') {
+      rows = (await hpc.api('bottom-up', { top: 5000 })).rows;
+    } else {
+      rows = (await hpc.api('flat', { by: $('flat-by').value, top: 5000 })).rows;
+    }
+    this.roots = this.makeNodes(rows, 0, null);
+    this.sortKids(this.roots);
+    this.header();
+    this.refresh();
+    hpc.status('');
+  },
+
+  async expand(node) {
+    if (!node.hasChildren) return;
+    if (!node.children) {
+      const rows = this.view === 'top-down'
+        ? (await hpc.api('children', { ctx: node.ctx })).children
+        : (await hpc.api('bottom-up', { path: node.path, top: 5000 })).rows;
+      node.children = this.makeNodes(rows, node.depth + 1, node);
+      this.sortKids(node.children);
+    }
+    node.expanded = true;
+    this.refresh();
+  },
+  collapse(node) { node.expanded = false; this.refresh(); },
+  toggle(node) { return node.expanded ? this.collapse(node) : this.expand(node); },
+
+  // Follows the hottest child while it holds at least `threshold` of its parent.
+  async hotPath(from) {
+    const c = this.columns[0];
+    const threshold = Math.max(0, Math.min(100, Number($('hot-threshold').value) || 50)) / 100;
+    let node = from || this.roots.reduce((a, b) => (this.value(b, c, false) > this.value(a, c, false) ? b : a), this.roots[0]);
+    for (let steps = 0; node && steps < 500; ++steps) {
+      if (!node.hasChildren) break;
+      await this.expand(node);
+      const best = node.children.reduce((a, b) => (!a || this.value(b, c, false) > this.value(a, c, false) ? b : a), null);
+      if (!best || !(this.value(best, c, false) >= threshold * this.value(node, c, false)) || this.value(best, c, false) <= 0) break;
+      node = best;
+    }
+    if (node) this.select(node, true);
+  },
+
+  refresh() {
+    const out = [];
+    const walk = (list) => { for (const n of list) { out.push(n); if (n.expanded && n.children) walk(n.children); } };
+    walk(this.roots);
+    this.visible = out;
+    $('table-spacer').style.height = `${out.length * ROW}px`;
+    this.render();
+  },
+
+  // Only the rows in the viewport exist in the DOM, so a million rows scroll smoothly.
+  render() {
+    const body = $('table-body');
+    const first = Math.max(0, Math.floor(body.scrollTop / ROW) - 5);
+    const last = Math.min(this.visible.length, Math.ceil((body.scrollTop + body.clientHeight) / ROW) + 5);
+    for (const el of [...body.querySelectorAll('.row')]) el.remove();
+    const frag = document.createDocumentFragment();
+    for (let i = first; i < last; ++i) frag.append(this.rowElement(this.visible[i], i));
+    body.append(frag);
+  },
+
+  rowElement(n, i) {
+    const r = document.createElement('div');
+    r.className = 'row' + (n === this.selected ? ' selected' : '') +
+      (this.search && n.name.toLowerCase().includes(this.search) ? ' hit' : '');
+    r.style.top = `${i * ROW}px`;
+    r.dataset.index = i;
+    r.setAttribute('role', 'treeitem');
+    const name = document.createElement('div');
+    name.className = 'name';
+    name.style.paddingLeft = `${4 + 14 * n.depth}px`;
+    const tw = document.createElement('span');
+    tw.className = 'twist';
+    tw.textContent = n.hasChildren ? (n.expanded ? '▾' : '▸') : '';
+    tw.onclick = (ev) => { ev.stopPropagation(); this.toggle(n).catch(showError); };
+    name.append(tw, document.createTextNode((this.view === 'bottom-up' && n.depth ? '← ' : '') + n.name));
+    name.title = n.name;
+    r.append(name);
+    for (const c of this.columns)
+      for (const exc of [false, true]) {
+        const v = this.value(n, c, exc);
+        const d = document.createElement('div');
+        d.className = 'num';
+        d.textContent = hpc.fmt(v);
+        const p = document.createElement('div');
+        p.className = 'pct';
+        const total = c.derived ? 0 : this.metricTotal(c.metric);
+        p.textContent = total && v ? `${(100 * v / total).toFixed(1)}%` : '';
+        r.append(d, p);
+      }
+    r.onclick = () => this.select(n);
+    r.ondblclick = () => this.toggle(n).catch(showError);
+    return r;
+  },
+
+  select(n, scroll = false) {
+    this.selected = n;
+    const i = this.visible.indexOf(n);
+    if (scroll && i >= 0) {
+      const body = $('table-body');
+      if (i * ROW < body.scrollTop || (i + 1) * ROW > body.scrollTop + body.clientHeight)
+        body.scrollTop = Math.max(0, i * ROW - body.clientHeight / 2);
+    }
+    this.render();
+    details(n).catch(showError);
+  },
+
+  key(ev) {
+    if (!this.visible.length) return;
+    let i = Math.max(0, this.visible.indexOf(this.selected));
+    const n = this.visible[i];
+    switch (ev.key) {
+      case 'ArrowDown': i = Math.min(this.visible.length - 1, i + 1); break;
+      case 'ArrowUp': i = Math.max(0, i - 1); break;
+      case 'ArrowRight': if (n && !n.expanded) this.expand(n).catch(showError); return ev.preventDefault();
+      case 'ArrowLeft': if (n && n.expanded) this.collapse(n); else if (n?.parent) this.select(n.parent, true); return ev.preventDefault();
+      case 'Enter': if (n) this.toggle(n).catch(showError); return ev.preventDefault();
+      default: return;
+    }
+    ev.preventDefault();
+    this.select(this.visible[i], true);
+  },
+};
+
+function showError(e) { hpc.status(String(e.message || e), true); }
+
+// ---- Side pane: the context's path, its values across profiles, its source.
+async function details(n) {
+  const path = $('context-path');
+  path.textContent = '';
+  if (table.view === 'top-down' && n.ctx !== undefined) {
+    const j = await hpc.api('context', { ctx: n.ctx });
+    for (const p of j.path) {
+      const d = document.createElement('div');
+      d.textContent = p.name;
+      path.append(d);
+    }
+    await plot(n.ctx);
+  } else {
+    path.textContent = n.name;
+  }
+  await source(n.file, n.line);
+}
+
+async function plot(ctx) {
+  const m = table.columns.find((c) => !c.derived)?.metric ?? hpc.info.defaultMetric;
+  const cv = $('plot'), g = cv.getContext('2d');
+  g.clearRect(0, 0, cv.width, cv.height);
+  if (hpc.info.profiles < 1) return;
+  const j = await hpc.api('profile-values', { ctx, metric: m, scope: 'inc' });
+  $('plot-stats').textContent = `min ${hpc.fmt(j.min)} · mean ${hpc.fmt(j.mean)} · max ${hpc.fmt(j.max)}`;
+  const n = j.profiles, hi = j.max || 1;
+  const x = (p) => 30 + (cv.width - 40) * (n > 1 ? (p - 1) / (n - 1) : 0.5);
+  const y = (v) => cv.height - 10 - (cv.height - 20) * (v / hi);
+  g.strokeStyle = '#999';
+  g.beginPath(); g.moveTo(30, 10); g.lineTo(30, cv.height - 10); g.lineTo(cv.width - 10, cv.height - 10); g.stroke();
+  g.fillStyle = '#2a63c7';
+  for (const [p, v] of j.values) g.fillRect(x(p) - 1.5, y(v) - 1.5, 3, 3);
+  g.strokeStyle = '#d0453a';
+  g.setLineDash([4, 3]);
+  g.beginPath(); g.moveTo(30, y(j.mean)); g.lineTo(cv.width - 10, y(j.mean)); g.stroke();
+  g.setLineDash([]);
+  g.fillStyle = '#333';
+  g.fillText(hpc.fmt(hi), 2, 14);
+}
+
+async function source(file, line) {
+  const pre = $('source');
+  pre.textContent = '';
+  $('source-name').textContent = '';
+  if (file === undefined) return;
+  $('source-name').textContent = `${(hpc.info.fileNames?.[file]) || 'file ' + file}:${line}`;
+  let j;
+  try { j = await hpc.api('source', { file }); } catch (e) { pre.textContent = `(${e.message})`; return; }
+  $('source-name').textContent = `${j.path.split('/').pop()}:${line}`;
+  const lines = j.text.split('\n');
+  lines.forEach((t, k) => {
+    const s = document.createElement('span');
+    s.textContent = `${String(k + 1).padStart(5)}  ${t}\n`;
+    if (k + 1 === line) s.className = 'hl';
+    pre.append(s);
+  });
+  const hl = pre.querySelector('.hl');
+  if (hl) pre.scrollTop = hl.offsetTop - pre.clientHeight / 2;
+}
+
+// ---- Wiring.
+function showPage(page) {
+  for (const b of document.querySelectorAll('header [data-page]')) b.classList.toggle('active', b.dataset.page === page);
+  $('page-profile').hidden = page !== 'profile';
+  $('page-trace').hidden = page !== 'trace';
+  if (page === 'trace') window.traceView?.show().catch(showError);
+}
+
+async function main() {
+  hpc.info = await hpc.api('info');
+  document.title = `hpcviewer: ${hpc.info.title}`;
+  $('title').textContent = hpc.info.title || 'hpcviewer';
+  const dm = hpc.info.defaultMetric;
+  table.columns = [{ metric: dm, label: hpc.info.metrics[dm]?.name ?? 'metric' }];
+  hpc.info.metrics.forEach((m, i) => {
+    const o = document.createElement('option');
+    o.value = i;
+    o.textContent = `$${i} ${m.name}`;
+    $('metric-add').append(o);
+  });
+  $('tab-trace').disabled = !hpc.info.hasTrace;
+  await table.load();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const b of document.querySelectorAll('header [data-page]')) b.onclick = () => showPage(b.dataset.page);
+  for (const b of document.querySelectorAll('.views button')) b.onclick = () => {
+    for (const x of document.querySelectorAll('.views button')) x.classList.toggle('active', x === b);
+    table.view = b.dataset.view;
+    table.sortExc = table.view !== 'top-down';  // bottom-up and flat rank by self cost
+    $('flat-by').hidden = table.view !== 'flat';
+    $('hot-path').disabled = table.view === 'flat';
+    table.load().catch(showError);
+  };
+  $('flat-by').onchange = () => table.load().catch(showError);
+  $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);
+  $('table-body').addEventListener('scroll', () => table.render());
+  $('table-body').addEventListener('keydown', (ev) => table.key(ev));
+  $('search').addEventListener('input', (ev) => {
+    table.search = ev.target.value.trim().toLowerCase();
+    const hit = table.search && table.visible.find((n) => n.name.toLowerCase().includes(table.search));
+    if (hit) table.select(hit, true); else table.render();
+  });
+  $('metric-add').onchange = (ev) => {
+    if (ev.target.value === '') return;
+    const m = Number(ev.target.value);
+    table.columns.push({ metric: m, label: hpc.info.metrics[m].name });
+    ev.target.value = '';
+    table.resort();
+  };
+  $('formula-add').onclick = () => {
+    const text = $('formula').value.trim();
+    if (!text) return;
+    try {
+      const d = compileFormula(text);
+      for (const k of d.refs) if (!hpc.info.metrics[k]) throw new Error(`no metric $${k}`);
+      table.columns.push({ metric: -1, label: text, derived: d });
+      table.resort();
+      hpc.status('');
+    } catch (e) { hpc.status(`formula: ${e.message}`, true); }
+  };
+  document.addEventListener('keydown', (ev) => {
+    if (ev.target.tagName === 'INPUT') return;
+    if (ev.key === '/') { ev.preventDefault(); $('search').focus(); }
+    if (ev.key === 'h' && !$('page-profile').hidden) table.hotPath(table.selected).catch(showError);
+  });
+  window.addEventListener('resize', () => table.render());
+  main().catch(showError);
+});

@@ -1,0 +1,166 @@
+// hpcviewer in real headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core): profile view, hot path to the known hot function and its value,
+// bottom-up, flat, a derived metric, the trace view and the call stack under the cursor.
+// Any console error or page error fails the test. Screenshots go to OUT.
+//   node viewer.test.mjs HPCSERVER DBASE_DIR OUT
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [hpcserver, dbase, out] = process.argv.slice(2);
+mkdirSync(out, { recursive: true });
+let failures = 0;
+const fail = (what) => { failures++; console.log(`FAIL: ${what}`); };
+const check = (cond, what) => { if (!cond) fail(what); };
+
+function startServer(db) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(hpcserver, [db, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`hpcserver printed no URL: ${text}`)), 20000);
+    const onData = (d) => {
+      text += d;
+      const m = text.match(/http:\/\/\S+\?token=[0-9a-f]+/);
+      if (m) { clearTimeout(timer); resolve({ proc: p, url: m[0] }); }
+    };
+    p.stdout.on('data', onData);
+    p.stderr.on('data', onData);
+    p.on('exit', (c) => reject(new Error(`hpcserver exited ${c}: ${text}`)));
+  });
+}
+
+const profile = mkdtempSync(join(tmpdir(), 'hpcviewer-chromium-'));
+// A fresh profile directory (playwright passes it as --user-data-dir).
+const browser = await chromium.launchPersistentContext(profile, {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1400, height: 800 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+async function openViewer(name) {
+  const srv = await startServer(join(dbase, name));
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    // A database without copied sources answers /api/source with 404: expected, shown as such.
+    if (m.type() === 'error' && !/\/api\/source\?/.test(m.location().url)) errors.push(`${m.text()} (${m.location().url})`);
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('request', (r) => { if (!r.url().startsWith(srv.url.split('/?')[0])) errors.push(`external request ${r.url()}`); });
+  await page.goto(srv.url);
+  await page.waitForSelector('#table-body .row');
+  return { srv, page, errors };
+}
+
+const rowTexts = (page) => page.$$eval('#table-body .row', (rs) =>
+  rs.sort((a, b) => a.offsetTop - b.offsetTop).map((r) => r.innerText.replace(/\s+/g, ' ').trim()));
+
+async function step(page, label, fn) {
+  try { await fn(); } catch (e) { fail(`${label}: ${e.message}`); }
+  await page.screenshot({ path: join(out, `${label}.png`) });
+}
+
+// ---- small.d: spinsleep is the hot function (1.210259 s in all, 0.605316 via caller).
+{
+  const { srv, page, errors } = await openViewer('small.d');
+  await step(page, 'small-1-top-down', async () => {
+    const rows = await rowTexts(page);
+    check(rows.length === 1 && rows[0].includes('main thread') && rows[0].includes('1.21026'), `top-down roots: ${rows}`);
+  });
+  await step(page, 'small-2-hot-path', async () => {
+    await page.click('#hot-path');
+    await page.waitForSelector('#table-body .row.selected');
+    const sel = await page.$eval('#table-body .row.selected', (r) => r.innerText.replace(/\s+/g, ' '));
+    check(/spinsleep/.test(sel) || /small\.c:3/.test(sel), `hot path ends at ${sel}`);
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /spinsleep 0\.605316 50\.0% 0\.605316 50\.0%/.test(r)), `spinsleep via caller with 0.605316: ${rows.join(' | ')}`);
+    await page.waitForFunction(() => document.querySelector('#context-path').children.length > 3);
+    check(await page.$eval('#plot-stats', (e) => e.textContent.includes('max')), 'per-profile plot statistics');
+  });
+  await step(page, 'small-3-bottom-up', async () => {
+    await page.click('#view-bottom-up');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('spinsleep'));
+    const rows = await rowTexts(page);
+    check(/^▸ ?spinsleep 1\.21026 100\.0% 1\.21026 100\.0%/.test(rows[0]), `bottom-up first row: ${rows[0]}`);
+    await page.click('#table-body .row .twist');
+    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length >= 3);
+    const kids = await rowTexts(page);
+    check(kids[1].includes('← caller') && kids[1].includes('0.605316'), `callers of spinsleep: ${kids}`);
+  });
+  await step(page, 'small-4-flat', async () => {
+    await page.click('#view-flat');
+    await page.waitForFunction(() => !document.querySelector('#flat-by').hidden);
+    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length === 3);
+    const rows = await rowTexts(page);
+    check(rows[0].startsWith('spinsleep 1.21026'), `flat first row: ${rows[0]}`);
+    await page.selectOption('#flat-by', 'line');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('small.c:3'));
+  });
+  await step(page, 'small-5-derived', async () => {
+    await page.fill('#formula', '$0 * 1000');
+    await page.click('#formula-add');
+    await page.waitForFunction(() => document.querySelector('#table-head').innerText.includes('$0 * 1000'));
+    const rows = await rowTexts(page);
+    check(rows[0].includes('1210.26'), `derived column: ${rows[0]}`);
+    await page.fill('#formula', '$0 / ');
+    await page.click('#formula-add');
+    check((await page.$eval('#status', (e) => e.textContent)).startsWith('formula:'), 'bad formula reported');
+  });
+  await step(page, 'small-6-trace', async () => {
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    const stats = await page.$eval('#trace-stats', (e) => e.innerText);
+    check(stats.includes('main'), `trace statistics at depth 0: ${stats}`);
+    await page.fill('#trace-depth', '1');
+    await page.dispatchEvent('#trace-depth', 'change');
+    await page.waitForFunction(() => document.querySelector('#trace-stats').innerText.includes('caller'));
+    const box = await (await page.$('#trace-canvas')).boundingBox();
+    await page.mouse.move(box.x + box.width * 0.85, box.y + box.height / 2);
+    await page.waitForFunction(() => document.querySelectorAll('#trace-stack li').length > 3);
+    const stack = await page.$eval('#trace-stack', (e) => e.innerText);
+    check(/main[\s\S]*caller[\s\S]*spinsleep/.test(stack), `call stack under the cursor: ${stack}`);
+    await page.click('#trace-zoom-in');
+    await page.waitForFunction(() => document.querySelector('#trace-range').textContent.includes('0.6'));
+  });
+  // The status line must not show errors from any step.
+  check(!(await page.$eval('#status', (e) => e.classList.contains('error') && !e.textContent.startsWith('formula:'))), 'status error');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+}
+
+// ---- loops-cputime-t.d: four threads; main._omp_fn.0 is the hottest function.
+{
+  const { srv, page, errors } = await openViewer('loops-cputime-t.d');
+  await step(page, 'loops-1-hot-path', async () => {
+    await page.click('#hot-path');
+    await page.waitForSelector('#table-body .row.selected');
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /main\._omp_fn\.0 2\.97914 75\.0%/.test(r)), `loops hot path: ${rows.join(' | ')}`);
+    await page.waitForFunction(() => document.querySelector('#plot-stats').textContent.includes('mean'));
+  });
+  await step(page, 'loops-2-flat', async () => {
+    await page.click('#view-flat');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
+    const rows = await rowTexts(page);
+    check(rows[1].startsWith('func2 0.96945'), `loops flat second row: ${rows[1]}`);
+  });
+  await step(page, 'loops-3-trace', async () => {
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    const lines = await page.$eval('#trace-range', (e) => e.textContent);
+    check(lines.startsWith('4 of 4 lines'), `trace lines: ${lines}`);
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+}
+
+await browser.close();
+rmSync(profile, { recursive: true, force: true });
+console.log(`hpcviewer browser test: ${failures ? 'FAILED' : 'ok'} (${failures} failures); screenshots in ${out}`);
+process.exit(failures ? 1 : 0);
