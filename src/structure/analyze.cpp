@@ -201,11 +201,15 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   });
   // GPU procedures known only to the line map (nvcc -lineinfo) are named by their
   // smallest line and keep all their own lines.
-  bool lineOnly = ctx.gpu && ctx.debug.subprograms_in(fn.begin, fn.end).empty();
+  bool lineOnly = ctx.gpu;
+  for (const SubprogramInfo* sp : ctx.debug.subprograms_in(fn.begin, fn.end)) lineOnly &= sp->synthetic;
   if (lineOnly) {
     proc.line = 0;
     for (const auto& p : pieces)
-      if (p.loc.line != 0 && (proc.line == 0 || p.loc.line < proc.line)) proc.line = p.loc.line;
+      if (p.loc.line != 0 && (proc.line == 0 || p.loc.line < proc.line)) {
+        proc.line = p.loc.line;
+        if (proc.file == 0) proc.file = p.loc.file;  // no line at the entry
+      }
   }
   TreeBuilder tb(proc, places, !lineOnly);
   for (const auto& p : pieces) tb.add(p, forest);
