@@ -1,6 +1,8 @@
 #include "presentation/trace_view.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 
@@ -80,6 +82,32 @@ Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQue
     }
   }
   return out;
+}
+
+std::string trace_rows_json(const Experiment& e, const std::vector<TraceRow>& rows) {
+  std::string out = "\"lines\":[";
+  std::vector<uint32_t> used;
+  char buf[64];
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const TraceRow& row = rows[r];
+    std::snprintf(buf, sizeof buf, "%s{\"line\":%u,\"profile\":%u,\"runs\":[", r ? "," : "", row.line, row.profIndex);
+    out += buf;
+    for (size_t i = 0; i < row.runs.size(); ++i) {
+      auto [key, n] = row.runs[i];
+      long long k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : (long long)key;
+      if (k >= 0) used.push_back(key);
+      std::snprintf(buf, sizeof buf, "%s[%lld,%u]", i ? "," : "", k, n);
+      out += buf;
+    }
+    out += "]}";
+  }
+  out += "],\"functions\":{";
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (size_t i = 0; i < used.size(); ++i)
+    out += (i ? ",\"" : "\"") + std::to_string(used[i]) + "\":" +
+           nlohmann::json(e.function_name(used[i])).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return out + "}";
 }
 
 Expected<TraceSample> trace_sample(const Experiment& e, uint32_t line, uint64_t t) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "presentation/experiment.hpp"
@@ -37,6 +38,12 @@ Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQue
 // The function context (or entry, or the context itself if none) shown for `ctx` at call
 // `depth`: the function context at that depth on its path, else the deepest one.
 uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth);
+
+// The rows as JSON members for hpcserver's /api/trace, written directly (a full screen
+// holds about a million runs): `"lines":[{"line":L,"profile":P,"runs":[[key,n],...]},...],
+// "functions":{"key":"name",...}`, keys as function indices, -1 idle, -2 unknown context,
+// -3 no function. The caller wraps it in braces with its other members.
+std::string trace_rows_json(const Experiment& e, const std::vector<TraceRow>& rows);
 
 struct TraceSample {
   bool found = false;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "presentation/trace_view.hpp"
 
@@ -43,6 +44,19 @@ TEST(TraceView, PixelsByDepth) {
   q.width = 4;
   rows = trace_pixels(*e, q);
   EXPECT_EQ((*rows)[0].runs, (Runs{{kTraceIdle, 4}}));
+}
+
+TEST(TraceView, RowsAsJson) {
+  auto e = small();
+  ASSERT_TRUE(e);
+  TraceQuery q{(*e->trace())->minTimestamp, (*e->trace())->maxTimestamp, 0, 1, 1, 12, 1};
+  auto rows = trace_pixels(*e, q);
+  ASSERT_TRUE(rows.ok());
+  auto j = nlohmann::json::parse("{" + trace_rows_json(*e, *rows) + "}");
+  EXPECT_EQ(j["lines"][0]["runs"].dump(), "[[-1,1],[" + std::to_string(fn(*e, "spinsleep")) + ",6],[" +
+                                              std::to_string(fn(*e, "caller")) + ",5]]");
+  EXPECT_EQ(j["functions"][std::to_string(fn(*e, "caller"))], "caller");
+  EXPECT_EQ(j["lines"][0]["profile"], 1);
 }
 
 TEST(TraceView, BadQueriesAreRefused) {
