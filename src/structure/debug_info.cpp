@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <libelf.h>
 
 #include <algorithm>
@@ -197,6 +198,16 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image) {
   }
   dwarf_end(dw);
   if (patched) elf_end(patched);
+  if (image.is_cuda()) {
+    std::span<const uint8_t> bytes = copy.empty() ? image.file_bytes() : std::span<const uint8_t>(copy);
+    auto section = [&](const char* name) {
+      const Section* s = image.section_named(name);
+      return s && s->type != SHT_NOBITS ? bytes.subspan(s->offset, s->size) : std::span<const uint8_t>();
+    };
+    auto line = section(".debug_line");
+    if (!line.empty())
+      for (auto& sub : nv_inlined_calls(line, section(".debug_str"), *d)) d->subprograms_.push_back(std::move(sub));
+  }
   // End-of-sequence rows sort first so a sequence starting where another ends wins.
   std::stable_sort(d->rows_.begin(), d->rows_.end(), [](const Row& a, const Row& b) {
     return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);

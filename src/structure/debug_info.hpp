@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +40,7 @@ struct SubprogramInfo {
   std::string name, link_name;
   uint32_t decl_file = 0, decl_line = 0;
   std::vector<InlineCall> inlines;  // parents before children
+  bool synthetic = false;           // no DWARF entry: nvcc's inlined calls from the line table
 };
 
 class DebugInfo {
@@ -75,6 +77,12 @@ private:
   std::vector<Span> spans_;  // sorted by lo
   uint64_t maxSpan_ = 0;
 };
+
+// The inlined calls nvcc writes into .debug_line with a vendor opcode (nv_inline.cpp):
+// one synthetic subprogram per line sequence that has any. Sections as laid out for
+// analysis (relocations applied); file names are interned in `d`.
+std::vector<std::unique_ptr<SubprogramInfo>> nv_inlined_calls(std::span<const uint8_t> debugLine,
+                                                              std::span<const uint8_t> debugStr, DebugInfo& d);
 
 // "_Z3fooi" -> "foo(int)"; other names unchanged.
 std::string demangle(const std::string& name);

@@ -37,7 +37,7 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
   auto subs = debug.subprograms_in(0, UINT64_MAX);
   for (const SubprogramInfo* sp : subs) {
     uint64_t lo = sp->ranges.front().first, hi = sp->ranges.front().second;
-    if (inPlt(lo) || covered(lo)) continue;
+    if (sp->synthetic || inPlt(lo) || covered(lo)) continue;
     bool dup = false;
     for (auto& e : extra)
       if (e.begin == lo) {
