@@ -10,6 +10,7 @@
 
 namespace hpc::structure {
 
+// MT: thread-safe; an entry is keyed by binary path too, so no two threads of one run write the same one.
 class Cache {
 public:
   explicit Cache(std::string dir) : dir_(std::move(dir)) {}

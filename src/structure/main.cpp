@@ -1,5 +1,8 @@
 // hpcstruct: recover program structure from a binary and write a structure file.
 #include <CLI/CLI.hpp>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for_each.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <unistd.h>
 
@@ -58,8 +61,9 @@ private:
 };
 
 // Analyses one binary into `output`, through the cache when it is enabled.
-int analyse_one(const std::string& binary, const std::string& output,
-                hpc::structure::Options opt, hpc::structure::Cache& cache, Progress& progress) {
+// `progress` shows this binary's procedures when `perProcedure`. MT: thread-safe.
+int analyse_one(const std::string& binary, const std::string& output, hpc::structure::Options opt,
+                const hpc::structure::Cache& cache, Progress& progress, bool perProcedure) {
   if (cache.enabled()) {
     auto hit = cache.lookup(binary, opt);
     if (!hit.ok()) {
@@ -72,7 +76,7 @@ int analyse_one(const std::string& binary, const std::string& output,
     }
   }
   std::string warnings;
-  if (progress.enabled() && !opt.progress) {
+  if (progress.enabled() && perProcedure) {
     std::string what = std::filesystem::path(binary).filename().string() + ": procedures";
     opt.progress = [&progress, what](size_t done, size_t total) { progress.update(what, done, total); };
   }
@@ -114,6 +118,8 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("HPCTOOLKIT_HPCSTRUCT_CACHE")) cacheDir = env;
   if (nocache) cacheDir.clear();
 
+  // -j N is N threads, also above the CPU count (oneTBB caps its pool there by default).
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
   hpc::structure::Options opt;
   opt.jobs = jobs;
   opt.gpucfg = gpucfg == "yes";
@@ -133,16 +139,30 @@ int main(int argc, char** argv) {
     }
     std::filesystem::path structs = std::filesystem::path(binary) / "structs";
     std::filesystem::create_directories(structs);
-    int failed = 0;
-    for (const auto& b : *binaries) {
-      std::string out = (structs / (std::filesystem::path(b).filename().string() + ".hpcstruct")).string();
-      std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
-      failed += analyse_one(b, out, opt, cache, progress) != 0;
-    }
+    // Binaries concurrently, each one's procedures too; one pool of `jobs` threads in all.
+    // A binary that fails is reported and the others are still analysed.
+    std::atomic<int> failed{0};
+    std::atomic<size_t> done{0};
+    hpc::structure::Options nested = opt;
+    nested.nested = true;
+    tbb::task_arena arena(jobs);
+    arena.execute([&] {
+      tbb::parallel_for_each(binaries->begin(), binaries->end(), [&](const std::string& b) {
+        std::string out = (structs / (std::filesystem::path(b).filename().string() + ".hpcstruct")).string();
+        if (analyse_one(b, out, nested, cache, progress, false) != 0) {
+          failed.fetch_add(1);
+        } else {
+          progress.clear();
+          std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
+        }
+        progress.update("binaries", done.fetch_add(1) + 1, binaries->size());
+      });
+    });
+    progress.clear();
     if (!failed) return 0;
-    std::fprintf(stderr, "hpcstruct: %d of %zu binaries could not be analysed\n", failed, binaries->size());
+    std::fprintf(stderr, "hpcstruct: %d of %zu binaries could not be analysed\n", failed.load(), binaries->size());
     return 1;
   }
   if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
-  return analyse_one(binary, output, opt, cache, progress);
+  return analyse_one(binary, output, opt, cache, progress, true);
 }

@@ -35,6 +35,10 @@ Expected<std::vector<std::string>> measured_binaries(const fs::path& dir) {
   for (const std::string& n : names) {
     if (n.rfind("vdso/", 0) == 0 || n.empty() || n[0] == '[') continue;
     fs::path p = fs::path(n).is_absolute() ? fs::path(n) : dir / n;  // gpubins/ are relative
+    // A GPU binary named by the path of the directory where it was measured: the copy in
+    // this directory's gpubins/ (the directory was moved or copied since).
+    if (!fs::is_regular_file(p, ec) && fs::path(n).parent_path().filename() == "gpubins")
+      p = dir / "gpubins" / fs::path(n).filename();
     if (fs::is_regular_file(p, ec)) out.push_back(p.string());
   }
   return out;

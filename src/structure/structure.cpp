@@ -91,6 +91,8 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
   };
   if (opt.jobs <= 1) {
     for (size_t i = 0; i < fns.size(); ++i) one(i);
+  } else if (opt.nested) {
+    work();
   } else {
     tbb::task_arena arena(opt.jobs);
     arena.execute(work);

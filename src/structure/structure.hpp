@@ -13,6 +13,7 @@ namespace hpc::structure {
 struct Options {
   int jobs = 1;          // threads analysing procedures; the result does not depend on it
   bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
+  bool nested = false;   // run in the caller's oneTBB task arena, which bounds the threads
   // Called after each procedure with (procedures done, procedures in all), from the
   // analysing threads: it must be thread-safe. Never affects the result.
   std::function<void(size_t, size_t)> progress;

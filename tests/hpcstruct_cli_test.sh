@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# hpcstruct as a tool: the content-keyed cache (--cache, --nocache, $HPCTOOLKIT_HPCSTRUCT_CACHE),
+# measurement-directory mode (CPU binaries and the directory's gpubins/, -j1 = -j2), and
+# malformed binaries named in the error while the other binaries are still analysed.
+set -euo pipefail
+hs=$1 conf=$2
+tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+bin=$conf/struct/bin/inlines+loops-x86_64-gcc10-d
+
+# Cache: the first run fills it, the second copies from it, --nocache bypasses it.
+"$hs" --cache "$tmp/cache" -o "$tmp/a.hpcstruct" "$bin" 2>"$tmp/err1"
+grep -q 'copied from cache' "$tmp/err1" && fail "empty cache hit"
+[ "$(ls "$tmp/cache" | wc -l)" = 1 ] || fail "cache has no single entry: $(ls "$tmp/cache")"
+"$hs" --cache "$tmp/cache" -o "$tmp/b.hpcstruct" "$bin" 2>"$tmp/err2"
+grep -q 'copied from cache' "$tmp/err2" || fail "second run not served by the cache: $(cat "$tmp/err2")"
+cmp "$tmp/a.hpcstruct" "$tmp/b.hpcstruct" || fail "cached output differs"
+HPCTOOLKIT_HPCSTRUCT_CACHE=$tmp/cache "$hs" -o "$tmp/c.hpcstruct" "$bin" 2>"$tmp/err3"
+grep -q 'copied from cache' "$tmp/err3" || fail "\$HPCTOOLKIT_HPCSTRUCT_CACHE ignored"
+"$hs" --cache "$tmp/cache" --nocache -o "$tmp/d.hpcstruct" "$bin" 2>"$tmp/err4"
+grep -q 'copied from cache' "$tmp/err4" && fail "--nocache used the cache"
+cmp "$tmp/a.hpcstruct" "$tmp/d.hpcstruct" || fail "uncached output differs"
+
+# Any -j gives the same bytes.
+"$hs" --nocache -j1 -o "$tmp/j1.hpcstruct" "$bin"
+"$hs" --nocache -j3 -o "$tmp/j3.hpcstruct" "$bin"
+cmp "$tmp/j1.hpcstruct" "$tmp/j3.hpcstruct" || fail "-j1 and -j3 differ"
+
+# A malformed binary: the error names it.
+printf 'not an ELF file' >"$tmp/bad.so"
+if "$hs" --nocache -o "$tmp/bad.hpcstruct" "$tmp/bad.so" 2>"$tmp/err5"; then fail "malformed binary accepted"; fi
+grep -q "$tmp/bad.so" "$tmp/err5" || fail "error does not name the binary: $(cat "$tmp/err5")"
+
+# Directory mode: every binary found, the GPU one from the directory's own gpubins/.
+cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/m"; chmod -R u+w "$tmp/m"
+for j in 1 2; do
+  rm -rf "$tmp/m/structs"
+  "$hs" --nocache -j$j "$tmp/m" 2>"$tmp/errm$j" || fail "directory mode -j$j: $(cat "$tmp/errm$j")"
+  ls "$tmp/m/structs"/*.gpubin.hpcstruct >/dev/null || fail "gpubin not analysed (-j$j)"
+  [ -s "$tmp/m/structs/libc.so.6.hpcstruct" ] || fail "libc.so.6 not analysed (-j$j)"
+  mv "$tmp/m/structs" "$tmp/structs$j"
+done
+diff -r "$tmp/structs1" "$tmp/structs2" >/dev/null || fail "directory mode -j1 and -j2 differ"
+
+# A malformed GPU binary in the directory: named, the others still written, exit status 1.
+cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/mb"; chmod -R u+w "$tmp/mb"; rm -rf "$tmp/mb/structs"
+gpubin=$(ls "$tmp/mb/gpubins"/*.gpubin)
+printf 'garbage' >"$gpubin"
+if "$hs" --nocache -j2 "$tmp/mb" 2>"$tmp/errmb"; then fail "directory with a malformed binary succeeded"; fi
+grep -q "$gpubin" "$tmp/errmb" || fail "error does not name $gpubin: $(cat "$tmp/errmb")"
+grep -q '1 of .* binaries could not be analysed' "$tmp/errmb" || fail "no summary: $(cat "$tmp/errmb")"
+[ -s "$tmp/mb/structs/libc.so.6.hpcstruct" ] || fail "other binaries not analysed after a failure"
+echo "hpcstruct: cache, directory mode, -j and malformed binaries behave"
