@@ -86,20 +86,31 @@ void getRow(WireReader& r, SparseRow& row) {
   }
 }
 
-// Class 1 across ranks: a binomial-tree reduction of the rank-level trees to rank 0, then
-// rank 0's unified tree to every rank, whose own tree it completes (the numbering).
-Status reduceTree(Comm& comm, Cct& cct, Names& names) {
-  const int r = comm.rank(), n = comm.size();
+// Class 1 across ranks: a reduction tree of the rank-level trees to rank 0 whose arity is the
+// number of threads per rank (at least 2). At level `step` a rank r that is a multiple of
+// step * arity receives the trees of r + k * step (k = 1 .. arity - 1) and merges them with
+// one thread each (Cct and Names are thread-safe); every other rank sends its tree to
+// r - r % (step * arity) and is done. Rank 0 then broadcasts the unified tree, which completes
+// every rank's own (the numbering: ids depend only on content, not on merge order).
+Status reduceTree(Comm& comm, Cct& cct, Names& names, int arity, tbb::task_arena& arena) {
+  const long r = comm.rank(), n = comm.size();
+  arity = std::max(2, arity);
   Status st;
-  for (int step = 1; step < n; step <<= 1) {
-    if (r & step) {
-      comm.send(r - step, encodeTree(cct));
+  for (long step = 1; step < n; step *= arity) {
+    const long group = step * arity;
+    if (r % group != 0) {
+      comm.send(int(r - r % group), encodeTree(cct));
       break;
     }
-    if (r + step < n) {
-      std::vector<uint8_t> b = comm.recv(r + step);
-      if (st.ok()) st = mergeTree(b, cct, names);
-    }
+    std::vector<std::vector<uint8_t>> trees;
+    for (long k = 1; k < arity && r + k * step < n; ++k) trees.push_back(comm.recv(int(r + k * step)));
+    if (!st.ok()) continue;  // keep the protocol going; the error is agreed on afterwards
+    std::vector<Status> errors(trees.size());
+    arena.execute([&] {
+      tbb::parallel_for(size_t(0), trees.size(), [&](size_t i) { errors[i] = mergeTree(trees[i], cct, names); });
+    });
+    for (const Status& e : errors)
+      if (st.ok() && !e.ok()) st = e;
   }
   std::vector<uint8_t> unified;
   if (r == 0) unified = encodeTree(cct);
@@ -161,7 +172,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   report.unify += lap.next();
 
   const uint64_t before = comm.stats().bytesSent + comm.stats().bytesReceived;
-  HPC_RETURN_IF_ERROR(comm.agree(reduceTree(comm, cct, names)));
+  HPC_RETURN_IF_ERROR(comm.agree(reduceTree(comm, cct, names, arena.max_concurrency(), arena)));
   cct.finalize();
   names.finalize();
   if (comm.allreduceMin(cct.size()) != comm.allreduceMax(cct.size()))
