@@ -42,6 +42,10 @@ assert sum(v["loops"] for v in get("spin")) >= 1, "no loop in the inlined spin()
 PY
 done
 
+# Source files the database attributes to are copied under src/ at their absolute paths.
+src=$(cd "$(dirname "$0")/.." && pwd)/src/measurement/workloads/known_answer.c
+cmp -s "$src" "$tmp/ka.struct.j1.d/src$src" || fail "no copy of $src in the database's src/"
+
 for w in threads omp; do
   "$bin/hpcrun" -o "$tmp/$w.m" "$wl/$w-gcc" 0.5 >/dev/null 2>&1
   n=$(ls "$tmp/$w.m"/*.hpcrun | wc -l)

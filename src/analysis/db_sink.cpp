@@ -59,9 +59,10 @@ const char* entryName(EntryKind k) {
 db::Meta buildMeta(const MetaInput& in) {
   db::Meta m;
   m.general.title = in.title;
-  // The reference writes this placeholder and its checker compares it; keep it until the
-  // checker accepts a real description.
-  m.general.description = "TODO database description";
+  // The reference writes this placeholder and its checker compares it: it stays unless
+  // profiles were skipped, which the database must say.
+  m.general.description = in.skipped ? std::to_string(in.skipped) + " unreadable profiles were skipped"
+                                     : "TODO database description";
   m.idNames = {"SUMMARY", "NODE", "RANK", "THREAD", "GPUDEVICE", "GPUCONTEXT", "GPUSTREAM", "CORE"};
   // Scope order is the Scope enum's: point, function, lex_aware, execution.
   m.scopes = {{"point", 1, 255}, {"function", 3, 0}, {"lex_aware", 0, 255}, {"execution", 2, 255}};
@@ -177,6 +178,20 @@ private:
 
 }  // namespace
 
+// Copies of the source files that exist here, under src/ at their absolute paths, as the
+// reference does, so the database can be viewed on another machine. Missing files are normal
+// (system headers, other machines' paths) and silently left out.
+static void copySources(const fs::path& dir, const Names& names) {
+  for (const File* f : names.files()) {
+    fs::path p(f->path);
+    std::error_code ec;
+    if (!p.is_absolute() || !fs::is_regular_file(p, ec)) continue;
+    fs::path to = dir / "src" / p.relative_path();
+    fs::create_directories(to.parent_path(), ec);
+    if (!ec) fs::copy_file(p, to, fs::copy_options::overwrite_existing, ec);
+  }
+}
+
 Status writeMeta(const fs::path& dir, const MetaInput& meta) {
   HPC_RETURN_IF_ERROR(db::write_meta(buildMeta(meta), dir / "meta.db"));
   std::vector<metrics::MetricSpec> specs;
@@ -189,7 +204,9 @@ Status writeMeta(const fs::path& dir, const MetaInput& meta) {
   std::error_code ec;
   fs::create_directories(dir / "metrics", ec);
   if (ec) return Status::error((dir / "metrics").string() + ": cannot create: " + ec.message());
-  return metrics::write(dir / "metrics" / "default.yaml", tax);
+  HPC_RETURN_IF_ERROR(metrics::write(dir / "metrics" / "default.yaml", tax));
+  copySources(dir, *meta.names);
+  return Status();
 }
 
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const fs::path& directory) {

@@ -49,6 +49,7 @@ struct MetaInput {
   const Cct* cct = nullptr;
   const Names* names = nullptr;
   const MetricTable* metrics = nullptr;
+  uint32_t skipped = 0;  // unreadable profiles left out, said in the database's description
 };
 
 class DatabaseSink {
