@@ -69,7 +69,7 @@ public:
     files_ = nullptr;
     nfiles_ = 0;
     dwarf_getsrcfiles(cu, &files_, &nfiles_);
-    walk(cu, nullptr, -1);
+    walk(cu, nullptr, -1, 0);
   }
 
   // Every line table of .debug_line, also those no unit refers to (cubins built with
@@ -124,7 +124,8 @@ private:
     return out;
   }
 
-  void walk(Dwarf_Die* parent, SubprogramInfo* sub, int inlineParent) {
+  // `blocks`: lexical blocks between the enclosing subprogram or call and `parent`'s children.
+  void walk(Dwarf_Die* parent, SubprogramInfo* sub, int inlineParent, int blocks) {
     Dwarf_Die child;
     if (dwarf_child(parent, &child) != 0) return;
     do {
@@ -132,7 +133,7 @@ private:
       if (tag == DW_TAG_subprogram) {
         auto r = ranges(&child);
         if (r.empty()) {
-          walk(&child, sub, inlineParent);
+          walk(&child, sub, inlineParent, blocks);
           continue;
         }
         auto info = std::make_unique<SubprogramInfo>();
@@ -144,13 +145,14 @@ private:
         info->decl_line = udata_attr(&child, DW_AT_decl_line);
         SubprogramInfo* raw = info.get();
         d_.subprograms_.push_back(std::move(info));
-        walk(&child, raw, -1);
+        walk(&child, raw, -1, 0);
       } else if (tag == DW_TAG_inlined_subroutine && sub) {
         InlineCall call;
         call.ranges = ranges(&child);
         call.parent = inlineParent;
         call.call_file = file_attr(&child, DW_AT_call_file);
         call.call_line = udata_attr(&child, DW_AT_call_line);
+        call.blocks = blocks;
         Dwarf_Attribute a;
         Dwarf_Die origin;
         Dwarf_Die* callee = &child;
@@ -161,9 +163,9 @@ private:
         call.callee_file = file_attr(callee, DW_AT_decl_file);
         int self = static_cast<int>(sub->inlines.size());
         sub->inlines.push_back(std::move(call));
-        walk(&child, sub, self);
+        walk(&child, sub, self, 0);
       } else {
-        walk(&child, sub, inlineParent);
+        walk(&child, sub, inlineParent, blocks + (tag == DW_TAG_lexical_block));
       }
     } while (dwarf_siblingof(&child, &child) == 0);
   }

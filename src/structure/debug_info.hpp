@@ -32,6 +32,7 @@ struct InlineCall {
   uint32_t call_line = 0;
   uint32_t callee_file = 0; // where the callee was declared
   std::string callee;       // its (demangled) name
+  int blocks = 0;           // lexical blocks between it and its parent scope
   bool contains(uint64_t a) const;
 };
 

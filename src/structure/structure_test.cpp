@@ -2,6 +2,7 @@
 // checked for the exact loop/inline skeleton, plus loop-finder tests on hand-made CFGs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -147,6 +148,51 @@ TEST(Structure, MalformedBinaryIsNamed) {
   auto s = analyze_binary(bad, Options{});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find(bad), std::string::npos) << s.status().message();
+}
+
+std::string cubin(const std::string& name) {
+  return std::string(HPC_SHARED_DIR) + "/conformance/struct/bin/" + name;
+}
+
+TEST(Cuda, InlinedCallsFromTheLineTable) {
+  // nvcc 11.2 -lineinfo: no .debug_info; the inlined call is in the line table's vendor opcode.
+  auto s = analyze_binary(cubin("inlines+loops-sm_75-nvcc112-dr"), Options{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const Procedure* p = find(*s, "f4_1()");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->line, 48u);  // line-only procedures: their smallest line
+  std::string callee = "_INTERNAL_48_tmpxft_00000012_00000000_7_inlines_loops_cpp1_ii_d1d8cd7d::f4_inline()";
+  EXPECT_EQ(skeleton(p->root), "A54:" + callee + "{}");
+  const Scope& site = *p->root.children.at(0);
+  EXPECT_EQ(site.callee_line, 48u);
+  EXPECT_TRUE(site.stmts.count(48) && site.stmts.count(49));
+}
+
+TEST(Cuda, ProcedureLineFromShallowInlinedCode) {
+  auto s = analyze_binary(cubin("inlines+loops-sm_75-nvcc112-0"), Options{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  // f2's inlined printf (line 9) is directly in the kernel: it names the procedure;
+  // f4_2's inlined loop sits two loops deep: the entry's line does.
+  ASSERT_NE(find(*s, "f2()"), nullptr);
+  ASSERT_NE(find(*s, "f4_2()"), nullptr);
+  EXPECT_EQ(find(*s, "f2()")->line, 9u);
+  EXPECT_EQ(find(*s, "f4_2()")->line, 57u);
+}
+
+TEST(Cuda, GpucfgWithoutNvdisasmWarnsAndStillAnalyses) {
+  std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  Options opt;
+  opt.gpucfg = true;
+  std::string warnings;
+  auto s = analyze_binary(cubin("inlines+loops-sm_75-nvcc112-0"), opt, &warnings);
+  setenv("PATH", saved.c_str(), 1);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NE(warnings.find("nvdisasm"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("inlines+loops-sm_75-nvcc112-0"), std::string::npos) << warnings;
+  EXPECT_NE(find(*s, "f3_3()"), nullptr);
+  for (const auto& p : s->procedures)
+    for (const auto& c : p.root.children) EXPECT_NE(c->kind, Scope::Kind::Loop) << p.name;
 }
 
 // Hand-made CFGs: blocks are 16 bytes apart; `edges` lists (from, to).
