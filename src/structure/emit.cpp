@@ -21,18 +21,26 @@ sf::Scope element(sf::Kind k) {
   return s;
 }
 
+// Writes one procedure at a time through the streaming writer, so the file's model is
+// never held whole (it is several times the size of the structure file). Ids are given
+// in document order as sf::assign_ids does: the root 0, then 2, 3, ...
 class Builder {
 public:
   explicit Builder(const Structure& s) : s_(s) {}
 
-  sf::Structure run() {
-    sf::Structure root = element(sf::Kind::Root);
+  Status run(const std::string& path) {
+    HPC_ASSIGN_OR_RETURN(auto w, sf::Writer::create(path));
+    sf::Scope root = element(sf::Kind::Root);
     root.version = "4.9";
     root.name = "";
+    root.id = 0;
+    HPC_RETURN_IF_ERROR(w->open(root));
     sf::Scope lm = element(sf::Kind::LoadModule);
     lm.name = s_.binary_path;
     lm.has_calls = false;
     lm.vranges = sf::VRanges{};
+    lm.id = next_++;
+    HPC_RETURN_IF_ERROR(w->open(lm));
     std::map<uint32_t, std::vector<const Procedure*>> byFile;
     std::vector<uint32_t> order;
     for (const auto& p : s_.procedures) {
@@ -43,15 +51,25 @@ public:
     for (uint32_t f : order) {
       sf::Scope file = element(sf::Kind::File);
       file.name = s_.file_name(f);
-      for (const Procedure* p : byFile[f]) file.children.push_back(proc(*p));
-      lm.children.push_back(std::move(file));
+      file.id = next_++;
+      HPC_RETURN_IF_ERROR(w->open(file));
+      for (const Procedure* p : byFile[f]) {
+        sf::Scope e = proc(*p);
+        number(e);
+        HPC_RETURN_IF_ERROR(w->write_tree(e));
+      }
+      HPC_RETURN_IF_ERROR(w->close());
     }
-    root.children.push_back(std::move(lm));
-    sf::assign_ids(root);
-    return root;
+    HPC_RETURN_IF_ERROR(w->close());
+    HPC_RETURN_IF_ERROR(w->close());
+    return w->finish();
   }
 
 private:
+  void number(sf::Scope& s) {
+    s.id = next_++;
+    for (auto& c : s.children) number(c);
+  }
   sf::Scope proc(const Procedure& p) {
     sf::Scope e = element(sf::Kind::Procedure);
     // CPU procedure names carry the binary's name; GPU ones give a link name only when it differs.
@@ -110,12 +128,13 @@ private:
     }
   }
   const Structure& s_;
+  uint64_t next_ = 2;
 };
 
 }  // namespace
 
 Status write_structure_file(const Structure& s, const std::string& path) {
-  return sf::write(path, Builder(s).run());
+  return Builder(s).run(path);
 }
 
 }  // namespace hpc::structure
