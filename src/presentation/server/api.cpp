@@ -287,20 +287,13 @@ Reply Api::trace(const Params& q) {
                 uint32_t(*width), uint32_t(*depth)};
   auto px = trace_pixels(e_, tq);
   if (!px.ok()) return error(400, px.status().message());
-  json lines = json::array(), names = json::object();
-  for (const TraceRow& r : *px) {
-    json runs = json::array();
-    for (auto [key, n] : r.runs) {
-      // Colour keys: function indices; -1 idle, -2 unknown context, -3 no function.
-      int64_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int64_t(key);
-      runs.push_back({k, n});
-      if (k >= 0 && !names.contains(std::to_string(k))) names[std::to_string(k)] = e_.function_name(key);
-    }
-    lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", std::move(runs)}});
-  }
-  return json_reply({{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp}, {"maxTime", t->maxTimestamp},
-                     {"width", *width}, {"depth", *depth}, {"lineCount", t->traces.size()}, {"lines", lines},
-                     {"functions", names}});
+  // A screen holds about a million runs: written as text, not built as json values.
+  json head{{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp}, {"maxTime", t->maxTimestamp},
+            {"width", *width}, {"depth", *depth}, {"lineCount", t->traces.size()}};
+  std::string body = head.dump();
+  body.pop_back();
+  body += "," + trace_rows_json(e_, *px) + "}";
+  return {200, "application/json", std::move(body)};
 }
 
 Reply Api::trace_sample(const Params& q) {
