@@ -3,7 +3,9 @@
 content (values as the reference checker's reader prints them), malformed requests, a
 wrong or missing token, path traversal, and a database with corrupted files (a clean
 error, and the server stays up). hpcviewer starts on a free port.
-Usage: hpcserver_test.py HPCSERVER HPCVIEWER DBASE_DIR"""
+With BIN_DIR and DEMO, also a database from our own pipeline (hpcrun -t on the demo
+program, then hpcprof), traces included.
+Usage: hpcserver_test.py HPCSERVER HPCVIEWER DBASE_DIR [BIN_DIR DEMO]"""
 import http.client
 import json
 import os
@@ -185,6 +187,36 @@ try:
     check(r.returncode != 0 and "none.d" in r.stderr, f"missing database: {r.stderr!r}")
 finally:
     shutil.rmtree(tmp)
+
+# ---- our own pipeline: hpcrun -t -> hpcprof -> hpcserver.
+pipeline = sys.argv[4:6]
+if len(pipeline) == 2 and not all(os.access(p, os.X_OK) for p in
+                                  (f"{pipeline[0]}/hpcrun", f"{pipeline[0]}/hpcprof", pipeline[1])):
+    print("hpcserver: hpcrun, hpcprof or demo not built; pipeline database skipped")
+    pipeline = []
+if len(pipeline) == 2:
+    bindir, demo = pipeline
+    tmp = tempfile.mkdtemp()
+    try:
+        m, d = os.path.join(tmp, "demo.m"), os.path.join(tmp, "demo.d")
+        subprocess.run([f"{bindir}/hpcrun", "-e", "REALTIME@1000", "-t", "-o", m, demo], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        subprocess.run([f"{bindir}/hpcprof", "-o", d, m], check=True, stdout=subprocess.DEVNULL, timeout=300)
+        s = Server(server, d)
+        info = s.ok("info")
+        check(info["hasTrace"] and info["profiles"] >= 2, f"pipeline info {info}")
+        total = info["metrics"][0]["total"]
+        flat = s.ok("flat", by="function", metrics="0")["rows"]
+        check(total > 0 and abs(sum(r["exc"][0] for r in flat) - total) < 1e-6 * max(1, total),
+              f"pipeline: function exclusive values sum to the total {total}")
+        check(any("stencil" in r["name"] for r in flat[:3]), f"pipeline: stencil among the hottest {flat[:3]}")
+        tr = s.ok("trace", width=200)
+        check(len(tr["lines"]) >= 2 and all(sum(n for _, n in l["runs"]) == 200 for l in tr["lines"]), "pipeline trace")
+        smp = s.ok("trace-sample", line=0, t=(tr["minTime"] + tr["maxTime"]) // 2)
+        check(smp["found"] and any(f["name"].startswith("main") for f in smp["stack"]), f"pipeline sample {smp}")
+        s.stop()
+    finally:
+        shutil.rmtree(tmp)
 
 # ---- hpcviewer: a free port, the URL printed.
 v = Server(viewer, f"{dbase}/small.d", "--no-open")
