@@ -169,6 +169,13 @@ try:
     with open(os.path.join(bad, "src", "x.c"), "w") as fh:
         fh.write("int main() { return 0; }\n")
     s = Server(server, bad)
+    # Concurrent first uses of the corrupt files (the lazy loaders run once) among good requests.
+    from concurrent.futures import ThreadPoolExecutor
+    calls = [("profile-values", {"ctx": 0, "metric": 0}, 500), ("trace", {"width": 10}, 500),
+             ("children", {"ctx": 0}, 200), ("flat", {"by": "line"}, 200), ("bottom-up", {}, 200)] * 12
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda c: (s.get(c[0], **c[1])[0], c[2]), calls))
+    check(all(g == want for g, want in got), f"concurrent requests: {[g for g in got if g[0] != g[1]][:5]}")
     j = s.bad(500, "profile-values", "corrupt cct.db", ctx=0, metric=0)
     check("cct.db" in j["error"], f"cct.db error names the file: {j}")
     j = s.bad(500, "trace", "corrupt trace.db", width=10)
