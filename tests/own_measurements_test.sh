@@ -54,4 +54,11 @@ for w in threads omp; do
   [ "$p" = "$n" ] || fail "$w: $n thread profiles measured, $p in the database"
   echo "$w: $n profiles"
 done
+# On a terminal (a pseudo-terminal here) a progress line, erased at the end; same database.
+/usr/bin/python3 -c 'import pty, sys; pty.spawn(sys.argv[1:])' "$bin/hpcprof" -j2 -o "$tmp/tty.d" "$tmp/threads.m" \
+  >"$tmp/tty.out" </dev/null
+grep -q 'hpcprof: reading calling contexts [0-9]*/505' "$tmp/tty.out" || fail "no progress line on a terminal"
+"$bin/hpcdump" "$tmp/tty.d" >"$tmp/b"
+"$bin/hpcdump" "$tmp/threads.j1.d" >"$tmp/a"
+cmp -s "$tmp/a" "$tmp/b" || fail "database differs with the progress line on"
 echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2"

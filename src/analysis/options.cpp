@@ -81,6 +81,7 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   PipelineOptions& opt = job.options;
   opt.threads = cl.threads;
   opt.verbose = cl.verbose;
+  opt.progress = tool == "hpcprof";  // hpcprof-mpi ranks share one terminal
   opt.title = cl.title;
   opt.transposeBudget = cl.budgetMiB << 20;
   opt.onlyExe = cl.onlyExe;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "analysis/expand.hpp"
+#include "analysis/progress.hpp"
 #include "analysis/propagate.hpp"
 #include "analysis/stages.hpp"
 #include "analysis/transpose.hpp"
@@ -89,9 +90,14 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
                    const PipelineOptions& options, tbb::task_arena& arena, std::vector<Unified>& out) {
   out.clear();
   out.resize(profiles.size());
+  Progress progress(options.progress, "reading calling contexts", profiles.size());
   arena.execute([&] {
     tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
       Unified& u = out[i];
+      struct Tick {
+        Progress& p;
+        ~Tick() { p.tick(); }
+      } tick{progress};
       auto tree = profiles[i]->readTree();
       if (!tree.ok()) {
         std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
@@ -217,11 +223,13 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
+  Progress progress(options.progress, "writing profiles", plan.live.size());
   arena.execute([&] {
     tbb::parallel_for(size_t(0), plan.live.size(), [&](size_t k) {
       size_t i = plan.live[k];
       errors[k] = propagateProfile(*profiles[i], unified[i], plan.localToGlobal[i], uint32_t(k + 1),
                                    plan.idTuples[k], propagators.local(), nonzeros, sink);
+      progress.tick();
     });
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);

@@ -19,6 +19,7 @@ struct PipelineOptions {
   std::string title;
   uint64_t transposeBudget = uint64_t(1) << 30;
   bool verbose = false;
+  bool progress = false;  // a progress line on stderr when it is a terminal
   std::vector<std::string> onlyExe;  // --only-exe: keep profiles of these programs only
 };
 
