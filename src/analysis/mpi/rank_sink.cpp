@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,6 +62,40 @@ namespace {
 
 uint64_t align8(uint64_t v) { return (v + 7) / 8 * 8; }
 
+// A rank's region of a file, [at, at + total size of pieces), written in chunks that end at
+// file offsets which are multiples of kChunk — page-aligned writes, but for the region's first
+// and last chunk, which the neighbouring ranks' regions share — one pwrite per chunk, by all
+// of the rank's threads.
+constexpr uint64_t kChunk = 256 * 1024;
+
+Status writeRegion(SharedFile& f, uint64_t at, std::span<const std::span<const uint8_t>> pieces,
+                   tbb::task_arena& arena) {
+  std::vector<uint64_t> start(pieces.size() + 1, at);
+  for (size_t i = 0; i < pieces.size(); ++i) start[i + 1] = start[i] + pieces[i].size();
+  const uint64_t end = start.back();
+  if (end == at) return Status();
+  const uint64_t c0 = at / kChunk, c1 = (end - 1) / kChunk + 1;
+  std::vector<Status> errors(c1 - c0);
+  arena.execute([&] {
+    tbb::parallel_for(c0, c1, [&](uint64_t c) {
+      const uint64_t lo = std::max(at, c * kChunk), hi = std::min(end, (c + 1) * kChunk);
+      // The last piece that starts at or before lo (empty pieces before it are skipped).
+      size_t i = size_t(std::upper_bound(start.begin(), start.end(), lo) - start.begin()) - 1;
+      std::vector<uint8_t> buf;
+      buf.reserve(hi - lo);
+      for (uint64_t pos = lo; pos < hi; ++i) {
+        const uint64_t from = pos - start[i], to = std::min(hi, start[i + 1]) - start[i];
+        buf.insert(buf.end(), pieces[i].begin() + from, pieces[i].begin() + to);
+        pos = start[i] + to;
+      }
+      errors[c - c0] = f.write(lo, buf);
+    });
+  });
+  for (const Status& e : errors)
+    if (!e.ok()) return e;
+  return Status();
+}
+
 void putRef(ByteWriter& w, const db::BlockRef& b) {
   w.le<uint64_t>(b.nValues);
   w.le<uint64_t>(b.nKeys);
@@ -86,8 +123,8 @@ db::ProfileValues toDb(const SparseRow& row) {
 
 }  // namespace
 
-RankSink::RankSink(Comm& comm, fs::path dir, uint32_t firstIndex, uint32_t count)
-    : comm_(comm), dir_(std::move(dir)), first_(firstIndex), count_(count), rows_(count) {}
+RankSink::RankSink(Comm& comm, fs::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena)
+    : comm_(comm), dir_(std::move(dir)), first_(firstIndex), count_(count), arena_(arena), rows_(count) {}
 
 RankSink::~RankSink() = default;
 
@@ -140,10 +177,11 @@ Status RankSink::placeProfiles() {
   const uint64_t linesBase = db::trace_db_header_size(numProfiles_ - 1) + comm_.exscan(linesSize);
   Status st;
   ByteWriter records;
+  std::vector<std::span<const uint8_t>> rowBytes, lineBytes;
   uint64_t rowAt = rowsBase, lineAt = linesBase;
   for (Row& r : rows_) {
-    if (st.ok()) st = profileDb_->write(rowAt, r.region.bytes());
-    if (st.ok() && r.hasLine) st = traceDb_->write(lineAt, r.trace.bytes());
+    rowBytes.push_back(r.region.bytes());
+    if (r.hasLine) lineBytes.push_back(r.trace.bytes());
     written_ += r.region.size() + r.trace.size();
     putRef(records, db::at(r.block, rowAt));
     records.le<uint16_t>(uint16_t(r.ids.size()));
@@ -160,8 +198,12 @@ Status RankSink::placeProfiles() {
     records.le<uint64_t>(t.pEnd);
     rowAt += r.region.size();
     lineAt += r.trace.size();
-    r = Row();  // written: free the encoded bytes
   }
+  st = writeRegion(*profileDb_, rowsBase, rowBytes, arena_);
+  if (st.ok() && traces_) st = writeRegion(*traceDb_, linesBase, lineBytes, arena_);
+  rowBytes.clear();
+  lineBytes.clear();
+  for (Row& r : rows_) r = Row();  // written: free the encoded bytes
   uint64_t totals[2] = {rowsSize, linesSize};
   comm_.allreduceSum(totals);
   rowsEnd_ = db::profile_db_header_size(numProfiles_) + totals[0];
@@ -228,7 +270,8 @@ Status RankSink::writeContexts(std::span<const ContextColumn> columns) {
 Status RankSink::placeContexts() {
   const uint64_t size = contexts_.size();
   const uint64_t base = db::cct_db_header_size(numContexts_) + comm_.exscan(size);
-  Status st = cctDb_->write(base, contexts_.bytes());
+  const std::span<const uint8_t> bytes = contexts_.bytes();
+  Status st = writeRegion(*cctDb_, base, {&bytes, 1}, arena_);
   written_ += size;
   ByteWriter records;
   for (const auto& [ctx, ref] : columns_) {

@@ -6,6 +6,8 @@
 // the summary row, identifier tuples, footers and meta.db in finish().
 #pragma once
 
+#include <tbb/task_arena.h>
+
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -22,8 +24,8 @@ class SharedFile;
 class RankSink final : public DatabaseSink {
 public:
   // `dir`: the database's temporary directory, the same on every rank. This rank owns
-  // profile indices [firstIndex, firstIndex + count).
-  RankSink(Comm& comm, std::filesystem::path dir, uint32_t firstIndex, uint32_t count);
+  // profile indices [firstIndex, firstIndex + count); `arena`'s threads write its regions.
+  RankSink(Comm& comm, std::filesystem::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena);
   ~RankSink() override;
 
   // Opens (creating) the shared files. Collective in effect: every rank calls it.
@@ -59,6 +61,7 @@ private:
   Comm& comm_;
   std::filesystem::path dir_;
   uint32_t first_, count_;
+  tbb::task_arena& arena_;
   uint32_t numProfiles_ = 0, numContexts_ = 0;
   bool traces_ = false;
   std::unique_ptr<SharedFile> profileDb_, cctDb_, traceDb_;
