@@ -43,6 +43,15 @@ public:
                  total ? done * 100 / total : 100);
     std::fflush(stderr);
   }
+  // Shows `what` until the next update: a stage with no count yet.
+  void note(const std::string& what) {
+    if (!tty_) return;
+    std::lock_guard lock(mu_);
+    std::fprintf(stderr, "\r\033[Khpcstruct: %s", what.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+    last_ = {};
+  }
   // Erases the line, so that messages start on a clean one.
   void clear() {
     if (!tty_) return;
@@ -79,6 +88,7 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
   if (progress.enabled() && perProcedure) {
     std::string what = std::filesystem::path(binary).filename().string() + ": procedures";
     opt.progress = [&progress, what](size_t done, size_t total) { progress.update(what, done, total); };
+    progress.note(std::filesystem::path(binary).filename().string() + ": reading symbols and debug info");
   }
   auto s = hpc::structure::analyze_binary(binary, opt, &warnings);
   if (opt.progress) progress.clear();
@@ -87,7 +97,10 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
     std::fprintf(stderr, "hpcstruct: %s\n", s.status().message().c_str());
     return 1;
   }
-  if (auto st = hpc::structure::write_structure_file(*s, output); !st) {
+  if (opt.progress) progress.note("writing " + output);
+  auto st = hpc::structure::write_structure_file(*s, output);
+  if (opt.progress) progress.clear();
+  if (!st) {
     std::fprintf(stderr, "hpcstruct: %s: %s\n", output.c_str(), st.message().c_str());
     return 1;
   }
