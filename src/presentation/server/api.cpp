@@ -321,13 +321,31 @@ Reply Api::source(const Params& q) {
     rel = text(q, "path");
   }
   if (rel.empty()) return error(400, "parameter 'file' (index) or 'path' is required");
+  // Relative paths are inside the database; copies of absolute ones lie under src/ (as
+  // hpcprof copies them). Never anything outside the database.
   std::error_code ec;
   fs::path root = fs::weakly_canonical(e_.dir(), ec);
-  fs::path p = fs::weakly_canonical(root / fs::path(rel).relative_path(), ec);
-  auto [r, _] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
-  if (ec || r != root.end())
-    return error(403, "path outside the database: " + rel.substr(0, 200));
-  if (!fs::is_regular_file(p, ec)) return error(404, "no source file " + rel.substr(0, 200) + " in the database");
+  fs::path rp = fs::path(rel);
+  std::vector<fs::path> candidates;
+  if (rp.is_relative()) candidates.push_back(root / rp);
+  candidates.push_back(root / "src" / rp.relative_path());
+  fs::path p;
+  bool outside = false;
+  for (const fs::path& c : candidates) {
+    std::error_code ec2;
+    fs::path q = fs::weakly_canonical(c, ec2);
+    auto [r, _] = std::mismatch(root.begin(), root.end(), q.begin(), q.end());
+    if (ec || ec2 || r != root.end()) {
+      outside = true;
+      continue;
+    }
+    if (fs::is_regular_file(q, ec2)) {
+      p = q;
+      break;
+    }
+  }
+  if (p.empty() && outside) return error(403, "path outside the database: " + rel.substr(0, 200));
+  if (p.empty()) return error(404, "no source file " + rel.substr(0, 200) + " in the database");
   if (fs::file_size(p, ec) > kMaxSourceBytes) return error(413, "source file larger than 16 MiB");
   std::ifstream in(p, std::ios::binary);
   std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -219,6 +219,9 @@ if len(pipeline) == 2:
         check(any("stencil" in r["name"] for r in flat[:3]), f"pipeline: stencil among the hottest {flat[:3]}")
         tr = s.ok("trace", width=200)
         check(len(tr["lines"]) >= 2 and all(sum(n for _, n in l["runs"]) == 200 for l in tr["lines"]), "pipeline trace")
+        files = s.ok("flat", by="file")["rows"]
+        demo_c = [r for r in files if r["name"].endswith("demo.c")]
+        check(demo_c and "stencil" in s.ok("source", file=demo_c[0]["key"])["text"], "pipeline: demo.c from src/")
         smp = s.ok("trace-sample", line=0, t=(tr["minTime"] + tr["maxTime"]) // 2)
         check(smp["found"] and any(f["name"].startswith("main") for f in smp["stack"]), f"pipeline sample {smp}")
         s.stop()
