@@ -78,7 +78,7 @@ Expected<NodeMap> Expander::unify(const ProfileTree& tree) const {
   byId.reserve(tree.nodes.size());
   for (const TreeNode& n : tree.nodes) byId[n.id] = &n;
 
-  NodeMap map;
+  std::unordered_map<uint32_t, Context*> map;
   map.reserve(tree.nodes.size());
   Context* root = cct_.root();
   std::vector<const TreeNode*> chain;
@@ -125,7 +125,7 @@ Expected<NodeMap> Expander::unify(const ProfileTree& tree) const {
       map.emplace(n.id, self);
     }
   }
-  return map;
+  return NodeMap(map);
 }
 
 }  // namespace hpc::analysis

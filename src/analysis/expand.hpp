@@ -2,8 +2,11 @@
 // instruction into its function, inlined-call, loop and line contexts.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "analysis/cct.hpp"
 #include "analysis/input.hpp"
@@ -12,8 +15,23 @@
 namespace hpc::analysis {
 
 // hpcrun node id -> the context that receives its values and parents its callees.
-// nullptr: the node is attributed to no context (idle placeholder).
-using NodeMap = std::unordered_map<uint32_t, Context*>;
+// Kept for every profile between the two passes, so it is a sorted array (16 bytes a node)
+// rather than a hash map. MT: const after construction.
+class NodeMap {
+public:
+  NodeMap() = default;
+  explicit NodeMap(const std::unordered_map<uint32_t, Context*>& m) : v_(m.begin(), m.end()) {
+    std::sort(v_.begin(), v_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  // nullptr when the node is unknown or attributed to no context (idle placeholder).
+  Context* find(uint32_t id) const {
+    auto it = std::lower_bound(v_.begin(), v_.end(), id, [](const auto& e, uint32_t k) { return e.first < k; });
+    return it != v_.end() && it->first == id ? it->second : nullptr;
+  }
+
+private:
+  std::vector<std::pair<uint32_t, Context*>> v_;
+};
 
 class Expander {
 public:

@@ -165,9 +165,9 @@ Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uin
   std::vector<ContextValue> points;
   points.reserve(values->values.size());
   for (const PointValue& v : values->values) {
-    auto it = u.nodes.find(v.node);
-    if (it == u.nodes.end() || !it->second || v.metric >= localToGlobal.size()) continue;
-    points.push_back({it->second->id(), localToGlobal[v.metric], v.value});
+    Context* c = u.nodes.find(v.node);
+    if (!c || v.metric >= localToGlobal.size()) continue;
+    points.push_back({c->id(), localToGlobal[v.metric], v.value});
   }
   SparseRow row;
   propagator.run(points, row);
@@ -178,8 +178,8 @@ Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uin
     std::vector<TracePoint> trace;
     trace.reserve(values->trace.size());
     for (const TraceRecord& r : values->trace) {
-      auto it = u.nodes.find(r.node);
-      uint32_t ctx = (it == u.nodes.end() || !it->second) ? 0 : it->second->listed()->id();
+      Context* c = u.nodes.find(r.node);
+      uint32_t ctx = c ? c->listed()->id() : 0;
       trace.push_back({r.time, ctx});
     }
     std::stable_sort(trace.begin(), trace.end(),
