@@ -1,5 +1,6 @@
 // Structure -> structure file, through the format library's model and writer.
 #include <map>
+#include <optional>
 
 #include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
@@ -21,48 +22,37 @@ sf::Scope element(sf::Kind k) {
   return s;
 }
 
-// Writes one procedure at a time through the streaming writer, so the file's model is
-// never held whole (it is several times the size of the structure file). Ids are given
-// in document order as sf::assign_ids does: the root 0, then 2, 3, ...
+// Converts one procedure at a time to the format library's model; ids are given in
+// document order as sf::assign_ids does: the root 0, then 2, 3, ...
 class Builder {
 public:
   explicit Builder(const Structure& s) : s_(s) {}
 
-  Status run(const std::string& path) {
-    HPC_ASSIGN_OR_RETURN(auto w, sf::Writer::create(path));
-    sf::Scope root = element(sf::Kind::Root);
-    root.version = "4.9";
-    root.name = "";
-    root.id = 0;
-    HPC_RETURN_IF_ERROR(w->open(root));
+  sf::Scope root() const {
+    sf::Scope r = element(sf::Kind::Root);
+    r.version = "4.9";
+    r.name = "";
+    r.id = 0;
+    return r;
+  }
+  sf::Scope load_module() {
     sf::Scope lm = element(sf::Kind::LoadModule);
     lm.name = s_.binary_path;
     lm.has_calls = false;
     lm.vranges = sf::VRanges{};
     lm.id = next_++;
-    HPC_RETURN_IF_ERROR(w->open(lm));
-    std::map<uint32_t, std::vector<const Procedure*>> byFile;
-    std::vector<uint32_t> order;
-    for (const auto& p : s_.procedures) {
-      auto& v = byFile[p.file];
-      if (v.empty()) order.push_back(p.file);
-      v.push_back(&p);
-    }
-    for (uint32_t f : order) {
-      sf::Scope file = element(sf::Kind::File);
-      file.name = s_.file_name(f);
-      file.id = next_++;
-      HPC_RETURN_IF_ERROR(w->open(file));
-      for (const Procedure* p : byFile[f]) {
-        sf::Scope e = proc(*p);
-        number(e);
-        HPC_RETURN_IF_ERROR(w->write_tree(e));
-      }
-      HPC_RETURN_IF_ERROR(w->close());
-    }
-    HPC_RETURN_IF_ERROR(w->close());
-    HPC_RETURN_IF_ERROR(w->close());
-    return w->finish();
+    return lm;
+  }
+  sf::Scope file(uint32_t f) {
+    sf::Scope e = element(sf::Kind::File);
+    e.name = s_.file_name(f);
+    e.id = next_++;
+    return e;
+  }
+  sf::Scope procedure(const Procedure& p) {
+    sf::Scope e = proc(p);
+    number(e);
+    return e;
   }
 
 private:
@@ -133,8 +123,67 @@ private:
 
 }  // namespace
 
+struct StructureFileWriter::Impl {
+  Structure shell;  // names files; holds no procedures
+  Builder builder{shell};
+  std::unique_ptr<sf::Writer> out;
+  std::optional<uint32_t> file;  // the open <F>
+};
+
+Expected<std::unique_ptr<StructureFileWriter>> StructureFileWriter::create(
+    const std::string& path, const std::string& binary_path, std::shared_ptr<const DebugInfo> debug, bool gpu) {
+  std::unique_ptr<StructureFileWriter> w(new StructureFileWriter());
+  w->impl_ = std::make_unique<Impl>();
+  w->impl_->shell.binary_path = binary_path;
+  w->impl_->shell.debug = std::move(debug);
+  w->impl_->shell.gpu = gpu;
+  HPC_ASSIGN_OR_RETURN(w->impl_->out, sf::Writer::create(path));
+  HPC_RETURN_IF_ERROR(w->impl_->out->open(w->impl_->builder.root()));
+  HPC_RETURN_IF_ERROR(w->impl_->out->open(w->impl_->builder.load_module()));
+  return w;
+}
+
+StructureFileWriter::~StructureFileWriter() = default;
+
+Status StructureFileWriter::add(const Procedure& p) {
+  Impl& m = *impl_;
+  if (m.file != p.file) {
+    if (m.file) HPC_RETURN_IF_ERROR(m.out->close());
+    HPC_RETURN_IF_ERROR(m.out->open(m.builder.file(p.file)));
+    m.file = p.file;
+  }
+  return m.out->write_tree(m.builder.procedure(p));
+}
+
+Status StructureFileWriter::finish() {
+  Impl& m = *impl_;
+  if (m.file) HPC_RETURN_IF_ERROR(m.out->close());
+  m.file.reset();
+  HPC_RETURN_IF_ERROR(m.out->close());
+  HPC_RETURN_IF_ERROR(m.out->close());
+  return m.out->finish();
+}
+
+std::vector<size_t> file_order(const std::vector<uint32_t>& files) {
+  std::map<uint32_t, std::vector<size_t>> byFile;
+  std::vector<uint32_t> order;
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto& v = byFile[files[i]];
+    if (v.empty()) order.push_back(files[i]);
+    v.push_back(i);
+  }
+  std::vector<size_t> out;
+  out.reserve(files.size());
+  for (uint32_t f : order) out.insert(out.end(), byFile[f].begin(), byFile[f].end());
+  return out;
+}
+
 Status write_structure_file(const Structure& s, const std::string& path) {
-  return Builder(s).run(path);
+  HPC_ASSIGN_OR_RETURN(auto w, StructureFileWriter::create(path, s.binary_path, s.debug, s.gpu));
+  std::vector<uint32_t> files;
+  for (const auto& p : s.procedures) files.push_back(p.file);
+  for (size_t i : file_order(files)) HPC_RETURN_IF_ERROR(w->add(s.procedures[i]));
+  return w->finish();
 }
 
 }  // namespace hpc::structure

@@ -1,7 +1,9 @@
 // Structure -> structure file (reference/hpc-structure.dtd), through src/formats.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.hpp"
 #include "structure/model.hpp"
@@ -10,5 +12,29 @@ namespace hpc::structure {
 
 // Writes atomically: a failed run leaves no partial file at `path`.
 Status write_structure_file(const Structure& s, const std::string& path);
+
+// The same file written one procedure at a time, for callers that do not hold them all.
+// Procedures of one source file must come together; write_structure_file's order is
+// file_order(). MT: externally synchronized.
+class StructureFileWriter {
+public:
+  static Expected<std::unique_ptr<StructureFileWriter>> create(const std::string& path, const std::string& binary_path,
+                                                               std::shared_ptr<const DebugInfo> debug, bool gpu);
+  StructureFileWriter(const StructureFileWriter&) = delete;
+  StructureFileWriter& operator=(const StructureFileWriter&) = delete;
+  ~StructureFileWriter();
+  Status add(const Procedure& p);
+  // Commits the file; without it nothing appears at `path`.
+  Status finish();
+
+private:
+  StructureFileWriter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The reference's order of procedures given each one's file id: files in order of first
+// appearance, each file's procedures in their given order. Returns indices into `files`.
+std::vector<size_t> file_order(const std::vector<uint32_t>& files);
 
 }  // namespace hpc::structure

@@ -2,14 +2,17 @@
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <unordered_set>
 
 #include "structure/analyze.hpp"
+#include "structure/emit.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/functions.hpp"
 
@@ -49,22 +52,33 @@ bool on_path(const char* tool) {
 
 }  // namespace
 
-Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings) {
-  HPC_ASSIGN_OR_RETURN(auto image, ElfImage::open(path));
-  bool cuda = image->is_cuda();
-  if (!image->is_x86_64() && !cuda)
-    return Status::error(path + ": unsupported machine type " + std::to_string(image->machine()) +
-                         " (x86-64 and CUDA binaries are supported)");
-  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*image));
-  std::shared_ptr<const DebugInfo> debug(std::move(debugOwned));
+namespace {
 
-  auto fns = discover_functions(*image, *debug);
+// A binary opened and read up to its list of procedures, ready for analysis.
+struct Prepared {
+  std::unique_ptr<ElfImage> image;
+  std::shared_ptr<const DebugInfo> debug;
+  std::vector<FunctionSpec> fns;
   std::unordered_set<uint64_t> noreturn;
-  for (const auto& f : fns)
-    if (known_noreturn(f.link_name)) noreturn.insert(f.begin);
+  bool cuda = false;
+  AnalysisContext context() const {
+    return AnalysisContext{*image, *debug, [this](uint64_t a) { return noreturn.count(a) != 0; }, !cuda, cuda};
+  }
+};
 
-  AnalysisContext ctx{*image, *debug, [&](uint64_t a) { return noreturn.count(a) != 0; }, !cuda, cuda};
-  if (cuda && opt.gpucfg && warnings) {
+Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Options& opt, std::string* warnings) {
+  auto p = std::make_unique<Prepared>();
+  HPC_ASSIGN_OR_RETURN(p->image, ElfImage::open(path));
+  p->cuda = p->image->is_cuda();
+  if (!p->image->is_x86_64() && !p->cuda)
+    return Status::error(path + ": unsupported machine type " + std::to_string(p->image->machine()) +
+                         " (x86-64 and CUDA binaries are supported)");
+  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image));
+  p->debug = std::move(debugOwned);
+  p->fns = discover_functions(*p->image, *p->debug);
+  for (const auto& f : p->fns)
+    if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);
+  if (p->cuda && opt.gpucfg && warnings) {
     if (!on_path("nvdisasm"))
       *warnings += path + ": --gpucfg=yes needs CUDA's nvdisasm, which is not on PATH; "
                           "GPU loops are not recovered (functions and lines still are)\n";
@@ -72,32 +86,109 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
       *warnings += path + ": GPU control flow through nvdisasm is not implemented yet; "
                           "GPU loops are not recovered\n";
   }
+  return p;
+}
 
-  Structure s;
-  s.binary_path = path;
-  s.debug = debug;
-  s.gpu = cuda;
-  s.procedures.resize(fns.size());
-  std::atomic<size_t> done{0};
-  auto one = [&](size_t i) {
-    s.procedures[i] = analyze_procedure(ctx, fns[i]);
-    size_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (opt.progress) opt.progress(n, fns.size());
-  };
+// Runs fn(0..n-1) on opt.jobs threads (or the caller's arena when nested).
+template <typename F>
+void for_each_index(const Options& opt, size_t n, const F& fn) {
   auto work = [&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, fns.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i != r.end(); ++i) one(i);
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 16), [&](const tbb::blocked_range<size_t>& r) {
+      for (size_t i = r.begin(); i != r.end(); ++i) fn(i);
     });
   };
   if (opt.jobs <= 1) {
-    for (size_t i = 0; i < fns.size(); ++i) one(i);
+    for (size_t i = 0; i < n; ++i) fn(i);
   } else if (opt.nested) {
     work();
   } else {
     tbb::task_arena arena(opt.jobs);
     arena.execute(work);
   }
+}
+
+}  // namespace
+
+Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings) {
+  HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
+  AnalysisContext ctx = prep->context();
+  Structure s;
+  s.binary_path = path;
+  s.debug = prep->debug;
+  s.gpu = prep->cuda;
+  const auto& fns = prep->fns;
+  s.procedures.resize(fns.size());
+  std::atomic<size_t> done{0};
+  for_each_index(opt, fns.size(), [&](size_t i) {
+    s.procedures[i] = analyze_procedure(ctx, fns[i]);
+    size_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (opt.progress) opt.progress(n, fns.size());
+  });
   return s;
+}
+
+Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
+                              std::string* warnings) {
+  HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
+  auto failed = [&](Status st) { return st.ok() ? st : st.prepend(output); };
+  if (prep->cuda) {
+    // GPU procedures may take their file from a line other than the entry's: analyse
+    // them all first (cubins are small).
+    prep.reset();
+    HPC_ASSIGN_OR_RETURN(auto s, analyze_binary(path, opt, nullptr));
+    return failed(write_structure_file(s, output));
+  }
+  // A CPU procedure's file is that of its entry's line, known before analysis, so the
+  // output order is too: procedures are analysed in that order and streamed out.
+  AnalysisContext ctx = prep->context();
+  const auto& fns = prep->fns;
+  std::vector<uint32_t> files;
+  files.reserve(fns.size());
+  for (const auto& f : fns) files.push_back(prep->debug->line_at(f.begin).file);
+  std::vector<size_t> order = file_order(files);
+  auto w = StructureFileWriter::create(output, path, prep->debug, false);
+  if (!w) return failed(w.status());
+  // A pipeline: indices in output order -> procedures analysed in parallel -> written in
+  // order and freed. At most `batch` procedures are in flight, and no thread waits at a
+  // barrier between batches.
+  Status written;
+  std::atomic<bool> stop{false};
+  size_t next = 0;
+  std::atomic<size_t> done{0};
+  auto pipeline = [&] {
+    tbb::parallel_pipeline(
+        std::max<size_t>(1, opt.batch),
+        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> size_t {
+                                         if (next >= order.size() || stop.load()) {
+                                           fc.stop();
+                                           return 0;
+                                         }
+                                         return order[next++];
+                                       }) &
+            tbb::make_filter<size_t, std::shared_ptr<Procedure>>(
+                tbb::filter_mode::parallel,
+                [&](size_t i) {
+                  auto p = std::make_shared<Procedure>(analyze_procedure(ctx, fns[i]));
+                  size_t k = done.fetch_add(1, std::memory_order_relaxed) + 1;
+                  if (opt.progress) opt.progress(k, fns.size());
+                  return p;
+                }) &
+            tbb::make_filter<std::shared_ptr<Procedure>, void>(tbb::filter_mode::serial_in_order,
+                                                               [&](std::shared_ptr<Procedure> p) {
+                                                                 if (!written.ok()) return;
+                                                                 written = (*w)->add(*p);
+                                                                 if (!written.ok()) stop = true;
+                                                               }));
+  };
+  if (opt.nested) {
+    pipeline();
+  } else {
+    tbb::task_arena arena(std::max(1, opt.jobs));
+    arena.execute(pipeline);
+  }
+  HPC_RETURN_IF_ERROR(failed(written));
+  return failed((*w)->finish());
 }
 
 }  // namespace hpc::structure

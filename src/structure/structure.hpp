@@ -14,6 +14,7 @@ struct Options {
   int jobs = 1;          // threads analysing procedures; the result does not depend on it
   bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
   bool nested = false;   // run in the caller's oneTBB task arena, which bounds the threads
+  size_t batch = 256;    // procedures in flight at a time in write_binary_structure
   // Called after each procedure with (procedures done, procedures in all), from the
   // analysing threads: it must be thread-safe. Never affects the result.
   std::function<void(size_t, size_t)> progress;
@@ -21,5 +22,11 @@ struct Options {
 
 // Errors name the binary. Warnings (e.g. no nvdisasm for --gpucfg) go to `warnings`.
 Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings = nullptr);
+
+// Analyses `path` into the structure file `output`, holding only a batch of procedures at
+// a time: memory does not grow with the number of procedures. Same bytes as
+// write_structure_file(analyze_binary(...)). Errors name the binary or the output.
+Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
+                              std::string* warnings = nullptr);
 
 }  // namespace hpc::structure

@@ -142,6 +142,31 @@ TEST(Structure, OutputDoesNotDependOnThreads) {
   EXPECT_FALSE(sa.str().empty());
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Structure, BatchedWriteIsByteIdentical) {
+  auto dir = std::filesystem::temp_directory_path();
+  for (const char* name : {"inline_loops", "switch_loop", "stripped_s"}) {
+    auto whole = (dir / "hpcstruct_whole.xml").string(), batched = (dir / "hpcstruct_batched.xml").string();
+    ASSERT_TRUE(write_structure_file(analyze(name, 1), whole).ok());
+    for (int jobs : {1, 3}) {
+      Options opt;
+      opt.jobs = jobs;
+      opt.batch = 3;  // few procedures in flight even for a small library
+      auto st = write_binary_structure(lib(name), opt, batched);
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_EQ(slurp(whole), slurp(batched)) << name << " -j" << jobs;
+    }
+  }
+  auto st = write_binary_structure(lib("nest3"), Options{}, (dir / "no-such-dir" / "x.hpcstruct").string());
+  EXPECT_FALSE(st.ok());
+}
+
 TEST(Structure, MalformedBinaryIsNamed) {
   auto bad = (std::filesystem::temp_directory_path() / "hpcstruct_not_elf.bin").string();
   std::ofstream(bad) << "this is not an ELF file";
