@@ -103,6 +103,37 @@ json values_of(const T& row, const std::vector<size_t>& ms, bool inclusive) {
   return a;
 }
 
+// encoding=binary: u32 LE length of a JSON header (as the JSON reply without "lines", plus
+// "lines": [{line, profile, runs: count}] and "functions"), the header, then every line's
+// runs in order as (i32 colour key, u32 pixel count) pairs, little-endian.
+Reply trace_binary(const Experiment& e, json head, const std::vector<TraceRow>& rows) {
+  json lines = json::array(), names = json::object();
+  size_t runs = 0;
+  for (const TraceRow& r : rows) {
+    lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", r.runs.size()}});
+    runs += r.runs.size();
+  }
+  std::string tail(runs * 8, '\0');
+  char* out = tail.data();
+  auto put = [&](uint32_t v) {
+    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
+  };
+  for (const TraceRow& r : rows)
+    for (auto [key, n] : r.runs) {
+      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
+      if (k >= 0 && !names.contains(std::to_string(k))) names[std::to_string(k)] = e.function_name(key);
+      put(uint32_t(k)), put(n);
+    }
+  head["lines"] = std::move(lines);
+  head["functions"] = std::move(names);
+  std::string h = head.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string body(4, '\0');
+  for (int b = 0; b < 4; ++b) body[b] = char((h.size() >> (8 * b)) & 0xff);
+  body += h;
+  body += tail;
+  return {200, "application/octet-stream", std::move(body)};
+}
+
 }  // namespace
 
 Reply Api::handle(const std::string& endpoint, const Params& q) {
@@ -290,6 +321,9 @@ Reply Api::trace(const Params& q) {
   // A screen holds about a million runs: written as text, not built as json values.
   json head{{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp}, {"maxTime", t->maxTimestamp},
             {"width", *width}, {"depth", *depth}, {"lineCount", t->traces.size()}};
+  std::string enc = text(q, "encoding", "json");
+  if (enc == "binary") return trace_binary(e_, std::move(head), *px);
+  if (enc != "json") return error(400, "parameter 'encoding' must be json or binary");
   std::string body = head.dump();
   body.pop_back();
   body += "," + trace_rows_json(e_, *px) + "}";

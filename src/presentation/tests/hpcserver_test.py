@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -152,6 +153,14 @@ check([l["line"] for l in deep["lines"]] == [1, 2], f"trace line range {deep['li
 mid = (tr["minTime"] + tr["maxTime"]) // 2
 smp = s.ok("trace-sample", line=0, t=mid)
 check(smp["found"] and smp["stack"] and smp["stack"][-1]["ctx"] == smp["ctx"], f"trace sample {smp}")
+status, raw = s.raw("/api/trace?width=100&encoding=binary&token=" + s.token)
+n = int.from_bytes(raw[:4], "little")
+head = json.loads(raw[4:4 + n])
+runs = [struct.unpack_from("<iI", raw, 4 + n + 8 * i) for i in range((len(raw) - 4 - n) // 8)]
+expect = [tuple(r) for l in tr["lines"] for r in l["runs"]]
+check(status == 200 and runs == expect and head["functions"] == tr["functions"]
+      and [l["runs"] for l in head["lines"]] == [len(l["runs"]) for l in tr["lines"]], "binary trace equals the JSON one")
+s.bad(400, "trace", "bad encoding", width=10, encoding="xml")
 s.bad(400, "trace", "empty time range", width=10, t0=5, t1=5)
 s.bad(400, "trace-sample", "no time", line=0)
 s.stop()
