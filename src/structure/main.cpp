@@ -90,18 +90,12 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
     opt.progress = [&progress, what](size_t done, size_t total) { progress.update(what, done, total); };
     progress.note(std::filesystem::path(binary).filename().string() + ": reading symbols and debug info");
   }
-  auto s = hpc::structure::analyze_binary(binary, opt, &warnings);
+  // Procedures are analysed and written in batches: memory does not grow with the binary.
+  auto st = hpc::structure::write_binary_structure(binary, opt, output, &warnings);
   if (opt.progress) progress.clear();
   if (!warnings.empty()) std::fprintf(stderr, "hpcstruct: warning: %s", warnings.c_str());
-  if (!s) {
-    std::fprintf(stderr, "hpcstruct: %s\n", s.status().message().c_str());
-    return 1;
-  }
-  if (opt.progress) progress.note("writing " + output);
-  auto st = hpc::structure::write_structure_file(*s, output);
-  if (opt.progress) progress.clear();
   if (!st) {
-    std::fprintf(stderr, "hpcstruct: %s: %s\n", output.c_str(), st.message().c_str());
+    std::fprintf(stderr, "hpcstruct: %s\n", st.message().c_str());
     return 1;
   }
   if (cache.enabled()) cache.store(binary, opt, output);
