@@ -25,4 +25,4 @@ echo "== dump: hpcdump $out/demo.d (metrics and the start of the calling-context
 
 echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
-echo "database: $out/demo.d"
+echo "database: $out/demo.d (browse it: $bin/hpcviewer $out/demo.d, or $bin/hpcserver $out/demo.d --port P on a remote machine and an SSH tunnel)"
