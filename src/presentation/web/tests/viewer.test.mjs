@@ -79,7 +79,11 @@ async function step(page, label, fn) {
     const rows = await rowTexts(page);
     check(rows.some((r) => /spinsleep 0\.605316 50\.0% 0\.605316 50\.0%/.test(r)), `spinsleep via caller with 0.605316: ${rows.join(' | ')}`);
     await page.waitForFunction(() => document.querySelector('#context-path').children.length > 3);
-    check(await page.$eval('#plot-stats', (e) => e.textContent.includes('max')), 'per-profile plot statistics');
+    // The plot's values arrive in their own request: wait for them rather than race it.
+    const stats = await page
+      .waitForFunction(() => document.querySelector('#plot-stats').textContent.includes('max'), null, { timeout: 10000 })
+      .then(() => true, () => false);
+    check(stats, 'per-profile plot statistics');
   });
   await step(page, 'small-3-bottom-up', async () => {
     await page.click('#view-bottom-up');
