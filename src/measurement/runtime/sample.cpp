@@ -1,5 +1,9 @@
 #include "sample.hpp"
 
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "loadmap.hpp"
@@ -19,7 +23,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   volatile UnwindEnd end = UnwindEnd::Failed;
   ts.inUnwind.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (sigsetjmp(ts.unwindJump, 1) == 0) end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames);
+  // No mask saved: that would cost a sigprocmask call every sample. The rare fault path
+  // restores the mask itself (recoverFromUnwindFault).
+  if (sigsetjmp(ts.unwindJump, 0) == 0) end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   ts.inUnwind.store(0, std::memory_order_relaxed);
 
@@ -81,9 +87,14 @@ void onSampleSignal(int, siginfo_t* si, void* uc) {
   errno = savedErrno;
 }
 
-void recoverFromUnwindFault() {
+void recoverFromUnwindFault(void* faultContext) {
   ThreadState* ts = currentThread();
-  if (ts && ts->inUnwind.load(std::memory_order_relaxed)) siglongjmp(ts->unwindJump, 1);
+  if (!ts || !ts->inUnwind.load(std::memory_order_relaxed)) return;
+  // Back to the mask the sample handler ran with (the fault handler's own adds the fault
+  // signal), then out of the unwind. The raw system call: the interposed one filters masks.
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &static_cast<ucontext_t*>(faultContext)->uc_sigmask, nullptr,
+          _NSIG / 8);
+  siglongjmp(ts->unwindJump, 1);
 }
 
 }  // namespace hpc::rt

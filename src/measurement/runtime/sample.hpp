@@ -9,6 +9,6 @@ namespace hpc::rt {
 void onSampleSignal(int sig, siginfo_t* si, void* uc);
 // Called by the fault handler: if a fault hit this thread's unwinder, resume the sample as
 // a failed unwind (does not return in that case).
-void recoverFromUnwindFault();
+void recoverFromUnwindFault(void* faultContext);
 
 }  // namespace hpc::rt

@@ -47,7 +47,7 @@ void syncKernel(int sig) {
 }
 
 void onManaged(int sig, siginfo_t* si, void* uc) {
-  if (sig == SIGSEGV || sig == SIGBUS) recoverFromUnwindFault();
+  if (sig == SIGSEGV || sig == SIGBUS) recoverFromUnwindFault(uc);
   struct sigaction app = gApp[sig];
   if (app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL) {
     processFinalize("fatal signal");
