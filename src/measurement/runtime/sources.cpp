@@ -12,6 +12,8 @@ namespace hpc::rt {
 
 namespace {
 
+constexpr uint32_t kPerfRefresh = 1u << 20;  // overflows a perf event is armed for
+
 bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -57,7 +59,8 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   }
   ts.perfFd[i] = fd;
   ts.perfLast[i] = 0;
-  ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+  ts.perfArmed[i] = kPerfRefresh;
+  ioctl(fd, PERF_EVENT_IOC_REFRESH, int(kPerfRefresh));
   return true;
 }
 
@@ -114,7 +117,11 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
 }
 
 void sourcesRearm(ThreadState& ts, int event) {
-  if (event >= 0 && ts.perfFd[event] >= 0) ioctl(ts.perfFd[event], PERF_EVENT_IOC_REFRESH, 1);
+  // The event was armed for many overflows at once: an ioctl per sample would cost a system
+  // call each. Topped up long before the kernel's count runs out.
+  if (event < 0 || ts.perfFd[event] < 0 || --ts.perfArmed[event] > kPerfRefresh / 2) return;
+  ioctl(ts.perfFd[event], PERF_EVENT_IOC_REFRESH, int(kPerfRefresh - ts.perfArmed[event]));
+  ts.perfArmed[event] = kPerfRefresh;
 }
 
 }  // namespace hpc::rt

@@ -63,6 +63,7 @@ struct ThreadState {
   timer_t timers[kMaxEvents];
   int perfFd[kMaxEvents];
   uint64_t perfLast[kMaxEvents];
+  uint32_t perfArmed[kMaxEvents];  // overflows left before the kernel disables the event
   // trace, buffered and flushed to traceFd from the signal handler
   int traceFd;
   TraceRecord* traceBuf;
