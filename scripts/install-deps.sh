@@ -9,6 +9,8 @@ PKGS=(
   libexpat1-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libopenmpi-dev openmpi-bin
   python3 python3-click python3-ruamel.yaml python3-pyparsing python3-numpy python3-pandas
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers  # OpenCL on the CPU: the GPU-measurement tests
+  spin  # model check of the measurement library's MPSC queue
   chromium nodejs  # the web viewer's browser test (src/presentation/web/tests; npm deps on first run)
 )
 missing=()
