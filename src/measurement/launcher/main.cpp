@@ -29,6 +29,10 @@ void usage(FILE* to) {
       "                       REALTIME (period in microseconds, default 5000) or perf::NAME\n"
       "                       (period in events, or @fFREQ samples/s; default @f300).\n"
       "                       Default: CPUTIME@5000.\n"
+      "  -e gpu=opencl        measure OpenCL operations (kernels, copies, fills, waits and\n"
+      "                       buffer allocations) at their launch contexts; with -t also a\n"
+      "                       trace per command queue. Alone it samples no CPU event.\n"
+      "  --streams-per-tracing-thread N  GPU streams traced by one tracing thread (default 256)\n"
       "  -c, --count [f]N     default period (or frequency with f) for perf:: events\n"
       "  -t, --trace          also record a call-path trace per thread\n"
       "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements)\n"
@@ -108,7 +112,7 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
 
 int main(int argc, char** argv) {
   std::vector<std::string> events;
-  std::string out, defaultCount;
+  std::string out, defaultCount, gpu, streamsPerTracer;
   bool trace = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
@@ -119,8 +123,21 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--") { ++i; break; }
     if (a.empty() || a[0] != '-') break;
-    if (a == "-e" || a == "--event") events.push_back(needArg("-e"));
-    else if (a.rfind("--event=", 0) == 0) events.push_back(a.substr(8));
+    if (a == "-e" || a == "--event" || a.rfind("--event=", 0) == 0) {
+      std::string e = a == "-e" || a == "--event" ? needArg("-e") : a.substr(8);
+      if (e.rfind("gpu=", 0) == 0) {
+        if (e != "gpu=opencl") fail("unknown GPU event '" + e + "' (supported: gpu=opencl)");
+        gpu = e.substr(4);
+      } else {
+        events.push_back(e);
+      }
+    }
+    else if (a == "--streams-per-tracing-thread" || a.rfind("--streams-per-tracing-thread=", 0) == 0) {
+      streamsPerTracer = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : needArg(a.c_str());
+      if (streamsPerTracer.empty() || streamsPerTracer.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(streamsPerTracer) == 0)
+        fail("--streams-per-tracing-thread needs a positive integer");
+    }
     else if (a == "-t" || a == "--trace") trace = true;
     else if (a == "-o" || a == "--output") out = needArg("-o");
     else if (a.rfind("--output=", 0) == 0) out = a.substr(9);
@@ -134,7 +151,7 @@ int main(int argc, char** argv) {
     else { std::fprintf(stderr, "hpcrun: unknown option '%s'\n", a.c_str()); usage(stderr); return 2; }
   }
   if (i >= argc) { usage(stderr); return 2; }
-  if (events.empty()) events.push_back("CPUTIME@5000");
+  if (events.empty() && gpu.empty()) events.push_back("CPUTIME@5000");
   if (events.size() > hm::kMaxEvents) fail("at most " + std::to_string(hm::kMaxEvents) + " events");
 
   std::string list;
@@ -155,6 +172,9 @@ int main(int argc, char** argv) {
   setenv("HPCRUN_OUT_PATH", real, 1);
   setenv("HPCRUN_TRACE", trace ? "1" : "0", 1);
   setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (!gpu.empty()) setenv("HPCRUN_GPU", gpu.c_str(), 1);
+  else unsetenv("HPCRUN_GPU");
+  if (!streamsPerTracer.empty()) setenv("HPCRUN_GPU_STREAMS_PER_TRACER", streamsPerTracer.c_str(), 1);
   execvp(app.c_str(), argv + i);
   fail("cannot run '" + app + "': " + std::strerror(errno));
 }

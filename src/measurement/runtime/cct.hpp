@@ -29,6 +29,7 @@ struct CctNode {
   uint32_t id;        // 1, 2, ... in creation order
   uint16_t module;
   uint16_t hasValue;  // some metric slot is non-zero
+  double* extra;      // GPU metric slots (gpu::kMetricCount), allocated on first use
   double* metrics() { return reinterpret_cast<double*>(this + 1); }
 };
 
@@ -42,6 +43,7 @@ public:
   CctNode* first() const { return first_; }
   uint32_t size() const { return count_; }
   unsigned metricCount() const { return nMetrics_; }
+  Arena* arenaOf() const { return arena_; }
 
 private:
   CctNode* make(CctNode* parent, uint16_t module, uint64_t offset);

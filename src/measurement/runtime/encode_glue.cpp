@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include "formats/hpcrun/encode.hpp"
+#include "gpu/gpu.hpp"
+#include "gpu/metrics.hpp"
 #include "loadmap.hpp"
 #include "sys.hpp"
 
@@ -41,9 +43,9 @@ bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf; }
 
 }  // namespace
 
-bool encodeTraceHeader(int fd) {
+bool encodeTraceHeader(int fd, uint64_t flags) {
   FdSink s{fd, nullptr, 0, 0, false};
-  return enc::write_trace_header(enc::Sink{&s, &FdSink::write}, 0);
+  return enc::write_trace_header(enc::Sink{&s, &FdSink::write}, flags);
 }
 
 void encodeTraceRecords(int fd, const TraceRecord* recs, uint32_t n) {
@@ -59,35 +61,66 @@ void encodeTraceRecords(int fd, const TraceRecord* recs, uint32_t n) {
 }
 
 bool encodeProfile(int fd, ThreadState& ts) {
+  IdEntry ids[4];
+  uint16_t nids = 0;
+  ids[nids++] = {uint16_t(1 | 1u << 14), gConfig.hostId, 0};           // NODE, l-local
+  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID"))
+    ids[nids++] = {uint16_t(2 | 3u << 14), gConfig.rank, gConfig.rank};  // RANK
+  ids[nids++] = {uint16_t(7 | 3u << 14), uint64_t(ts.core), uint64_t(ts.core)};  // CORE
+  ids[nids++] = {uint16_t(3 | 3u << 14), ts.index, ts.index};          // THREAD
+  ProfileSpec spec{&ts.cct, &ts.arena, ts.index, ts.traceMin, ts.traceMax, gConfig.trace, false, ids, nids};
+  return encodeCctProfile(fd, spec);
+}
+
+namespace {
+
+// A node's value of metric i: the CPU sources' slots, then the GPU slots (when allocated).
+double valueOf(CctNode* n, unsigned i, unsigned nCpu) {
+  if (i < nCpu) return n->metrics()[i];
+  return n->extra ? n->extra[i - nCpu] : 0;
+}
+
+bool isRealValue(unsigned i, unsigned nCpu) {
+  return i < nCpu ? isRealMetric(gConfig.events[i]) : gpu::kMetrics[i - nCpu].valFmt == 2;
+}
+
+}  // namespace
+
+bool encodeCctProfile(int fd, const ProfileSpec& spec) {
   constexpr size_t kBuf = 64 * 1024;
-  FdSink s{fd, static_cast<uint8_t*>(ts.arena.alloc(kBuf)), kBuf, 0, false};
+  FdSink s{fd, static_cast<uint8_t*>(spec.arena->alloc(kBuf)), kBuf, 0, false};
   enc::ProfileEncoder e(enc::Sink{&s, &FdSink::write});
 
   char rank[24], tid[24], host[24], pid[24], tmin[24], tmax[24];
   Text(rank, sizeof rank).dec(gConfig.rank);
-  Text(tid, sizeof tid).dec(ts.index);
+  Text(tid, sizeof tid).dec(spec.threadIndex);
   Text(host, sizeof host).hex(gConfig.hostId, 8);
   Text(pid, sizeof pid).dec(uint64_t(gConfig.pid));
-  Text(tmin, sizeof tmin).dec(ts.traceMin);
-  Text(tmax, sizeof tmax).dec(ts.traceMax);
+  Text(tmin, sizeof tmin).dec(spec.traceMin);
+  Text(tmax, sizeof tmax).dec(spec.traceMax);
   const char* path = getenv("PATH");
   enc::NvPair pairs[] = {
       {"program-name", gConfig.appName}, {"program-path", gConfig.appPath}, {"env-path", path ? path : ""},
       {"job-id", ""}, {"mpi-rank", rank}, {"thread-id", tid}, {"host-id", host}, {"process-id", pid},
-      {"trace-min-time", tmin}, {"trace-max-time", tmax}, {"trace-disorder", "0"}};
-  e.header(pairs, gConfig.trace ? 11 : 8);
+      {"trace-min-time", tmin}, {"trace-max-time", tmax}, {"trace-disorder", spec.disorder ? "1" : "0"}};
+  e.header(pairs, spec.traced ? 11 : 8);
 
   uint16_t nlm = loadmapModuleCount();
   e.loadmap_begin(nlm);
   for (uint16_t id = 1; id <= nlm; ++id) e.loadmap_entry({id, loadmapModulePath(id), 1});
 
-  Cct& cct = ts.cct;
+  Cct& cct = *spec.cct;
   e.cct_begin(cct.size());
   for (CctNode* n = cct.first(); n; n = n->next)
     e.cct_node({n->id, n->parent ? n->parent->id : 0, n->module, n->offset, 1});
 
-  e.metrics_begin(gConfig.nEvents);
-  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+  // The CPU sources' values live in the nodes' slots only for thread CCTs (a stream's CCT
+  // has none and no values), but every profile carries the same metric table.
+  const unsigned nCpu = gConfig.nEvents;
+  const unsigned nMetrics = gpu::metricCount();
+  const unsigned nSlots = cct.metricCount();  // nCpu for threads, 0 for streams
+  e.metrics_begin(nMetrics);
+  for (unsigned i = 0; i < nCpu; ++i) {
     const EventSpec& ev = gConfig.events[i];
     enc::MetricDescRec m;
     char name[EventSpec::kNameMax + 16];
@@ -103,36 +136,50 @@ bool encodeProfile(int fd, ThreadState& ts) {
     m.formula = "";
     e.metric(m);
   }
+  for (unsigned i = nCpu; i < nMetrics; ++i) {
+    const gpu::MetricInfo& g = gpu::kMetrics[i - nCpu];
+    enc::MetricDescRec m;
+    char formula[64];
+    Text f(formula, sizeof formula);
+    gpu::formulaText(g, nCpu, f);
+    m.name = g.name;
+    m.description = g.description;
+    m.flags.val_fmt = g.valFmt;
+    m.flags.show = g.show;
+    m.flags.show_percent = g.showPercent;
+    m.flags.move2proc = g.move2proc;
+    m.period = 1;
+    m.formula = formula;
+    m.format = g.format;
+    e.metric(m);
+  }
   e.idtuple_dictionary();
 
+  auto has = [&](CctNode* n, unsigned i) { return (i < nCpu ? i < nSlots : true) && valueOf(n, i, nCpu) != 0; };
   uint64_t nvalues = 0;
   uint32_t nnodes = 0;
   for (CctNode* n = cct.first(); n; n = n->next) {
     if (!n->hasValue) continue;
     ++nnodes;
-    for (unsigned i = 0; i < gConfig.nEvents; ++i) nvalues += n->metrics()[i] != 0;
+    for (unsigned i = 0; i < nMetrics; ++i) nvalues += has(n, i);
   }
-  enc::IdRec ids[4];
-  uint16_t nids = 0;
-  ids[nids++] = {uint16_t(1 | 1u << 14), gConfig.hostId, 0};           // NODE, l-local
-  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID"))
-    ids[nids++] = {uint16_t(2 | 3u << 14), gConfig.rank, gConfig.rank};  // RANK
-  ids[nids++] = {uint16_t(7 | 3u << 14), uint64_t(ts.core), uint64_t(ts.core)};  // CORE
-  ids[nids++] = {uint16_t(3 | 3u << 14), ts.index, ts.index};          // THREAD
+  enc::IdRec ids[8];
+  uint16_t nids = spec.nids < 8 ? spec.nids : 8;
+  for (uint16_t i = 0; i < nids; ++i) ids[i] = {spec.ids[i].kind, spec.ids[i].physical, spec.ids[i].logical};
   e.sparse_begin(ids, nids, nvalues, nnodes);
   for (CctNode* n = cct.first(); n; n = n->next) {
     if (!n->hasValue) continue;
-    for (unsigned i = 0; i < gConfig.nEvents; ++i) {
-      double v = n->metrics()[i];
-      if (v == 0) continue;
-      if (isRealMetric(gConfig.events[i])) e.sparse_value_real(v, uint16_t(i));
+    for (unsigned i = 0; i < nMetrics; ++i) {
+      if (!has(n, i)) continue;
+      double v = valueOf(n, i, nCpu);
+      if (isRealValue(i, nCpu)) e.sparse_value_real(v, uint16_t(i));
       else e.sparse_value(uint64_t(v), uint16_t(i));
     }
   }
   for (CctNode* n = cct.first(); n; n = n->next) {
     if (!n->hasValue) continue;
     uint64_t k = 0;
-    for (unsigned i = 0; i < gConfig.nEvents; ++i) k += n->metrics()[i] != 0;
+    for (unsigned i = 0; i < nMetrics; ++i) k += has(n, i);
     e.sparse_node_counted(n->id, k);
   }
   e.finish();

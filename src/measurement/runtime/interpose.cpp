@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "arena.hpp"
+#include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "process.hpp"
 #include "signals.hpp"
@@ -60,6 +61,7 @@ volatile int gMainResult;
 HPC_TRAMPOLINE int mainTrampoline(int argc, char** argv, char** envp) {
   processStartMain();
   int rc = gAppMain(argc, argv, envp);
+  processMainReturned();
   gMainResult = rc;
   return rc;
 }
@@ -80,6 +82,9 @@ HPC_TRAMPOLINE void* threadTrampoline(void* p) {
 }
 
 int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), int (*c11)(void*), void* arg) {
+  // Threads of GPU runtimes (their start routine in the ICD loader, PoCL, ...) are not measured.
+  if (start && gpu::ignoreThreadStart(reinterpret_cast<const void*>(start)))
+    return REAL(pthread_create)(t, attr, start, arg);
   auto* l = static_cast<Launch*>(pageAlloc(sizeof(Launch)));
   if (!l) return EAGAIN;
   *l = Launch{start, c11, arg};
@@ -87,6 +92,14 @@ int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
   if (rc != 0) pageFree(l, sizeof(Launch));
   return rc;
 }
+
+}  // namespace
+
+int hpc::rt::realPthreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  return REAL(pthread_create)(t, attr, start, arg);
+}
+
+namespace {
 
 void finalizeForExec() {
   SuspendSampling guard;

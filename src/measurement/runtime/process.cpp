@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
 #include "signals.hpp"
@@ -19,8 +20,10 @@ namespace {
 bool gReady = false;
 
 void parseConfig() {
+  gpu::configure();
   const char* list = getenv("HPCRUN_EVENT_LIST");
-  if (!list || !*list) list = "CPUTIME@5000";
+  // With only a GPU event, no CPU sample source (the launcher passes an empty list).
+  if (!list || !*list) list = gpu::enabled() ? "" : "CPUTIME@5000";
   measurement::forEachEvent(list, [](const char* e, size_t n) {
     if (gConfig.nEvents == kMaxEvents) return;
     EventSpec& ev = gConfig.events[gConfig.nEvents];
@@ -95,12 +98,22 @@ void threadEnd(ThreadState* ts) {
   if (!ts || ts != currentThread()) return;
   ++ts->suspend;
   sourcesStopThread(*ts);
+  if (ts->gpu) gpu::threadFinish(*ts);
   ThreadPhase expect = ThreadPhase::Running;
   if (ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
     outputWriteThread(*ts);
     ts->phase.store(ThreadPhase::Done, std::memory_order_release);
-    ts->arena.release();
+    // A thread that launched GPU operations keeps its CCT: the stream tracers copy launch
+    // contexts from it, possibly after the thread is gone.
+    if (!ts->gpu) ts->arena.release();
   }
+}
+
+void processMainReturned() {
+  ThreadState* ts = currentThread();
+  if (!ts || !ts->gpu || gFinalized.load()) return;
+  SuspendSampling guard;
+  gpu::threadFinish(*ts);
 }
 
 void processFinalize(const char* reason) {
@@ -108,12 +121,14 @@ void processFinalize(const char* reason) {
   gSampling.store(false, std::memory_order_release);
   ThreadState* self = currentThread();
   if (self) ++self->suspend;
+  gpu::processFinalize(self);
   writeAllThreads();
   outputWriteLog(reason);
 }
 
 void processChildAfterFork() {
   if (!gReady || gFinalized.load()) return;
+  gpu::childAfterFork();
   gConfig.pid = getpid();
   if (ThreadState* parent = currentThread(); parent && parent->traceFd >= 0) close(parent->traceFd);
   registryResetForChild(nullptr);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
 #include "sources.hpp"
@@ -79,6 +80,7 @@ void onSampleSignal(int, siginfo_t* si, void* uc) {
       ++ts->blocked;
     else {
       record(*ts, uc, ev, value);
+      if (ts->gpu) gpu::onSample(*ts);
       ts->lastSampleEnd = monotonicNs();
     }
     sourcesRearm(*ts, ev);

@@ -13,6 +13,10 @@
 
 namespace hpc::rt {
 
+namespace gpu {
+struct ThreadGpu;
+}
+
 using measurement::EventSpec;
 using measurement::kMaxEvents;
 using measurement::SourceKind;
@@ -75,6 +79,7 @@ struct ThreadState {
   uint64_t lastSampleEnd, minGapNs;  // livelock guard, see onSampleSignal
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
+  gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch
 };
 
 constexpr size_t kMaxFrames = 32768;

@@ -19,11 +19,13 @@ using Step = int (*)(unw_cursor_t*);
 using GetReg = int (*)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
 using SetCaching = int (*)(unw_addr_space_t, unw_caching_policy_t);
 using FlushCache = void (*)(unw_addr_space_t, unw_word_t, unw_word_t);
+using GetContext = int (*)(unw_context_t*);
 
 InitLocal2 pInit = nullptr;
 Step pStep = nullptr;
 GetReg pGetReg = nullptr;
 FlushCache pFlush = nullptr;
+GetContext pGetContext = nullptr;
 unw_addr_space_t* pAddrSpace = nullptr;
 }  // namespace
 
@@ -39,6 +41,7 @@ bool unwindInit() {
   pStep = reinterpret_cast<Step>(dlsym(h, "_ULx86_64_step"));
   pGetReg = reinterpret_cast<GetReg>(dlsym(h, "_ULx86_64_get_reg"));
   pFlush = reinterpret_cast<FlushCache>(dlsym(h, "_Ux86_64_flush_cache"));
+  pGetContext = reinterpret_cast<GetContext>(dlsym(h, "_Ux86_64_getcontext"));
   pAddrSpace = reinterpret_cast<unw_addr_space_t*>(dlsym(h, "_ULx86_64_local_addr_space"));
   auto setCaching = reinterpret_cast<SetCaching>(dlsym(h, "_ULx86_64_set_caching_policy"));
   if (!pInit || !pStep || !pGetReg) return false;
@@ -101,16 +104,19 @@ uintptr_t scanForReturn(uintptr_t sp, uintptr_t pc, uintptr_t& ra) {
 
 }  // namespace
 
-UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n) {
+namespace {
+
+// The walk shared by both entry points; uc is never written (a signalled thread resumes
+// from it).
+UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, size_t& n) {
   n = 0;
-  auto* uc = static_cast<ucontext_t*>(ucontext);
   uintptr_t pc = uc->uc_mcontext.gregs[REG_RIP];
   if (!pInit) {
     frames[n++] = pc;
     return UnwindEnd::Failed;
   }
   unw_cursor_t cursor;
-  if (pInit(&cursor, reinterpret_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) < 0) {
+  if (pInit(&cursor, reinterpret_cast<unw_context_t*>(uc), initFlags) < 0) {
     frames[n++] = pc;
     return UnwindEnd::Failed;
   }
@@ -137,6 +143,19 @@ UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t
     copy.uc_mcontext.gregs[REG_RSP] = greg_t(slot + 8);
     if (pInit(&cursor, reinterpret_cast<unw_context_t*>(&copy), 0) < 0) return UnwindEnd::Failed;
   }
+}
+
+}  // namespace
+
+UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n) {
+  return walk(static_cast<ucontext_t*>(ucontext), UNW_INIT_SIGNAL_FRAME, frames, cap, n);
+}
+
+__attribute__((noinline)) UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n) {
+  n = 0;
+  ucontext_t uc;
+  if (!pGetContext || pGetContext(reinterpret_cast<unw_context_t*>(&uc)) < 0) return UnwindEnd::Failed;
+  return walk(&uc, 0, frames, cap, n);
 }
 
 }  // namespace hpc::rt

@@ -20,6 +20,9 @@ void unwindFlushCache();
 // Fills frames[0..n) leaf first. frames[0] is the interrupted pc, the rest return addresses.
 // MT: async-signal-safe when called from the signal handler of the unwound thread.
 UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n);
+// The same from the caller's own frame (a wrapped GPU API call): frames[0] and the frames
+// after it up to the caller lie in libhpcrun.so. MT: the calling thread, samples blocked.
+UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n);
 
 // Code address range of the trampolines (section hpcrun_tramp): a frame whose pc is inside
 // is the runtime's main wrapper or thread start, and the unwind stops there.
