@@ -50,7 +50,9 @@ namespace {
 struct Tracer {
   MpscQueue queue;
   std::atomic<bool> stop{false}, done{false};
-  bool running = false;
+  // Records are queued from the moment the tracer is published, before its thread runs;
+  // only a thread that failed to start makes the monitor deliver them untraced.
+  std::atomic<bool> failed{false};
   Arena arena;              // the tracer's streams' CCTs and buffers
   Stream* streams = nullptr;
   CctNode** chain = nullptr;
@@ -109,8 +111,13 @@ Tracer* tracerFor(uint32_t streamId) {
     return expect;
   }
   t->chain = static_cast<CctNode**>(t->arena.alloc(kMaxChain * sizeof(CctNode*)));
-  t->running = t->chain && startWorker(tracerMain, t);
-  if (!t->running) complain("cannot start a GPU tracing thread: its streams are not traced");
+  if (!t->chain || !startWorker(tracerMain, t)) {
+    t->failed.store(true, std::memory_order_release);
+    complain("cannot start a GPU tracing thread: its streams are not traced");
+    // Whatever the monitor queued meanwhile goes straight back (a record queued between the
+    // flag and this drain would stay: thread creation failing is rare enough).
+    while (MpscLink* l = t->queue.dequeue()) deliver(fromLink(l));
+  }
   return t;
 }
 
@@ -265,15 +272,16 @@ bool streamAppProfiling(const Stream* s) { return !s || s->appProfiling; }
 
 void traceOrDeliver(Activity* a) {
   Tracer* t = a->stream ? a->stream->tracer : nullptr;
-  if (t && t->running && !t->stop.load(std::memory_order_acquire)) t->queue.enqueue(&a->link);
+  if (t && !t->failed.load(std::memory_order_acquire) && !t->stop.load(std::memory_order_acquire))
+    t->queue.enqueue(&a->link);
   else deliver(a);
 }
 
 void stopTracers() {
   for (auto& slot : gTracers)
-    if (Tracer* t = slot.load(std::memory_order_acquire); t && t->running) t->stop.store(true, std::memory_order_release);
+    if (Tracer* t = slot.load(std::memory_order_acquire); t && !t->failed.load()) t->stop.store(true, std::memory_order_release);
   for (auto& slot : gTracers)
-    if (Tracer* t = slot.load(std::memory_order_acquire); t && t->running) waitFlag(t->done, 3000000000ull);
+    if (Tracer* t = slot.load(std::memory_order_acquire); t && !t->failed.load()) waitFlag(t->done, 3000000000ull);
 }
 
 }  // namespace hpc::rt::gpu

@@ -1,0 +1,254 @@
+// hpcrun -e gpu=opencl end to end on PoCL: the opencl_threads workload (2 threads, one queue
+// each, a known number of kernels and copies of known sizes) bare and measured, then the
+// profiles and GPU stream traces queried.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "formats/hpcrun/hpcrun.hpp"
+#include "symbolize.hpp"
+
+namespace fs = std::filesystem;
+namespace hr = hpc::hpcrun;
+using hpc::measurement::test::Symbolizer;
+
+namespace {
+
+const std::string kBin = HPC_BINARY_DIR "/bin/";
+const std::string kWl = HPC_BINARY_DIR "/measurement-workloads/";
+const std::string kConformance =
+    HPC_SHARED_DIR "/conformance/meas/loops-cuda-nvidia-t.m/testmeas-loops-cuda-000000-000-590a0502-3293-0.hpcrun";
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Outcome run(const std::string& cmd, const fs::path& scratch) {
+  fs::create_directories(scratch);
+  Outcome r;
+  int st = std::system((cmd + " >" + (scratch / "out").string() + " 2>" + (scratch / "err").string()).c_str());
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(scratch / "out");
+  r.err = slurp(scratch / "err");
+  return r;
+}
+
+uint64_t tag(const char (&s)[9]) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | uint8_t(s[i]);
+  return v;
+}
+
+// One profile with its nodes by id, metric ids by name and a symbolizer for its modules.
+struct View {
+  hr::Profile p;
+  std::map<uint32_t, const hr::CctNode*> byId;
+  std::map<std::string, uint16_t> metric;
+  std::map<uint16_t, std::string> lm;
+
+  explicit View(hr::Profile prof) : p(std::move(prof)) {
+    for (auto& n : p.nodes) byId[n.id] = &n;
+    for (size_t i = 0; i < p.metrics.size(); ++i) metric[p.metrics[i].name] = uint16_t(i);
+    for (auto& m : p.load_modules) lm[m.id] = m.name;
+  }
+  uint32_t index() const { return uint32_t(std::stoul(*p.header_value("thread-id"))); }
+  double value(const hr::CctNode& n, const std::string& name) const {
+    auto it = metric.find(name);
+    if (it == metric.end()) return 0;
+    for (auto& v : n.values)
+      if (v.metric_id == it->second)
+        return p.metrics[v.metric_id].flags.val_fmt == hr::kValFmtReal ? v.as_real() : double(v.bits);
+    return 0;
+  }
+  // The function holding the launch: the placeholder's parent (a call site, ra - 1).
+  std::string site(const hr::CctNode& n, Symbolizer& sym) const {
+    const hr::CctNode* parent = byId.at(n.parent_id);
+    return parent->lm_id ? sym.name(lm.at(parent->lm_id), parent->lm_ip) : "";
+  }
+  // True when the path from the root to n passes through the thread's fence (complete).
+  bool underFence(const hr::CctNode& n) const {
+    for (const hr::CctNode* c = &n; c->parent_id; c = byId.at(c->parent_id))
+      if (c->lm_id == 0 && (c->lm_ip == tag("| Thread") || c->lm_ip == tag("| Main  "))) return true;
+    return false;
+  }
+};
+
+struct ThreadSummary {
+  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, copies = 0, syncs = 0;
+};
+
+class OpenCL : public ::testing::Test {
+protected:
+  void SetUp() override {
+    exe_ = kWl + "opencl_threads-gcc";
+    if (!fs::exists(exe_)) GTEST_SKIP() << "built without OpenCL";
+    scratch_ = fs::temp_directory_path() / "hpcrun-test-opencl";
+    fs::remove_all(scratch_);
+    bare_ = run(exe_, scratch_ / "bare");
+    if (bare_.status == 3) GTEST_SKIP() << "no OpenCL device";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(scratch_);
+  }
+  std::string exe_;
+  fs::path scratch_;
+  Outcome bare_;
+};
+
+TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
+  ASSERT_EQ(bare_.status, 0) << bare_.err;
+  fs::path meas = scratch_ / "m";
+  Outcome prof = run(kBin + "hpcrun -e CPUTIME -e gpu=opencl -t -o " + meas.string() + " " + exe_, scratch_ / "prof");
+  EXPECT_EQ(prof.status, bare_.status) << prof.err;
+  EXPECT_EQ(prof.out, bare_.out);
+
+  auto ref = hr::read_profile(kConformance);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+
+  Symbolizer sym;
+  std::vector<ThreadSummary> threads;
+  std::map<uint32_t, std::pair<int, int>> streams;  // index -> (kernel intervals, records)
+  int threadProfiles = 0, streamProfiles = 0;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hr::read_profile(e.path());
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    View v(std::move(*p));
+
+    // The metric table: CPUTIME, then the reference's 63 GPU descriptors, formulas shifted by 1.
+    ASSERT_EQ(v.p.metrics.size(), 1 + ref->metrics.size());
+    EXPECT_EQ(v.p.metrics[0].name, "CPUTIME (sec)");
+    for (size_t i = 0; i < ref->metrics.size(); ++i) {
+      const hr::MetricDesc& ours = v.p.metrics[i + 1];
+      const hr::MetricDesc& theirs = ref->metrics[i];
+      EXPECT_EQ(ours.name, theirs.name);
+      EXPECT_EQ(ours.description, theirs.description);
+      EXPECT_EQ(ours.flags, theirs.flags) << theirs.name;
+      EXPECT_EQ(ours.period, theirs.period);
+      EXPECT_EQ(ours.format, theirs.format);
+      std::string shifted = theirs.formula;
+      for (size_t k = 0; (k = shifted.find('#', k)) != std::string::npos; ++k) {
+        size_t end = shifted.find_first_not_of("0123456789", k + 1);
+        int id = std::stoi(shifted.substr(k + 1, end - k - 1));
+        shifted.replace(k + 1, end - k - 1, std::to_string(id + 1));
+      }
+      EXPECT_EQ(ours.formula, shifted) << theirs.name;
+    }
+
+    if (v.index() < 500) {
+      ++threadProfiles;
+      if (v.index() == 0) continue;
+      ThreadSummary t;
+      for (auto& n : v.p.nodes) {
+        if (n.lm_id != 0) continue;
+        if (n.lm_ip == tag("GPUKernl")) {
+          EXPECT_EQ(v.site(n, sym), "enqueue_kernels");
+          EXPECT_TRUE(v.underFence(n));
+          t.kernels += v.value(n, "GKER:COUNT");
+          t.kernelTime += v.value(n, "GKER (sec)");
+          EXPECT_EQ(v.value(n, "GKER (sec)"), v.value(n, "GPUOP (sec)"));
+        } else if (n.lm_ip == tag("GPUCopy ")) {
+          double h2d = v.value(n, "GXCOPY:H2D (B)"), d2h = v.value(n, "GXCOPY:D2H (B)");
+          EXPECT_EQ(v.site(n, sym), h2d > 0 ? "copy_in" : "copy_out");
+          t.h2d += h2d;
+          t.d2h += d2h;
+          t.copies += v.value(n, "GXCOPY:COUNT");
+        } else if (n.lm_ip == tag("GPUSync ")) {
+          t.syncs += v.value(n, "GSYNC:COUNT");
+        }
+      }
+      threads.push_back(t);
+    } else {
+      ++streamProfiles;
+      std::vector<uint16_t> kinds;
+      for (auto& id : v.p.id_tuple) kinds.push_back(id.kind());
+      EXPECT_EQ(kinds, (std::vector<uint16_t>{hr::kIdNode, hr::kIdGpuDevice, hr::kIdGpuContext, hr::kIdGpuStream}));
+      auto tr = hr::read_trace(fs::path(e.path()).replace_extension(".hpctrace"));
+      ASSERT_TRUE(tr.ok()) << tr.status().message();
+      int kernels = 0;
+      bool alternates = true;
+      for (size_t i = 0; i < tr->records.size(); ++i) {
+        const hr::CctNode* n = v.byId.at(tr->records[i].cct_id);
+        bool busy = n->lm_id == 0 && n->lm_ip == tag("GPUTrace");
+        bool idle = n->lm_id == 0 && n->lm_ip == tag("NoActvty");
+        alternates = alternates && (i % 2 == 0 ? busy : idle);
+        if (busy && v.site(*n, sym) == "enqueue_kernels") ++kernels;
+      }
+      EXPECT_TRUE(alternates);
+      streams[v.index()] = {kernels, int(tr->records.size())};
+    }
+  }
+  // main + 2 workers; PoCL's own threads are not measured.
+  EXPECT_EQ(threadProfiles, 3);
+  ASSERT_EQ(threads.size(), 2u);
+  // Per thread: (kernels, bytes written, bytes read twice), in either thread order.
+  std::set<std::tuple<double, double, double>> got, want = {{12, 16384, 2 * 4096}, {20, 8192, 2 * 16384}};
+  for (auto& t : threads) {
+    got.insert({t.kernels, t.h2d, t.d2h});
+    EXPECT_GT(t.kernelTime, 0);
+    EXPECT_EQ(t.copies, 3);
+    EXPECT_EQ(t.syncs, 3);  // clFinish, 2 x clWaitForEvents
+  }
+  EXPECT_EQ(got, want);
+  // One stream per queue: kernel intervals per stream, 2 records per operation.
+  EXPECT_EQ(streamProfiles, 2);
+  std::multiset<int> kernelsPerStream;
+  for (auto& [index, s] : streams) {
+    kernelsPerStream.insert(s.first);
+    EXPECT_EQ(s.second, 2 * (s.first + 3)) << index;
+  }
+  EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+}
+
+TEST_F(OpenCL, GpuAloneWithoutTraceSamplesNothingAndWritesNoStreams) {
+  fs::path meas = scratch_ / "g";
+  Outcome prof = run(kBin + "hpcrun -e gpu=opencl -o " + meas.string() + " " + exe_ + " 0.5", scratch_ / "prof");
+  Outcome bare = run(exe_ + " 0.5", scratch_ / "bare05");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  int profiles = 0;
+  double kernels = 0;
+  for (auto& e : fs::directory_iterator(meas)) {
+    EXPECT_NE(e.path().extension(), ".hpctrace");
+    if (e.path().extension() != ".hpcrun") continue;
+    ++profiles;
+    auto p = hr::read_profile(e.path());
+    ASSERT_TRUE(p.ok());
+    View v(std::move(*p));
+    EXPECT_LT(v.index(), 500u);
+    EXPECT_EQ(v.p.metrics.size(), 63u);
+    for (auto& n : v.p.nodes) kernels += v.value(n, "GKER:COUNT");
+  }
+  EXPECT_EQ(profiles, 3);
+  EXPECT_EQ(kernels, 32);
+}
+
+TEST(OpenCLLauncher, RejectsUnknownGpuEvents) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-opencl-launcher";
+  for (const char* ev : {"gpu=cuda", "gpu=", "gpu=openclx"}) {
+    Outcome r = run(kBin + "hpcrun -e '" + ev + "' /bin/echo started", scratch);
+    EXPECT_EQ(r.status, 2) << ev;
+    EXPECT_EQ(r.out, "") << ev;
+  }
+  Outcome h = run(kBin + "hpcrun -h", scratch);
+  EXPECT_NE(h.out.find("gpu=opencl"), std::string::npos);
+  EXPECT_NE(h.out.find("--streams-per-tracing-thread"), std::string::npos);
+  fs::remove_all(scratch);
+}
+
+}  // namespace
