@@ -43,8 +43,13 @@ public:
   Expected<NodeMap> unify(const ProfileTree& tree) const;
 
 private:
+  // The named function context of a GPU operation below its CPU launch context.
+  Context* gpuOperation(Context* launch, Placeholder p) const;
+  // gpuEntry: the node hangs on a GPU-operation placeholder. When it is its function's
+  // entry (a kernel launch, not a PC sample), the reference gives its values and trace
+  // records to the function context; the line and instruction below stay, empty.
   Context* expandInstruction(Context* callSite, const std::string& modulePath,
-                             uint64_t offset) const;
+                             uint64_t offset, bool gpuEntry) const;
   Cct& cct_;
   Names& names_;
   const StructureSource* structure_;
