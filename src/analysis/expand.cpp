@@ -37,7 +37,7 @@ Context* Expander::gpuOperation(Context* launch, Placeholder p) const {
 }
 
 Context* Expander::expandInstruction(Context* callSite, const std::string& modulePath,
-                                     uint64_t offset, bool gpuEntry) const {
+                                     uint64_t offset, Gpu gpu) const {
   const Module* module = names_.module(modulePath);
   std::vector<ScopeStep> steps;
   // hpcrun already records a return address minus one for callers, so the offset
@@ -73,7 +73,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
         break;
       }
       at = at->child(k);
-      if (first && gpuEntry && s.kind == ScopeStep::Kind::Procedure && s.offset == offset) entry = at;
+      if (first && gpu == Gpu::Entry && s.kind == ScopeStep::Kind::Procedure && s.offset == offset) entry = at;
       first = false;
     }
     ContextKey leaf;
@@ -86,6 +86,12 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
     return entry ? entry : instruction;
   }
   // No structure: the instruction stands for its whole (unknown) function.
+  if (gpu == Gpu::Sample) {
+    ContextKey unknown;
+    unknown.type = LexType::Function;
+    unknown.relation = Relation::Call;
+    callSite = callSite->child(unknown);
+  }
   ContextKey k;
   k.type = LexType::Instruction;
   k.relation = Relation::Call;
@@ -151,9 +157,10 @@ Expected<NodeMap> Expander::unify(const ProfileTree& tree) const {
         auto mod = modules.find(n.module);
         std::string unknown = "<unknown load module " + std::to_string(n.module) + ">";
         auto up = orphan ? byId.end() : byId.find(n.parent);
-        bool gpuEntry = up != byId.end() && isGpuPlaceholder(up->second->placeholder);
-        self = expandInstruction(parent, mod == modules.end() ? unknown : *mod->second, n.offset,
-                                 gpuEntry);
+        Gpu gpu = Gpu::No;
+        if (up != byId.end() && isGpuPlaceholder(up->second->placeholder))
+          gpu = n.unwound ? Gpu::Entry : Gpu::Sample;
+        self = expandInstruction(parent, mod == modules.end() ? unknown : *mod->second, n.offset, gpu);
         break;
       }
       }

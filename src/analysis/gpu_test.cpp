@@ -41,7 +41,7 @@ using P = Placeholder;
 constexpr uint16_t kCpu = 1, kGpu = 2;
 
 // Thread profile: main -> launch site 0x500 -> one placeholder per GPU operation kind.
-// The kernel has its entry (launch metrics) and a PC sample below it; the others carry
+// The kernel has its entry (launch metrics) and a PC sample (not unwound) below it; the others carry
 // their values themselves; the trace path repeats the kernel entry without values.
 ProfileTree threadTree() {
   ProfileTree t;
@@ -50,7 +50,7 @@ ProfileTree threadTree() {
   t.loadMap = {{kCpu, "/bin/app"}, {kGpu, "/gpu/k.gpubin"}};
   t.nodes = {{1, 0, 0, 0, P::Root},         {2, 1, 0, 0, P::MainThread},
              {3, 2, kCpu, 0x500, P::None},  {10, 3, 0, 0, P::GpuKernel},
-             {11, 10, kGpu, 0x2e00, P::None}, {12, 10, kGpu, 0x2e20, P::None},
+             {11, 10, kGpu, 0x2e00, P::None}, {12, 10, kGpu, 0x2e20, P::None, false},
              {20, 3, 0, 0, P::GpuCopy},     {21, 3, 0, 0, P::GpuMemset},
              {22, 3, 0, 0, P::GpuSync},     {23, 3, 0, 0, P::GpuAlloc},
              {30, 3, 0, 0, P::GpuTrace},    {31, 30, kGpu, 0x2e00, P::None}};
@@ -174,18 +174,32 @@ TEST(Gpu, KernelEntryValuesOnTheKernelFunction) {
   EXPECT_EQ(run.sink.ids.at(2).size(), 4u);
 }
 
+// Without structure the entry is an instruction; a PC sample's function is unknown: it
+// hangs on an unnamed function context, as in the reference's nvidiapc .nostruct database.
 TEST(Gpu, WithoutStructureTheKernelIsAnInstruction) {
   GpuRun run;
   analyse(nullptr, run);
   ASSERT_EQ(run.ops["<gpu kernel>"].size(), 2u);
   for (const Context* k : run.ops["<gpu kernel>"]) {
     if (run.sink.value(1, k->id(), propId(0, kExecution)) == 0) continue;
-    ASSERT_EQ(k->children().size(), 2u);  // entry and PC sample
-    for (const Context* c : k->children()) {
-      EXPECT_EQ(c->key().type, LexType::Instruction);
-      EXPECT_EQ(c->key().relation, Relation::Call);
-      EXPECT_EQ(point(run, c), c->key().offset == 0x2e00 ? 4.0 : 0.5);
-    }
+    ASSERT_EQ(k->children().size(), 2u);
+    const Context* entry = nullptr;
+    const Context* unknown = nullptr;
+    for (const Context* c : k->children())
+      (c->key().type == LexType::Instruction ? entry : unknown) = c;
+    ASSERT_TRUE(entry && unknown);
+    EXPECT_EQ(entry->key().relation, Relation::Call);
+    EXPECT_EQ(entry->key().offset, 0x2e00u);
+    EXPECT_EQ(point(run, entry), 4.0);
+    EXPECT_EQ(unknown->key().type, LexType::Function);
+    EXPECT_EQ(unknown->key().function, nullptr);
+    EXPECT_EQ(run.sink.value(1, unknown->id(), propId(0, kExecution)), 0.5);
+    EXPECT_EQ(run.sink.value(1, unknown->id(), propId(0, kFunction)), 0.0);
+    ASSERT_EQ(unknown->children().size(), 1u);
+    const Context* sample = unknown->children()[0];
+    EXPECT_EQ(sample->key().relation, Relation::Call);
+    EXPECT_EQ(sample->key().offset, 0x2e20u);
+    EXPECT_EQ(point(run, sample), 0.5);
   }
   EXPECT_EQ(point(run, run.ops["<gpu sync>"][0]), 0.125);
 }

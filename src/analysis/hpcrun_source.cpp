@@ -56,7 +56,7 @@ public:
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
     t.nodes.reserve(p.nodes.size());
     for (const auto& n : p.nodes) {
-      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None};
+      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None, n.unwound != 0};
       if (n.lm_id == 0) {
         tn.placeholder = classify(n.lm_ip);
         tn.offset = 0;

@@ -40,6 +40,7 @@ struct TreeNode {
   uint16_t module = 0;  // load-map id, 0 for placeholders
   uint64_t offset = 0;
   Placeholder placeholder = Placeholder::None;
+  bool unwound = true;  // false: placed without an unwind (a GPU PC sample)
 };
 
 // One element of the profile's hierarchical identifier. `interpret` is hpcrun's
