@@ -3,7 +3,7 @@
 set -euo pipefail
 prof=$1 dump=$2 conf=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for m in small loops-cputime-t; do
+for m in small loops-cputime-t loops-cuda-nvidia-t loops-cuda-nvidiapc-t; do
   "$prof" --foreign -j1 -o "$tmp/$m.j1.d" "$conf/meas/$m.m"
   "$prof" --foreign -j2 -o "$tmp/$m.j2.d" "$conf/meas/$m.m"
   "$dump" "$tmp/$m.j1.d" >"$tmp/a"

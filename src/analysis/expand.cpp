@@ -14,16 +14,37 @@ ContextKey entryKey(EntryKind k) {
   return key;
 }
 
+const char* gpuPlaceholderName(Placeholder p) {
+  switch (p) {
+  case Placeholder::GpuCopy: return "<gpu copy>";
+  case Placeholder::GpuMemset: return "<gpu memset>";
+  case Placeholder::GpuSync: return "<gpu sync>";
+  case Placeholder::GpuAlloc: return "<gpu alloc>";
+  default: return "<gpu kernel>";
+  }
+}
+
 }  // namespace
 
+Context* Expander::gpuOperation(Context* launch, Placeholder p) const {
+  // Each placeholder kind is a Function of its own, even where two share a name (a kernel
+  // and the stream trace path): the reference lists them apart. `site` tells them apart.
+  ContextKey k;
+  k.type = LexType::Function;
+  k.relation = Relation::Call;
+  k.function = names_.function(gpuPlaceholderName(p), nullptr, 0, nullptr, 0, uint64_t(p));
+  return launch->child(k);
+}
+
 Context* Expander::expandInstruction(Context* callSite, const std::string& modulePath,
-                                     uint64_t offset) const {
+                                     uint64_t offset, Gpu gpu) const {
   const Module* module = names_.module(modulePath);
   std::vector<ScopeStep> steps;
   // hpcrun already records a return address minus one for callers, so the offset
   // itself lies in the calling instruction.
   if (structure_ && structure_->lookup(modulePath, offset, steps) && !steps.empty()) {
     Context* at = callSite;
+    Context* entry = nullptr;
     bool first = true;
     for (const ScopeStep& s : steps) {
       ContextKey k;
@@ -52,6 +73,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
         break;
       }
       at = at->child(k);
+      if (first && gpu == Gpu::Entry && s.kind == ScopeStep::Kind::Procedure && s.offset == offset) entry = at;
       first = false;
     }
     ContextKey leaf;
@@ -60,9 +82,16 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
     leaf.module = module;
     leaf.offset = offset;
     leaf.hidden = true;
-    return at->child(leaf);
+    Context* instruction = at->child(leaf);
+    return entry ? entry : instruction;
   }
   // No structure: the instruction stands for its whole (unknown) function.
+  if (gpu == Gpu::Sample) {
+    ContextKey unknown;
+    unknown.type = LexType::Function;
+    unknown.relation = Relation::Call;
+    callSite = callSite->child(unknown);
+  }
   ContextKey k;
   k.type = LexType::Instruction;
   k.relation = Relation::Call;
@@ -112,13 +141,26 @@ Expected<NodeMap> Expander::unify(const ProfileTree& tree) const {
       case Placeholder::MainThread: self = root->child(entryKey(EntryKind::MainThread)); break;
       case Placeholder::Thread: self = root->child(entryKey(EntryKind::ApplicationThread)); break;
       case Placeholder::Other: self = parent ? parent : root; break;
+      case Placeholder::GpuKernel:
+      case Placeholder::GpuCopy:
+      case Placeholder::GpuMemset:
+      case Placeholder::GpuSync:
+      case Placeholder::GpuAlloc:
+      case Placeholder::GpuTrace:
+        if (orphan || !parent || parent == root) parent = root->child(entryKey(EntryKind::Unknown));
+        self = gpuOperation(parent, n.placeholder);
+        break;
       case Placeholder::None: {
         // Code reached without a known entry (partial unwind) hangs on "unknown entry".
         if (orphan || !parent || parent == root)
           parent = root->child(entryKey(EntryKind::Unknown));
         auto mod = modules.find(n.module);
         std::string unknown = "<unknown load module " + std::to_string(n.module) + ">";
-        self = expandInstruction(parent, mod == modules.end() ? unknown : *mod->second, n.offset);
+        auto up = orphan ? byId.end() : byId.find(n.parent);
+        Gpu gpu = Gpu::No;
+        if (up != byId.end() && isGpuPlaceholder(up->second->placeholder))
+          gpu = n.unwound ? Gpu::Entry : Gpu::Sample;
+        self = expandInstruction(parent, mod == modules.end() ? unknown : *mod->second, n.offset, gpu);
         break;
       }
       }

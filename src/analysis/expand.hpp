@@ -43,8 +43,20 @@ public:
   Expected<NodeMap> unify(const ProfileTree& tree) const;
 
 private:
+  // The named function context of a GPU operation below its CPU launch context.
+  Context* gpuOperation(Context* launch, Placeholder p) const;
+  // How an instruction hangs on a GPU-operation placeholder.
+  enum class Gpu : uint8_t {
+    No,
+    // The kernel launch: where it is its function's entry, the reference gives its values
+    // and trace records to the function context; the line and instruction stay, empty.
+    Entry,
+    // A PC sample (not unwound): without structure its function is unknown, so it hangs
+    // on an unnamed function context below the operation.
+    Sample,
+  };
   Context* expandInstruction(Context* callSite, const std::string& modulePath,
-                             uint64_t offset) const;
+                             uint64_t offset, Gpu gpu) const;
   Cct& cct_;
   Names& names_;
   const StructureSource* structure_;

@@ -1,5 +1,6 @@
 // Adapter: .hpcrun/.hpctrace files (hpc_fmt_hpcrun) -> the pipeline's ProfileSource.
 #include <cstring>
+#include <vector>
 
 #include "analysis/io.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
@@ -19,7 +20,23 @@ Placeholder classify(uint64_t tag) {
   if (!std::strcmp(s, "NoActvty")) return Placeholder::NoActivity;
   if (!std::strcmp(s, "| Main  ")) return Placeholder::MainThread;
   if (!std::strcmp(s, "| Thread")) return Placeholder::Thread;
+  if (!std::strcmp(s, "GPUKernl")) return Placeholder::GpuKernel;
+  if (!std::strcmp(s, "GPUCopy ")) return Placeholder::GpuCopy;
+  if (!std::strcmp(s, "GPUMset ")) return Placeholder::GpuMemset;
+  if (!std::strcmp(s, "GPUSync ")) return Placeholder::GpuSync;
+  if (!std::strcmp(s, "GPUAlloc")) return Placeholder::GpuAlloc;
+  if (!std::strcmp(s, "GPUTrace")) return Placeholder::GpuTrace;
   return Placeholder::Other;
+}
+
+// Metrics hpcrun defines by a formula over others (GKER:OCC_THR = 100*(#46/#47), ...) are
+// the viewer's to compute; the reference database leaves them out, so local ids skip them.
+std::vector<int32_t> localMetricIds(const hpcrun::Profile& p) {
+  std::vector<int32_t> local(p.metrics.size(), -1);
+  int32_t next = 0;
+  for (size_t i = 0; i < p.metrics.size(); ++i)
+    if (p.metrics[i].formula.empty()) local[i] = next++;
+  return local;
 }
 
 class HpcrunProfile final : public ProfileSource {
@@ -34,11 +51,12 @@ public:
     if (auto* name = p.header_value("program-name")) t.programName = *name;
     for (const auto& e : p.id_tuple)
       t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
-    for (const auto& m : p.metrics) t.metrics.push_back(m.name);
+    for (const auto& m : p.metrics)
+      if (m.formula.empty()) t.metrics.push_back(m.name);
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
     t.nodes.reserve(p.nodes.size());
     for (const auto& n : p.nodes) {
-      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None};
+      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None, n.unwound != 0};
       if (n.lm_id == 0) {
         tn.placeholder = classify(n.lm_ip);
         tn.offset = 0;
@@ -54,12 +72,13 @@ public:
   Expected<ProfileValues> readValues() override {
     HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_));
     ProfileValues v;
+    std::vector<int32_t> local = localMetricIds(p);
     for (const auto& n : p.nodes)
       for (const auto& mv : n.values) {
-        bool isInt = mv.metric_id < p.metrics.size() &&
-                     p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
+        if (mv.metric_id >= p.metrics.size() || local[mv.metric_id] < 0) continue;
+        bool isInt = p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
         double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
-        if (x != 0) v.values.push_back({n.id, mv.metric_id, x});
+        if (x != 0) v.values.push_back({n.id, uint16_t(local[mv.metric_id]), x});
       }
     if (!trace_.empty()) {
       HPC_ASSIGN_OR_RETURN(hpcrun::Trace tr, hpcrun::read_trace(trace_));

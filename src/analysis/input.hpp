@@ -18,8 +18,21 @@ enum class Placeholder : uint8_t {
   NoActivity,  // idle time in a trace; attributed to no context
   MainThread,  // entry: main thread set-up
   Thread,      // entry: application thread set-up
+  // A GPU operation under its CPU launch context: a named function context of its own.
+  // The GPU code (if any) hangs below it; without any, the values sit on it directly.
+  GpuKernel,
+  GpuCopy,
+  GpuMemset,
+  GpuSync,
+  GpuAlloc,
+  GpuTrace,    // a GPU stream's trace path (the reference names it like a kernel)
   Other,       // anything else: transparent, its children hang on its parent's context
 };
+
+// True for the GPU-operation placeholders.
+constexpr bool isGpuPlaceholder(Placeholder p) {
+  return p >= Placeholder::GpuKernel && p <= Placeholder::GpuTrace;
+}
 
 struct TreeNode {
   uint32_t id = 0;
@@ -27,6 +40,7 @@ struct TreeNode {
   uint16_t module = 0;  // load-map id, 0 for placeholders
   uint64_t offset = 0;
   Placeholder placeholder = Placeholder::None;
+  bool unwound = true;  // false: placed without an unwind (a GPU PC sample)
 };
 
 // One element of the profile's hierarchical identifier. `interpret` is hpcrun's
