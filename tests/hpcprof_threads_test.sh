@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hpcprof gives the same database (by content) at -j1 and -j2, and writes it atomically.
+# hpcprof gives the same database (byte for byte) at -j1 and -j2, and writes it atomically.
 set -euo pipefail
 prof=$1 dump=$2 conf=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -9,6 +9,9 @@ for m in small loops-cputime-t loops-cuda-nvidia-t loops-cuda-nvidiapc-t; do
   "$dump" "$tmp/$m.j1.d" >"$tmp/a"
   "$dump" "$tmp/$m.j2.d" >"$tmp/b"
   cmp -s "$tmp/a" "$tmp/b" || { echo "$m: -j1 and -j2 differ"; diff "$tmp/a" "$tmp/b" | head; exit 1; }
+  for f in meta.db profile.db cct.db trace.db metrics/default.yaml; do
+    test ! -e "$tmp/$m.j1.d/$f" || cmp "$tmp/$m.j1.d/$f" "$tmp/$m.j2.d/$f" || { echo "$m: $f differs"; exit 1; }
+  done
   grep -q '^pv 0 ' "$tmp/a" || { echo "$m: no summary values"; exit 1; }
   test -f "$tmp/$m.j1.d/metrics/default.yaml"
 done

@@ -2,6 +2,7 @@
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -152,15 +153,15 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
-                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
-                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+ProfileOutput computeProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+                             Propagator& propagator, std::span<std::atomic<uint64_t>> nonzeros) {
+  ProfileOutput out;
   auto values = source.readValues();
   if (!values.ok()) {
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
                  source.path().c_str(), values.status().message().c_str());
     u.nodes = NodeMap();
-    return sink.writeProfile(index, idTuple, SparseRow());
+    return out;
   }
   std::vector<ContextValue> points;
   points.reserve(values->values.size());
@@ -169,25 +170,35 @@ Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uin
     if (!c || v.metric >= localToGlobal.size()) continue;
     points.push_back({c->id(), localToGlobal[v.metric], v.value});
   }
-  SparseRow row;
-  propagator.run(points, row);
-  for (size_t j = 0; j < row.ctx.size(); ++j)
-    nonzeros[row.ctx[j]].fetch_add(row.start[j + 1] - row.start[j], std::memory_order_relaxed);
-  Status st = sink.writeProfile(index, idTuple, row);
-  if (st.ok() && u.header.hasTrace) {
-    std::vector<TracePoint> trace;
-    trace.reserve(values->trace.size());
+  propagator.run(points, out.row);
+  for (size_t j = 0; j < out.row.ctx.size(); ++j)
+    nonzeros[out.row.ctx[j]].fetch_add(out.row.start[j + 1] - out.row.start[j], std::memory_order_relaxed);
+  if (u.header.hasTrace) {
+    out.hasTrace = true;
+    out.trace.reserve(values->trace.size());
     for (const TraceRecord& r : values->trace) {
       Context* c = u.nodes.find(r.node);
       uint32_t ctx = c ? c->listed()->id() : 0;
-      trace.push_back({r.time, ctx});
+      out.trace.push_back({r.time, ctx});
     }
-    std::stable_sort(trace.begin(), trace.end(),
+    std::stable_sort(out.trace.begin(), out.trace.end(),
                      [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
-    st = sink.writeTrace(index, trace);
   }
   u.nodes = NodeMap();  // this profile is done: free its map
-  return st;
+  return out;
+}
+
+Status writeProfileOutput(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                          const ProfileOutput& out) {
+  HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, out.row));
+  return out.hasTrace ? sink.writeTrace(index, out.trace) : Status();
+}
+
+Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
+                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+  return writeProfileOutput(sink, index, idTuple,
+                            computeProfile(source, u, localToGlobal, propagator, nonzeros));
 }
 
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
@@ -222,17 +233,34 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
   std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
-  std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
+  // Profiles are propagated in parallel but written in profile order, so the files' layout
+  // (where each row and trace line lies) is the same at any -j; the tokens bound memory.
+  Status written;
+  size_t next = 0;
+  using Item = std::pair<size_t, std::shared_ptr<ProfileOutput>>;
   arena.execute([&] {
-    tbb::parallel_for(size_t(0), plan.live.size(), [&](size_t k) {
-      size_t i = plan.live[k];
-      errors[k] = propagateProfile(*profiles[i], unified[i], plan.localToGlobal[i], uint32_t(k + 1),
-                                   plan.idTuples[k], propagators.local(), nonzeros, sink);
-      progress.tick();
-    });
+    tbb::parallel_pipeline(
+        2 * std::max(1u, options.threads),
+        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> size_t {
+                                         if (next == plan.live.size()) fc.stop();
+                                         return next++;
+                                       }) &
+            tbb::make_filter<size_t, Item>(tbb::filter_mode::parallel,
+                                           [&](size_t k) {
+                                             size_t i = plan.live[k];
+                                             return Item(k, std::make_shared<ProfileOutput>(computeProfile(
+                                                                *profiles[i], unified[i], plan.localToGlobal[i],
+                                                                propagators.local(), nonzeros)));
+                                           }) &
+            tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](const Item& it) {
+              if (written.ok())
+                written = writeProfileOutput(sink, uint32_t(it.first + 1), plan.idTuples[it.first], *it.second);
+              progress.tick();
+            }));
   });
-  for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
+  HPC_RETURN_IF_ERROR(written);
   timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.

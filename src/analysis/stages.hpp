@@ -50,9 +50,21 @@ struct Plan {
 };
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
-// Pass 2 (class 2) for one live profile: reads its values, propagates them and writes its
-// profile.db row and trace.db line; counts its values per context into `nonzeros`.
-// Frees u.nodes. MT: thread-safe for distinct profiles (one Propagator per thread).
+// Pass 2 (class 2) for one live profile, in two steps so that writes can go in profile
+// order: computeProfile reads its values, propagates them, maps its trace and counts its
+// values per context into `nonzeros` (an unreadable profile is warned about and left
+// empty); it frees u.nodes. writeProfileOutput writes the profile.db row and trace.db line.
+struct ProfileOutput {
+  SparseRow row;
+  std::vector<TracePoint> trace;
+  bool hasTrace = false;
+};
+// MT: thread-safe for distinct profiles (one Propagator per thread).
+ProfileOutput computeProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+                             Propagator& propagator, std::span<std::atomic<uint64_t>> nonzeros);
+Status writeProfileOutput(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                          const ProfileOutput& out);
+// Both steps at once. MT: thread-safe for distinct profiles.
 Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink);
