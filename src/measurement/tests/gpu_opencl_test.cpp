@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "formats/db/db.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
 #include "symbolize.hpp"
 
@@ -97,7 +100,9 @@ protected:
   void SetUp() override {
     exe_ = kWl + "opencl_threads-gcc";
     if (!fs::exists(exe_)) GTEST_SKIP() << "built without OpenCL";
-    scratch_ = fs::temp_directory_path() / "hpcrun-test-opencl";
+    // One directory per test: ctest runs them in parallel.
+    scratch_ = fs::temp_directory_path() /
+               ("hpcrun-test-opencl-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(scratch_);
     bare_ = run(exe_, scratch_ / "bare");
     if (bare_.status == 3) GTEST_SKIP() << "no OpenCL device";
@@ -211,6 +216,85 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   for (auto& [index, s] : streams) {
     kernelsPerStream.insert(s.first);
     EXPECT_EQ(s.second, 2 * (s.first + 3)) << index;
+  }
+  EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+}
+
+// hpcstruct + hpcprof over the measurement: the GPU metrics reach the database at the launch
+// sites and the stream traces become trace lines. (hpcprof does not yet turn the
+// placeholders into <gpu kernel> contexts: the values sit at the enqueue call's line.)
+TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
+  ASSERT_EQ(bare_.status, 0) << bare_.err;
+  fs::path meas = scratch_ / "m", db = scratch_ / "db";
+  // GPU events only: no CPU samples in PoCL's compiler, so hpcstruct has only the app to analyse.
+  ASSERT_EQ(run(kBin + "hpcrun -e gpu=opencl -t -o " + meas.string() + " " + exe_, scratch_ / "prof").status, 0);
+  Outcome st = run(kBin + "hpcstruct " + meas.string(), scratch_ / "struct");
+  ASSERT_EQ(st.status, 0) << st.err;
+  Outcome pr = run(kBin + "hpcprof -o " + db.string() + " " + meas.string(), scratch_ / "hpcprof");
+  ASSERT_EQ(pr.status, 0) << pr.err;
+  auto d = hpc::db::read_database(db);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+
+  // Contexts by id with their parent and function name.
+  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
+  std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
+    std::string fn;
+    if (c.function != hpc::db::kNone && d->meta.functions[c.function].name) {
+      fn = *d->meta.functions[c.function].name;  // "name [module]"
+      fn = fn.substr(0, fn.find(" ["));
+    }
+    ctx[c.ctxId] = {parent, fn};
+    for (auto& k : c.children) walk(k, c.ctxId);
+  };
+  for (auto& e : d->meta.entryPoints)
+    for (auto& c : e.children) walk(c, e.ctxId);
+  auto inFunction = [&](uint32_t id, const std::string& fn) {
+    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
+      if (it->second.second == fn) return true;
+    return false;
+  };
+
+  // GKER:COUNT at the execution (inclusive) scope of the enqueue_kernels contexts, per profile.
+  uint16_t count = UINT16_MAX;
+  for (auto& m : d->meta.metrics)
+    if (m.name == "GKER:COUNT")
+      for (auto& si : m.scopeInsts)
+        if (d->meta.scopes[si.scope].name == "execution") count = si.propMetricId;
+  ASSERT_NE(count, UINT16_MAX);
+  // Per thread from cct.db, the summary (profile 0, only in profile.db) from profile.db.
+  std::map<uint32_t, double> kernelsByProfile;
+  double summary = 0;
+  const hpc::db::ProfileValues& sv = d->profiles.at(0).values;
+  for (auto& [id, info] : ctx) {
+    if (info.second != "enqueue_kernels" || inFunction(info.first, "enqueue_kernels")) continue;
+    const hpc::db::ContextValues& cv = d->contexts.at(id);
+    for (size_t k = 0; k < cv.key.size(); ++k)
+      if (cv.key[k] == count)
+        for (uint64_t j = cv.start[k]; j < cv.start[k + 1]; ++j) kernelsByProfile[cv.sub[j]] += cv.value[j];
+    for (size_t k = 0; k < sv.key.size(); ++k)
+      if (sv.key[k] == id)
+        for (uint64_t j = sv.start[k]; j < sv.start[k + 1]; ++j)
+          if (sv.sub[j] == count) summary += sv.value[j];
+  }
+  EXPECT_EQ(summary, 32);
+  std::multiset<double> perThread;
+  for (auto& [prof, v] : kernelsByProfile)
+    if (prof != 0) perThread.insert(v);
+  EXPECT_EQ(perThread, (std::multiset<double>{12, 20}));
+
+  // Two GPU stream trace lines, 12 and 20 kernel intervals at enqueue_kernels, idle between.
+  ASSERT_TRUE(d->trace.has_value());
+  std::multiset<int> kernelsPerStream;
+  for (auto& t : d->trace->traces) {
+    const auto& ids = d->profiles.at(t.profIndex).idTuple;
+    bool stream = ids && std::any_of(ids->begin(), ids->end(), [](auto& i) { return i.kind == hr::kIdGpuStream; });
+    if (!stream) continue;
+    int kernels = 0;
+    for (size_t i = 0; i < t.line.size(); ++i) {
+      if (i % 2 == 1) EXPECT_EQ(t.line[i].ctxId, 0u);
+      else if (inFunction(t.line[i].ctxId, "enqueue_kernels")) ++kernels;
+    }
+    kernelsPerStream.insert(kernels);
   }
   EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
 }
