@@ -91,8 +91,30 @@ struct View {
   }
 };
 
+// Kernel intervals at enqueue_kernels per GPU stream trace of a measurement directory.
+std::multiset<int> kernelsPerStream(const fs::path& meas) {
+  Symbolizer sym;
+  std::multiset<int> out;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hr::read_profile(e.path());
+    if (!p.ok()) continue;
+    View v(std::move(*p));
+    if (v.index() < 500) continue;
+    auto tr = hr::read_trace(fs::path(e.path()).replace_extension(".hpctrace"));
+    if (!tr.ok()) continue;
+    int kernels = 0;
+    for (auto& r : tr->records) {
+      const hr::CctNode* n = v.byId.at(r.cct_id);
+      kernels += n->lm_id == 0 && n->lm_ip == tag("GPUTrace") && v.site(*n, sym) == "enqueue_kernels";
+    }
+    out.insert(kernels);
+  }
+  return out;
+}
+
 struct ThreadSummary {
-  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, copies = 0, syncs = 0;
+  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
 };
 
 class OpenCL : public ::testing::Test {
@@ -169,10 +191,16 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
           EXPECT_EQ(v.value(n, "GKER (sec)"), v.value(n, "GPUOP (sec)"));
         } else if (n.lm_ip == tag("GPUCopy ")) {
           double h2d = v.value(n, "GXCOPY:H2D (B)"), d2h = v.value(n, "GXCOPY:D2H (B)");
-          EXPECT_EQ(v.site(n, sym), h2d > 0 ? "copy_in" : "copy_out");
+          double d2d = v.value(n, "GXCOPY:D2D (B)");
+          EXPECT_EQ(v.site(n, sym), h2d > 0 ? "copy_in" : d2d > 0 ? "fill_and_copy" : "copy_out");
           t.h2d += h2d;
           t.d2h += d2h;
+          t.d2d += d2d;
           t.copies += v.value(n, "GXCOPY:COUNT");
+        } else if (n.lm_ip == tag("GPUMset ")) {
+          EXPECT_EQ(v.site(n, sym), "fill_and_copy");
+          t.memset += v.value(n, "GMSET:DEV (B)");
+          t.memsets += v.value(n, "GMSET:COUNT");
         } else if (n.lm_ip == tag("GPUSync ")) {
           t.syncs += v.value(n, "GSYNC:COUNT");
         }
@@ -201,13 +229,16 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   // main + 2 workers; PoCL's own threads are not measured.
   EXPECT_EQ(threadProfiles, 3);
   ASSERT_EQ(threads.size(), 2u);
-  // Per thread: (kernels, bytes written, bytes read twice), in either thread order.
-  std::set<std::tuple<double, double, double>> got, want = {{12, 16384, 2 * 4096}, {20, 8192, 2 * 16384}};
+  // Per thread: (kernels, bytes written, read twice, copied on the device, filled), in either
+  // thread order.
+  std::set<std::tuple<double, double, double, double, double>> got,
+      want = {{12, 16384, 2 * 4096, 4096, 1024}, {20, 8192, 2 * 16384, 512, 2048}};
   for (auto& t : threads) {
-    got.insert({t.kernels, t.h2d, t.d2h});
+    got.insert({t.kernels, t.h2d, t.d2h, t.d2d, t.memset});
     EXPECT_GT(t.kernelTime, 0);
-    EXPECT_EQ(t.copies, 3);
-    EXPECT_EQ(t.syncs, 3);  // clFinish, 2 x clWaitForEvents
+    EXPECT_EQ(t.copies, 4);
+    EXPECT_EQ(t.memsets, 1);
+    EXPECT_EQ(t.syncs, 4);  // 2 x clFinish, 2 x clWaitForEvents
   }
   EXPECT_EQ(got, want);
   // One stream per queue: kernel intervals per stream, 2 records per operation.
@@ -215,7 +246,7 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   std::multiset<int> kernelsPerStream;
   for (auto& [index, s] : streams) {
     kernelsPerStream.insert(s.first);
-    EXPECT_EQ(s.second, 2 * (s.first + 3)) << index;
+    EXPECT_EQ(s.second, 2 * (s.first + 5)) << index;  // + write, fill, copy, 2 reads
   }
   EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
 }
@@ -297,6 +328,22 @@ TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
     kernelsPerStream.insert(kernels);
   }
   EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+}
+
+// One tracing thread per stream: the same traces as with one thread for both.
+TEST_F(OpenCL, OneStreamPerTracingThread) {
+  fs::path meas = scratch_ / "t1";
+  Outcome prof = run(kBin + "hpcrun -e gpu=opencl -t --streams-per-tracing-thread 1 -o " + meas.string() + " " + exe_,
+                     scratch_ / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare_.out);
+  EXPECT_EQ(kernelsPerStream(meas), (std::multiset<int>{12, 20}));
+  std::string log;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".log") log = slurp(e.path());
+  // 2 x (1 write + kernels + fill + copy + 2 reads), every one attributed.
+  EXPECT_NE(log.find("GPU: operations: 42 (attributed: 42), streams: 2, tracing threads: 2"), std::string::npos)
+      << log;
 }
 
 TEST_F(OpenCL, GpuAloneWithoutTraceSamplesNothingAndWritesNoStreams) {
