@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "encode_glue.hpp"
+#include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "md5.hpp"
 #include "sys.hpp"
@@ -222,6 +223,8 @@ void outputWriteLog(const char* reason) {
   t.str(", errant: ").dec(errant).str(")\n");
   t.str("unwind failures: ").dec(failures).str(", truncated unwinds: ").dec(truncated);
   t.str(", sample sources that failed to start: ").dec(sourceFailures).ch('\n');
+  logText(buf);
+  gpu::summary(buf, sizeof buf);
   logText(buf);
   if (gLogFd >= 0) close(gLogFd);
   gLogFd = -1;

@@ -118,7 +118,11 @@ int virtualSigaction(int sig, const struct sigaction* act, struct sigaction* old
 
 bool maskCallInHandler(sigset_t* old) {
   ThreadState* ts = currentThread();
-  if (!ts || !ts->inHandler.load(std::memory_order_relaxed)) return false;
+  // In the sample handler, or in the unwind at a GPU launch (samples are suspended there,
+  // so no handler of ours re-enters libunwind): libunwind's masking around its cache lock
+  // and dl_iterate_phdr is skipped, two system calls per frame.
+  if (!ts || !(ts->inHandler.load(std::memory_order_relaxed) || ts->inUnwind.load(std::memory_order_relaxed)))
+    return false;
   if (old) {
     sigfillset(old);
     for (int f : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP}) sigdelset(old, f);

@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "formats/db/db.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
 #include "symbolize.hpp"
 
@@ -88,8 +91,30 @@ struct View {
   }
 };
 
+// Kernel intervals at enqueue_kernels per GPU stream trace of a measurement directory.
+std::multiset<int> kernelsPerStream(const fs::path& meas) {
+  Symbolizer sym;
+  std::multiset<int> out;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hr::read_profile(e.path());
+    if (!p.ok()) continue;
+    View v(std::move(*p));
+    if (v.index() < 500) continue;
+    auto tr = hr::read_trace(fs::path(e.path()).replace_extension(".hpctrace"));
+    if (!tr.ok()) continue;
+    int kernels = 0;
+    for (auto& r : tr->records) {
+      const hr::CctNode* n = v.byId.at(r.cct_id);
+      kernels += n->lm_id == 0 && n->lm_ip == tag("GPUTrace") && v.site(*n, sym) == "enqueue_kernels";
+    }
+    out.insert(kernels);
+  }
+  return out;
+}
+
 struct ThreadSummary {
-  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, copies = 0, syncs = 0;
+  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
 };
 
 class OpenCL : public ::testing::Test {
@@ -97,7 +122,9 @@ protected:
   void SetUp() override {
     exe_ = kWl + "opencl_threads-gcc";
     if (!fs::exists(exe_)) GTEST_SKIP() << "built without OpenCL";
-    scratch_ = fs::temp_directory_path() / "hpcrun-test-opencl";
+    // One directory per test: ctest runs them in parallel.
+    scratch_ = fs::temp_directory_path() /
+               ("hpcrun-test-opencl-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(scratch_);
     bare_ = run(exe_, scratch_ / "bare");
     if (bare_.status == 3) GTEST_SKIP() << "no OpenCL device";
@@ -164,10 +191,16 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
           EXPECT_EQ(v.value(n, "GKER (sec)"), v.value(n, "GPUOP (sec)"));
         } else if (n.lm_ip == tag("GPUCopy ")) {
           double h2d = v.value(n, "GXCOPY:H2D (B)"), d2h = v.value(n, "GXCOPY:D2H (B)");
-          EXPECT_EQ(v.site(n, sym), h2d > 0 ? "copy_in" : "copy_out");
+          double d2d = v.value(n, "GXCOPY:D2D (B)");
+          EXPECT_EQ(v.site(n, sym), h2d > 0 ? "copy_in" : d2d > 0 ? "fill_and_copy" : "copy_out");
           t.h2d += h2d;
           t.d2h += d2h;
+          t.d2d += d2d;
           t.copies += v.value(n, "GXCOPY:COUNT");
+        } else if (n.lm_ip == tag("GPUMset ")) {
+          EXPECT_EQ(v.site(n, sym), "fill_and_copy");
+          t.memset += v.value(n, "GMSET:DEV (B)");
+          t.memsets += v.value(n, "GMSET:COUNT");
         } else if (n.lm_ip == tag("GPUSync ")) {
           t.syncs += v.value(n, "GSYNC:COUNT");
         }
@@ -196,13 +229,16 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   // main + 2 workers; PoCL's own threads are not measured.
   EXPECT_EQ(threadProfiles, 3);
   ASSERT_EQ(threads.size(), 2u);
-  // Per thread: (kernels, bytes written, bytes read twice), in either thread order.
-  std::set<std::tuple<double, double, double>> got, want = {{12, 16384, 2 * 4096}, {20, 8192, 2 * 16384}};
+  // Per thread: (kernels, bytes written, read twice, copied on the device, filled), in either
+  // thread order.
+  std::set<std::tuple<double, double, double, double, double>> got,
+      want = {{12, 16384, 2 * 4096, 4096, 1024}, {20, 8192, 2 * 16384, 512, 2048}};
   for (auto& t : threads) {
-    got.insert({t.kernels, t.h2d, t.d2h});
+    got.insert({t.kernels, t.h2d, t.d2h, t.d2d, t.memset});
     EXPECT_GT(t.kernelTime, 0);
-    EXPECT_EQ(t.copies, 3);
-    EXPECT_EQ(t.syncs, 3);  // clFinish, 2 x clWaitForEvents
+    EXPECT_EQ(t.copies, 4);
+    EXPECT_EQ(t.memsets, 1);
+    EXPECT_EQ(t.syncs, 4);  // 2 x clFinish, 2 x clWaitForEvents
   }
   EXPECT_EQ(got, want);
   // One stream per queue: kernel intervals per stream, 2 records per operation.
@@ -210,9 +246,104 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   std::multiset<int> kernelsPerStream;
   for (auto& [index, s] : streams) {
     kernelsPerStream.insert(s.first);
-    EXPECT_EQ(s.second, 2 * (s.first + 3)) << index;
+    EXPECT_EQ(s.second, 2 * (s.first + 5)) << index;  // + write, fill, copy, 2 reads
   }
   EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+}
+
+// hpcstruct + hpcprof over the measurement: the GPU metrics reach the database at the launch
+// sites and the stream traces become trace lines. (hpcprof does not yet turn the
+// placeholders into <gpu kernel> contexts: the values sit at the enqueue call's line.)
+TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
+  ASSERT_EQ(bare_.status, 0) << bare_.err;
+  fs::path meas = scratch_ / "m", db = scratch_ / "db";
+  // GPU events only: no CPU samples in PoCL's compiler, so hpcstruct has only the app to analyse.
+  ASSERT_EQ(run(kBin + "hpcrun -e gpu=opencl -t -o " + meas.string() + " " + exe_, scratch_ / "prof").status, 0);
+  Outcome st = run(kBin + "hpcstruct " + meas.string(), scratch_ / "struct");
+  ASSERT_EQ(st.status, 0) << st.err;
+  Outcome pr = run(kBin + "hpcprof -o " + db.string() + " " + meas.string(), scratch_ / "hpcprof");
+  ASSERT_EQ(pr.status, 0) << pr.err;
+  auto d = hpc::db::read_database(db);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+
+  // Contexts by id with their parent and function name.
+  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
+  std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
+    std::string fn;
+    if (c.function != hpc::db::kNone && d->meta.functions[c.function].name) {
+      fn = *d->meta.functions[c.function].name;  // "name [module]"
+      fn = fn.substr(0, fn.find(" ["));
+    }
+    ctx[c.ctxId] = {parent, fn};
+    for (auto& k : c.children) walk(k, c.ctxId);
+  };
+  for (auto& e : d->meta.entryPoints)
+    for (auto& c : e.children) walk(c, e.ctxId);
+  auto inFunction = [&](uint32_t id, const std::string& fn) {
+    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
+      if (it->second.second == fn) return true;
+    return false;
+  };
+
+  // GKER:COUNT at the execution (inclusive) scope of the enqueue_kernels contexts, per profile.
+  uint16_t count = UINT16_MAX;
+  for (auto& m : d->meta.metrics)
+    if (m.name == "GKER:COUNT")
+      for (auto& si : m.scopeInsts)
+        if (d->meta.scopes[si.scope].name == "execution") count = si.propMetricId;
+  ASSERT_NE(count, UINT16_MAX);
+  // Per thread from cct.db, the summary (profile 0, only in profile.db) from profile.db.
+  std::map<uint32_t, double> kernelsByProfile;
+  double summary = 0;
+  const hpc::db::ProfileValues& sv = d->profiles.at(0).values;
+  for (auto& [id, info] : ctx) {
+    if (info.second != "enqueue_kernels" || inFunction(info.first, "enqueue_kernels")) continue;
+    const hpc::db::ContextValues& cv = d->contexts.at(id);
+    for (size_t k = 0; k < cv.key.size(); ++k)
+      if (cv.key[k] == count)
+        for (uint64_t j = cv.start[k]; j < cv.start[k + 1]; ++j) kernelsByProfile[cv.sub[j]] += cv.value[j];
+    for (size_t k = 0; k < sv.key.size(); ++k)
+      if (sv.key[k] == id)
+        for (uint64_t j = sv.start[k]; j < sv.start[k + 1]; ++j)
+          if (sv.sub[j] == count) summary += sv.value[j];
+  }
+  EXPECT_EQ(summary, 32);
+  std::multiset<double> perThread;
+  for (auto& [prof, v] : kernelsByProfile)
+    if (prof != 0) perThread.insert(v);
+  EXPECT_EQ(perThread, (std::multiset<double>{12, 20}));
+
+  // Two GPU stream trace lines, 12 and 20 kernel intervals at enqueue_kernels, idle between.
+  ASSERT_TRUE(d->trace.has_value());
+  std::multiset<int> kernelsPerStream;
+  for (auto& t : d->trace->traces) {
+    const auto& ids = d->profiles.at(t.profIndex).idTuple;
+    bool stream = ids && std::any_of(ids->begin(), ids->end(), [](auto& i) { return i.kind == hr::kIdGpuStream; });
+    if (!stream) continue;
+    int kernels = 0;
+    for (size_t i = 0; i < t.line.size(); ++i) {
+      if (i % 2 == 1) EXPECT_EQ(t.line[i].ctxId, 0u);
+      else if (inFunction(t.line[i].ctxId, "enqueue_kernels")) ++kernels;
+    }
+    kernelsPerStream.insert(kernels);
+  }
+  EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+}
+
+// One tracing thread per stream: the same traces as with one thread for both.
+TEST_F(OpenCL, OneStreamPerTracingThread) {
+  fs::path meas = scratch_ / "t1";
+  Outcome prof = run(kBin + "hpcrun -e gpu=opencl -t --streams-per-tracing-thread 1 -o " + meas.string() + " " + exe_,
+                     scratch_ / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare_.out);
+  EXPECT_EQ(kernelsPerStream(meas), (std::multiset<int>{12, 20}));
+  std::string log;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".log") log = slurp(e.path());
+  // 2 x (1 write + kernels + fill + copy + 2 reads), every one attributed.
+  EXPECT_NE(log.find("GPU: operations: 42 (attributed: 42), streams: 2, tracing threads: 2"), std::string::npos)
+      << log;
 }
 
 TEST_F(OpenCL, GpuAloneWithoutTraceSamplesNothingAndWritesNoStreams) {

@@ -3,6 +3,7 @@
 // (GPU runtime callback -> monitor -> tracer -> launching thread), passed through MPSC queues.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "measurement/runtime/cct.hpp"
@@ -61,6 +62,7 @@ void stopMonitor();              // drains: every record already completed is ro
 void deliver(Activity* a);       // to the owner's queue
 
 // Set by the backend: releases the reference a record holds on its event.
-extern void (*gReleaseEvent)(void* event);
+using ReleaseFn = void (*)(void* event);
+extern std::atomic<ReleaseFn> gReleaseEvent;
 
 }  // namespace hpc::rt::gpu

@@ -15,7 +15,7 @@
 
 namespace hpc::rt::gpu {
 
-void (*gReleaseEvent)(void* event) = nullptr;
+std::atomic<ReleaseFn> gReleaseEvent{nullptr};
 
 namespace {
 
@@ -135,7 +135,7 @@ void drain(ThreadState& ts, bool inSignal) {
     // Records attributed in a signal handler still hold their event: release them now.
     while (Activity* a = g->pendingRelease) {
       g->pendingRelease = a->nextFree;
-      if (gReleaseEvent && a->event) gReleaseEvent(a->event);
+      if (ReleaseFn rel = gReleaseEvent.load(std::memory_order_acquire); rel && a->event) rel(a->event);
       recycle(*g, a);
     }
   }
@@ -149,7 +149,7 @@ void drain(ThreadState& ts, bool inSignal) {
         g->pendingRelease = a;
         continue;
       }
-      if (gReleaseEvent) gReleaseEvent(a->event);
+      if (ReleaseFn rel = gReleaseEvent.load(std::memory_order_acquire)) rel(a->event);
     }
     recycle(*g, a);
   }

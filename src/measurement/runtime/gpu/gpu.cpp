@@ -52,6 +52,16 @@ void processFinalize(ThreadState* self) {
 
 void childAfterFork() { gBackend = Backend::None; }
 
+void summary(char* buf, unsigned long cap) {
+  Text t(buf, cap);
+  if (!enabled()) return;
+  uint64_t launched = 0, returned = 0;
+  for (ThreadState* ts = registryHead(); ts; ts = ts->next)
+    if (ts->gpu) launched += ts->gpu->launched, returned += ts->gpu->returned;
+  t.str("GPU: operations: ").dec(launched).str(" (attributed: ").dec(returned).str("), streams: ").dec(streamCount());
+  t.str(", tracing threads: ").dec(tracerCount()).ch('\n');
+}
+
 bool ignoreThreadStart(const void* fn) {
   if (!enabled() || !fn) return false;
   Dl_info info;

@@ -33,5 +33,8 @@ void childAfterFork();                   // GPU measurement off in a fork child
 // True when a thread's start routine lies in a GPU runtime (the ICD loader, PoCL, ...):
 // such threads are not measured.
 bool ignoreThreadStart(const void* startRoutine);
+// The log's GPU line: operations launched and attributed over all threads, streams and
+// tracing threads. Empty when GPU measurement is off.
+void summary(char* buf, unsigned long cap);
 
 }  // namespace hpc::rt::gpu

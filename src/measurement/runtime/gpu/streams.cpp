@@ -227,6 +227,14 @@ void* tracerMain(void* p) {
 
 void setStreamsPerTracer(uint32_t n) { gStreamsPerTracer = n ? n : 1; }
 
+uint32_t streamCount() { return gNextStream.load(std::memory_order_relaxed); }
+
+uint32_t tracerCount() {
+  uint32_t n = 0;
+  for (auto& slot : gTracers) n += slot.load(std::memory_order_acquire) != nullptr;
+  return n;
+}
+
 Stream* streamCreate(void* handle, void* context, void* device, bool appProfiling) {
   MapEntry* m = map();
   uint32_t id = gNextStream.fetch_add(1, std::memory_order_relaxed);

@@ -25,6 +25,8 @@ bool streamAppProfiling(const Stream* s);
 void setStreamsPerTracer(uint32_t n);
 // Called by the monitor: to the stream's tracing thread, or straight to the owner without -t.
 void traceOrDeliver(Activity* a);
-void stopTracers();   // drains every tracer, writes the stream profiles and traces
+void stopTracers();
+uint32_t streamCount();
+uint32_t tracerCount();   // drains every tracer, writes the stream profiles and traces
 
 }  // namespace hpc::rt::gpu

@@ -132,7 +132,7 @@ cl_int measured(Handle queue, OpKind kind, uint64_t tag, uint8_t bytesMetric, ui
   Entry entry;
   ThreadState* ts = entry.thread();
   if (!ts) return call(appEvent);
-  gReleaseEvent = releaseEvent;
+  gReleaseEvent.store(releaseEvent, std::memory_order_release);
   Activity* a;
   {
     SuspendSampling guard;
