@@ -124,7 +124,7 @@ Tracer* tracerFor(uint32_t streamId) {
 bool initStream(Tracer& tr, Stream& s) {
   s.ready = true;
   s.traceFd = -1;
-  if (!s.cct.init(tr.arena, 0)) return !(s.failed = true);
+  if (!s.cct.init(tr.arena, 0, false)) return !(s.failed = true);
   s.idle = s.cct.child(s.cct.root(), kPlaceholderModule, kTagNoActivity);
   s.buf = static_cast<TraceRecord*>(tr.arena.alloc(kTraceBufRecords * sizeof(TraceRecord)));
   if (!s.idle || !s.buf) return !(s.failed = true);
