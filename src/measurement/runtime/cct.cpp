@@ -11,13 +11,14 @@ uint64_t hashKey(const CctNode* parent, uint16_t module, uint64_t offset) {
 }
 }  // namespace
 
-bool Cct::init(Arena& arena, unsigned nMetrics) {
+bool Cct::init(Arena& arena, unsigned nMetrics, bool withPartial) {
   arena_ = &arena;
   nMetrics_ = nMetrics;
   mask_ = 1023;
   table_ = static_cast<CctNode**>(arena.alloc((mask_ + 1) * sizeof(CctNode*)));
   if (!table_) return false;
   root_ = make(nullptr, kPlaceholderModule, kRootPrimary);
+  if (!withPartial) return root_ != nullptr;
   partial_ = root_ ? child(root_, kPlaceholderModule, kRootPartial) : nullptr;
   return partial_ != nullptr;
 }

@@ -35,7 +35,9 @@ struct CctNode {
 
 class Cct {
 public:
-  bool init(Arena& arena, unsigned nMetrics);
+  // withPartial: also the ^Partial root for failed unwinds (thread CCTs; a GPU stream's
+  // CCT, copied from complete launch paths, has none, as in the reference).
+  bool init(Arena& arena, unsigned nMetrics, bool withPartial = true);
   CctNode* root() const { return root_; }
   CctNode* partialRoot() const { return partial_; }
   // Find or add; nullptr only when out of memory.

@@ -249,6 +249,14 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
     EXPECT_EQ(s.second, 2 * (s.first + 5)) << index;  // + write, fill, copy, 2 reads
   }
   EXPECT_EQ(kernelsPerStream, (std::multiset<int>{12, 20}));
+
+  // The reference's checker: a profile and a trace for every thread and stream, id tuples it reads.
+  Outcome c = run("PYTHONPATH=" HPC_SHARED_DIR "/conformance /usr/bin/python3 -m hpctesttool test produces-profiles -T " +
+                      meas.string() +
+                      " '^NODE .* (THREAD [0-9a-f]+/[0-9a-f]+:logical|GPUDEVICE 0/0:logical GPUCONTEXT 1/1:logical "
+                      "GPUSTREAM [01]/[01]:logical)$' 'THREAD 0/0' 'THREAD 2/2' 'GPUSTREAM 0/0' 'GPUSTREAM 1/1'",
+                  scratch_ / "check");
+  EXPECT_EQ(c.status, 0) << c.out << c.err;
 }
 
 // hpcstruct + hpcprof over the measurement: the GPU metrics reach the database at the launch

@@ -95,6 +95,9 @@ Activity* beginOperation(ThreadState& ts, OpKind kind, uint64_t tag, Stream* str
   CctNode* ctx = launchContext(ts);
   CctNode* ph = ctx ? ts.cct.child(ctx, kPlaceholderModule, tag) : nullptr;
   if (!ph) return nullptr;
+  // As the reference: with tracing, the launch context also holds a GPUTrace placeholder,
+  // the node the stream traces' copies of this context end in.
+  if (gConfig.trace) ts.cct.child(ctx, kPlaceholderModule, kTagTrace);
   Activity* a = g->free;
   if (a) g->free = a->nextFree;
   else if (!(a = static_cast<Activity*>(ts.arena.alloc(sizeof(Activity))))) return nullptr;

@@ -91,8 +91,9 @@ void blockAllSignals() {
   syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, nullptr, _NSIG / 8);
 }
 
-void idlePause() {
-  timespec t{0, 500000};
+void idlePause(unsigned idleRounds) {
+  long ns = 500000l << (idleRounds < 4 ? idleRounds : 4);
+  timespec t{0, ns < 5000000 ? ns : 5000000};
   nanosleep(&t, nullptr);
 }
 

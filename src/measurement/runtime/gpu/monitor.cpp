@@ -25,7 +25,7 @@ std::atomic<bool> gStopped{false};
 
 void* monitorMain(void*) {
   blockAllSignals();
-  for (;;) {
+  for (unsigned idle = 0;;) {
     bool stopping = gState.load(std::memory_order_acquire) == 2;
     bool any = false;
     while (MpscLink* l = gMonitorQueue.dequeue()) {
@@ -33,7 +33,8 @@ void* monitorMain(void*) {
       any = true;
     }
     if (stopping && gMonitorQueue.idle()) break;
-    if (!any) idlePause();
+    idle = any ? 0 : idle + 1;
+    if (!any) idlePause(idle);
   }
   gStopped.store(true, std::memory_order_release);
   return nullptr;

@@ -124,7 +124,7 @@ Tracer* tracerFor(uint32_t streamId) {
 bool initStream(Tracer& tr, Stream& s) {
   s.ready = true;
   s.traceFd = -1;
-  if (!s.cct.init(tr.arena, 0)) return !(s.failed = true);
+  if (!s.cct.init(tr.arena, 0, false)) return !(s.failed = true);
   s.idle = s.cct.child(s.cct.root(), kPlaceholderModule, kTagNoActivity);
   s.buf = static_cast<TraceRecord*>(tr.arena.alloc(kTraceBufRecords * sizeof(TraceRecord)));
   if (!s.idle || !s.buf) return !(s.failed = true);
@@ -208,7 +208,7 @@ void writeStream(Stream& s) {
 void* tracerMain(void* p) {
   auto& tr = *static_cast<Tracer*>(p);
   blockAllSignals();
-  for (;;) {
+  for (unsigned idle = 0;;) {
     bool stopping = tr.stop.load(std::memory_order_acquire);
     bool any = false;
     while (MpscLink* l = tr.queue.dequeue()) {
@@ -216,7 +216,8 @@ void* tracerMain(void* p) {
       any = true;
     }
     if (stopping && tr.queue.idle()) break;
-    if (!any) idlePause();
+    idle = any ? 0 : idle + 1;
+    if (!any) idlePause(idle);
   }
   for (Stream* s = tr.streams; s; s = s->nextTraced) writeStream(*s);
   tr.done.store(true, std::memory_order_release);
