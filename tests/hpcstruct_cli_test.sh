@@ -31,19 +31,37 @@ printf 'not an ELF file' >"$tmp/bad.so"
 if "$hs" --nocache -o "$tmp/bad.hpcstruct" "$tmp/bad.so" 2>"$tmp/err5"; then fail "malformed binary accepted"; fi
 grep -q "$tmp/bad.so" "$tmp/err5" || fail "error does not name the binary: $(cat "$tmp/err5")"
 
-# Directory mode: every binary found, the GPU one from the directory's own gpubins/.
-cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/m"; chmod -R u+w "$tmp/m"
+# Directory mode: only the binaries the profiles use (load-map flag 1, as the reference's
+# hpcrun writes it), the GPU one from the directory's own gpubins/. The reference measured
+# libc without using it (flag 0), so it is skipped; marked used, it is analysed.
+mark_libc_used() {  # the load-map entry's 8-byte big-endian flags follow its name
+  /usr/bin/python3 - "$1" <<'PY'
+import glob, sys
+name = b"/usr/lib/x86_64-linux-gnu/libc.so.6"
+for f in glob.glob(sys.argv[1] + "/*-000-*.hpcrun"):
+    data = open(f, "rb").read()
+    i = data.index(name) + len(name)
+    assert data[i:i + 8] == bytes(8), "libc's flags are not 0"
+    open(f, "wb").write(data[:i] + bytes(7) + b"\x01" + data[i + 8:])
+PY
+}
+cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/m"; chmod -R u+w "$tmp/m"; rm -rf "$tmp/m/structs"
+"$hs" --nocache -j2 "$tmp/m" 2>"$tmp/errm0" || fail "directory mode: $(cat "$tmp/errm0")"
+ls "$tmp/m/structs"/*.gpubin.hpcstruct >/dev/null || fail "gpubin not analysed"
+[ -e "$tmp/m/structs/libc.so.6.hpcstruct" ] && fail "libc.so.6 analysed although no profile uses it"
+mark_libc_used "$tmp/m"
 for j in 1 2; do
   rm -rf "$tmp/m/structs"
   "$hs" --nocache -j$j "$tmp/m" 2>"$tmp/errm$j" || fail "directory mode -j$j: $(cat "$tmp/errm$j")"
   ls "$tmp/m/structs"/*.gpubin.hpcstruct >/dev/null || fail "gpubin not analysed (-j$j)"
-  [ -s "$tmp/m/structs/libc.so.6.hpcstruct" ] || fail "libc.so.6 not analysed (-j$j)"
+  [ -s "$tmp/m/structs/libc.so.6.hpcstruct" ] || fail "libc.so.6 marked used but not analysed (-j$j)"
   mv "$tmp/m/structs" "$tmp/structs$j"
 done
 diff -r "$tmp/structs1" "$tmp/structs2" >/dev/null || fail "directory mode -j1 and -j2 differ"
 
 # A malformed GPU binary in the directory: named, the others still written, exit status 1.
 cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/mb"; chmod -R u+w "$tmp/mb"; rm -rf "$tmp/mb/structs"
+mark_libc_used "$tmp/mb"
 gpubin=$(ls "$tmp/mb/gpubins"/*.gpubin)
 printf 'garbage' >"$gpubin"
 if "$hs" --nocache -j2 "$tmp/mb" 2>"$tmp/errmb"; then fail "directory with a malformed binary succeeded"; fi

@@ -29,7 +29,13 @@ Expected<std::vector<std::string>> measured_binaries(const fs::path& dir) {
       std::fprintf(stderr, "hpcstruct: warning: skipping %s\n", prof.status().message().c_str());
       return;
     }
-    for (const auto& lm : prof->load_modules) names.insert(lm.name);
+    // The modules this profile uses: flagged 1 in its load map (the reference's hpcrun and
+    // ours mark them) or named by one of its contexts (writers that do not mark them).
+    std::set<uint16_t> referenced;
+    for (const auto& n : prof->nodes)
+      if (n.lm_id != 0) referenced.insert(n.lm_id);
+    for (const auto& lm : prof->load_modules)
+      if ((lm.flags & 1) || referenced.count(lm.id)) names.insert(lm.name);
   });
   std::vector<std::string> out;
   for (const std::string& n : names) {

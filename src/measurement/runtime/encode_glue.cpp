@@ -105,11 +105,19 @@ bool encodeCctProfile(int fd, const ProfileSpec& spec) {
       {"trace-min-time", tmin}, {"trace-max-time", tmax}, {"trace-disorder", spec.disorder ? "1" : "0"}};
   e.header(pairs, spec.traced ? 11 : 8);
 
-  uint16_t nlm = loadmapModuleCount();
-  e.loadmap_begin(nlm);
-  for (uint16_t id = 1; id <= nlm; ++id) e.loadmap_entry({id, loadmapModulePath(id), 1});
-
+  // Load-map flag 1 marks a module this profile's contexts use (as the reference's hpcrun
+  // does), so hpcstruct over the directory analyses only those.
   Cct& cct = *spec.cct;
+  uint16_t nlm = loadmapModuleCount();
+  auto* used = static_cast<uint8_t*>(spec.arena->alloc(size_t(nlm) / 8 + 1));
+  for (CctNode* n = cct.first(); n; n = n->next)
+    if (used && n->module != 0 && n->module <= nlm) used[n->module / 8] |= uint8_t(1u << (n->module % 8));
+  e.loadmap_begin(nlm);
+  for (uint16_t id = 1; id <= nlm; ++id) {
+    uint64_t flags = !used || (used[id / 8] >> (id % 8)) & 1u ? 1 : 0;
+    e.loadmap_entry({id, loadmapModulePath(id), flags});
+  }
+
   e.cct_begin(cct.size());
   for (CctNode* n = cct.first(); n; n = n->next)
     e.cct_node({n->id, n->parent ? n->parent->id : 0, n->module, n->offset, 1});

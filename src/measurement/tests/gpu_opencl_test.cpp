@@ -260,8 +260,8 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
 }
 
 // hpcstruct + hpcprof over the measurement: the GPU metrics reach the database at the launch
-// sites and the stream traces become trace lines. (hpcprof does not yet turn the
-// placeholders into <gpu kernel> contexts: the values sit at the enqueue call's line.)
+// sites, on <gpu kernel> contexts below enqueue_kernels, and the stream traces become trace
+// lines that point into enqueue_kernels.
 TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
   ASSERT_EQ(bare_.status, 0) << bare_.err;
   fs::path meas = scratch_ / "m", db = scratch_ / "db";
@@ -320,6 +320,26 @@ TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
   for (auto& [prof, v] : kernelsByProfile)
     if (prof != 0) perThread.insert(v);
   EXPECT_EQ(perThread, (std::multiset<double>{12, 20}));
+
+  // The same counts sit exclusively on the <gpu kernel> placeholder contexts under it.
+  uint16_t countExcl = UINT16_MAX;
+  for (auto& m : d->meta.metrics)
+    if (m.name == "GKER:COUNT")
+      for (auto& si : m.scopeInsts)
+        if (d->meta.scopes[si.scope].name == "point") countExcl = si.propMetricId;
+  ASSERT_NE(countExcl, UINT16_MAX);
+  std::map<uint32_t, double> onPlaceholders;
+  for (auto& [id, info] : ctx) {
+    if (info.second != "<gpu kernel>" || !inFunction(id, "enqueue_kernels")) continue;
+    const hpc::db::ContextValues& cv = d->contexts.at(id);
+    for (size_t k = 0; k < cv.key.size(); ++k)
+      if (cv.key[k] == countExcl)
+        for (uint64_t j = cv.start[k]; j < cv.start[k + 1]; ++j) onPlaceholders[cv.sub[j]] += cv.value[j];
+  }
+  std::multiset<double> perThreadPlaceholder;
+  for (auto& [prof, v] : onPlaceholders)
+    if (prof != 0) perThreadPlaceholder.insert(v);
+  EXPECT_EQ(perThreadPlaceholder, (std::multiset<double>{12, 20}));
 
   // Two GPU stream trace lines, 12 and 20 kernel intervals at enqueue_kernels, idle between.
   ASSERT_TRUE(d->trace.has_value());
