@@ -14,6 +14,71 @@ std::string address_name(uint64_t addr) {
   return buf;
 }
 
+namespace {
+
+bool in_plt(const ElfImage& image, uint64_t a) {
+  const Section* s = image.section_at(a);
+  return !s || s->name.rfind(".plt", 0) == 0;
+}
+
+// Unsized procedures reach the next one or the end of their section; sized ones stop there too.
+void set_extents(std::vector<FunctionSpec>& fns, const ElfImage& image) {
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const Section* sec = image.section_at(fns[i].begin);
+    uint64_t limit = sec ? sec->addr + sec->size : fns[i].begin + 1;
+    if (i + 1 < fns.size() && fns[i + 1].begin < limit) limit = fns[i + 1].begin;
+    if (!fns[i].sized || fns[i].end > limit) fns[i].end = limit;
+    if (fns[i].end <= fns[i].begin) fns[i].end = fns[i].begin + 1;
+  }
+}
+
+// Whether some code lies outside every sized procedure (16 bytes or more: less is padding).
+bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& image) {
+  for (const Section& sec : image.sections()) {
+    if (!sec.executable() || sec.size == 0 || in_plt(image, sec.addr) || sec.name == ".init" || sec.name == ".fini")
+      continue;
+    uint64_t at = sec.addr, end = sec.addr + sec.size;
+    auto it = std::lower_bound(fns.begin(), fns.end(), sec.addr,
+                               [](const FunctionSpec& f, uint64_t a) { return f.begin < a; });
+    for (; it != fns.end() && it->begin < end; ++it) {
+      if (!it->sized) continue;
+      if (it->begin >= at + 16) return true;
+      at = std::max(at, it->end);
+    }
+    if (end >= at + 16) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls) {
+  if (fns.empty() || !has_unbounded_code(fns, image)) return;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < fns.size(); ++i)
+    if (!fns[i].plt) todo.push_back(i);
+  auto known = [&](uint64_t t) {
+    auto it = std::upper_bound(fns.begin(), fns.end(), t, [](uint64_t a, const FunctionSpec& f) { return a < f.begin; });
+    if (it == fns.begin()) return false;
+    --it;
+    return it->begin == t || (it->sized && t < it->end);
+  };
+  while (!todo.empty()) {
+    std::vector<uint64_t> found;
+    for (const auto& targets : calls(fns, todo))
+      for (uint64_t t : targets)
+        if (image.section_at(t) && !in_plt(image, t) && !known(t)) found.push_back(t);
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (uint64_t t : found) fns.push_back({address_name(t), address_name(t), t, 0, false, false});
+    std::sort(fns.begin(), fns.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
+    set_extents(fns, image);
+    todo.clear();
+    for (size_t i = 0; i < fns.size(); ++i)
+      if (std::binary_search(found.begin(), found.end(), fns[i].begin)) todo.push_back(i);
+  }
+}
+
 std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugInfo& debug) {
   std::vector<FunctionSpec> fns;
   for (const auto& s : image.functions())
@@ -26,10 +91,7 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
     --it;
     return it->begin == a || (it->end && a < it->end);
   };
-  auto inPlt = [&](uint64_t a) {
-    const Section* s = image.section_at(a);
-    return !s || s->name.rfind(".plt", 0) == 0;
-  };
+  auto inPlt = [&](uint64_t a) { return in_plt(image, a); };
   // Recover stripped procedures; each only where no symbol already says something.
   std::vector<FunctionSpec> extra;
   for (const auto& [lo, hi] : image.fde_ranges())
@@ -53,13 +115,8 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
                         [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin == b.begin; }),
             fns.end());
 
-  for (size_t i = 0; i < fns.size(); ++i) {
-    const Section* sec = image.section_at(fns[i].begin);
-    uint64_t limit = sec ? sec->addr + sec->size : fns[i].begin + 1;
-    if (i + 1 < fns.size() && fns[i + 1].begin < limit) limit = fns[i + 1].begin;
-    if (fns[i].end == 0 || fns[i].end > limit) fns[i].end = limit;
-    if (fns[i].end <= fns[i].begin) fns[i].end = fns[i].begin + 1;
-  }
+  for (auto& f : fns) f.sized = f.end != 0;
+  set_extents(fns, image);
   return fns;
 }
 

@@ -130,6 +130,22 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
   p->fns = discover_functions(*p->image, *p->debug);
   for (const auto& f : p->fns)
     if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);
+  if (!p->cuda) {
+    const ElfImage& image = *p->image;
+    auto noreturn = [&](uint64_t a) { return p->noreturn.count(a) != 0; };
+    add_called_procedures(p->fns, image, [&](const std::vector<FunctionSpec>& fns, const std::vector<size_t>& todo) {
+      std::vector<std::vector<uint64_t>> out(todo.size());
+      for_each_index(opt, todo.size(), [&](size_t k) {
+        const FunctionSpec& f = fns[todo[k]];
+        auto bytes = image.code(f.begin, f.end - f.begin);
+        if (bytes.empty()) return;
+        out[k] = build_cfg(CodeRange{f.begin, f.begin + bytes.size(), bytes}, f.begin, noreturn,
+                           [&](uint64_t a, uint64_t n) { return image.code(a, n); })
+                     .calls;
+      });
+      return out;
+    });
+  }
   if (p->cuda && opt.gpucfg) gpu_control_flow(*p, path, opt, warnings);
   return p;
 }

@@ -104,6 +104,22 @@ TEST(Structure, StrippedLibraryKeepsProceduresAndLoops) {
   EXPECT_EQ(hidden->line, 0u);
 }
 
+TEST(Structure, StrippedCodeReachedOnlyByACall) {
+  // No symbol, no FDE, no DWARF: the call from visible() is all that says hidden() is there.
+  auto s = analyze("called_only");
+  const Procedure* visible = find(s, "visible");
+  ASSERT_NE(visible, nullptr);
+  EXPECT_EQ(skeleton(visible->root), "L0{}");
+  const Procedure* hidden = nullptr;
+  for (const auto& p : s.procedures)
+    if (p.name.rfind("targ", 0) == 0 && p.entry < visible->entry && skeleton(p.root) == "L0{L0{}}") hidden = &p;
+  ASSERT_NE(hidden, nullptr);
+  char want[32];
+  std::snprintf(want, sizeof want, "targ%llx", static_cast<unsigned long long>(hidden->entry));
+  EXPECT_EQ(hidden->name, want);
+  EXPECT_EQ(hidden->link_name, want);
+}
+
 TEST(Structure, JumpTableSwitchInsideLoop) {
   auto s = analyze("switch_loop");
   const Procedure* p = find(s, "dispatch");
