@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "structure/cfg.hpp"
+#include "structure/debug_info.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/loop_place.hpp"
 #include "structure/loops.hpp"
@@ -36,7 +37,7 @@ namespace {
 // Inline chain (outermost call first) of every address of one procedure.
 class InlineMap {
 public:
-  InlineMap(const DebugInfo& debug, uint64_t lo, uint64_t hi) : subs_(debug.subprograms_in(lo, hi)) {
+  InlineMap(const DebugInfo::View& debug, uint64_t lo, uint64_t hi) : subs_(debug.subprograms_in(lo, hi)) {
     for (const auto* s : subs_)
       for (const auto& c : s->inlines)
         for (const auto& r : c.ranges) {
@@ -165,7 +166,9 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   proc.name = fn.name;
   proc.link_name = fn.link_name;
   proc.entry = fn.begin;
-  SourceLoc entryLoc = ctx.debug.line_at(fn.begin);
+  // The compilation units of this procedure, read now if no other procedure holds them.
+  const DebugInfo::View debug = ctx.debug.view(fn.begin, fn.end);
+  SourceLoc entryLoc = debug.line_at(fn.begin);
   proc.file = entryLoc.file;
   proc.line = entryLoc.line;
 
@@ -178,7 +181,7 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   else if (const Cfg* g = ctx.gpu_cfg ? ctx.gpu_cfg(fn.begin) : nullptr)
     cfg = *g;
   LoopForest forest = find_loops(cfg);
-  InlineMap inl(ctx.debug, fn.begin, fn.end);
+  InlineMap inl(debug, fn.begin, fn.end);
 
   std::vector<Piece> pieces;
   for (uint64_t a = fn.begin; a < fn.end;) {
@@ -193,18 +196,18 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
                                  [](uint64_t x, const Block& blk) { return x < blk.begin; });
       if (it != cfg.blocks.end()) stop = std::min(stop, it->begin);
     }
-    stop = std::min({stop, ctx.debug.next_row_after(a), inl.next_bound_after(a)});
-    pieces.push_back(Piece{a, stop, ctx.debug.line_at(a), inl.chain_at(a), loop});
+    stop = std::min({stop, debug.next_row_after(a), inl.next_bound_after(a)});
+    pieces.push_back(Piece{a, stop, debug.line_at(a), inl.chain_at(a), loop});
     a = stop;
   }
 
   auto places = place_loops(cfg, forest, pieces, [&](uint64_t a) {
-    return std::make_pair(ctx.debug.line_at(a), inl.chain_at(a));
+    return std::make_pair(debug.line_at(a), inl.chain_at(a));
   });
   // GPU procedures known only to the line map (nvcc -lineinfo) are named by their
   // smallest line and keep all their own lines.
   bool lineOnly = ctx.gpu;
-  for (const SubprogramInfo* sp : ctx.debug.subprograms_in(fn.begin, fn.end)) lineOnly &= sp->synthetic;
+  for (const SubprogramInfo* sp : debug.subprograms_in(fn.begin, fn.end)) lineOnly &= sp->synthetic;
   if (lineOnly) {
     proc.line = 0;
     for (const auto& p : pieces)

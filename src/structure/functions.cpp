@@ -96,7 +96,14 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
   std::vector<FunctionSpec> extra;
   for (const auto& [lo, hi] : image.fde_ranges())
     if (!inPlt(lo) && !covered(lo)) extra.push_back({address_name(lo), address_name(lo), lo, hi, false});
-  auto subs = debug.subprograms_in(0, UINT64_MAX);
+  // DWARF subprograms matter only where symbols leave code without a procedure or an FDE
+  // without a name; reading their names costs a pass over all the DIEs.
+  std::vector<FunctionSpec> known = fns;
+  known.insert(known.end(), extra.begin(), extra.end());
+  std::sort(known.begin(), known.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
+  for (auto& f : known) f.sized = f.end != 0;
+  std::vector<const SubprogramInfo*> subs;
+  if (image.is_cuda() || !extra.empty() || has_unbounded_code(known, image)) subs = debug.all_subprograms();
   for (const SubprogramInfo* sp : subs) {
     uint64_t lo = sp->ranges.front().first, hi = sp->ranges.front().second;
     if (sp->synthetic || inPlt(lo) || covered(lo)) continue;

@@ -125,7 +125,7 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
   if (!p->image->is_x86_64() && !p->cuda)
     return Status::error(path + ": unsupported machine type " + std::to_string(p->image->machine()) +
                          " (x86-64 and CUDA binaries are supported)");
-  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image));
+  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image, opt.debug_cache));
   p->debug = std::move(debugOwned);
   p->fns = discover_functions(*p->image, *p->debug);
   for (const auto& f : p->fns)
@@ -195,7 +195,12 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
   const auto& fns = prep->fns;
   std::vector<uint32_t> files;
   files.reserve(fns.size());
-  for (const auto& f : fns) files.push_back(prep->debug->line_at(f.begin).file);
+  {
+    std::vector<uint64_t> entries;
+    entries.reserve(fns.size());
+    for (const auto& f : fns) entries.push_back(f.begin);
+    for (const SourceLoc& l : prep->debug->lines_at(entries)) files.push_back(l.file);
+  }
   std::vector<size_t> order = file_order(files);
   auto w = StructureFileWriter::create(output, path, prep->debug, false);
   if (!w) return failed(w.status());

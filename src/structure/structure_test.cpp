@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "structure/cfg.hpp"
+#include "structure/debug_info.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/emit.hpp"
 #include "structure/gpu_cfg.hpp"
@@ -182,6 +183,36 @@ TEST(Structure, BatchedWriteIsByteIdentical) {
   }
   auto st = write_binary_structure(lib("nest3"), Options{}, (dir / "no-such-dir" / "x.hpcstruct").string());
   EXPECT_FALSE(st.ok());
+}
+
+TEST(Structure, DebugInfoReadPerUnitWithinItsBudget) {
+  // This test program has many compilation units. A cache of one byte keeps no unit after
+  // its views are gone: the same questions give the same answers, the units read again.
+  auto image = ElfImage::open("/proc/self/exe");
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  auto tiny = DebugInfo::load(**image, 1);
+  auto ample = DebugInfo::load(**image);
+  ASSERT_TRUE(tiny.ok() && ample.ok());
+  std::vector<uint64_t> entries;
+  for (const auto& f : (*image)->functions())
+    if (f.size > 0 && !f.plt) entries.push_back(f.addr);
+  ASSERT_GT(entries.size(), 100u);
+  std::vector<uint64_t> probe;
+  for (size_t i = 0; i < entries.size(); i += entries.size() / 25) probe.push_back(entries[i]);
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint64_t a : probe) {
+      auto t = (*tiny)->view(a, a + 16), m = (*ample)->view(a, a + 16);
+      EXPECT_EQ(t.line_at(a), m.line_at(a)) << std::hex << a;
+      EXPECT_EQ(t.next_row_after(a), m.next_row_after(a));
+      auto ts = t.subprograms_in(a, a + 16), ms = m.subprograms_in(a, a + 16);
+      ASSERT_EQ(ts.size(), ms.size());
+      for (size_t k = 0; k < ts.size(); ++k) EXPECT_EQ(ts[k]->link_name, ms[k]->link_name);
+    }
+  EXPECT_GT((*tiny)->units_read(), (*ample)->units_read());
+  auto lines = (*tiny)->lines_at(probe);
+  ASSERT_EQ(lines.size(), probe.size());
+  for (size_t k = 0; k < probe.size(); ++k)
+    EXPECT_EQ(lines[k], (*ample)->view(probe[k], probe[k] + 1).line_at(probe[k]));
 }
 
 TEST(Structure, MalformedBinaryIsNamed) {
