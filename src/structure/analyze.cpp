@@ -1,6 +1,8 @@
 #include "structure/analyze.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 
 #include "structure/cfg.hpp"
 #include "structure/debug_info.hpp"
@@ -45,10 +47,33 @@ public:
           bounds_.push_back(r.second);
         }
     std::sort(bounds_.begin(), bounds_.end());
+    // Per subprogram, the innermost call over each stretch between range bounds (deepest
+    // first, then the first listed), found in one sweep: chain_at is then a binary search.
     for (const auto* s : subs_) {
-      auto& d = depth_.emplace_back(s->inlines.size(), 0);
+      std::vector<int> depth(s->inlines.size(), 0);
       for (size_t i = 0; i < s->inlines.size(); ++i)
-        if (int p = s->inlines[i].parent; p >= 0) d[i] = d[p] + 1;
+        if (int p = s->inlines[i].parent; p >= 0) depth[i] = depth[p] + 1;
+      std::vector<std::pair<uint64_t, int>> events;  // (address, call + 1 opening / -(call + 1) closing)
+      for (size_t i = 0; i < s->inlines.size(); ++i)
+        for (const auto& r : s->inlines[i].ranges) {
+          events.emplace_back(r.first, static_cast<int>(i) + 1);
+          events.emplace_back(r.second, -static_cast<int>(i) - 1);
+        }
+      std::sort(events.begin(), events.end());
+      std::vector<int> open(s->inlines.size(), 0);
+      std::set<std::pair<int, int>> active;  // (-depth, call)
+      auto& segs = segs_.emplace_back();
+      for (size_t e = 0; e < events.size();) {
+        uint64_t at = events[e].first;
+        for (; e < events.size() && events[e].first == at; ++e) {
+          int i = std::abs(events[e].second) - 1;
+          if (events[e].second > 0 ? open[i]++ == 0 : --open[i] == 0) {
+            if (events[e].second > 0) active.insert({-depth[i], i});
+            else active.erase({-depth[i], i});
+          }
+        }
+        segs.push_back({at, active.empty() ? -1 : active.begin()->second});
+      }
     }
   }
   uint64_t next_bound_after(uint64_t a) const {
@@ -62,9 +87,9 @@ public:
       bool in = false;
       for (const auto& r : s->ranges) in |= a >= r.first && a < r.second;
       if (!in) continue;
-      int inner = -1;
-      for (size_t i = 0; i < s->inlines.size(); ++i)
-        if (s->inlines[i].contains(a) && (inner < 0 || depth_[k][i] > depth_[k][inner])) inner = static_cast<int>(i);
+      const auto& segs = segs_[k];
+      auto it = std::upper_bound(segs.begin(), segs.end(), a, [](uint64_t x, const Seg& g) { return x < g.lo; });
+      int inner = it == segs.begin() ? -1 : std::prev(it)->inner;
       for (int i = inner; i >= 0; i = s->inlines[i].parent) chain.push_back(&s->inlines[i]);
       std::reverse(chain.begin(), chain.end());
       break;
@@ -73,8 +98,12 @@ public:
   }
 
 private:
+  struct Seg {
+    uint64_t lo;  // up to the next Seg's lo
+    int inner;    // innermost call there, -1: none
+  };
   std::vector<const SubprogramInfo*> subs_;
-  std::vector<std::vector<int>> depth_;  // per subprogram, per call
+  std::vector<std::vector<Seg>> segs_;  // per subprogram, sorted
   std::vector<uint64_t> bounds_;
 };
 
