@@ -53,7 +53,8 @@ bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& im
 }  // namespace
 
 void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls) {
-  if (fns.empty() || !has_unbounded_code(fns, image)) return;
+  // With a .symtab, every compiled function has a symbol (static ones and .cold parts too).
+  if (fns.empty() || image.section_named(".symtab") || !has_unbounded_code(fns, image)) return;
   std::vector<size_t> todo;
   for (size_t i = 0; i < fns.size(); ++i)
     if (!fns[i].plt) todo.push_back(i);
@@ -96,14 +97,15 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
   std::vector<FunctionSpec> extra;
   for (const auto& [lo, hi] : image.fde_ranges())
     if (!inPlt(lo) && !covered(lo)) extra.push_back({address_name(lo), address_name(lo), lo, hi, false});
-  // DWARF subprograms matter only where symbols leave code without a procedure or an FDE
-  // without a name; reading their names costs a pass over all the DIEs.
+  // DWARF subprograms matter only where stripped symbols leave code without a procedure or
+  // an FDE without a name; reading their names costs a pass over all the DIEs.
   std::vector<FunctionSpec> known = fns;
   known.insert(known.end(), extra.begin(), extra.end());
   std::sort(known.begin(), known.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
   for (auto& f : known) f.sized = f.end != 0;
   std::vector<const SubprogramInfo*> subs;
-  if (image.is_cuda() || !extra.empty() || has_unbounded_code(known, image)) subs = debug.all_subprograms();
+  if (image.is_cuda() || !extra.empty() || (!image.section_named(".symtab") && has_unbounded_code(known, image)))
+    subs = debug.all_subprograms();
   for (const SubprogramInfo* sp : subs) {
     uint64_t lo = sp->ranges.front().first, hi = sp->ranges.front().second;
     if (sp->synthetic || inPlt(lo) || covered(lo)) continue;

@@ -27,7 +27,8 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
 // Stripped code with neither symbol nor unwind entry, reached by direct calls from known
 // procedures, becomes procedures "targ<addr>", searched again in what they call until no
 // call finds another. `calls(fns, todo)` gives the direct call targets of each procedure
-// fns[todo[k]]. Only runs where some code is covered by no sized procedure.
+// fns[todo[k]]. Only runs on binaries without .symtab where some code is covered by no
+// sized procedure.
 using CallTargets = std::function<std::vector<std::vector<uint64_t>>(const std::vector<FunctionSpec>&,
                                                                      const std::vector<size_t>&)>;
 void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls);
