@@ -192,7 +192,7 @@ void finish_callee_lines(Scope& s) {
 
 Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) {
   Procedure proc;
-  proc.name = fn.name;
+  proc.name = fn.mangled ? demangle(fn.name) : fn.name;
   proc.link_name = fn.link_name;
   proc.entry = fn.begin;
   // The compilation units of this procedure, read now if no other procedure holds them.

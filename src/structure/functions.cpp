@@ -83,7 +83,7 @@ void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image
 std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugInfo& debug) {
   std::vector<FunctionSpec> fns;
   for (const auto& s : image.functions())
-    fns.push_back({s.plt ? s.name : demangle(s.name), s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt});
+    fns.push_back({s.name, s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt, false, !s.plt});
 
   std::sort(fns.begin(), fns.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
   auto covered = [&](uint64_t a) {
@@ -114,6 +114,7 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
       if (e.begin == lo) {
         e.name = sp->name;
         e.link_name = sp->link_name.empty() ? sp->name : sp->link_name;
+        e.mangled = false;
         dup = true;
       }
     if (!dup) extra.push_back({sp->name, sp->link_name.empty() ? sp->name : sp->link_name, lo, hi, false});

@@ -12,11 +12,12 @@ class ElfImage;
 class DebugInfo;
 
 struct FunctionSpec {
-  std::string name;       // pretty name
+  std::string name;       // pretty name (see `mangled`)
   std::string link_name;  // as in the symbol table
   uint64_t begin = 0, end = 0;
   bool plt = false;
   bool sized = false;     // `end` came from a symbol size, an FDE or DWARF, not from the next procedure
+  bool mangled = false;   // `name` is still the symbol's: demangled when the procedure is analysed
 };
 
 // Symbols and PLT slots first; where they are missing (stripped code), .eh_frame FDEs
