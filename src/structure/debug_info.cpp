@@ -316,6 +316,22 @@ private:
     if (!dwarf_attr_integrate(die, attr, &a) || dwarf_formudata(&a, &v) != 0) return 0;
     return static_cast<uint32_t>(v);
   }
+  // A callee's pretty name. The same functions are inlined over and over: names are
+  // demangled once per unit, keyed by their place in .debug_str.
+  std::string callee_name(Dwarf_Die* callee) {
+    const char* link = cstr_attr(callee, DW_AT_linkage_name);
+    if (!link) link = cstr_attr(callee, DW_AT_MIPS_linkage_name);
+    if (!link) return string_attr(callee, DW_AT_name);
+    auto [it, fresh] = demangled_.try_emplace(link);
+    if (fresh) it->second = demangle(link);
+    return it->second;
+  }
+  static const char* cstr_attr(Dwarf_Die* die, int attr) {
+    Dwarf_Attribute a;
+    if (!dwarf_attr_integrate(die, attr, &a)) return nullptr;
+    const char* s = dwarf_formstring(&a);
+    return s && *s ? s : nullptr;
+  }
   static std::string string_attr(Dwarf_Die* die, int attr) {
     Dwarf_Attribute a;
     if (!dwarf_attr_integrate(die, attr, &a)) return "";
@@ -367,9 +383,7 @@ private:
         Dwarf_Die origin;
         Dwarf_Die* callee = &child;
         if (dwarf_attr(&child, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin)) callee = &origin;
-        std::string link = string_attr(callee, DW_AT_linkage_name);
-        if (link.empty()) link = string_attr(callee, DW_AT_MIPS_linkage_name);
-        call.callee = link.empty() ? string_attr(callee, DW_AT_name) : demangle(link);
+        call.callee = callee_name(callee);
         call.callee_file = file_attr(callee, DW_AT_decl_file);
         int self = static_cast<int>(sub->inlines.size());
         sub->inlines.push_back(std::move(call));
@@ -383,6 +397,7 @@ private:
   DebugInfo& d_;
   DebugUnit& u_;
   bool summary_;
+  std::unordered_map<const char*, std::string> demangled_;
   Dwarf_Files* files_ = nullptr;
   size_t nfiles_ = 0;
 };
