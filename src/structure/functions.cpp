@@ -55,15 +55,30 @@ bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& im
 void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls) {
   // With a .symtab, every compiled function has a symbol (static ones and .cold parts too).
   if (fns.empty() || image.section_named(".symtab") || !has_unbounded_code(fns, image)) return;
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < fns.size(); ++i)
-    if (!fns[i].plt) todo.push_back(i);
   auto known = [&](uint64_t t) {
     auto it = std::upper_bound(fns.begin(), fns.end(), t, [](uint64_t a, const FunctionSpec& f) { return a < f.begin; });
     if (it == fns.begin()) return false;
     --it;
     return it->begin == t || (it->sized && t < it->end);
   };
+  // Decoding every procedure to find its calls would double the cost of a big stripped
+  // library. A direct call is the byte E8 and a 32-bit displacement: only procedures with
+  // such a byte pair aiming at unknown code are decoded (every real call is among them).
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].plt) continue;
+    auto bytes = image.code(fns[i].begin, fns[i].end - fns[i].begin);
+    for (size_t k = 0; k + 5 <= bytes.size(); ++k) {
+      if (bytes[k] != 0xE8) continue;
+      int32_t rel = static_cast<int32_t>(uint32_t(bytes[k + 1]) | uint32_t(bytes[k + 2]) << 8 |
+                                         uint32_t(bytes[k + 3]) << 16 | uint32_t(bytes[k + 4]) << 24);
+      uint64_t t = fns[i].begin + k + 5 + static_cast<uint64_t>(static_cast<int64_t>(rel));
+      if (image.section_at(t) && !in_plt(image, t) && !known(t)) {
+        todo.push_back(i);
+        break;
+      }
+    }
+  }
   while (!todo.empty()) {
     std::vector<uint64_t> found;
     for (const auto& targets : calls(fns, todo))
