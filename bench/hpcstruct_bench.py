@@ -10,6 +10,9 @@ usage: bench/hpcstruct_bench.py BUILD_DIR [BINARY...]
 Default binaries: Debian's libLLVM-14.so.1 (package libllvm14; installed on request, it is
 not a build dependency) and BUILD_DIR/bin/hpcprof and hpcstruct (build them -g -O2, i.e.
 RelWithDebInfo). HPCSTRUCT_BENCH_REPS=N takes the best of N runs (default 1).
+HPCSTRUCT_BENCH_DWARF_CACHE=MiB passes --dwarf-cache to hpcstruct. A binary named
+`many-units` is generated first (bench/gen_many_units.py: 161 C units, 5 MB of DWARF) to
+show memory bounded by the DWARF budget rather than by the debug information.
 """
 import filecmp
 import os
@@ -79,6 +82,13 @@ def main():
         sys.exit(f"{hpcstruct}: not built")
     reps = int(os.environ.get("HPCSTRUCT_BENCH_REPS", "1"))
     binaries = [Path(b) for b in sys.argv[2:]]
+    for i, b in enumerate(binaries):
+        if b.name == "many-units" and not b.exists():
+            gen = Path(__file__).with_name("gen_many_units.py")
+            subprocess.run([sys.executable, gen, b], check=True)
+    extra = []
+    if os.environ.get("HPCSTRUCT_BENCH_DWARF_CACHE"):
+        extra = ["--dwarf-cache", os.environ["HPCSTRUCT_BENCH_DWARF_CACHE"]]
     if not binaries:
         if ensure_llvm():
             binaries.append(LLVM)
@@ -88,7 +98,7 @@ def main():
             f"{'MB/s j1':>7} {'MB/s j2':>7} {'speedup':>7} {'x base':>6} {'MiB j1':>7} {'MiB j2':>7} "
             f"{'cpu j1':>6} {'cpu j2':>6} {'same':>4} {'cached s':>8}")
     try:
-        print(f"{os.cpu_count()} CPUs; best of {reps}; hpcstruct {hpcstruct}")
+        print(f"{os.cpu_count()} CPUs; best of {reps}; hpcstruct {hpcstruct} {' '.join(extra)}")
         print(cols)
         for b in binaries:
             if not b.exists():
@@ -104,7 +114,7 @@ def main():
             res, outs = {}, {}
             for j in (1, 2):
                 outs[j] = tmp / f"{b.name}.j{j}.hpcstruct"
-                res[j] = run([hpcstruct, "--nocache", f"-j{j}", "-o", outs[j], b], reps)
+                res[j] = run([hpcstruct, "--nocache", f"-j{j}", *extra, "-o", outs[j], b], reps)
             same = filecmp.cmp(outs[1], outs[2], shallow=False)
             cache = tmp / "cache"
             run([hpcstruct, "--cache", cache, "-j2", "-o", tmp / "c1", b])

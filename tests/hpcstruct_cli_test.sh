@@ -68,4 +68,39 @@ if "$hs" --nocache -j2 "$tmp/mb" 2>"$tmp/errmb"; then fail "directory with a mal
 grep -q "$gpubin" "$tmp/errmb" || fail "error does not name $gpubin: $(cat "$tmp/errmb")"
 grep -q '1 of .* binaries could not be analysed' "$tmp/errmb" || fail "no summary: $(cat "$tmp/errmb")"
 [ -s "$tmp/mb/structs/libc.so.6.hpcstruct" ] || fail "other binaries not analysed after a failure"
-echo "hpcstruct: cache, directory mode, -j and malformed binaries behave"
+# --gpucfg=yes: loops from nvdisasm's control-flow graph (a fake nvdisasm prints a fixture
+# for f3_2, symbol 47, and an empty graph for the others); without nvdisasm, one warning.
+cubin=$conf/struct/bin/inlines+loops-sm_75-nvcc112-0
+fixture=$(cd "$(dirname "$0")/.." && pwd)/src/structure/testdata/nvdisasm_cfg_sm75.dot
+mkdir "$tmp/fakebin"
+{
+  echo '#!/bin/sh'
+  echo '# Called as: nvdisasm -cfg -poff -fun <symbol> <cubin>'
+  echo '[ "$1 $2 $3" = "-cfg -poff -fun" ] || exit 2'
+  echo "if [ \"\$4\" = 47 ]; then cat '$fixture'; else echo 'digraph f { }'; fi"
+} >"$tmp/fakebin/nvdisasm"
+chmod +x "$tmp/fakebin/nvdisasm"
+for j in 1 2; do
+  PATH="$tmp/fakebin:$PATH" "$hs" --nocache -j$j --gpucfg=yes -o "$tmp/gpu$j.hpcstruct" "$cubin" 2>"$tmp/errg$j" \
+    || fail "--gpucfg=yes with nvdisasm: $(cat "$tmp/errg$j")"
+done
+[ -s "$tmp/errg1" ] && fail "--gpucfg=yes with nvdisasm warned: $(cat "$tmp/errg1")"
+cmp "$tmp/gpu1.hpcstruct" "$tmp/gpu2.hpcstruct" || fail "--gpucfg=yes: -j1 and -j2 differ"
+f32=$(awk '/n="f3_2\(\)"/,/<\/P>/' "$tmp/gpu1.hpcstruct")
+loops=$(grep -o '<L [^>]*>' <<<"$f32" | sed 's/ i="[0-9]*"//')
+want='<L l="29" f="/src/inlines+loops.cu" v="{[0x13370-0x13371)}">
+<L l="30" f="/src/inlines+loops.cu" v="{[0x13500-0x13501)}">'
+[ "$loops" = "$want" ] || fail "f3_2's loops from nvdisasm: $loops"
+[ "$(grep -c '^</L>' <<<"$f32")" = 2 ] && grep -q '^</L>$' <<<"$(tail -3 <<<"$f32" | head -1)" \
+  || fail "f3_2's loops are not nested: $f32"
+[ "$(grep -c '<L ' "$tmp/gpu1.hpcstruct")" = 2 ] || fail "loops outside f3_2"
+grep -q 'has-calls="1"' "$tmp/gpu1.hpcstruct" || fail "--gpucfg=yes: LM has-calls is not 1"
+if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then  # found there even off PATH
+mkdir "$tmp/nopath"
+PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/nogpu.hpcstruct" "$cubin" 2>"$tmp/errn" \
+  || fail "--gpucfg=yes without nvdisasm failed"
+[ "$(wc -l <"$tmp/errn")" = 1 ] && grep -q "$cubin: .*nvdisasm.*loops are omitted" "$tmp/errn" \
+  || fail "no one-line warning naming the binary: $(cat "$tmp/errn")"
+grep -q "<L " "$tmp/nogpu.hpcstruct" && fail "loops without nvdisasm"
+fi
+echo "hpcstruct: cache, directory mode, -j, malformed binaries and --gpucfg behave"

@@ -1,8 +1,11 @@
 #include "structure/analyze.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 
 #include "structure/cfg.hpp"
+#include "structure/debug_info.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/loop_place.hpp"
 #include "structure/loops.hpp"
@@ -36,7 +39,7 @@ namespace {
 // Inline chain (outermost call first) of every address of one procedure.
 class InlineMap {
 public:
-  InlineMap(const DebugInfo& debug, uint64_t lo, uint64_t hi) : subs_(debug.subprograms_in(lo, hi)) {
+  InlineMap(const DebugInfo::View& debug, uint64_t lo, uint64_t hi) : subs_(debug.subprograms_in(lo, hi)) {
     for (const auto* s : subs_)
       for (const auto& c : s->inlines)
         for (const auto& r : c.ranges) {
@@ -44,10 +47,33 @@ public:
           bounds_.push_back(r.second);
         }
     std::sort(bounds_.begin(), bounds_.end());
+    // Per subprogram, the innermost call over each stretch between range bounds (deepest
+    // first, then the first listed), found in one sweep: chain_at is then a binary search.
     for (const auto* s : subs_) {
-      auto& d = depth_.emplace_back(s->inlines.size(), 0);
+      std::vector<int> depth(s->inlines.size(), 0);
       for (size_t i = 0; i < s->inlines.size(); ++i)
-        if (int p = s->inlines[i].parent; p >= 0) d[i] = d[p] + 1;
+        if (int p = s->inlines[i].parent; p >= 0) depth[i] = depth[p] + 1;
+      std::vector<std::pair<uint64_t, int>> events;  // (address, call + 1 opening / -(call + 1) closing)
+      for (size_t i = 0; i < s->inlines.size(); ++i)
+        for (const auto& r : s->inlines[i].ranges) {
+          events.emplace_back(r.first, static_cast<int>(i) + 1);
+          events.emplace_back(r.second, -static_cast<int>(i) - 1);
+        }
+      std::sort(events.begin(), events.end());
+      std::vector<int> open(s->inlines.size(), 0);
+      std::set<std::pair<int, int>> active;  // (-depth, call)
+      auto& segs = segs_.emplace_back();
+      for (size_t e = 0; e < events.size();) {
+        uint64_t at = events[e].first;
+        for (; e < events.size() && events[e].first == at; ++e) {
+          int i = std::abs(events[e].second) - 1;
+          if (events[e].second > 0 ? open[i]++ == 0 : --open[i] == 0) {
+            if (events[e].second > 0) active.insert({-depth[i], i});
+            else active.erase({-depth[i], i});
+          }
+        }
+        segs.push_back({at, active.empty() ? -1 : active.begin()->second});
+      }
     }
   }
   uint64_t next_bound_after(uint64_t a) const {
@@ -61,9 +87,9 @@ public:
       bool in = false;
       for (const auto& r : s->ranges) in |= a >= r.first && a < r.second;
       if (!in) continue;
-      int inner = -1;
-      for (size_t i = 0; i < s->inlines.size(); ++i)
-        if (s->inlines[i].contains(a) && (inner < 0 || depth_[k][i] > depth_[k][inner])) inner = static_cast<int>(i);
+      const auto& segs = segs_[k];
+      auto it = std::upper_bound(segs.begin(), segs.end(), a, [](uint64_t x, const Seg& g) { return x < g.lo; });
+      int inner = it == segs.begin() ? -1 : std::prev(it)->inner;
       for (int i = inner; i >= 0; i = s->inlines[i].parent) chain.push_back(&s->inlines[i]);
       std::reverse(chain.begin(), chain.end());
       break;
@@ -72,8 +98,12 @@ public:
   }
 
 private:
+  struct Seg {
+    uint64_t lo;  // up to the next Seg's lo
+    int inner;    // innermost call there, -1: none
+  };
   std::vector<const SubprogramInfo*> subs_;
-  std::vector<std::vector<int>> depth_;  // per subprogram, per call
+  std::vector<std::vector<Seg>> segs_;  // per subprogram, sorted
   std::vector<uint64_t> bounds_;
 };
 
@@ -162,10 +192,12 @@ void finish_callee_lines(Scope& s) {
 
 Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) {
   Procedure proc;
-  proc.name = fn.name;
+  proc.name = fn.mangled ? demangle(fn.name) : fn.name;
   proc.link_name = fn.link_name;
   proc.entry = fn.begin;
-  SourceLoc entryLoc = ctx.debug.line_at(fn.begin);
+  // The compilation units of this procedure, read now if no other procedure holds them.
+  const DebugInfo::View debug = ctx.debug.view(fn.begin, fn.end);
+  SourceLoc entryLoc = debug.line_at(fn.begin);
   proc.file = entryLoc.file;
   proc.line = entryLoc.line;
 
@@ -175,8 +207,10 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   if (ctx.loops && !fn.plt && !bytes.empty())
     cfg = build_cfg(code, fn.begin, ctx.noreturn,
                     [&](uint64_t a, uint64_t n) { return ctx.image.code(a, n); });
+  else if (const Cfg* g = ctx.gpu_cfg ? ctx.gpu_cfg(fn.begin) : nullptr)
+    cfg = *g;
   LoopForest forest = find_loops(cfg);
-  InlineMap inl(ctx.debug, fn.begin, fn.end);
+  InlineMap inl(debug, fn.begin, fn.end);
 
   std::vector<Piece> pieces;
   for (uint64_t a = fn.begin; a < fn.end;) {
@@ -191,18 +225,18 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
                                  [](uint64_t x, const Block& blk) { return x < blk.begin; });
       if (it != cfg.blocks.end()) stop = std::min(stop, it->begin);
     }
-    stop = std::min({stop, ctx.debug.next_row_after(a), inl.next_bound_after(a)});
-    pieces.push_back(Piece{a, stop, ctx.debug.line_at(a), inl.chain_at(a), loop});
+    stop = std::min({stop, debug.next_row_after(a), inl.next_bound_after(a)});
+    pieces.push_back(Piece{a, stop, debug.line_at(a), inl.chain_at(a), loop});
     a = stop;
   }
 
   auto places = place_loops(cfg, forest, pieces, [&](uint64_t a) {
-    return std::make_pair(ctx.debug.line_at(a), inl.chain_at(a));
+    return std::make_pair(debug.line_at(a), inl.chain_at(a));
   });
   // GPU procedures known only to the line map (nvcc -lineinfo) are named by their
   // smallest line and keep all their own lines.
   bool lineOnly = ctx.gpu;
-  for (const SubprogramInfo* sp : ctx.debug.subprograms_in(fn.begin, fn.end)) lineOnly &= sp->synthetic;
+  for (const SubprogramInfo* sp : debug.subprograms_in(fn.begin, fn.end)) lineOnly &= sp->synthetic;
   if (lineOnly) {
     proc.line = 0;
     for (const auto& p : pieces)

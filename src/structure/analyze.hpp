@@ -11,6 +11,7 @@ namespace hpc::structure {
 
 class ElfImage;
 class DebugInfo;
+struct Cfg;
 
 struct AnalysisContext {
   const ElfImage& image;
@@ -18,6 +19,8 @@ struct AnalysisContext {
   std::function<bool(uint64_t)> noreturn;  // calls to these addresses never return
   bool loops = true;                       // false: no control flow analysis
   bool gpu = false;                        // GPU code: the reference's GPU conventions
+  // GPU code: the control flow nvdisasm gave for the procedure at an entry, or null.
+  std::function<const Cfg*(uint64_t)> gpu_cfg;
 };
 
 // MT: thread-safe; reads only shared immutable data.

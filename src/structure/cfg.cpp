@@ -113,7 +113,9 @@ private:
       }
       case ZYDIS_CATEGORY_CALL: {
         uint64_t t;
-        if (direct(t) && noreturn_ && noreturn_(t)) in.ends = in.branch = true;
+        if (!direct(t)) return;
+        calls_.push_back(t);
+        if (noreturn_ && noreturn_(t)) in.ends = in.branch = true;
         return;
       }
       default:
@@ -233,6 +235,9 @@ private:
       for (uint32_t s : cfg.blocks[b].succs) cfg.blocks[s].preds.push_back(static_cast<uint32_t>(b));
     int e = cfg.block_at(entry);
     cfg.entry = e < 0 ? 0 : static_cast<uint32_t>(e);
+    std::sort(calls_.begin(), calls_.end());
+    calls_.erase(std::unique(calls_.begin(), calls_.end()), calls_.end());
+    cfg.calls = std::move(calls_);
     return cfg;
   }
 
@@ -246,6 +251,7 @@ private:
   std::map<uint64_t, Insn> insns_;
   std::set<uint64_t> leaders_;
   std::set<uint64_t> queued_;
+  std::vector<uint64_t> calls_;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ struct Block {
 struct Cfg {
   std::vector<Block> blocks;  // sorted by begin
   uint32_t entry = 0;
+  std::vector<uint64_t> calls;  // targets of direct calls in the decoded code, sorted
   bool empty() const { return blocks.empty(); }
   // Index of the block holding `addr`, or -1.
   int block_at(uint64_t addr) const;

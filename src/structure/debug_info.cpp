@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
+#include <list>
+#include <map>
 
 #include "structure/elf_image.hpp"
 
@@ -29,47 +32,239 @@ bool InlineCall::contains(uint64_t a) const {
   return false;
 }
 
+void DebugUnit::finish() {
+  // End-of-sequence rows sort first so a sequence starting where another ends wins.
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
+  });
+  spans.clear();
+  max_span = 0;
+  bytes = sizeof(DebugUnit) + rows.capacity() * sizeof(Row);
+  for (const auto& s : subprograms) {
+    bytes += sizeof(SubprogramInfo) + s->name.capacity() + s->link_name.capacity() + s->ranges.capacity() * sizeof(Range);
+    for (const auto& c : s->inlines)
+      bytes += sizeof(InlineCall) + c.callee.capacity() + c.ranges.capacity() * sizeof(Range);
+    for (const auto& r : s->ranges) {
+      spans.push_back({r.first, r.second, s.get()});
+      max_span = std::max(max_span, r.second - r.first);
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  bytes += spans.capacity() * sizeof(Span);
+}
+
+namespace {
+
+bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
+  return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
+}
+
+// libdw keeps what it has read until dwarf_end: the handle is renewed after about this many
+// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too.
+constexpr size_t kLibdwRowBytes = 64;
+
+}  // namespace
+
+struct DebugInfo::Impl {
+  mutable std::mutex filesMu;
+  std::deque<std::string> files{""};
+  std::unordered_map<std::string, uint32_t> fileIds;
+
+  std::shared_ptr<DebugUnit> global;  // read whole (cubins); in every view
+  std::vector<Dwarf_Off> cus;         // units read on demand, by DIE offset
+  struct CuSpan {
+    uint64_t lo, hi;
+    uint32_t cu;
+  };
+  std::vector<CuSpan> cuSpans;  // sorted by lo
+  uint64_t maxCuSpan = 0;
+  mutable std::vector<std::unique_ptr<SubprogramInfo>> summaries;  // names and ranges, lowest first
+  mutable bool summarized = false;
+  mutable bool evicted = false;  // the cache has let go of a unit: the debug info exceeds it
+
+  Elf* elf = nullptr;
+  std::vector<uint8_t> copy;  // relocated debug sections, when the binary needs them
+  Elf* patched = nullptr;
+  size_t cacheLimit = 0;
+
+  mutable std::mutex mu;  // everything below, and every libdw call
+  mutable Dwarf* dw = nullptr;
+  mutable size_t libdwBytes = 0;
+  mutable std::list<uint32_t> lru;  // most recent first
+  struct Cached {
+    std::shared_ptr<const DebugUnit> unit;
+    std::list<uint32_t>::iterator at;
+  };
+  mutable std::unordered_map<uint32_t, Cached> cache;
+  mutable size_t cacheBytes = 0;
+  mutable size_t unitsRead = 0;
+
+  ~Impl() {
+    if (dw) dwarf_end(dw);
+    if (patched) elf_end(patched);
+  }
+  Dwarf* dwarf() const {
+    if (dw && libdwBytes > cacheLimit / 2) {
+      dwarf_end(dw);
+      dw = nullptr;
+    }
+    if (!dw) {
+      dw = dwarf_begin_elf(patched ? patched : elf, DWARF_C_READ, nullptr);
+      libdwBytes = 0;
+    }
+    return dw;
+  }
+  std::shared_ptr<const DebugUnit> read(DebugInfo& owner, uint32_t cu, bool linesOnly) const;
+  std::shared_ptr<const DebugUnit> unit(DebugInfo& owner, uint32_t cu) const;
+  bool evicted_now() const {
+    std::lock_guard lock(mu);
+    return evicted;
+  }
+  std::vector<uint32_t> units_in(uint64_t lo, uint64_t hi) const {
+    std::vector<uint32_t> out;
+    uint64_t from = lo > maxCuSpan ? lo - maxCuSpan : 0;
+    auto it = std::lower_bound(cuSpans.begin(), cuSpans.end(), from,
+                               [](const CuSpan& s, uint64_t a) { return s.lo < a; });
+    for (; it != cuSpans.end() && it->lo < hi; ++it)
+      if (it->hi > lo) out.push_back(it->cu);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+};
+
+DebugInfo::DebugInfo() : impl_(std::make_unique<Impl>()) {}
+DebugInfo::~DebugInfo() = default;
+
 uint32_t DebugInfo::intern_file(const std::string& name) {
   if (name.empty()) return 0;
-  auto [it, inserted] = fileIds_.emplace(name, static_cast<uint32_t>(files_.size()));
-  if (inserted) files_.push_back(name);
+  std::lock_guard lock(impl_->filesMu);
+  auto [it, inserted] = impl_->fileIds.emplace(name, static_cast<uint32_t>(impl_->files.size()));
+  if (inserted) impl_->files.push_back(name);
   return it->second;
 }
 
-SourceLoc DebugInfo::line_at(uint64_t addr) const {
+std::string DebugInfo::file_name(uint32_t id) const {
+  std::lock_guard lock(impl_->filesMu);
+  return id < impl_->files.size() ? impl_->files[id] : std::string();
+}
+
+size_t DebugInfo::units_read() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->unitsRead;
+}
+
+SourceLoc DebugInfo::View::line_at(uint64_t addr) const {
   auto it = std::upper_bound(rows_.begin(), rows_.end(), addr,
-                             [](uint64_t a, const Row& r) { return a < r.addr; });
+                             [](uint64_t a, const DebugUnit::Row& r) { return a < r.addr; });
   if (it == rows_.begin()) return {};
   --it;
   if (it->end) return {};
   return {it->file, it->line};
 }
 
-uint64_t DebugInfo::next_row_after(uint64_t addr) const {
+uint64_t DebugInfo::View::next_row_after(uint64_t addr) const {
   auto it = std::upper_bound(rows_.begin(), rows_.end(), addr,
-                             [](uint64_t a, const Row& r) { return a < r.addr; });
+                             [](uint64_t a, const DebugUnit::Row& r) { return a < r.addr; });
   return it == rows_.end() ? UINT64_MAX : it->addr;
 }
 
-std::vector<const SubprogramInfo*> DebugInfo::subprograms_in(uint64_t lo, uint64_t hi) const {
+std::vector<const SubprogramInfo*> DebugInfo::View::subprograms_in(uint64_t lo, uint64_t hi) const {
+  std::vector<std::pair<uint64_t, const SubprogramInfo*>> hits;
+  for (const auto& u : units_) {
+    uint64_t from = lo > u->max_span ? lo - u->max_span : 0;
+    auto it = std::lower_bound(u->spans.begin(), u->spans.end(), from,
+                               [](const DebugUnit::Span& s, uint64_t a) { return s.lo < a; });
+    for (; it != u->spans.end() && it->lo < hi; ++it)
+      if (it->hi > lo) hits.emplace_back(it->lo, it->sub);
+  }
+  if (units_.size() > 1)
+    std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const SubprogramInfo*> out;
-  uint64_t from = lo > maxSpan_ ? lo - maxSpan_ : 0;
-  auto it = std::lower_bound(spans_.begin(), spans_.end(), from,
-                             [](const Span& s, uint64_t a) { return s.lo < a; });
-  for (; it != spans_.end() && it->lo < hi; ++it)
-    if (it->hi > lo && std::find(out.begin(), out.end(), it->sub) == out.end()) out.push_back(it->sub);
+  for (const auto& [at, sub] : hits)
+    if (std::find(out.begin(), out.end(), sub) == out.end()) out.push_back(sub);
+  return out;
+}
+
+// Rows of several units that can answer for [lo, hi): each unit's rows from its last one at
+// or before lo to its first one at or after hi, in the order one table of them all would have.
+void DebugInfo::merge_rows(View& v, uint64_t lo, uint64_t hi) {
+  auto byAddr = [](const DebugUnit::Row& r, uint64_t a) { return r.addr < a; };
+  for (const auto& u : v.units_) {
+    const auto& rows = u->rows;
+    auto first = std::upper_bound(rows.begin(), rows.end(), lo, [](uint64_t a, const DebugUnit::Row& r) { return a < r.addr; });
+    if (first != rows.begin()) first = std::lower_bound(rows.begin(), first, std::prev(first)->addr, byAddr);
+    auto last = std::lower_bound(first, rows.end(), hi, byAddr);
+    if (last != rows.end()) last = std::upper_bound(last, rows.end(), last->addr, [](uint64_t a, const DebugUnit::Row& r) { return a < r.addr; });
+    v.merged_.insert(v.merged_.end(), first, last);
+  }
+  std::stable_sort(v.merged_.begin(), v.merged_.end(), row_before);
+  v.rows_ = v.merged_;
+}
+
+DebugInfo::View DebugInfo::view(uint64_t lo, uint64_t hi) const {
+  View v;
+  if (impl_->global) v.units_.push_back(impl_->global);
+  for (uint32_t cu : impl_->units_in(lo, hi)) v.units_.push_back(impl_->unit(const_cast<DebugInfo&>(*this), cu));
+  if (v.units_.size() == 1) {
+    v.rows_ = v.units_[0]->rows;
+  } else if (v.units_.size() > 1) {
+    merge_rows(v, lo, hi);
+  }
+  return v;
+}
+
+std::vector<SourceLoc> DebugInfo::lines_at(const std::vector<uint64_t>& addrs) const {
+  // Line tables only, one unit after the other (addresses come mostly in unit order).
+  std::vector<SourceLoc> out(addrs.size());
+  std::map<uint32_t, std::shared_ptr<const DebugUnit>> held;
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    uint64_t a = addrs[i];
+    auto cus = impl_->units_in(a, a + 1);
+    if (held.size() > 4)
+      for (auto it = held.begin(); it != held.end();)
+        it = std::find(cus.begin(), cus.end(), it->first) == cus.end() ? held.erase(it) : std::next(it);
+    View v;
+    if (impl_->global) v.units_.push_back(impl_->global);
+    for (uint32_t cu : cus) {
+      auto& u = held[cu];
+      // Whole units through the cache while they all fit (the analysis needs them next),
+      // line tables alone once they do not.
+      if (!u) u = impl_->read(const_cast<DebugInfo&>(*this), cu, impl_->evicted_now());
+      v.units_.push_back(u);
+    }
+    if (v.units_.size() == 1) {
+      v.rows_ = v.units_[0]->rows;
+    } else if (v.units_.size() > 1) {
+      merge_rows(v, a, a + 1);
+    }
+    out[i] = v.line_at(a);
+  }
+  std::lock_guard lock(impl_->mu);
+  if (impl_->dw) dwarf_end(impl_->dw);  // what libdw has cached is not needed again soon
+  impl_->dw = nullptr;
   return out;
 }
 
 class DebugLoader {
 public:
-  explicit DebugLoader(DebugInfo& d) : d_(d) {}
+  // `summary`: subprograms with names and ranges only, no inline trees, no line rows.
+  DebugLoader(DebugInfo& d, DebugUnit& u, bool summary = false) : d_(d), u_(u), summary_(summary) {}
 
   void unit(Dwarf_Die* cu) {
     files_ = nullptr;
     nfiles_ = 0;
     dwarf_getsrcfiles(cu, &files_, &nfiles_);
     walk(cu, nullptr, -1, 0);
+  }
+
+  // The unit's own line table.
+  size_t unit_lines(Dwarf_Die* cu) {
+    Dwarf_Lines* lines = nullptr;
+    size_t n = 0;
+    if (dwarf_getsrclines(cu, &lines, &n) != 0) return 0;
+    add_lines(lines, n);
+    return n;
   }
 
   // Every line table of .debug_line, also those no unit refers to (cubins built with
@@ -80,22 +275,33 @@ public:
     size_t n = 0;
     Dwarf_CU* cu = nullptr;
     while (dwarf_next_lines(dw, off, &next, &cu, nullptr, nullptr, &lines, &n) == 0) {
-      for (size_t i = 0; i < n; ++i) {
-        Dwarf_Line* l = dwarf_onesrcline(lines, i);
-        Dwarf_Addr addr = 0;
-        int line = 0;
-        bool end = false;
-        dwarf_lineaddr(l, &addr);
-        dwarf_lineno(l, &line);
-        dwarf_lineendsequence(l, &end);
-        const char* f = dwarf_linesrc(l, nullptr, nullptr);
-        d_.rows_.push_back({addr, d_.intern_file(f ? f : ""), static_cast<uint32_t>(line < 0 ? 0 : line), end});
-      }
+      add_lines(lines, n);
       off = next;
     }
   }
 
 private:
+  void add_lines(Dwarf_Lines* lines, size_t n) {
+    u_.rows.reserve(u_.rows.size() + n);
+    const char* lastName = nullptr;
+    uint32_t lastId = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Dwarf_Line* l = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr = 0;
+      int line = 0;
+      bool end = false;
+      dwarf_lineaddr(l, &addr);
+      dwarf_lineno(l, &line);
+      dwarf_lineendsequence(l, &end);
+      const char* f = dwarf_linesrc(l, nullptr, nullptr);
+      // libdw hands out the same pointer for the same file: intern once per run of rows.
+      if (f != lastName || i == 0) {
+        lastName = f;
+        lastId = d_.intern_file(f ? f : "");
+      }
+      u_.rows.push_back({addr, lastId, static_cast<uint32_t>(line < 0 ? 0 : line), end});
+    }
+  }
   uint32_t file_attr(Dwarf_Die* die, int attr) {
     Dwarf_Attribute a;
     Dwarf_Word idx = 0;
@@ -109,6 +315,22 @@ private:
     Dwarf_Word v = 0;
     if (!dwarf_attr_integrate(die, attr, &a) || dwarf_formudata(&a, &v) != 0) return 0;
     return static_cast<uint32_t>(v);
+  }
+  // A callee's pretty name. The same functions are inlined over and over: names are
+  // demangled once per unit, keyed by their place in .debug_str.
+  std::string callee_name(Dwarf_Die* callee) {
+    const char* link = cstr_attr(callee, DW_AT_linkage_name);
+    if (!link) link = cstr_attr(callee, DW_AT_MIPS_linkage_name);
+    if (!link) return string_attr(callee, DW_AT_name);
+    auto [it, fresh] = demangled_.try_emplace(link);
+    if (fresh) it->second = demangle(link);
+    return it->second;
+  }
+  static const char* cstr_attr(Dwarf_Die* die, int attr) {
+    Dwarf_Attribute a;
+    if (!dwarf_attr_integrate(die, attr, &a)) return nullptr;
+    const char* s = dwarf_formstring(&a);
+    return s && *s ? s : nullptr;
   }
   static std::string string_attr(Dwarf_Die* die, int attr) {
     Dwarf_Attribute a;
@@ -141,11 +363,15 @@ private:
         info->link_name = string_attr(&child, DW_AT_linkage_name);
         if (info->link_name.empty()) info->link_name = string_attr(&child, DW_AT_MIPS_linkage_name);
         info->name = info->link_name.empty() ? string_attr(&child, DW_AT_name) : demangle(info->link_name);
-        info->decl_file = file_attr(&child, DW_AT_decl_file);
-        info->decl_line = udata_attr(&child, DW_AT_decl_line);
+        if (!summary_) {
+          info->decl_file = file_attr(&child, DW_AT_decl_file);
+          info->decl_line = udata_attr(&child, DW_AT_decl_line);
+        }
         SubprogramInfo* raw = info.get();
-        d_.subprograms_.push_back(std::move(info));
+        u_.subprograms.push_back(std::move(info));
         walk(&child, raw, -1, 0);
+      } else if (tag == DW_TAG_inlined_subroutine && summary_) {
+        // no definitions inside
       } else if (tag == DW_TAG_inlined_subroutine && sub) {
         InlineCall call;
         call.ranges = ranges(&child);
@@ -157,9 +383,7 @@ private:
         Dwarf_Die origin;
         Dwarf_Die* callee = &child;
         if (dwarf_attr(&child, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin)) callee = &origin;
-        std::string link = string_attr(callee, DW_AT_linkage_name);
-        if (link.empty()) link = string_attr(callee, DW_AT_MIPS_linkage_name);
-        call.callee = link.empty() ? string_attr(callee, DW_AT_name) : demangle(link);
+        call.callee = callee_name(callee);
         call.callee_file = file_attr(callee, DW_AT_decl_file);
         int self = static_cast<int>(sub->inlines.size());
         sub->inlines.push_back(std::move(call));
@@ -171,55 +395,140 @@ private:
   }
 
   DebugInfo& d_;
+  DebugUnit& u_;
+  bool summary_;
+  std::unordered_map<const char*, std::string> demangled_;
   Dwarf_Files* files_ = nullptr;
   size_t nfiles_ = 0;
 };
 
-Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image) {
-  auto d = std::make_unique<DebugInfo>();
-  Elf* elf = image.elf();
-  Elf* patched = nullptr;
-  std::vector<uint8_t> copy = image.relocated_debug_copy();
-  if (!copy.empty()) {
-    patched = elf_memory(reinterpret_cast<char*>(copy.data()), copy.size());
-    if (patched) elf = patched;
+std::vector<const SubprogramInfo*> DebugInfo::all_subprograms() const {
+  std::vector<const SubprogramInfo*> out;
+  if (impl_->global) {
+    auto v = view(0, UINT64_MAX);
+    return v.subprograms_in(0, UINT64_MAX);
   }
-  Dwarf* dw = dwarf_begin_elf(elf, DWARF_C_READ, nullptr);
-  if (!dw) {
-    if (patched) elf_end(patched);
-    return d;
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (!m.summarized) {
+    // One pass over every unit's DIEs, inline trees skipped; libdw's caches go with it.
+    m.summarized = true;
+    DebugUnit summary;
+    if (Dwarf* d = m.dwarf())
+      for (Dwarf_Off off : m.cus) {
+        Dwarf_Die die;
+        if (dwarf_offdie(d, off, &die)) DebugLoader(const_cast<DebugInfo&>(*this), summary, true).unit(&die);
+      }
+    if (m.dw) dwarf_end(m.dw);
+    m.dw = nullptr;
+    std::stable_sort(summary.subprograms.begin(), summary.subprograms.end(),
+                     [](const auto& a, const auto& b) { return a->ranges.front().first < b->ranges.front().first; });
+    m.summaries = std::move(summary.subprograms);
   }
-  DebugLoader loader(*d);
-  loader.line_tables(dw);
+  for (const auto& s : m.summaries) out.push_back(s.get());
+  return out;
+}
+
+std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_t cu, bool linesOnly) const {
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(cu); it != cache.end()) {
+    lru.splice(lru.begin(), lru, it->second.at);
+    return it->second.unit;
+  }
+  auto u = std::make_shared<DebugUnit>();
+  Dwarf_Die die;
+  if (Dwarf* d = dwarf(); d && dwarf_offdie(d, cus[cu], &die)) {
+    DebugLoader loader(owner, *u);
+    libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes;
+    if (!linesOnly) loader.unit(&die);
+  }
+  u->finish();
+  ++unitsRead;
+  if (linesOnly) return u;
+  lru.push_front(cu);
+  cache.emplace(cu, Cached{u, lru.begin()});
+  cacheBytes += u->bytes;
+  libdwBytes += u->bytes;  // the DIEs libdw read for it, roughly
+  // Units still in a view stay alive through it; the cache only lets go of them.
+  while (cacheBytes > cacheLimit && lru.size() > 1) {
+    auto victim = cache.find(lru.back());
+    cacheBytes -= victim->second.unit->bytes;
+    cache.erase(victim);
+    lru.pop_back();
+    evicted = true;
+  }
+  return u;
+}
+
+std::shared_ptr<const DebugUnit> DebugInfo::Impl::unit(DebugInfo& owner, uint32_t cu) const {
+  return read(owner, cu, false);
+}
+
+Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size_t cache_bytes) {
+  std::unique_ptr<DebugInfo> d(new DebugInfo());
+  Impl& m = *d->impl_;
+  m.elf = image.elf();
+  m.cacheLimit = cache_bytes;
+  m.copy = image.relocated_debug_copy();
+  if (!m.copy.empty()) m.patched = elf_memory(reinterpret_cast<char*>(m.copy.data()), m.copy.size());
+  Dwarf* dw = dwarf_begin_elf(m.patched ? m.patched : m.elf, DWARF_C_READ, nullptr);
+  if (!dw) return d;
   Dwarf_CU* cu = nullptr;
   Dwarf_Die cudie, subdie;
   uint8_t unitType = 0;
-  while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
-    if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
-    loader.unit(&cudie);
-  }
-  dwarf_end(dw);
-  if (patched) elf_end(patched);
   if (image.is_cuda()) {
-    std::span<const uint8_t> bytes = copy.empty() ? image.file_bytes() : std::span<const uint8_t>(copy);
+    // Cubins are small and may have line tables no unit refers to: read everything now.
+    m.global = std::make_shared<DebugUnit>();
+    DebugLoader loader(*d, *m.global);
+    loader.line_tables(dw);
+    while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
+      if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
+      loader.unit(&cudie);
+    }
+    dwarf_end(dw);
+    std::span<const uint8_t> bytes = m.copy.empty() ? image.file_bytes() : std::span<const uint8_t>(m.copy);
     auto section = [&](const char* name) {
       const Section* s = image.section_named(name);
       return s && s->type != SHT_NOBITS ? bytes.subspan(s->offset, s->size) : std::span<const uint8_t>();
     };
     auto line = section(".debug_line");
     if (!line.empty())
-      for (auto& sub : nv_inlined_calls(line, section(".debug_str"), *d)) d->subprograms_.push_back(std::move(sub));
+      for (auto& sub : nv_inlined_calls(line, section(".debug_str"), *d)) m.global->subprograms.push_back(std::move(sub));
+    m.global->finish();
+    return d;
   }
-  // End-of-sequence rows sort first so a sequence starting where another ends wins.
-  std::stable_sort(d->rows_.begin(), d->rows_.end(), [](const Row& a, const Row& b) {
-    return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
-  });
-  for (const auto& s : d->subprograms_)
-    for (const auto& r : s->ranges) {
-      d->spans_.push_back({r.first, r.second, s.get()});
-      d->maxSpan_ = std::max(d->maxSpan_, r.second - r.first);
+  // CPU code: an index of the units by address.
+  while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
+    if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
+    auto idx = static_cast<uint32_t>(m.cus.size());
+    m.cus.push_back(dwarf_dieoffset(&cudie));
+    std::vector<Range> rs;
+    Dwarf_Addr base = 0, lo = 0, hi = 0;
+    for (ptrdiff_t off = 0; (off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0;)
+      if (hi > lo) rs.emplace_back(lo, hi);
+    if (rs.empty()) {
+      // No ranges on the unit: its line table's sequences say where its code is.
+      DebugUnit lines;
+      DebugLoader(*d, lines).unit_lines(&cudie);
+      uint64_t start = 0;
+      bool open = false;
+      for (const auto& r : lines.rows) {
+        if (!open) start = r.addr, open = true;
+        if (r.end) {
+          if (r.addr > start) rs.emplace_back(start, r.addr);
+          open = false;
+        }
+      }
     }
-  std::sort(d->spans_.begin(), d->spans_.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    for (const auto& [l, h] : rs) {
+      m.cuSpans.push_back({l, h, idx});
+      m.maxCuSpan = std::max(m.maxCuSpan, h - l);
+    }
+  }
+  dwarf_end(dw);
+  std::sort(m.cuSpans.begin(), m.cuSpans.end(), [](const Impl::CuSpan& a, const Impl::CuSpan& b) {
+    return a.lo != b.lo ? a.lo < b.lo : a.cu < b.cu;
+  });
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <mutex>
 #include <vector>
 
 #include "common/status.hpp"
@@ -44,39 +45,71 @@ struct SubprogramInfo {
   bool synthetic = false;           // no DWARF entry: nvcc's inlined calls from the line table
 };
 
-class DebugInfo {
-public:
-  // A binary without DWARF gives an empty DebugInfo, not an error.
-  static Expected<std::unique_ptr<DebugInfo>> load(const ElfImage& image);
-
-  bool has_lines() const { return !rows_.empty(); }
-  const std::string& file_name(uint32_t id) const { return files_[id]; }
-  SourceLoc line_at(uint64_t addr) const;
-  // The next address after `addr` where the line map may say something else.
-  uint64_t next_row_after(uint64_t addr) const;
-  // Subprograms whose ranges meet [lo, hi), lowest first.
-  std::vector<const SubprogramInfo*> subprograms_in(uint64_t lo, uint64_t hi) const;
-
-  // Used while loading.
-  uint32_t intern_file(const std::string& name);
-
-private:
-  friend class DebugLoader;
+// The line rows and subprograms (with their inline trees) of one compilation unit, or of
+// everything read at once (cubins).
+struct DebugUnit {
   struct Row {
     uint64_t addr;
     uint32_t file, line;
     bool end;
   };
-  std::vector<std::string> files_{""};
-  std::unordered_map<std::string, uint32_t> fileIds_;
-  std::vector<Row> rows_;
-  std::vector<std::unique_ptr<SubprogramInfo>> subprograms_;
   struct Span {
     uint64_t lo, hi;
     const SubprogramInfo* sub;
   };
-  std::vector<Span> spans_;  // sorted by lo
-  uint64_t maxSpan_ = 0;
+  std::vector<Row> rows;  // sorted by address, end-of-sequence rows first among equals
+  std::vector<std::unique_ptr<SubprogramInfo>> subprograms;
+  std::vector<Span> spans;  // sorted by lo
+  uint64_t max_span = 0;
+  size_t bytes = 0;         // estimate of the memory held
+  void finish();            // sorts rows, builds spans, estimates bytes
+};
+
+class DebugInfo {
+public:
+  // A binary without DWARF gives an empty DebugInfo, not an error. CPU binaries are only
+  // indexed here (units and their address ranges, subprogram names): a unit's line table
+  // and inline trees are read when a view first needs them and kept in a cache of at most
+  // `cache_bytes`, so memory does not grow with the debug information. Cubins are read
+  // whole. `image` must outlive every call to view() and lines_at().
+  static Expected<std::unique_ptr<DebugInfo>> load(const ElfImage& image, size_t cache_bytes = size_t(256) << 20);
+  ~DebugInfo();
+
+  // What DWARF says about an address range: the units covering it, held while the View
+  // lives. MT: a View is const and may be used from any thread.
+  class View {
+  public:
+    SourceLoc line_at(uint64_t addr) const;
+    // The next address after `addr` where the line map may say something else.
+    uint64_t next_row_after(uint64_t addr) const;
+    // Subprograms whose ranges meet [lo, hi), lowest first.
+    std::vector<const SubprogramInfo*> subprograms_in(uint64_t lo, uint64_t hi) const;
+
+  private:
+    friend class DebugInfo;
+    std::vector<std::shared_ptr<const DebugUnit>> units_;
+    std::vector<DebugUnit::Row> merged_;  // rows of several units, when there are several
+    std::span<const DebugUnit::Row> rows_;  // into units_ or merged_ (whose buffer a move keeps)
+  };
+  // MT: thread-safe (units are read under a lock).
+  View view(uint64_t lo, uint64_t hi) const;
+  // line_at of each address, reading one unit's line table at a time. MT: thread-safe.
+  std::vector<SourceLoc> lines_at(const std::vector<uint64_t>& addrs) const;
+  // Every subprogram with code: names and ranges only (inline trees are in views). Lowest first.
+  std::vector<const SubprogramInfo*> all_subprograms() const;
+
+  // MT: thread-safe; names are interned as units are read.
+  std::string file_name(uint32_t id) const;
+  uint32_t intern_file(const std::string& name);
+  // Units read so far, counting re-reads after eviction (for tests and the bench).
+  size_t units_read() const;
+
+private:
+  friend class DebugLoader;
+  static void merge_rows(View& v, uint64_t lo, uint64_t hi);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  DebugInfo();
 };
 
 // The inlined calls nvcc writes into .debug_line with a vendor opcode (nv_inline.cpp):

@@ -121,7 +121,8 @@ void ElfImage::read_symbols() {
           value += sections_[sym.st_shndx - 1].addr;
         }
         if (!section_at(value)) continue;
-        SymbolFunction f{value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false};
+        SymbolFunction f{value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false,
+                         pass == 0 ? static_cast<uint32_t>(i) : 0};
         // Versioned dynamic names ("f@@V1") are reported by their plain name.
         if (auto at = f.name.find('@'); at != std::string::npos && pass == 1) f.name.resize(at);
         auto it = byAddr.find(f.addr);

@@ -31,6 +31,7 @@ struct SymbolFunction {
   std::string name;
   bool global = false;
   bool plt = false;
+  uint32_t symtab_index = 0;  // in .symtab (0: from .dynsym or a PLT slot), for nvdisasm -fun
 };
 
 class ElfImage {

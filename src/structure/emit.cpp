@@ -38,7 +38,7 @@ public:
   sf::Scope load_module() {
     sf::Scope lm = element(sf::Kind::LoadModule);
     lm.name = s_.binary_path;
-    lm.has_calls = false;
+    lm.has_calls = s_.gpu_cfg;  // the reference's GPU control-flow parse counts calls
     lm.vranges = sf::VRanges{};
     lm.id = next_++;
     return lm;
@@ -131,12 +131,14 @@ struct StructureFileWriter::Impl {
 };
 
 Expected<std::unique_ptr<StructureFileWriter>> StructureFileWriter::create(
-    const std::string& path, const std::string& binary_path, std::shared_ptr<const DebugInfo> debug, bool gpu) {
+    const std::string& path, const std::string& binary_path, std::shared_ptr<const DebugInfo> debug, bool gpu,
+    bool gpu_cfg) {
   std::unique_ptr<StructureFileWriter> w(new StructureFileWriter());
   w->impl_ = std::make_unique<Impl>();
   w->impl_->shell.binary_path = binary_path;
   w->impl_->shell.debug = std::move(debug);
   w->impl_->shell.gpu = gpu;
+  w->impl_->shell.gpu_cfg = gpu_cfg;
   HPC_ASSIGN_OR_RETURN(w->impl_->out, sf::Writer::create(path));
   HPC_RETURN_IF_ERROR(w->impl_->out->open(w->impl_->builder.root()));
   HPC_RETURN_IF_ERROR(w->impl_->out->open(w->impl_->builder.load_module()));
@@ -179,7 +181,7 @@ std::vector<size_t> file_order(const std::vector<uint32_t>& files) {
 }
 
 Status write_structure_file(const Structure& s, const std::string& path) {
-  HPC_ASSIGN_OR_RETURN(auto w, StructureFileWriter::create(path, s.binary_path, s.debug, s.gpu));
+  HPC_ASSIGN_OR_RETURN(auto w, StructureFileWriter::create(path, s.binary_path, s.debug, s.gpu, s.gpu_cfg));
   std::vector<uint32_t> files;
   for (const auto& p : s.procedures) files.push_back(p.file);
   for (size_t i : file_order(files)) HPC_RETURN_IF_ERROR(w->add(s.procedures[i]));

@@ -19,7 +19,8 @@ Status write_structure_file(const Structure& s, const std::string& path);
 class StructureFileWriter {
 public:
   static Expected<std::unique_ptr<StructureFileWriter>> create(const std::string& path, const std::string& binary_path,
-                                                               std::shared_ptr<const DebugInfo> debug, bool gpu);
+                                                               std::shared_ptr<const DebugInfo> debug, bool gpu,
+                                                               bool gpu_cfg = false);
   StructureFileWriter(const StructureFileWriter&) = delete;
   StructureFileWriter& operator=(const StructureFileWriter&) = delete;
   ~StructureFileWriter();

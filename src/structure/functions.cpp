@@ -14,10 +14,91 @@ std::string address_name(uint64_t addr) {
   return buf;
 }
 
+namespace {
+
+bool in_plt(const ElfImage& image, uint64_t a) {
+  const Section* s = image.section_at(a);
+  return !s || s->name.rfind(".plt", 0) == 0;
+}
+
+// Unsized procedures reach the next one or the end of their section; sized ones stop there too.
+void set_extents(std::vector<FunctionSpec>& fns, const ElfImage& image) {
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const Section* sec = image.section_at(fns[i].begin);
+    uint64_t limit = sec ? sec->addr + sec->size : fns[i].begin + 1;
+    if (i + 1 < fns.size() && fns[i + 1].begin < limit) limit = fns[i + 1].begin;
+    if (!fns[i].sized || fns[i].end > limit) fns[i].end = limit;
+    if (fns[i].end <= fns[i].begin) fns[i].end = fns[i].begin + 1;
+  }
+}
+
+// Whether some code lies outside every sized procedure (16 bytes or more: less is padding).
+bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& image) {
+  for (const Section& sec : image.sections()) {
+    if (!sec.executable() || sec.size == 0 || in_plt(image, sec.addr) || sec.name == ".init" || sec.name == ".fini")
+      continue;
+    uint64_t at = sec.addr, end = sec.addr + sec.size;
+    auto it = std::lower_bound(fns.begin(), fns.end(), sec.addr,
+                               [](const FunctionSpec& f, uint64_t a) { return f.begin < a; });
+    for (; it != fns.end() && it->begin < end; ++it) {
+      if (!it->sized) continue;
+      if (it->begin >= at + 16) return true;
+      at = std::max(at, it->end);
+    }
+    if (end >= at + 16) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls) {
+  // With a .symtab, every compiled function has a symbol (static ones and .cold parts too).
+  if (fns.empty() || image.section_named(".symtab") || !has_unbounded_code(fns, image)) return;
+  auto known = [&](uint64_t t) {
+    auto it = std::upper_bound(fns.begin(), fns.end(), t, [](uint64_t a, const FunctionSpec& f) { return a < f.begin; });
+    if (it == fns.begin()) return false;
+    --it;
+    return it->begin == t || (it->sized && t < it->end);
+  };
+  // Decoding every procedure to find its calls would double the cost of a big stripped
+  // library. A direct call is the byte E8 and a 32-bit displacement: only procedures with
+  // such a byte pair aiming at unknown code are decoded (every real call is among them).
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].plt) continue;
+    auto bytes = image.code(fns[i].begin, fns[i].end - fns[i].begin);
+    for (size_t k = 0; k + 5 <= bytes.size(); ++k) {
+      if (bytes[k] != 0xE8) continue;
+      int32_t rel = static_cast<int32_t>(uint32_t(bytes[k + 1]) | uint32_t(bytes[k + 2]) << 8 |
+                                         uint32_t(bytes[k + 3]) << 16 | uint32_t(bytes[k + 4]) << 24);
+      uint64_t t = fns[i].begin + k + 5 + static_cast<uint64_t>(static_cast<int64_t>(rel));
+      if (image.section_at(t) && !in_plt(image, t) && !known(t)) {
+        todo.push_back(i);
+        break;
+      }
+    }
+  }
+  while (!todo.empty()) {
+    std::vector<uint64_t> found;
+    for (const auto& targets : calls(fns, todo))
+      for (uint64_t t : targets)
+        if (image.section_at(t) && !in_plt(image, t) && !known(t)) found.push_back(t);
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (uint64_t t : found) fns.push_back({address_name(t), address_name(t), t, 0, false, false});
+    std::sort(fns.begin(), fns.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
+    set_extents(fns, image);
+    todo.clear();
+    for (size_t i = 0; i < fns.size(); ++i)
+      if (std::binary_search(found.begin(), found.end(), fns[i].begin)) todo.push_back(i);
+  }
+}
+
 std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugInfo& debug) {
   std::vector<FunctionSpec> fns;
   for (const auto& s : image.functions())
-    fns.push_back({s.plt ? s.name : demangle(s.name), s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt});
+    fns.push_back({s.name, s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt, false, !s.plt});
 
   std::sort(fns.begin(), fns.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
   auto covered = [&](uint64_t a) {
@@ -26,15 +107,20 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
     --it;
     return it->begin == a || (it->end && a < it->end);
   };
-  auto inPlt = [&](uint64_t a) {
-    const Section* s = image.section_at(a);
-    return !s || s->name.rfind(".plt", 0) == 0;
-  };
+  auto inPlt = [&](uint64_t a) { return in_plt(image, a); };
   // Recover stripped procedures; each only where no symbol already says something.
   std::vector<FunctionSpec> extra;
   for (const auto& [lo, hi] : image.fde_ranges())
     if (!inPlt(lo) && !covered(lo)) extra.push_back({address_name(lo), address_name(lo), lo, hi, false});
-  auto subs = debug.subprograms_in(0, UINT64_MAX);
+  // DWARF subprograms matter only where stripped symbols leave code without a procedure or
+  // an FDE without a name; reading their names costs a pass over all the DIEs.
+  std::vector<FunctionSpec> known = fns;
+  known.insert(known.end(), extra.begin(), extra.end());
+  std::sort(known.begin(), known.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
+  for (auto& f : known) f.sized = f.end != 0;
+  std::vector<const SubprogramInfo*> subs;
+  if (image.is_cuda() || !extra.empty() || (!image.section_named(".symtab") && has_unbounded_code(known, image)))
+    subs = debug.all_subprograms();
   for (const SubprogramInfo* sp : subs) {
     uint64_t lo = sp->ranges.front().first, hi = sp->ranges.front().second;
     if (sp->synthetic || inPlt(lo) || covered(lo)) continue;
@@ -43,6 +129,7 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
       if (e.begin == lo) {
         e.name = sp->name;
         e.link_name = sp->link_name.empty() ? sp->name : sp->link_name;
+        e.mangled = false;
         dup = true;
       }
     if (!dup) extra.push_back({sp->name, sp->link_name.empty() ? sp->name : sp->link_name, lo, hi, false});
@@ -53,13 +140,8 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
                         [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin == b.begin; }),
             fns.end());
 
-  for (size_t i = 0; i < fns.size(); ++i) {
-    const Section* sec = image.section_at(fns[i].begin);
-    uint64_t limit = sec ? sec->addr + sec->size : fns[i].begin + 1;
-    if (i + 1 < fns.size() && fns[i + 1].begin < limit) limit = fns[i + 1].begin;
-    if (fns[i].end == 0 || fns[i].end > limit) fns[i].end = limit;
-    if (fns[i].end <= fns[i].begin) fns[i].end = fns[i].begin + 1;
-  }
+  for (auto& f : fns) f.sized = f.end != 0;
+  set_extents(fns, image);
   return fns;
 }
 

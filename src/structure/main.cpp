@@ -98,7 +98,8 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
     std::fprintf(stderr, "hpcstruct: %s\n", st.message().c_str());
     return 1;
   }
-  if (cache.enabled()) cache.store(binary, opt, output);
+  // A result short of what was asked (no nvdisasm for --gpucfg) is not kept.
+  if (cache.enabled() && warnings.empty()) cache.store(binary, opt, output);
   return 0;
 }
 
@@ -110,11 +111,15 @@ int main(int argc, char** argv) {
   int jobs = 0;
   std::string output, cacheDir, gpucfg = "no", binary;
   bool nocache = false;
+  size_t dwarfCacheMb = 128;
   app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs)");
   app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
   app.add_flag("--nocache", nocache, "do not use the structure cache");
   app.add_option("-c,--cache", cacheDir, "structure cache directory (or $HPCTOOLKIT_HPCSTRUCT_CACHE)");
-  app.add_option("--gpucfg", gpucfg, "recover loops in GPU code (yes|no)")->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--gpucfg", gpucfg, "recover loops in GPU code (yes|no); needs CUDA's nvdisasm on PATH or in /usr/local/cuda/bin")->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--dwarf-cache", dwarfCacheMb,
+                 "MiB of DWARF line tables and inline trees kept in memory per binary; units beyond it\n"
+                 "are read again when needed (default: 128)");
   app.add_option("binary", binary,
                  "binary to analyse, or a measurement directory: each binary its profiles used\n"
                  "is analysed into DIR/structs/<name>.hpcstruct")->required();
@@ -130,6 +135,7 @@ int main(int argc, char** argv) {
   hpc::structure::Options opt;
   opt.jobs = jobs;
   opt.gpucfg = gpucfg == "yes";
+  opt.debug_cache = dwarfCacheMb << 20;
   hpc::structure::Cache cache(cacheDir);
   Progress progress;
 

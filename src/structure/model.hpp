@@ -57,6 +57,7 @@ struct Structure {
   std::vector<Procedure> procedures;         // sorted by entry
   std::shared_ptr<const DebugInfo> debug;    // names the file ids
   bool gpu = false;                          // a GPU binary (CUDA cubin)
+  bool gpu_cfg = false;                      // its control flow came from nvdisasm
   // "[binary]": stands for a file or a line where no debug information says one.
   std::string unknown_file() const;
   std::string file_name(uint32_t id) const { return id ? debug->file_name(id) : unknown_file(); }

@@ -9,12 +9,15 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "structure/analyze.hpp"
 #include "structure/emit.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/functions.hpp"
+#include "structure/gpu_cfg.hpp"
 
 namespace hpc::structure {
 
@@ -35,59 +38,9 @@ bool known_noreturn(const std::string& name) {
   return names.count(base) != 0;
 }
 
-bool on_path(const char* tool) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::string p(path);
-  for (size_t start = 0; start <= p.size();) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::filesystem::path cand = std::filesystem::path(p.substr(start, end - start)) / tool;
-    std::error_code ec;
-    if (!cand.empty() && std::filesystem::is_regular_file(cand, ec)) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 }  // namespace
 
 namespace {
-
-// A binary opened and read up to its list of procedures, ready for analysis.
-struct Prepared {
-  std::unique_ptr<ElfImage> image;
-  std::shared_ptr<const DebugInfo> debug;
-  std::vector<FunctionSpec> fns;
-  std::unordered_set<uint64_t> noreturn;
-  bool cuda = false;
-  AnalysisContext context() const {
-    return AnalysisContext{*image, *debug, [this](uint64_t a) { return noreturn.count(a) != 0; }, !cuda, cuda};
-  }
-};
-
-Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Options& opt, std::string* warnings) {
-  auto p = std::make_unique<Prepared>();
-  HPC_ASSIGN_OR_RETURN(p->image, ElfImage::open(path));
-  p->cuda = p->image->is_cuda();
-  if (!p->image->is_x86_64() && !p->cuda)
-    return Status::error(path + ": unsupported machine type " + std::to_string(p->image->machine()) +
-                         " (x86-64 and CUDA binaries are supported)");
-  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image));
-  p->debug = std::move(debugOwned);
-  p->fns = discover_functions(*p->image, *p->debug);
-  for (const auto& f : p->fns)
-    if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);
-  if (p->cuda && opt.gpucfg && warnings) {
-    if (!on_path("nvdisasm"))
-      *warnings += path + ": --gpucfg=yes needs CUDA's nvdisasm, which is not on PATH; "
-                          "GPU loops are not recovered (functions and lines still are)\n";
-    else
-      *warnings += path + ": GPU control flow through nvdisasm is not implemented yet; "
-                          "GPU loops are not recovered\n";
-  }
-  return p;
-}
 
 // Runs fn(0..n-1) on opt.jobs threads (or the caller's arena when nested).
 template <typename F>
@@ -107,15 +60,107 @@ void for_each_index(const Options& opt, size_t n, const F& fn) {
   }
 }
 
+// A binary opened and read up to its list of procedures, ready for analysis.
+struct Prepared {
+  std::unique_ptr<ElfImage> image;
+  std::shared_ptr<const DebugInfo> debug;
+  std::vector<FunctionSpec> fns;
+  std::unordered_set<uint64_t> noreturn;
+  bool cuda = false;
+  bool gpu_cfg = false;                   // nvdisasm ran
+  std::unordered_map<uint64_t, Cfg> cfgs;  // GPU procedure entry -> its control flow
+  AnalysisContext context() const {
+    AnalysisContext c{*image, *debug, [this](uint64_t a) { return noreturn.count(a) != 0; }, !cuda, cuda, {}};
+    if (gpu_cfg)
+      c.gpu_cfg = [this](uint64_t a) -> const Cfg* {
+        auto it = cfgs.find(a);
+        return it == cfgs.end() ? nullptr : &it->second;
+      };
+    return c;
+  }
+};
+
+// GPU control flow, one nvdisasm run per function symbol (the reference's way: a cubin
+// nvdisasm cannot decode as a whole still gives the functions it can).
+void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, std::string* warnings) {
+  auto tool = find_nvdisasm();
+  if (!tool) {
+    if (warnings)
+      *warnings += path + ": --gpucfg=yes needs CUDA's nvdisasm, found neither on PATH nor in "
+                          "/usr/local/cuda/bin; GPU loops are omitted (functions and lines are not)\n";
+    return;
+  }
+  const auto& syms = p.image->functions();
+  std::vector<std::optional<Cfg>> cfgs(p.fns.size());
+  std::vector<std::string> failed(p.fns.size());
+  for_each_index(opt, p.fns.size(), [&](size_t i) {
+    const FunctionSpec& f = p.fns[i];
+    auto sym = std::lower_bound(syms.begin(), syms.end(), f.begin,
+                                [](const SymbolFunction& s, uint64_t a) { return s.addr < a; });
+    const Section* sec = p.image->section_at(f.begin);
+    if (sym == syms.end() || sym->addr != f.begin || sym->symtab_index == 0 || !sec) return;
+    auto dot = run_nvdisasm(*tool, path, sym->symtab_index);
+    if (!dot) {
+      failed[i] = dot.status().message();
+      return;
+    }
+    auto g = parse_nvdisasm_cfg(*dot);
+    if (!g) {
+      failed[i] = path + ": function " + f.link_name + ": " + g.status().message();
+      return;
+    }
+    cfgs[i] = cfg_from_nvgraph(*g, sec->addr, f.begin, f.end);
+  });
+  for (size_t i = 0; i < p.fns.size(); ++i) {
+    if (cfgs[i]) p.cfgs.emplace(p.fns[i].begin, std::move(*cfgs[i]));
+    if (!failed[i].empty() && warnings) *warnings += failed[i] + "; its loops are omitted\n";
+  }
+  p.gpu_cfg = true;
+}
+
+Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Options& opt, std::string* warnings) {
+  auto p = std::make_unique<Prepared>();
+  HPC_ASSIGN_OR_RETURN(p->image, ElfImage::open(path));
+  p->cuda = p->image->is_cuda();
+  if (!p->image->is_x86_64() && !p->cuda)
+    return Status::error(path + ": unsupported machine type " + std::to_string(p->image->machine()) +
+                         " (x86-64 and CUDA binaries are supported)");
+  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image, opt.debug_cache));
+  p->debug = std::move(debugOwned);
+  p->fns = discover_functions(*p->image, *p->debug);
+  for (const auto& f : p->fns)
+    if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);
+  if (!p->cuda) {
+    const ElfImage& image = *p->image;
+    auto noreturn = [&](uint64_t a) { return p->noreturn.count(a) != 0; };
+    add_called_procedures(p->fns, image, [&](const std::vector<FunctionSpec>& fns, const std::vector<size_t>& todo) {
+      std::vector<std::vector<uint64_t>> out(todo.size());
+      for_each_index(opt, todo.size(), [&](size_t k) {
+        const FunctionSpec& f = fns[todo[k]];
+        auto bytes = image.code(f.begin, f.end - f.begin);
+        if (bytes.empty()) return;
+        out[k] = build_cfg(CodeRange{f.begin, f.begin + bytes.size(), bytes}, f.begin, noreturn,
+                           [&](uint64_t a, uint64_t n) { return image.code(a, n); })
+                     .calls;
+      });
+      return out;
+    });
+  }
+  if (p->cuda && opt.gpucfg) gpu_control_flow(*p, path, opt, warnings);
+  return p;
+}
+
 }  // namespace
 
-Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings) {
-  HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
+namespace {
+
+Expected<Structure> analyze_prepared(std::unique_ptr<Prepared> prep, const std::string& path, const Options& opt) {
   AnalysisContext ctx = prep->context();
   Structure s;
   s.binary_path = path;
   s.debug = prep->debug;
   s.gpu = prep->cuda;
+  s.gpu_cfg = prep->gpu_cfg;
   const auto& fns = prep->fns;
   s.procedures.resize(fns.size());
   std::atomic<size_t> done{0};
@@ -127,6 +172,13 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
   return s;
 }
 
+}  // namespace
+
+Expected<Structure> analyze_binary(const std::string& path, const Options& opt, std::string* warnings) {
+  HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
+  return analyze_prepared(std::move(prep), path, opt);
+}
+
 Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
                               std::string* warnings) {
   HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
@@ -134,8 +186,7 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
   if (prep->cuda) {
     // GPU procedures may take their file from a line other than the entry's: analyse
     // them all first (cubins are small).
-    prep.reset();
-    HPC_ASSIGN_OR_RETURN(auto s, analyze_binary(path, opt, nullptr));
+    HPC_ASSIGN_OR_RETURN(auto s, analyze_prepared(std::move(prep), path, opt));
     return failed(write_structure_file(s, output));
   }
   // A CPU procedure's file is that of its entry's line, known before analysis, so the
@@ -144,7 +195,12 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
   const auto& fns = prep->fns;
   std::vector<uint32_t> files;
   files.reserve(fns.size());
-  for (const auto& f : fns) files.push_back(prep->debug->line_at(f.begin).file);
+  {
+    std::vector<uint64_t> entries;
+    entries.reserve(fns.size());
+    for (const auto& f : fns) entries.push_back(f.begin);
+    for (const SourceLoc& l : prep->debug->lines_at(entries)) files.push_back(l.file);
+  }
   std::vector<size_t> order = file_order(files);
   auto w = StructureFileWriter::create(output, path, prep->debug, false);
   if (!w) return failed(w.status());

@@ -15,6 +15,9 @@ struct Options {
   bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
   bool nested = false;   // run in the caller's oneTBB task arena, which bounds the threads
   size_t batch = 256;    // procedures in flight at a time in write_binary_structure
+  // Bytes of DWARF line tables and inline trees kept between procedures (compilation units
+  // are re-read when evicted); bounds memory on binaries with very large debug info.
+  size_t debug_cache = size_t(128) << 20;
   // Called after each procedure with (procedures done, procedures in all), from the
   // analysing threads: it must be thread-safe. Never affects the result.
   std::function<void(size_t, size_t)> progress;

@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "structure/cfg.hpp"
+#include "structure/debug_info.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/emit.hpp"
+#include "structure/gpu_cfg.hpp"
 #include "structure/loops.hpp"
 #include "structure/structure.hpp"
 
@@ -103,6 +105,22 @@ TEST(Structure, StrippedLibraryKeepsProceduresAndLoops) {
   EXPECT_EQ(hidden->line, 0u);
 }
 
+TEST(Structure, StrippedCodeReachedOnlyByACall) {
+  // No symbol, no FDE, no DWARF: the call from visible() is all that says hidden() is there.
+  auto s = analyze("called_only");
+  const Procedure* visible = find(s, "visible");
+  ASSERT_NE(visible, nullptr);
+  EXPECT_EQ(skeleton(visible->root), "L0{}");
+  const Procedure* hidden = nullptr;
+  for (const auto& p : s.procedures)
+    if (p.name.rfind("targ", 0) == 0 && p.entry < visible->entry && skeleton(p.root) == "L0{L0{}}") hidden = &p;
+  ASSERT_NE(hidden, nullptr);
+  char want[32];
+  std::snprintf(want, sizeof want, "targ%llx", static_cast<unsigned long long>(hidden->entry));
+  EXPECT_EQ(hidden->name, want);
+  EXPECT_EQ(hidden->link_name, want);
+}
+
 TEST(Structure, JumpTableSwitchInsideLoop) {
   auto s = analyze("switch_loop");
   const Procedure* p = find(s, "dispatch");
@@ -167,6 +185,36 @@ TEST(Structure, BatchedWriteIsByteIdentical) {
   EXPECT_FALSE(st.ok());
 }
 
+TEST(Structure, DebugInfoReadPerUnitWithinItsBudget) {
+  // This test program has many compilation units. A cache of one byte keeps no unit after
+  // its views are gone: the same questions give the same answers, the units read again.
+  auto image = ElfImage::open("/proc/self/exe");
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  auto tiny = DebugInfo::load(**image, 1);
+  auto ample = DebugInfo::load(**image);
+  ASSERT_TRUE(tiny.ok() && ample.ok());
+  std::vector<uint64_t> entries;
+  for (const auto& f : (*image)->functions())
+    if (f.size > 0 && !f.plt) entries.push_back(f.addr);
+  ASSERT_GT(entries.size(), 100u);
+  std::vector<uint64_t> probe;
+  for (size_t i = 0; i < entries.size(); i += entries.size() / 25) probe.push_back(entries[i]);
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint64_t a : probe) {
+      auto t = (*tiny)->view(a, a + 16), m = (*ample)->view(a, a + 16);
+      EXPECT_EQ(t.line_at(a), m.line_at(a)) << std::hex << a;
+      EXPECT_EQ(t.next_row_after(a), m.next_row_after(a));
+      auto ts = t.subprograms_in(a, a + 16), ms = m.subprograms_in(a, a + 16);
+      ASSERT_EQ(ts.size(), ms.size());
+      for (size_t k = 0; k < ts.size(); ++k) EXPECT_EQ(ts[k]->link_name, ms[k]->link_name);
+    }
+  EXPECT_GT((*tiny)->units_read(), (*ample)->units_read());
+  auto lines = (*tiny)->lines_at(probe);
+  ASSERT_EQ(lines.size(), probe.size());
+  for (size_t k = 0; k < probe.size(); ++k)
+    EXPECT_EQ(lines[k], (*ample)->view(probe[k], probe[k] + 1).line_at(probe[k]));
+}
+
 TEST(Structure, MalformedBinaryIsNamed) {
   auto bad = (std::filesystem::temp_directory_path() / "hpcstruct_not_elf.bin").string();
   std::ofstream(bad) << "this is not an ELF file";
@@ -218,6 +266,80 @@ TEST(Cuda, GpucfgWithoutNvdisasmWarnsAndStillAnalyses) {
   EXPECT_NE(find(*s, "f3_3()"), nullptr);
   for (const auto& p : s->procedures)
     for (const auto& c : p.root.children) EXPECT_NE(c->kind, Scope::Kind::Loop) << p.name;
+}
+
+TEST(GpuCfg, ParsesNvdisasmRecordsAndPorts) {
+  auto g = parse_nvdisasm_cfg(slurp(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/nvdisasm_cfg_sm75.dot"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->nodes.size(), 6u);
+  const auto& entry = g->nodes[0];
+  EXPECT_EQ(entry.name, "_Z4f3_2v");
+  ASSERT_EQ(entry.fields.size(), 2u);
+  EXPECT_EQ(entry.fields[0].port, "entry");
+  ASSERT_EQ(entry.fields[0].insts.size(), 6u);  // the directives and labels are not instructions
+  EXPECT_EQ(entry.fields[0].insts[0].text, "MOV R1, c[0x0][0x28]");
+  EXPECT_EQ(entry.fields[1].port, "exit0");
+  EXPECT_EQ(entry.fields[1].insts.at(0).offset, 0x60u);
+  EXPECT_EQ(entry.fields[1].insts.at(0).text, "@P0 BRA `(.L_x_4)");
+  EXPECT_EQ(g->edges.size(), 8u);
+  EXPECT_EQ(g->edges[0].from, "_Z4f3_2v");
+  EXPECT_EQ(g->edges[0].from_port, "exit0");
+  EXPECT_EQ(g->edges[0].to, ".L_x_4");
+}
+
+TEST(GpuCfg, LoopNestFromTheGraph) {
+  auto g = parse_nvdisasm_cfg(slurp(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/nvdisasm_cfg_sm75.dot"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Cfg cfg = cfg_from_nvgraph(*g, 0x13300, 0x13300, 0x13900);
+  // entry | outer header | inner loop | outer latch | exit | unreachable self-loop
+  ASSERT_EQ(cfg.blocks.size(), 6u);
+  EXPECT_EQ(cfg.blocks[0].end, 0x13370u);
+  EXPECT_EQ(cfg.blocks[2].begin, 0x13500u);
+  EXPECT_EQ(cfg.blocks[2].last, 0x137a0u);
+  EXPECT_EQ(cfg.entry, 0u);
+  auto f = find_loops(cfg);
+  ASSERT_EQ(f.loops.size(), 2u);  // the unreachable `BRA self` after EXIT is no loop
+  EXPECT_EQ(cfg.blocks[f.loops[0].header].begin, 0x13370u);
+  EXPECT_EQ(cfg.blocks[f.loops[1].header].begin, 0x13500u);
+  EXPECT_EQ(f.loops[1].parent, 0);
+  EXPECT_EQ(f.innermost[3], 0);
+  EXPECT_EQ(f.innermost[4], -1);
+}
+
+TEST(GpuCfg, DualIssueAndBranchInsideANode) {
+  // sm_60 shape (8-byte instructions, control words at 0x00, 0x20, ...): a "{ a; b }" pair
+  // whose second instruction branches mid-node, the node going on after it (<exitpost0>).
+  const char* dot =
+      "digraph f {\nsubgraph \"cluster_k\" {\nnode [fontname=\"Courier\",fontsize=10,shape=Mrecord];\n"
+      "\"k\"\n[label=\"{<entry>k:\\l0008:\\ \\ \\ MOV\\ R1,\\ c\\[0x0\\]\\[0x20\\];\\l}\"]\n"
+      "\"k\":entry:s -> \".L_1\":entry:n [style=solid];\n"
+      "\".L_1\"\n[label=\"{<entry>.L_1:\\l0010:\\ \\ \\ IADD\\ R0,\\ R0,\\ 0x1;\\l"
+      "|<exit0>0018:\\ \\{\\ MOV\\ R2,\\ R4;\\l/*0028*/\\ \\ \\ @P0\\ BRA\\ `(.L_2);\\}\\l"
+      "|<exitpost0>0030:\\ \\ \\ ISETP.LT.AND\\ P1,\\ PT,\\ R0,\\ 0x8,\\ PT;\\l"
+      "|<exit1>0038:\\ \\ \\ @P1\\ BRA\\ `(.L_1);\\l}\"]\n"
+      "\".L_1\":exit0:e -> \".L_2\":entry:n [style=solid];\n"
+      "\".L_1\":exit1:e -> \".L_1\":entry:n [style=solid];\n"
+      "\".L_1\":exit1:s -> \".L_2\":entry:n [style=solid];\n"
+      "\".L_2\"\n[label=\"{<entry>.L_2:\\l|<exit0>0048:\\ \\ \\ EXIT;\\l}\"]\n}\n}\n";
+  auto g = parse_nvdisasm_cfg(dot);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->nodes.at(1).fields.at(1).insts.size(), 2u);
+  EXPECT_EQ(g->nodes[1].fields[1].insts[1].offset, 0x28u);
+  Cfg cfg = cfg_from_nvgraph(*g, 0x1000, 0x1000, 0x1100);
+  // k [0x1008,0x1010) | .L_1 up to the pair [0x1010,0x1030) | [0x1030,0x1040) | .L_2
+  ASSERT_EQ(cfg.blocks.size(), 4u);
+  EXPECT_EQ(cfg.blocks[1].end, 0x1030u);
+  EXPECT_EQ(cfg.blocks[1].succs, (std::vector<uint32_t>{2, 3}));  // fall-through, then taken
+  auto f = find_loops(cfg);
+  ASSERT_EQ(f.loops.size(), 1u);
+  EXPECT_EQ(cfg.blocks[f.loops[0].header].begin, 0x1010u);
+  EXPECT_EQ(f.innermost[2], 0);
+}
+
+TEST(GpuCfg, NotADigraphIsAnError) {
+  auto g = parse_nvdisasm_cfg("nvdisasm fatal : Could not open input file 'x'\n");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("line 1"), std::string::npos) << g.status().message();
 }
 
 // Hand-made CFGs: blocks are 16 bytes apart; `edges` lists (from, to).

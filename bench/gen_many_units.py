@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""Builds a binary of many small compilation units with -g -O2 (inlined helpers, loop nests):
+its debug information is large next to what one unit needs, as in big C/C++ applications.
+
+usage: bench/gen_many_units.py OUTPUT [UNITS]   (default 160 units of 60 functions; needs gcc)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def unit(f):
+    out = ['#include "common.h"\n']
+    for k in range(60):
+        out.append(f"""
+static inline double h{k}_a(double* v, int n) {{ double s = 0; for (int i = 0; i < n; i++) s += v[i] * {k + 1}; return s; }}
+static inline double h{k}_b(double* v, int n) {{ double s = 1; for (int i = 0; i < n; i += 2) s *= h{k}_a(v + i, 2) + {f}; return s; }}
+double f{f}_{k}(double* v, int n, int m) {{
+  double t = 0;
+  for (int j = 0; j < m; j++) {{
+    t += h{k}_b(v, n) - h{k}_a(v, n / 2);
+    if (t > {k * 7 + f}) t = sqrt_approx(t);
+  }}
+  return t;
+}}
+""")
+    return "".join(out)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    output = Path(sys.argv[1]).resolve()
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 160
+    with tempfile.TemporaryDirectory(prefix="many-units-") as d:
+        d = Path(d)
+        (d / "common.h").write_text("static inline double sqrt_approx(double x) "
+                                    "{ double r = x; for (int i = 0; i < 8; i++) r = 0.5 * (r + x / r); return r; }\n")
+        (d / "main.c").write_text("int main(void) { return 0; }\n")
+        objs = ["main.o"] + [f"u{f}.o" for f in range(n)]
+        for f in range(n):
+            (d / f"u{f}.c").write_text(unit(f))
+        (d / "Makefile").write_text("big: " + " ".join(objs) + "\n\tgcc -o big " + " ".join(objs) +
+                                    "\n%.o: %.c common.h\n\tgcc -g -O2 -c $< -o $@\n")
+        subprocess.run(["make", "-s", f"-j{os.cpu_count()}", "-C", d], check=True)
+        (d / "big").rename(output)
+    print(f"{output}: {n} units", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
