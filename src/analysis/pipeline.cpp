@@ -117,7 +117,6 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
                      map.status().message().c_str());
         return;
       }
-      u.nodes = std::move(*map);
       u.header.metrics = std::move(tree->metrics);
       u.header.ids = std::move(tree->idTuple);
       u.header.hasTrace = tree->hasTrace;
@@ -152,20 +151,24 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
-                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
+Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                        const std::vector<uint32_t>& localToGlobal, uint32_t index,
+                        const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
-  auto values = source.readValues();
+  Expected<NodeMap> nodes = Status::error("unread");
+  auto tree = source.readTree();
+  if (tree.ok()) nodes = expander.find(*tree);
+  Expected<ProfileValues> values = nodes.ok() ? source.readValues() : Expected<ProfileValues>(nodes.status());
   if (!values.ok()) {
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                 source.path().c_str(), values.status().message().c_str());
-    u.nodes = NodeMap();
+                 source.path().c_str(),
+                 (tree.ok() ? values.status() : tree.status()).message().c_str());
     return sink.writeProfile(index, idTuple, SparseRow());
   }
   std::vector<ContextValue> points;
   points.reserve(values->values.size());
   for (const PointValue& v : values->values) {
-    Context* c = u.nodes.find(v.node);
+    Context* c = nodes->find(v.node);
     if (!c || v.metric >= localToGlobal.size()) continue;
     points.push_back({c->id(), localToGlobal[v.metric], v.value});
   }
@@ -178,7 +181,7 @@ Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uin
     std::vector<TracePoint> trace;
     trace.reserve(values->trace.size());
     for (const TraceRecord& r : values->trace) {
-      Context* c = u.nodes.find(r.node);
+      Context* c = nodes->find(r.node);
       uint32_t ctx = c ? c->listed()->id() : 0;
       trace.push_back({r.time, ctx});
     }
@@ -186,7 +189,6 @@ Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uin
                      [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
     st = sink.writeTrace(index, trace);
   }
-  u.nodes = NodeMap();  // this profile is done: free its map
   return st;
 }
 
@@ -227,7 +229,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   arena.execute([&] {
     tbb::parallel_for(size_t(0), plan.live.size(), [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k] = propagateProfile(*profiles[i], unified[i], plan.localToGlobal[i], uint32_t(k + 1),
+      errors[k] = propagateProfile(*profiles[i], expander, unified[i], plan.localToGlobal[i], uint32_t(k + 1),
                                    plan.idTuples[k], propagators.local(), nonzeros, sink);
       progress.tick();
     });

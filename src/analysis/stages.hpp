@@ -26,10 +26,11 @@ struct ProfileHeader {
   bool hasTrace = false;
 };
 
-// What the first pass keeps of a profile until its second pass.
+// What the first pass keeps of a profile until its second pass: its header only; the
+// second pass finds the profile's contexts again (Expander::find), so memory does not grow
+// with the number of profiles.
 struct Unified {
   ProfileHeader header;
-  NodeMap nodes;
 };
 
 // Pass 1 (class 1): unifies every profile's tree into the expander's CCT, in parallel
@@ -50,10 +51,12 @@ struct Plan {
 };
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
-// Pass 2 (class 2) for one live profile: reads its values, propagates them and writes its
-// profile.db row and trace.db line; counts its values per context into `nonzeros`.
-// Frees u.nodes. MT: thread-safe for distinct profiles (one Propagator per thread).
-Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+// Pass 2 (class 2) for one live profile: reads its tree again and finds its contexts in the
+// unified (finalized) CCT, reads its values, propagates them and writes its profile.db row
+// and trace.db line; counts its values per context into `nonzeros`.
+// MT: thread-safe for distinct profiles (one Propagator per thread).
+Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                        const std::vector<uint32_t>& localToGlobal,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink);
 

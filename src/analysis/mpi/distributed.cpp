@@ -195,7 +195,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], unified[i - first], plan.localToGlobal[i],
+      errors[k - klo] = propagateProfile(*job.profiles[i], expander, unified[i - first], plan.localToGlobal[i],
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), nonzeros, sink);
     });
   });
