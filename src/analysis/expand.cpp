@@ -156,7 +156,8 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
   return leafCtx;
 }
 
-Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create) const {
+Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create,
+                                const std::span<const uint32_t>* wanted) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
   struct Lm {
     const std::string* path = nullptr;
@@ -210,8 +211,11 @@ Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create) const {
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return create ? root->child(entryKey(k)) : root->findChild(entryKey(k)); };
   std::vector<uint32_t> chain;
-  for (size_t s = 0; s < n; ++s) {
-    if (done[s]) continue;
+  const size_t starts = wanted ? wanted->size() : n;
+  for (size_t k = 0; k < starts; ++k) {
+    int64_t w = wanted ? posOf((*wanted)[k]) : int64_t(k);
+    if (w < 0 || done[size_t(w)]) continue;
+    const size_t s = size_t(w);
     // Resolve the unmapped ancestors first, outermost first; the file need not list
     // parents before children.
     chain.clear();
@@ -260,7 +264,8 @@ Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create) const {
     for (size_t i = 0; i < n; ++i) out.dense_[tree.nodes[i].id] = ctx[i];
   } else {
     out.pairs_.reserve(n);
-    for (size_t i = 0; i < n; ++i) out.pairs_.emplace_back(tree.nodes[i].id, ctx[i]);
+    for (size_t i = 0; i < n; ++i)
+      if (ctx[i]) out.pairs_.emplace_back(tree.nodes[i].id, ctx[i]);
     std::sort(out.pairs_.begin(), out.pairs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   }
   return out;

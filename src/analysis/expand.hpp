@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -41,15 +42,18 @@ public:
   ~Expander();
 
   // Pass 1. MT: thread-safe (the CCT, names and the instruction cache are concurrent).
-  Expected<NodeMap> unify(const ProfileTree& tree) const { return map(tree, true); }
-  // Pass 2: the contexts of a tree unify() has merged, found without creating any, so that no
-  // per-profile map is kept between the passes. Nodes not found map to nullptr.
+  Expected<NodeMap> unify(const ProfileTree& tree) const { return map(tree, true, nullptr); }
+  // Pass 2: the contexts of the nodes `wanted` (and of their ancestors) of a tree unify() has
+  // merged, found without creating any, so that no per-profile map is kept between the
+  // passes. Other nodes, and nodes not found, map to nullptr.
   // MT: thread-safe among themselves; must not overlap unify() calls.
-  Expected<NodeMap> find(const ProfileTree& tree) const { return map(tree, false); }
+  Expected<NodeMap> find(const ProfileTree& tree, std::span<const uint32_t> wanted) const {
+    return map(tree, false, &wanted);
+  }
 
 private:
   struct Cache;
-  Expected<NodeMap> map(const ProfileTree& tree, bool create) const;
+  Expected<NodeMap> map(const ProfileTree& tree, bool create, const std::span<const uint32_t>* wanted) const;
   Context* expandInstruction(Context* callSite, const std::string& modulePath, const Module* module,
                              uint64_t offset, bool create) const;
   Cct& cct_;

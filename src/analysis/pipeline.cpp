@@ -155,14 +155,23 @@ Status propagateProfile(ProfileSource& source, const Expander& expander, const U
                         const std::vector<uint32_t>& localToGlobal, uint32_t index,
                         const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+  // Values first: only the nodes they and the trace name need their contexts found.
+  Expected<ProfileValues> values = source.readValues();
+  Expected<ProfileTree> tree = Status::error("unread");
+  if (values.ok()) tree = source.readTree();
   Expected<NodeMap> nodes = Status::error("unread");
-  auto tree = source.readTree();
-  if (tree.ok()) nodes = expander.find(*tree);
-  Expected<ProfileValues> values = nodes.ok() ? source.readValues() : Expected<ProfileValues>(nodes.status());
-  if (!values.ok()) {
+  if (values.ok() && tree.ok()) {
+    std::vector<uint32_t> wanted;
+    wanted.reserve(values->values.size() + values->trace.size());
+    for (const PointValue& v : values->values) wanted.push_back(v.node);
+    if (u.header.hasTrace)
+      for (const TraceRecord& r : values->trace) wanted.push_back(r.node);
+    nodes = expander.find(*tree, wanted);
+  }
+  if (!nodes.ok()) {
+    const Status& why = !values.ok() ? values.status() : !tree.ok() ? tree.status() : nodes.status();
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                 source.path().c_str(),
-                 (tree.ok() ? values.status() : tree.status()).message().c_str());
+                 source.path().c_str(), why.message().c_str());
     return sink.writeProfile(index, idTuple, SparseRow());
   }
   std::vector<ContextValue> points;

@@ -17,14 +17,23 @@ constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof
 void buildColumn(uint32_t ctx, std::span<const uint32_t> prof, std::span<const uint16_t> met,
                  std::span<const double> val, const MetricTable& metrics, ContextColumn& col,
                  std::vector<std::pair<uint16_t, double>>& stats) {
-  std::vector<uint32_t> order(prof.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return met[a] < met[b]; });
+  // Entries grouped by metric, profile order kept within a metric: a counting sort, the
+  // propagated metric ids being few.
+  thread_local std::vector<uint32_t> order, count;
+  uint16_t maxMet = 0;
+  for (uint16_t m : met) maxMet = std::max(maxMet, m);
+  count.assign(size_t(maxMet) + 2, 0);
+  for (uint16_t m : met) ++count[size_t(m) + 1];
+  for (size_t m = 1; m < count.size(); ++m) count[m] += count[m - 1];
+  order.resize(prof.size());
+  for (uint32_t e = 0; e < uint32_t(prof.size()); ++e) order[count[met[e]]++] = e;
   col.ctx = ctx;
   col.metric.clear();
   col.start.assign(1, 0);
   col.profile.clear();
   col.value.clear();
+  col.profile.reserve(prof.size());
+  col.value.reserve(prof.size());
   stats.clear();
   StatAccumulator acc;
   for (size_t i = 0; i < order.size(); ++i) {

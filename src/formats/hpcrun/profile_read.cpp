@@ -335,6 +335,13 @@ Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::strin
 }
 
 Expected<Profile> read_profile(const std::filesystem::path& path, ReadParts parts) {
+  if (parts.nodes) {
+    // The tree is most of the file: read it whole into a buffer each thread keeps (no page
+    // faults, no unmapping); without the tree a mapping touches only the small sections.
+    thread_local std::vector<uint8_t> buffer;
+    HPC_RETURN_IF_ERROR(read_file_into(path, buffer));
+    return parse_profile(buffer, path.string(), parts);
+  }
   HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
   return parse_profile(f.bytes(), f.path(), parts);
 }
