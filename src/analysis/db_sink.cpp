@@ -136,13 +136,18 @@ public:
   }
 
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override {
+    // The row's vectors go through the reader and come back: their capacity is reused.
     db::ProfileValues v;
-    HPC_RETURN_IF_ERROR(profiles_.read(index, lo, hi, v));
+    v.key.swap(out.ctx);
+    v.start.swap(out.start);
+    v.sub.swap(out.metric);
+    v.value.swap(out.value);
+    Status st = profiles_.read(index, lo, hi, v);
     out.ctx = std::move(v.key);
     out.start = std::move(v.start);
     out.metric = std::move(v.sub);
     out.value = std::move(v.value);
-    return Status();
+    return st;
   }
 
   Status writeContexts(std::span<const ContextColumn> columns) override {

@@ -24,8 +24,8 @@ int fail(const std::string& msg) {
 int main(int argc, char** argv) {
   // Per-profile buffers of a few hundred KB come and go thousands of times: keep them in
   // the heap instead of a fresh mapping each (page faults, a TLB flush per unmap).
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   auto parsed = parseCommandLine(argc, argv, "hpcprof");
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;
   const CommandLine& cl = std::get<CommandLine>(parsed);

@@ -36,19 +36,20 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
     const size_t base = size_t(p.metric) * kNumScopes;
     uint32_t c = p.ctx;
     slot(c)[base + kPoint] += p.value;
-    // function (and lex_aware, equal to it per profile): up the lexical edges,
-    // stopping at the first call or inlined call.
+    // One walk to the root: execution at every context, function (and lex_aware, equal
+    // to it per profile) up the lexical edges only, stopping at the first call or inlined call.
+    bool lexical = true;
     for (uint32_t at = c;;) {
       double* v = slot(at);
-      v[base + kFunction] += p.value;
-      v[base + kLexAware] += p.value;
-      if (!shape_.lexicalEdge(at) || shape_.parent(at) == at) break;
-      at = shape_.parent(at);
-    }
-    for (uint32_t at = c;;) {
-      slot(at)[base + kExecution] += p.value;
-      if (shape_.parent(at) == at) break;
-      at = shape_.parent(at);
+      if (lexical) {
+        v[base + kFunction] += p.value;
+        v[base + kLexAware] += p.value;
+        lexical = shape_.lexicalEdge(at);
+      }
+      v[base + kExecution] += p.value;
+      const uint32_t up = shape_.parent(at);
+      if (up == at) break;
+      at = up;
     }
   }
 

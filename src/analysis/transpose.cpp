@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 namespace hpc::analysis {
@@ -80,9 +81,10 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
     std::vector<uint64_t> offset(hi - lo + 1, 0);
     for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
     std::vector<uint64_t> cursor(offset.begin(), offset.end() - 1);
-    std::vector<uint32_t> prof(total);
-    std::vector<uint16_t> met(total);
-    std::vector<double> val(total);
+    // Every slot is written before it is read: no zero-filling.
+    std::unique_ptr<uint32_t[]> prof(new uint32_t[total]);
+    std::unique_ptr<uint16_t[]> met(new uint16_t[total]);
+    std::unique_ptr<double[]> val(new double[total]);
 
     // Rows are read in parallel batches but placed in profile order.
     std::vector<SparseRow> rows(batch);
@@ -122,7 +124,7 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
       tbb::parallel_for(size_t(0), nonEmpty.size(), [&](size_t i) {
         uint32_t c = nonEmpty[i];
         uint64_t b = offset[c - lo], e = cursor[c - lo];
-        buildColumn(c, {prof.data() + b, e - b}, {met.data() + b, e - b}, {val.data() + b, e - b},
+        buildColumn(c, {prof.get() + b, e - b}, {met.get() + b, e - b}, {val.get() + b, e - b},
                     metrics, columns[i], stats[i]);
       });
     });
