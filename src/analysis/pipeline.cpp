@@ -256,7 +256,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   timer.lap("write meta.db");
   result.analysis = std::move(analysis);

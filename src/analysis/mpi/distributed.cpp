@@ -235,7 +235,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   HPC_RETURN_IF_ERROR(comm.agree(st));
   report.transpose = lap.next();
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &opt.replacePaths};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   report.outputBytes = sink.bytesWritten();
   report.finish = lap.next();
