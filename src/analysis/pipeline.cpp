@@ -2,6 +2,7 @@
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -151,10 +152,12 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
-                        const std::vector<uint32_t>& localToGlobal, uint32_t index,
-                        const std::vector<IdOut>& idTuple, Propagator& propagator,
-                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
+                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out) {
+  out.row.clear();
+  out.trace.clear();
+  out.hasTrace = u.header.hasTrace;
   // Values first: only the nodes they and the trace name need their contexts found.
   Expected<ProfileValues> values = source.readValues();
   Expected<ProfileTree> tree = Status::error("unread");
@@ -172,7 +175,8 @@ Status propagateProfile(ProfileSource& source, const Expander& expander, const U
     const Status& why = !values.ok() ? values.status() : !tree.ok() ? tree.status() : nodes.status();
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
                  source.path().c_str(), why.message().c_str());
-    return sink.writeProfile(index, idTuple, SparseRow());
+    out.hasTrace = false;
+    return Status();
   }
   std::vector<ContextValue> points;
   points.reserve(values->values.size());
@@ -181,24 +185,36 @@ Status propagateProfile(ProfileSource& source, const Expander& expander, const U
     if (!c || v.metric >= localToGlobal.size()) continue;
     points.push_back({c->id(), localToGlobal[v.metric], v.value});
   }
-  SparseRow row;
-  propagator.run(points, row);
-  for (size_t j = 0; j < row.ctx.size(); ++j)
-    nonzeros[row.ctx[j]].fetch_add(row.start[j + 1] - row.start[j], std::memory_order_relaxed);
-  Status st = sink.writeProfile(index, idTuple, row);
-  if (st.ok() && u.header.hasTrace) {
-    std::vector<TracePoint> trace;
-    trace.reserve(values->trace.size());
+  propagator.run(points, out.row);
+  for (size_t j = 0; j < out.row.ctx.size(); ++j)
+    nonzeros[out.row.ctx[j]].fetch_add(out.row.start[j + 1] - out.row.start[j], std::memory_order_relaxed);
+  if (u.header.hasTrace) {
+    out.trace.reserve(values->trace.size());
     for (const TraceRecord& r : values->trace) {
       Context* c = nodes->find(r.node);
       uint32_t ctx = c ? c->listed()->id() : 0;
-      trace.push_back({r.time, ctx});
+      out.trace.push_back({r.time, ctx});
     }
-    std::stable_sort(trace.begin(), trace.end(),
+    std::stable_sort(out.trace.begin(), out.trace.end(),
                      [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
-    st = sink.writeTrace(index, trace);
   }
-  return st;
+  return Status();
+}
+
+Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                    const PropagatedProfile& p) {
+  HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, p.row));
+  if (p.hasTrace) return sink.writeTrace(index, p.trace);
+  return Status();
+}
+
+Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                        const std::vector<uint32_t>& localToGlobal, uint32_t index,
+                        const std::vector<IdOut>& idTuple, Propagator& propagator,
+                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+  PropagatedProfile p;
+  HPC_RETURN_IF_ERROR(computeProfile(source, expander, u, localToGlobal, propagator, nonzeros, p));
+  return writeProfile(sink, index, idTuple, p);
 }
 
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
@@ -235,13 +251,43 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
+  // Profiles are propagated in parallel and written in profile order, so that profile.db
+  // and trace.db are laid out the same at any -j; a few profiles are in flight at a time.
+  struct InFlight {
+    size_t k = 0;
+    Status status;
+    PropagatedProfile p;
+  };
+  const size_t tokens = 2 * size_t(std::max(1u, options.threads));
+  size_t next = 0;
   arena.execute([&] {
-    tbb::parallel_for(size_t(0), plan.live.size(), [&](size_t k) {
-      size_t i = plan.live[k];
-      errors[k] = propagateProfile(*profiles[i], expander, unified[i], plan.localToGlobal[i], uint32_t(k + 1),
-                                   plan.idTuples[k], propagators.local(), nonzeros, sink);
-      progress.tick();
-    });
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, InFlight*>(tbb::filter_mode::serial_in_order,
+                                          [&](tbb::flow_control& fc) -> InFlight* {
+                                            if (next == plan.live.size()) {
+                                              fc.stop();
+                                              return nullptr;
+                                            }
+                                            auto* f = new InFlight;
+                                            f->k = next++;
+                                            return f;
+                                          }) &
+            tbb::make_filter<InFlight*, InFlight*>(tbb::filter_mode::parallel,
+                                                   [&](InFlight* f) {
+                                                     size_t i = plan.live[f->k];
+                                                     f->status = computeProfile(
+                                                         *profiles[i], expander, unified[i], plan.localToGlobal[i],
+                                                         propagators.local(), nonzeros, f->p);
+                                                     return f;
+                                                   }) &
+            tbb::make_filter<InFlight*, void>(tbb::filter_mode::serial_in_order, [&](InFlight* f) {
+              std::unique_ptr<InFlight> owned(f);
+              errors[f->k] = f->status.ok()
+                                 ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
+                                 : f->status;
+              progress.tick();
+            }));
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
   timer.lap("propagate, write profiles");

@@ -51,6 +51,20 @@ struct Plan {
 };
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
+// Pass 2 for one live profile, split in two for callers that write in profile order:
+// computeProfile reads, finds, propagates and counts into `nonzeros` (MT: thread-safe for
+// distinct profiles, one Propagator per thread); writeProfile writes the row and trace.
+struct PropagatedProfile {
+  SparseRow row;
+  std::vector<TracePoint> trace;
+  bool hasTrace = false;
+};
+Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
+                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out);
+Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                    const PropagatedProfile& p);
+
 // Pass 2 (class 2) for one live profile: reads its tree again and finds its contexts in the
 // unified (finalized) CCT, reads its values, propagates them and writes its profile.db row
 // and trace.db line; counts its values per context into `nonzeros`.
