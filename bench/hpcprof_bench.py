@@ -3,8 +3,8 @@
 
 Prints, from one run: the time to read the input bytes from the page cache (the floor),
 hpcprof wall time at -j1 and -j2, input MB/s per core, the -j1 -> -j2 speedup, peak memory
-at N and 2N profiles (it should not grow with the profile count), and the database size
-against a dense matrix of the same values.
+at N, 2N and 4N profiles (it should not grow with the profile count), the database size
+against a dense matrix of the same values, and hpcprof -v's per-phase times at -j1 for N.
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=400] [nodes=20000]
 """
@@ -25,10 +25,11 @@ def run(cmd):
     wall = time.perf_counter() - t0
     if status != 0:
         sys.exit(f"failed: {' '.join(map(str, cmd))}")
-    return wall, ru.ru_maxrss / 1024.0  # MiB
+    return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime  # s, MiB, CPU s
 
 
 def read_all(d):
+    """Wall time to read every file of d (CPU-bound from the page cache, so CPU time alike)."""
     t0 = time.perf_counter()
     n = 0
     for f in sorted(Path(d).iterdir()):
@@ -36,6 +37,18 @@ def read_all(d):
             while chunk := fh.read(1 << 20):
                 n += len(chunk)
     return time.perf_counter() - t0, n
+
+
+def phases(cmd):
+    """hpcprof -v's per-phase lines: [(phase, seconds)]."""
+    err = subprocess.run(cmd + ["-v"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, check=True).stderr
+    out = []
+    for line in err.splitlines():
+        if line.startswith("hpcprof: ") and line.rstrip().endswith(" s"):
+            name, secs = line[len("hpcprof: "):].rstrip()[:-2].rsplit(None, 1)
+            out.append((name.strip(), float(secs)))
+    return out
 
 
 def n_contexts(db):
@@ -52,7 +65,8 @@ def main():
     tmp = Path(tempfile.mkdtemp(prefix="hpcprof-bench-"))
     try:
         rows = {}
-        for n in (profiles, 2 * profiles):
+        breakdown = None
+        for n in (profiles, 2 * profiles, 4 * profiles):
             meas = tmp / f"m{n}"
             subprocess.run([gen, meas, str(n), str(nodes), "3", "2000"], check=True,
                            stdout=subprocess.DEVNULL)
@@ -62,21 +76,29 @@ def main():
             for j in (1, 2):
                 out = tmp / f"d{n}j{j}"
                 res[j] = min(run([prof, "--foreign", f"-j{j}", "-o", out, meas]) for _ in range(2))
+            if breakdown is None:
+                breakdown = (t_read, phases([prof, "--foreign", "-j1", "-o", tmp / "phases", meas]))
             db = tmp / f"d{n}j1"
             dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
             dense = n_contexts(db) * 4 * (n + 1) * 8  # contexts x (metric x 4 scopes) x profiles
             rows[n] = (nbytes, t_read, res, dbsize, dense)
             shutil.rmtree(meas)
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
-        print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} "
-              f"{'MB/s/core j1':>12} {'speedup':>7} {'x read':>6} {'peak MiB j1':>11} {'peak MiB j2':>11} "
-              f"{'db MB':>6} {'dense MB':>8}")
+        print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
+              f"CPU s is steadier)")
+        print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} {'CPU s j1':>8} "
+              f"{'MB/s/core j1':>12} {'speedup':>7} {'x read':>6} {'CPU x read':>10} {'peak MiB j1':>11} "
+              f"{'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8}")
         for n, (nbytes, t_read, res, dbsize, dense) in rows.items():
             mb = nbytes / 1e6
-            (w1, m1), (w2, m2) = res[1], res[2]
-            print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.2f} {w2:>7.2f} {mb / w1:>12.1f} "
-                  f"{w1 / w2:>7.2f} {w1 / t_read:>6.1f} {m1:>11.1f} {m2:>11.1f} "
+            (w1, m1, c1), (w2, m2, _) = res[1], res[2]
+            print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.2f} {w2:>7.2f} {c1:>8.2f} {mb / w1:>12.1f} "
+                  f"{w1 / w2:>7.2f} {w1 / t_read:>6.1f} {c1 / t_read:>10.1f} {m1:>11.1f} {m2:>11.1f} "
                   f"{dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
+        t_read, ph = breakdown
+        print(f"-j1 phases at {profiles} profiles (x read = phase time / time to read the input):")
+        for name, secs in ph:
+            print(f"  {name:<32} {secs:>7.3f} s {secs / t_read:>8.1f} x read")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

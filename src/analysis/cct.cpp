@@ -37,6 +37,12 @@ Context* Context::child(const ContextKey& key) {
   return slot.get();
 }
 
+Context* Context::findChild(const ContextKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = kids_.find(key);
+  return it == kids_.end() ? nullptr : it->second.get();
+}
+
 Cct::Cct() {
   ContextKey k;
   k.kind = NodeKind::Root;

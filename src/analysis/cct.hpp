@@ -52,6 +52,8 @@ public:
 
   // MT: thread-safe. Finds or creates the child with this key.
   Context* child(const ContextKey& key);
+  // MT: thread-safe. The child with this key, nullptr when there is none.
+  Context* findChild(const ContextKey& key);
 
   const ContextKey& key() const { return key_; }
   Context* parent() const { return parent_; }

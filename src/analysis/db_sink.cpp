@@ -81,7 +81,8 @@ db::Meta buildMeta(const MetaInput& in) {
     m.metrics.push_back(std::move(dm));
   }
   for (const Module* mod : in.names->modules()) m.modules.push_back({0, mod->path});
-  for (const File* f : in.names->files()) m.files.push_back({0, f->path});
+  for (const File* f : in.names->files())
+    m.files.push_back({0, in.replace ? replacePath(f->path, *in.replace) : f->path});
   for (const Function* f : in.names->functions()) {
     db::Function df;
     if (!f->name.empty()) df.name = f->name;
@@ -136,13 +137,18 @@ public:
   }
 
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override {
+    // The row's vectors go through the reader and come back: their capacity is reused.
     db::ProfileValues v;
-    HPC_RETURN_IF_ERROR(profiles_.read(index, lo, hi, v));
+    v.key.swap(out.ctx);
+    v.start.swap(out.start);
+    v.sub.swap(out.metric);
+    v.value.swap(out.value);
+    Status st = profiles_.read(index, lo, hi, v);
     out.ctx = std::move(v.key);
     out.start = std::move(v.start);
     out.metric = std::move(v.sub);
     out.value = std::move(v.value);
-    return Status();
+    return st;
   }
 
   Status writeContexts(std::span<const ContextColumn> columns) override {
@@ -181,9 +187,9 @@ private:
 // Copies of the source files that exist here, under src/ at their absolute paths, as the
 // reference does, so the database can be viewed on another machine. Missing files are normal
 // (system headers, other machines' paths) and silently left out.
-static void copySources(const fs::path& dir, const Names& names) {
-  for (const File* f : names.files()) {
-    fs::path p(f->path);
+static void copySources(const fs::path& dir, const MetaInput& meta) {
+  for (const File* f : meta.names->files()) {
+    fs::path p(meta.replace ? replacePath(f->path, *meta.replace) : f->path);
     std::error_code ec;
     if (!p.is_absolute() || !fs::is_regular_file(p, ec)) continue;
     fs::path to = dir / "src" / p.relative_path();
@@ -205,8 +211,14 @@ Status writeMeta(const fs::path& dir, const MetaInput& meta) {
   fs::create_directories(dir / "metrics", ec);
   if (ec) return Status::error((dir / "metrics").string() + ": cannot create: " + ec.message());
   HPC_RETURN_IF_ERROR(metrics::write(dir / "metrics" / "default.yaml", tax));
-  copySources(dir, *meta.names);
+  copySources(dir, meta);
   return Status();
+}
+
+std::string replacePath(const std::string& path, const std::vector<PathReplacement>& replace) {
+  for (const PathReplacement& r : replace)
+    if (path.rfind(r.from, 0) == 0) return r.to + path.substr(r.from.size());
+  return path;
 }
 
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const fs::path& directory) {

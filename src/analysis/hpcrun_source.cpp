@@ -46,7 +46,7 @@ public:
   const std::string& path() const override { return path_; }
 
   Expected<ProfileTree> readTree() override {
-    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_));
+    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_, {.nodes = true, .values = false}));
     ProfileTree t;
     if (auto* name = p.header_value("program-name")) t.programName = *name;
     for (const auto& e : p.id_tuple)
@@ -67,19 +67,19 @@ public:
     return t;
   }
 
-  // Parses the profile again rather than holding every profile between the passes:
-  // only in-flight profiles stay in memory.
+  // Reads the values section alone (the tree comes from readTree): only in-flight
+  // profiles stay in memory.
   Expected<ProfileValues> readValues() override {
-    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_));
+    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_, {.nodes = false, .values = true}));
     ProfileValues v;
     std::vector<int32_t> local = localMetricIds(p);
-    for (const auto& n : p.nodes)
-      for (const auto& mv : n.values) {
-        if (mv.metric_id >= p.metrics.size() || local[mv.metric_id] < 0) continue;
-        bool isInt = p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
-        double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
-        if (x != 0) v.values.push_back({n.id, uint16_t(local[mv.metric_id]), x});
-      }
+    v.values.reserve(p.flat_values.size());
+    for (const auto& [node, mv] : p.flat_values) {
+      if (mv.metric_id >= p.metrics.size() || local[mv.metric_id] < 0) continue;
+      bool isInt = p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
+      double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
+      if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
+    }
     if (!trace_.empty()) {
       HPC_ASSIGN_OR_RETURN(hpcrun::Trace tr, hpcrun::read_trace(trace_));
       v.trace.reserve(tr.records.size());

@@ -26,11 +26,6 @@ Expected<std::unique_ptr<StructureSource>> loadStructure(
 std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSource> structs,
                                                      std::vector<std::filesystem::path> measurementDirs);
 
-// -R OLD=NEW: where a path recorded at measurement time is found now.
-struct PathReplacement {
-  std::string from, to;
-};
-
 // Adds structure analysed from the measured binaries (as hpcstruct would) for modules that
 // `structs` does not cover; each binary is read at most once, on first use, with its path
 // rewritten by the first matching replacement. `structs` may be null.

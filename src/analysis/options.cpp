@@ -60,6 +60,7 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   if (!structFiles.empty()) {
     HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads));
   }
+  job.options.replacePaths = replace;
   if (!cl.foreign) job.structure = withMeasuredBinaries(std::move(job.structure), std::move(replace));
   std::vector<fs::path> measDirs;
   for (const fs::path& m : meas)

@@ -18,7 +18,7 @@ struct CommandLine {
   std::string output, title;
   unsigned threads = 1;
   bool verbose = false, foreign = false, ignoreStructs = false;
-  uint64_t budgetMiB = 1024;
+  uint64_t budgetMiB = 32;
 };
 
 // Parses argv; on --help, --version or a usage error returns the exit status instead,

@@ -118,7 +118,6 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
                      map.status().message().c_str());
         return;
       }
-      u.nodes = std::move(*map);
       u.header.metrics = std::move(tree->metrics);
       u.header.ids = std::move(tree->idTuple);
       u.header.hasTrace = tree->hasTrace;
@@ -153,20 +152,36 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-ProfileOutput computeProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
-                             Propagator& propagator, std::span<std::atomic<uint64_t>> nonzeros) {
-  ProfileOutput out;
-  auto values = source.readValues();
-  if (!values.ok()) {
+Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
+                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out) {
+  out.row.clear();
+  out.trace.clear();
+  out.hasTrace = u.header.hasTrace;
+  // Values first: only the nodes they and the trace name need their contexts found.
+  Expected<ProfileValues> values = source.readValues();
+  Expected<ProfileTree> tree = Status::error("unread");
+  if (values.ok()) tree = source.readTree();
+  Expected<NodeMap> nodes = Status::error("unread");
+  if (values.ok() && tree.ok()) {
+    std::vector<uint32_t> wanted;
+    wanted.reserve(values->values.size() + values->trace.size());
+    for (const PointValue& v : values->values) wanted.push_back(v.node);
+    if (u.header.hasTrace)
+      for (const TraceRecord& r : values->trace) wanted.push_back(r.node);
+    nodes = expander.find(*tree, wanted);
+  }
+  if (!nodes.ok()) {
+    const Status& why = !values.ok() ? values.status() : !tree.ok() ? tree.status() : nodes.status();
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                 source.path().c_str(), values.status().message().c_str());
-    u.nodes = NodeMap();
-    return out;
+                 source.path().c_str(), why.message().c_str());
+    out.hasTrace = false;
+    return Status();
   }
   std::vector<ContextValue> points;
   points.reserve(values->values.size());
   for (const PointValue& v : values->values) {
-    Context* c = u.nodes.find(v.node);
+    Context* c = nodes->find(v.node);
     if (!c || v.metric >= localToGlobal.size()) continue;
     points.push_back({c->id(), localToGlobal[v.metric], v.value});
   }
@@ -174,31 +189,32 @@ ProfileOutput computeProfile(ProfileSource& source, Unified& u, const std::vecto
   for (size_t j = 0; j < out.row.ctx.size(); ++j)
     nonzeros[out.row.ctx[j]].fetch_add(out.row.start[j + 1] - out.row.start[j], std::memory_order_relaxed);
   if (u.header.hasTrace) {
-    out.hasTrace = true;
     out.trace.reserve(values->trace.size());
     for (const TraceRecord& r : values->trace) {
-      Context* c = u.nodes.find(r.node);
+      Context* c = nodes->find(r.node);
       uint32_t ctx = c ? c->listed()->id() : 0;
       out.trace.push_back({r.time, ctx});
     }
     std::stable_sort(out.trace.begin(), out.trace.end(),
                      [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
   }
-  u.nodes = NodeMap();  // this profile is done: free its map
-  return out;
+  return Status();
 }
 
-Status writeProfileOutput(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
-                          const ProfileOutput& out) {
-  HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, out.row));
-  return out.hasTrace ? sink.writeTrace(index, out.trace) : Status();
+Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                    const PropagatedProfile& p) {
+  HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, p.row));
+  if (p.hasTrace) return sink.writeTrace(index, p.trace);
+  return Status();
 }
 
-Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
-                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
+Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                        const std::vector<uint32_t>& localToGlobal, uint32_t index,
+                        const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
-  return writeProfileOutput(sink, index, idTuple,
-                            computeProfile(source, u, localToGlobal, propagator, nonzeros));
+  PropagatedProfile p;
+  HPC_RETURN_IF_ERROR(computeProfile(source, expander, u, localToGlobal, propagator, nonzeros, p));
+  return writeProfile(sink, index, idTuple, p);
 }
 
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
@@ -233,34 +249,47 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
   std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
+  std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
-  // Profiles are propagated in parallel but written in profile order, so the files' layout
-  // (where each row and trace line lies) is the same at any -j; the tokens bound memory.
-  Status written;
+  // Profiles are propagated in parallel and written in profile order, so that profile.db
+  // and trace.db are laid out the same at any -j; a few profiles are in flight at a time.
+  struct InFlight {
+    size_t k = 0;
+    Status status;
+    PropagatedProfile p;
+  };
+  const size_t tokens = 2 * size_t(std::max(1u, options.threads));
   size_t next = 0;
-  using Item = std::pair<size_t, std::shared_ptr<ProfileOutput>>;
   arena.execute([&] {
     tbb::parallel_pipeline(
-        2 * std::max(1u, options.threads),
-        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                       [&](tbb::flow_control& fc) -> size_t {
-                                         if (next == plan.live.size()) fc.stop();
-                                         return next++;
-                                       }) &
-            tbb::make_filter<size_t, Item>(tbb::filter_mode::parallel,
-                                           [&](size_t k) {
-                                             size_t i = plan.live[k];
-                                             return Item(k, std::make_shared<ProfileOutput>(computeProfile(
-                                                                *profiles[i], unified[i], plan.localToGlobal[i],
-                                                                propagators.local(), nonzeros)));
-                                           }) &
-            tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](const Item& it) {
-              if (written.ok())
-                written = writeProfileOutput(sink, uint32_t(it.first + 1), plan.idTuples[it.first], *it.second);
+        tokens,
+        tbb::make_filter<void, InFlight*>(tbb::filter_mode::serial_in_order,
+                                          [&](tbb::flow_control& fc) -> InFlight* {
+                                            if (next == plan.live.size()) {
+                                              fc.stop();
+                                              return nullptr;
+                                            }
+                                            auto* f = new InFlight;
+                                            f->k = next++;
+                                            return f;
+                                          }) &
+            tbb::make_filter<InFlight*, InFlight*>(tbb::filter_mode::parallel,
+                                                   [&](InFlight* f) {
+                                                     size_t i = plan.live[f->k];
+                                                     f->status = computeProfile(
+                                                         *profiles[i], expander, unified[i], plan.localToGlobal[i],
+                                                         propagators.local(), nonzeros, f->p);
+                                                     return f;
+                                                   }) &
+            tbb::make_filter<InFlight*, void>(tbb::filter_mode::serial_in_order, [&](InFlight* f) {
+              std::unique_ptr<InFlight> owned(f);
+              errors[f->k] = f->status.ok()
+                                 ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
+                                 : f->status;
               progress.tick();
             }));
   });
-  HPC_RETURN_IF_ERROR(written);
+  for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
   timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.
@@ -273,7 +302,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   timer.lap("write meta.db");
   result.analysis = std::move(analysis);

@@ -17,10 +17,11 @@ struct PipelineOptions {
   unsigned threads = 1;
   bool stats = false;  // -M stats
   std::string title;
-  uint64_t transposeBudget = uint64_t(1) << 30;
+  uint64_t transposeBudget = uint64_t(32) << 20;
   bool verbose = false;
   bool progress = false;  // a progress line on stderr when it is a terminal
   std::vector<std::string> onlyExe;  // --only-exe: keep profiles of these programs only
+  std::vector<PathReplacement> replacePaths;  // -R, applied to source file paths
 };
 
 // The analysis state the database was written from; it outlives the run.

@@ -31,30 +31,43 @@ double* Propagator::slot(uint32_t ctx) {
 }
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
+  const uint32_t width = numMetrics_ * kNumScopes;
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
-    const size_t base = size_t(p.metric) * kNumScopes;
-    uint32_t c = p.ctx;
-    slot(c)[base + kPoint] += p.value;
-    // function (and lex_aware, equal to it per profile): up the lexical edges,
-    // stopping at the first call or inlined call.
-    for (uint32_t at = c;;) {
-      double* v = slot(at);
-      v[base + kFunction] += p.value;
-      v[base + kLexAware] += p.value;
-      if (!shape_.lexicalEdge(at) || shape_.parent(at) == at) break;
-      at = shape_.parent(at);
+    double* v = slot(p.ctx) + size_t(p.metric) * kNumScopes;
+    for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
+  }
+  // Subtotals flow up once per context rather than once per value and ancestor: ids are
+  // pre-order, so taking contexts in decreasing id order finishes every child before its
+  // parent. Execution flows over every edge; function (and lex_aware, equal to it per
+  // profile) over lexical edges only, stopping at calls and inlined calls.
+  pending_.assign(touched_.begin(), touched_.end());
+  std::make_heap(pending_.begin(), pending_.end());
+  while (!pending_.empty()) {
+    std::pop_heap(pending_.begin(), pending_.end());
+    const uint32_t c = pending_.back();
+    pending_.pop_back();
+    const uint32_t up = shape_.parent(c);
+    if (up == c) continue;
+    if (slotOf_[up] < 0) {
+      slot(up);
+      pending_.push_back(up);
+      std::push_heap(pending_.begin(), pending_.end());
     }
-    for (uint32_t at = c;;) {
-      slot(at)[base + kExecution] += p.value;
-      if (shape_.parent(at) == at) break;
-      at = shape_.parent(at);
+    const double* from = &values_[size_t(slotOf_[c]) * width];
+    double* to = &values_[size_t(slotOf_[up]) * width];
+    const bool lexical = shape_.lexicalEdge(c);
+    for (uint32_t m = 0; m < width; m += kNumScopes) {
+      to[m + kExecution] += from[m + kExecution];
+      if (lexical) {
+        to[m + kFunction] += from[m + kFunction];
+        to[m + kLexAware] += from[m + kLexAware];
+      }
     }
   }
 
   out.clear();
   std::sort(touched_.begin(), touched_.end());
-  const uint32_t width = numMetrics_ * kNumScopes;
   for (uint32_t c : touched_) {
     const double* v = &values_[size_t(slotOf_[c]) * width];
     size_t before = out.value.size();

@@ -70,6 +70,7 @@ private:
   uint32_t numMetrics_;
   std::vector<int32_t> slotOf_;
   std::vector<uint32_t> touched_;
+  std::vector<uint32_t> pending_;  // max-heap of contexts whose subtotals have not flowed up
   std::vector<double> values_;
 };
 

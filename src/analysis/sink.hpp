@@ -23,6 +23,13 @@ struct IdOut {
   bool operator==(const IdOut&) const = default;
 };
 
+// -R OLD=NEW: where a path recorded at measurement time is found now.
+struct PathReplacement {
+  std::string from, to;
+};
+// `path` with its prefix rewritten by the first replacement whose OLD prefixes it.
+std::string replacePath(const std::string& path, const std::vector<PathReplacement>& replace);
+
 struct TracePoint {
   uint64_t time = 0;
   uint32_t ctx = 0;
@@ -50,6 +57,8 @@ struct MetaInput {
   const Names* names = nullptr;
   const MetricTable* metrics = nullptr;
   uint32_t skipped = 0;  // unreadable profiles left out, said in the database's description
+  // -R: source files are named, looked for and copied at their rewritten paths.
+  const std::vector<PathReplacement>* replace = nullptr;
 };
 
 class DatabaseSink {

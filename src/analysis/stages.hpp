@@ -26,10 +26,11 @@ struct ProfileHeader {
   bool hasTrace = false;
 };
 
-// What the first pass keeps of a profile until its second pass.
+// What the first pass keeps of a profile until its second pass: its header only; the
+// second pass finds the profile's contexts again (Expander::find), so memory does not grow
+// with the number of profiles.
 struct Unified {
   ProfileHeader header;
-  NodeMap nodes;
 };
 
 // Pass 1 (class 1): unifies every profile's tree into the expander's CCT, in parallel
@@ -50,22 +51,26 @@ struct Plan {
 };
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
-// Pass 2 (class 2) for one live profile, in two steps so that writes can go in profile
-// order: computeProfile reads its values, propagates them, maps its trace and counts its
-// values per context into `nonzeros` (an unreadable profile is warned about and left
-// empty); it frees u.nodes. writeProfileOutput writes the profile.db row and trace.db line.
-struct ProfileOutput {
+// Pass 2 for one live profile, split in two for callers that write in profile order:
+// computeProfile reads, finds, propagates and counts into `nonzeros` (MT: thread-safe for
+// distinct profiles, one Propagator per thread); writeProfile writes the row and trace.
+struct PropagatedProfile {
   SparseRow row;
   std::vector<TracePoint> trace;
   bool hasTrace = false;
 };
+Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
+                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out);
+Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
+                    const PropagatedProfile& p);
+
+// Pass 2 (class 2) for one live profile: reads its tree again and finds its contexts in the
+// unified (finalized) CCT, reads its values, propagates them and writes its profile.db row
+// and trace.db line; counts its values per context into `nonzeros`.
 // MT: thread-safe for distinct profiles (one Propagator per thread).
-ProfileOutput computeProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
-                             Propagator& propagator, std::span<std::atomic<uint64_t>> nonzeros);
-Status writeProfileOutput(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
-                          const ProfileOutput& out);
-// Both steps at once. MT: thread-safe for distinct profiles.
-Status propagateProfile(ProfileSource& source, Unified& u, const std::vector<uint32_t>& localToGlobal,
+Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+                        const std::vector<uint32_t>& localToGlobal,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink);
 

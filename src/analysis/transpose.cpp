@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 namespace hpc::analysis {
@@ -17,14 +18,23 @@ constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof
 void buildColumn(uint32_t ctx, std::span<const uint32_t> prof, std::span<const uint16_t> met,
                  std::span<const double> val, const MetricTable& metrics, ContextColumn& col,
                  std::vector<std::pair<uint16_t, double>>& stats) {
-  std::vector<uint32_t> order(prof.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return met[a] < met[b]; });
+  // Entries grouped by metric, profile order kept within a metric: a counting sort, the
+  // propagated metric ids being few.
+  thread_local std::vector<uint32_t> order, count;
+  uint16_t maxMet = 0;
+  for (uint16_t m : met) maxMet = std::max(maxMet, m);
+  count.assign(size_t(maxMet) + 2, 0);
+  for (uint16_t m : met) ++count[size_t(m) + 1];
+  for (size_t m = 1; m < count.size(); ++m) count[m] += count[m - 1];
+  order.resize(prof.size());
+  for (uint32_t e = 0; e < uint32_t(prof.size()); ++e) order[count[met[e]]++] = e;
   col.ctx = ctx;
   col.metric.clear();
   col.start.assign(1, 0);
   col.profile.clear();
   col.value.clear();
+  col.profile.reserve(prof.size());
+  col.value.reserve(prof.size());
   stats.clear();
   StatAccumulator acc;
   for (size_t i = 0; i < order.size(); ++i) {
@@ -71,9 +81,10 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
     std::vector<uint64_t> offset(hi - lo + 1, 0);
     for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
     std::vector<uint64_t> cursor(offset.begin(), offset.end() - 1);
-    std::vector<uint32_t> prof(total);
-    std::vector<uint16_t> met(total);
-    std::vector<double> val(total);
+    // Every slot is written before it is read: no zero-filling.
+    std::unique_ptr<uint32_t[]> prof(new uint32_t[total]);
+    std::unique_ptr<uint16_t[]> met(new uint16_t[total]);
+    std::unique_ptr<double[]> val(new double[total]);
 
     // Rows are read in parallel batches but placed in profile order.
     std::vector<SparseRow> rows(batch);
@@ -113,7 +124,7 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
       tbb::parallel_for(size_t(0), nonEmpty.size(), [&](size_t i) {
         uint32_t c = nonEmpty[i];
         uint64_t b = offset[c - lo], e = cursor[c - lo];
-        buildColumn(c, {prof.data() + b, e - b}, {met.data() + b, e - b}, {val.data() + b, e - b},
+        buildColumn(c, {prof.get() + b, e - b}, {met.get() + b, e - b}, {val.get() + b, e - b},
                     metrics, columns[i], stats[i]);
       });
     });

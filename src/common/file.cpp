@@ -47,6 +47,36 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
   return m;
 }
 
+Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = errno_status("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(path.string() + ": not a regular file");
+  }
+  into.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < into.size()) {
+    ssize_t n = ::pread(fd, into.data() + done, into.size() - done, off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = n < 0 ? errno_status("cannot read", path)
+                       : Status::error(path.string() + ": file shrank while being read");
+      ::close(fd);
+      return s;
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
+  return Status();
+}
+
 MappedFile::MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -60,5 +61,8 @@ private:
 Status write_file_atomically(const std::filesystem::path& target, std::span<const uint8_t> bytes);
 Status write_file_atomically(const std::filesystem::path& target, std::string_view text);
 Expected<std::string> read_text_file(const std::filesystem::path& path);
+// The whole file into `into` (resized to the file's size; its capacity is reused): for
+// files read whole and often, where mapping costs page faults and a TLB flush per unmap.
+Status read_file_into(const std::filesystem::path& path, std::vector<uint8_t>& into);
 
 }  // namespace hpc

@@ -195,7 +195,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], unified[i - first], plan.localToGlobal[i],
+      errors[k - klo] = propagateProfile(*job.profiles[i], expander, unified[i - first], plan.localToGlobal[i],
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), nonzeros, sink);
     });
   });
@@ -235,7 +235,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   HPC_RETURN_IF_ERROR(comm.agree(st));
   report.transpose = lap.next();
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &opt.replacePaths};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   report.outputBytes = sink.bytesWritten();
   report.finish = lap.next();

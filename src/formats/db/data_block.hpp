@@ -11,24 +11,36 @@ struct BlockPtrs {
 };
 
 // Appends {Val}[] then (aligned to idxAlign) {Idx}[]; `base` is the file offset of w's
-// current end. Empty blocks get null pointers.
+// current end. Empty blocks get null pointers. Sized once, then filled in place.
 template <typename Key, typename Sub>
 BlockPtrs put_block(ByteWriter& w, const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
   BlockPtrs b;
   if (v.key.empty()) return b;
-  uint64_t origin = base - w.size();  // file offset = origin + position in w
-  b.pValues = origin + w.size();
-  for (size_t i = 0; i < v.size(); ++i) {
-    w.le<Sub>(v.sub[i]);
-    w.le<double>(v.value[i]);
+  constexpr size_t kVal = sizeof(Sub) + sizeof(double), kIdx = sizeof(Key) + sizeof(uint64_t);
+  const uint64_t valueBytes = v.size() * kVal;
+  const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
+  size_t at = w.size();
+  w.zeros(valueBytes + pad + v.key.size() * kIdx);
+  b.pValues = base;
+  for (size_t i = 0; i < v.size(); ++i, at += kVal) {
+    w.patch_le<Sub>(at, v.sub[i]);
+    w.patch_le<double>(at + sizeof(Sub), v.value[i]);
   }
-  while ((origin + w.size()) % idxAlign != 0) w.zeros(1);
-  b.pIdx = origin + w.size();
-  for (size_t i = 0; i < v.key.size(); ++i) {
-    w.le<Key>(v.key[i]);
-    w.le<uint64_t>(v.start[i]);
+  at += pad;
+  b.pIdx = base + valueBytes + pad;
+  for (size_t i = 0; i < v.key.size(); ++i, at += kIdx) {
+    w.patch_le<Key>(at, v.key[i]);
+    w.patch_le<uint64_t>(at + sizeof(Key), v.start[i]);
   }
   return b;
+}
+
+// The bytes put_block appends at a base aligned to idxAlign.
+template <typename Key, typename Sub>
+uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign) {
+  if (v.key.empty()) return 0;
+  const uint64_t valueBytes = v.size() * (sizeof(Sub) + sizeof(double));
+  return (valueBytes + idxAlign - 1) / idxAlign * idxAlign + v.key.size() * (sizeof(Key) + sizeof(uint64_t));
 }
 
 // The 0x20-byte {PSVB}/{CSVB} header at `at` (count fields are u32 / u16 by layout).

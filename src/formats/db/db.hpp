@@ -115,6 +115,8 @@ struct Sparse {
   // Closes the current key (call after its push()es).
   void close(Key k) { key.push_back(k), start.push_back(sub.size()); }
   size_t size() const { return value.size(); }
+  // Empties it, keeping the vectors' capacity.
+  void clear() { key.clear(), start.assign(1, 0), sub.clear(), value.clear(); }
   bool operator==(const Sparse&) const = default;
 };
 using ProfileValues = Sparse<uint32_t, uint16_t>;  // ctxId -> (metricId, value)

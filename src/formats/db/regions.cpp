@@ -132,9 +132,10 @@ std::vector<uint8_t> trace_db_header(std::span<const TraceRef> traces, uint64_t 
 
 Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
                           ProfileValues& out) {
-  out = ProfileValues{};
+  out.clear();
   if (b.nKeys == 0 || lo >= hi) return Status();
-  std::vector<uint8_t> idx(12 * b.nKeys);
+  thread_local std::vector<uint8_t> idx, vals;  // capacity reused across rows
+  idx.resize(12 * b.nKeys);
   HPC_RETURN_IF_ERROR(read(b.pIdx, idx));
   ByteView iv(idx, "profile.db");
   auto ctxAt = [&](uint64_t i) { return iv.load<uint32_t, std::endian::little>(12 * i); };
@@ -154,7 +155,7 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   if (first >= last) return Status();
   uint64_t s = std::min(startAt(first), b.nValues), e = std::min(startAt(last), b.nValues);
   if (s > e) return Status::error("profile.db: value index not ascending at block " + std::to_string(b.pIdx));
-  std::vector<uint8_t> vals(10 * (e - s));
+  vals.resize(10 * (e - s));
   HPC_RETURN_IF_ERROR(read(b.pValues + 10 * s, vals));
   ByteView vv(vals, "profile.db");
   for (uint64_t i = first; i < last; ++i) {

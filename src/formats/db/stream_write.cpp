@@ -93,10 +93,8 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
                               const std::optional<std::vector<Identifier>>& idTuple,
                               const ProfileValues& values) {
   if (!out_ || index >= infos_.size()) return Status::error("profile.db: profile index out of range");
-  ByteWriter w;
-  // Positions inside w are relative; compute the size first, then place it.
-  detail::put_block(w, values, 4, 0);
-  uint64_t at = out_->reserve(w.size());
+  // Reserved 8-aligned, so the block's size does not depend on where it lands.
+  uint64_t at = out_->reserve(detail::block_size(values, 4));
   ByteWriter placed;
   detail::BlockPtrs b = detail::put_block(placed, values, 4, at);
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));
@@ -110,7 +108,7 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
 }
 
 Status ProfileDbWriter::read(uint32_t index, uint32_t lo, uint32_t hi, ProfileValues& out) const {
-  out = ProfileValues{};
+  out.clear();
   if (index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   const Info& info = infos_[index];
   BlockRef b{info.nValues, info.nCtxs, info.ptrs.pValues, info.ptrs.pIdx};
@@ -149,9 +147,7 @@ Status CctDbWriter::write(uint32_t ctxId, const ContextValues& values) {
   if (!out_ || ctxId >= blocks_.size() || int64_t(ctxId) <= last_)
     return Status::error("cct.db: context " + std::to_string(ctxId) + " out of range or order");
   last_ = ctxId;
-  ByteWriter w;
-  detail::put_block(w, values, 2, 0);
-  uint64_t at = out_->reserve(w.size());
+  uint64_t at = out_->reserve(detail::block_size(values, 2));
   ByteWriter placed;
   detail::BlockPtrs b = detail::put_block(placed, values, 2, at);
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));

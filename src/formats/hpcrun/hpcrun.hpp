@@ -96,6 +96,13 @@ struct IdKindName {
   bool operator==(const IdKindName&) const = default;
 };
 
+// A value read without its node (ReadParts::nodes off): the node id as the file gives it.
+struct NodeValue {
+  uint32_t node_id = 0;
+  MetricValue value;
+  bool operator==(const NodeValue&) const = default;
+};
+
 struct Profile {
   std::string version = "04.00";
   std::vector<NvPair> header;  // program-name, process-id, trace-min-time, ...
@@ -106,6 +113,8 @@ struct Profile {
   std::vector<IdEntry> id_tuple;
   // Order of nodes in the sparse value table; empty means nodes order (the reference's).
   std::vector<uint32_t> value_order;
+  // Only when read with ReadParts{.nodes = false}: the values in file order.
+  std::vector<NodeValue> flat_values;
 
   const std::string* header_value(std::string_view name) const;
   bool operator==(const Profile&) const = default;
@@ -132,9 +141,19 @@ struct Trace {
 enum class FileKind { Unknown, Profile, Trace };
 FileKind sniff(std::span<const uint8_t> leading_bytes);
 
+// Which parts a reader materializes (hpcprof reads a profile's tree and its values in
+// separate passes). The header, load map, metric table, dictionary and id tuple are always
+// read. nodes: the cct section. values: the sparse values, on their nodes when `nodes`, else
+// in Profile::flat_values, unchecked against the tree (the caller holds it).
+struct ReadParts {
+  bool nodes = true;
+  bool values = true;
+};
+
 // `name` labels errors ("<name>: offset 0x..: expected ...").
-Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name);
-Expected<Profile> read_profile(const std::filesystem::path& path);
+Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,
+                                ReadParts parts = {});
+Expected<Profile> read_profile(const std::filesystem::path& path, ReadParts parts = {});
 Expected<std::vector<uint8_t>> encode_profile(const Profile& p);
 Status write_profile(const Profile& p, const std::filesystem::path& path);
 

@@ -148,17 +148,21 @@ Status read_cct(const ByteView& v, const Footer& f, Profile& p) {
   SectionCursor c(v, f.start[kCct], f.end[kCct], kSectionNames[kCct]);
   HPC_ASSIGN_OR_RETURN(uint64_t n, c.be<uint64_t>("cct node count"));
   HPC_RETURN_IF_ERROR(c.check_count(n, 19, "cct node"));
-  p.nodes.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    CctNode node;
-    HPC_ASSIGN_OR_RETURN(node.id, c.be<uint32_t>("cct node id"));
-    HPC_ASSIGN_OR_RETURN(node.parent_id, c.be<uint32_t>("cct parent id"));
-    HPC_ASSIGN_OR_RETURN(node.lm_id, c.be<uint16_t>("cct load module id"));
-    HPC_ASSIGN_OR_RETURN(node.lm_ip, c.be<uint64_t>("cct load module offset"));
-    HPC_ASSIGN_OR_RETURN(node.unwound, c.be<uint8_t>("cct unwound flag"));
-    p.nodes.push_back(std::move(node));
+  // check_count bounds the whole array, so the fixed-size nodes are loaded unchecked.
+  p.nodes.resize(n);
+  uint64_t at = c.offset();
+  for (CctNode& node : p.nodes) {
+    node.id = v.load<uint32_t, std::endian::big>(at);
+    node.parent_id = v.load<uint32_t, std::endian::big>(at + 4);
+    node.lm_id = v.load<uint16_t, std::endian::big>(at + 8);
+    node.lm_ip = v.load<uint64_t, std::endian::big>(at + 10);
+    node.unwound = v.load<uint8_t, std::endian::big>(at + 18);
+    at += 19;
   }
-  return c.expect_end();
+  if (at != f.end[kCct])
+    return v.error(at, std::string("expected the end of the cct section (at ") + hex(f.end[kCct]) +
+                           "), found " + std::to_string(f.end[kCct] - at) + " more bytes");
+  return Status();
 }
 
 Status read_metrics(const ByteView& v, const Footer& f, Profile& p) {
@@ -204,7 +208,39 @@ Status read_id_dictionary(const ByteView& v, const Footer& f, Profile& p) {
   return c.expect_end();
 }
 
-Status read_sparse(const ByteView& v, const Footer& f, Profile& p) {
+// The values in file order, with their node ids, for a reader that holds the tree already.
+Status read_flat_values(const ByteView& v, SectionCursor& c, uint64_t values_at, uint64_t nvals,
+                        uint32_t nnodes, Profile& p) {
+  p.flat_values.reserve(nvals);
+  uint64_t last = 0;
+  uint32_t id = 0;
+  for (uint32_t i = 0; i <= nnodes; ++i) {
+    // (nnodes + 1) 12-byte entries fill the rest of the section (checked by the caller).
+    const uint64_t at = c.offset() + uint64_t(i) * 12;
+    uint32_t next = v.load<uint32_t, std::endian::big>(at);
+    uint64_t first = v.load<uint64_t, std::endian::big>(at + 4);
+    if (first < last || first > nvals)
+      return v.error(at + 4, "value index " + std::to_string(first) + " out of order or beyond " +
+                                 std::to_string(nvals) + " values");
+    if (i == nnodes && (next != enc::kLastNodeEnd || first != nvals))
+      return v.error(at, "expected the end marker \"end!\" with index " + std::to_string(nvals));
+    // Values before the first group belong to no node, as in the full reader.
+    for (uint64_t k = i ? last : first; k < first; ++k) {
+      NodeValue& nv = p.flat_values.emplace_back();
+      const uint64_t va = values_at + k * 10;
+      nv.node_id = id;
+      nv.value = {v.load<uint16_t, std::endian::big>(va + 8), v.load<uint64_t, std::endian::big>(va)};
+      if (nv.value.metric_id >= p.metrics.size())
+        return v.error(va + 8, "metric id " + std::to_string(nv.value.metric_id) + " but only " +
+                                   std::to_string(p.metrics.size()) + " metrics");
+    }
+    last = first;
+    id = next;
+  }
+  return Status();
+}
+
+Status read_sparse(const ByteView& v, const Footer& f, Profile& p, ReadParts parts) {
   SectionCursor c(v, f.start[kSparse], f.end[kSparse], kSectionNames[kSparse]);
   HPC_ASSIGN_OR_RETURN(uint16_t nids, c.be<uint16_t>("id tuple length"));
   HPC_RETURN_IF_ERROR(c.check_count(nids, 18, "id tuple entry"));
@@ -216,6 +252,7 @@ Status read_sparse(const ByteView& v, const Footer& f, Profile& p) {
     HPC_ASSIGN_OR_RETURN(e.logical, c.be<uint64_t>("id tuple logical index"));
     p.id_tuple.push_back(e);
   }
+  if (!parts.values) return Status();
   HPC_ASSIGN_OR_RETURN(uint64_t nvals, c.be<uint64_t>("non-zero value count"));
   HPC_ASSIGN_OR_RETURN(uint32_t nnodes, c.be<uint32_t>("non-zero node count"));
   HPC_RETURN_IF_ERROR(c.check_count(nvals, 10, "value"));
@@ -226,6 +263,7 @@ Status read_sparse(const ByteView& v, const Footer& f, Profile& p) {
                    std::to_string(c.remaining()) + " remaining bytes");
   const uint64_t values_at = c.offset();
   c = SectionCursor(v, values_at + nvals * 10, f.end[kSparse], kSectionNames[kSparse]);
+  if (!parts.nodes) return read_flat_values(v, c, values_at, nvals, nnodes, p);
 
   std::unordered_map<uint32_t, size_t> pos;
   pos.reserve(p.nodes.size());
@@ -282,22 +320,30 @@ Status read_sparse(const ByteView& v, const Footer& f, Profile& p) {
 
 }  // namespace
 
-Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name) {
+Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,
+                                ReadParts parts) {
   ByteView v(bytes, name);
   HPC_ASSIGN_OR_RETURN(Footer f, read_footer(v));
   Profile p;
   HPC_RETURN_IF_ERROR(read_header(v, f, p));
   HPC_RETURN_IF_ERROR(read_loadmap(v, f, p));
-  HPC_RETURN_IF_ERROR(read_cct(v, f, p));
+  if (parts.nodes) HPC_RETURN_IF_ERROR(read_cct(v, f, p));
   HPC_RETURN_IF_ERROR(read_metrics(v, f, p));
   HPC_RETURN_IF_ERROR(read_id_dictionary(v, f, p));
-  HPC_RETURN_IF_ERROR(read_sparse(v, f, p));
+  HPC_RETURN_IF_ERROR(read_sparse(v, f, p, parts));
   return p;
 }
 
-Expected<Profile> read_profile(const std::filesystem::path& path) {
+Expected<Profile> read_profile(const std::filesystem::path& path, ReadParts parts) {
+  if (parts.nodes) {
+    // The tree is most of the file: read it whole into a buffer each thread keeps (no page
+    // faults, no unmapping); without the tree a mapping touches only the small sections.
+    thread_local std::vector<uint8_t> buffer;
+    HPC_RETURN_IF_ERROR(read_file_into(path, buffer));
+    return parse_profile(buffer, path.string(), parts);
+  }
   HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
-  return parse_profile(f.bytes(), f.path());
+  return parse_profile(f.bytes(), f.path(), parts);
 }
 
 bool MetricDesc::operator==(const MetricDesc& o) const {

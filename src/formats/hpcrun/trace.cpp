@@ -42,8 +42,10 @@ Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& n
 }
 
 Expected<Trace> read_trace(const std::filesystem::path& path) {
-  HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
-  return parse_trace(f.bytes(), f.path());
+  // Read whole into a buffer each thread keeps: no page faults, no unmapping.
+  thread_local std::vector<uint8_t> buffer;
+  HPC_RETURN_IF_ERROR(read_file_into(path, buffer));
+  return parse_trace(buffer, path.string());
 }
 
 Expected<std::vector<uint8_t>> encode_trace(const Trace& t) {
