@@ -54,7 +54,7 @@ def mem(when):
     return rss
 
 
-def trace_bands(width, rows, lines, depth=3, band=64, in_flight=4):
+def trace_bands(width, rows, lines, depth=3, band=128, in_flight=4):
     """The web UI's trace screen: bands of `band` rows as binary replies, `in_flight` at a time.
     Returns (ms to the first band, ms to the whole screen)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -97,7 +97,7 @@ try:
     print(f"trace screen {width} x {min(rows, tr['lineCount'])} px, one request: first {ms_t1:.1f} ms (maps trace.db),"
           f" then {ms_t2:.1f} ms as JSON, {ms_tb:.1f} ms binary")
     band1, trace_ms = trace_bands(width, rows, tr["lineCount"])
-    print(f"trace screen as the web UI fetches it (64-row binary bands, 4 in flight): first band painted after"
+    print(f"trace screen as the web UI fetches it (128-row binary bands, 4 in flight): first band painted after"
           f" {band1:.1f} ms, whole screen {trace_ms:.1f} ms (target < 500)")
     mem("after the trace screens")
     span = tr["maxTime"] - tr["minTime"]

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <cmath>
 #include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "common/file.hpp"
 
@@ -72,7 +75,26 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   if (x.profiles_.empty() || !(x.profiles_[0].flags & 1))
     return Status::error((dir / "profile.db").string() + ": no summary profile (row 0 must have isSummary set)");
   e->index_metrics();
+  uint64_t bytes = 0;
+  for (const char* f : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
+    auto n = fs::file_size(dir / f, ec);
+    if (!ec) bytes += n;
+  }
+  e->pageBudget_ = std::max<uint64_t>(4u << 20, bytes / 32);
+  e->release_pages(false);
+  e->baseShared_ = shared_bytes();  // the binary's own pages: not the database's
   return e;
+}
+
+// File-backed pages resident in the process (the binary and libraries included).
+uint64_t Experiment::shared_bytes() {
+  static const long page = sysconf(_SC_PAGESIZE);
+  long size = 0, resident = 0, shared = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld %ld", &size, &resident, &shared) != 3) shared = 0;
+    std::fclose(f);
+  }
+  return uint64_t(shared) * uint64_t(page);
 }
 
 NodeKind Experiment::kind(uint32_t ctx) const {
@@ -289,12 +311,15 @@ Expected<const db::LazyTraceDb*> Experiment::trace() const {
 }
 
 void Experiment::release_pages(bool withHeap) const {
+  if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system
+  // Mapped pages are a bounded cache: kept while the file pages resident in the process
+  // (statm's "shared") stay under 1/32 of the database (at least 4 MiB), all dropped above.
+  if (uint64_t shared = shared_bytes(); shared < baseShared_ + pageBudget_) return;
   db::release_pages(metaFile_->bytes().data(), metaFile_->bytes().size());
   prof_->release();
   // Only once the lazy readers exist (never forces one open).
   if (auto* c = cctOpen_.load(std::memory_order_acquire)) c->release();
   if (auto* t = traceOpen_.load(std::memory_order_acquire)) t->release();
-  if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system too
 }
 
 }  // namespace hpc::present

@@ -97,8 +97,9 @@ public:
   Expected<db::ContextValues> context_values(uint32_t ctx) const;
   // trace.db, mapped on first use; nullptr when the database has no traces.
   Expected<const db::LazyTraceDb*> trace() const;
-  // Drops the mapped pages requests touched from the process (they stay in the page cache),
-  // and with `withHeap` returns freed heap memory to the system (malloc_trim).
+  // Drops the mapped pages requests touched from the process (they stay in the page cache)
+  // once more than 1/32 of the database (at least 4 MiB) is resident, and with `withHeap`
+  // returns freed heap memory to the system (malloc_trim).
   // MT: thread-safe; others' reads fault the pages back in.
   void release_pages(bool withHeap = true) const;
 
@@ -115,6 +116,9 @@ private:
   std::vector<uint32_t> at_;      // by ctxId: offset / 8 of its {Ctx} or {EP} record in meta.db
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   size_t numContexts_ = 0;
+  uint64_t pageBudget_ = 4u << 20;  // bytes of mapped pages release_pages() lets stay
+  uint64_t baseShared_ = UINT64_MAX / 2;  // file pages resident after open
+  static uint64_t shared_bytes();
   std::optional<db::LazyProfileDb> prof_;
   std::vector<db::Profile> profiles_;
 

@@ -10,16 +10,20 @@ namespace hpc::present {
 
 uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth) {
   if (!e.has(ctx)) return ctx;
-  uint32_t k = e.call_depth(ctx);
+  // One walk up: the function contexts on the path, innermost first; the one at call
+  // depth d (outermost 1) is fns[k - d].
+  uint32_t fns[256];
+  std::vector<uint32_t> more;
+  size_t k = 0;
+  for (uint32_t c = ctx; c != kNoCtx && c != 0; c = e.parent(c))
+    if (e.function_of(c) != db::kNone) {
+      if (k < 256) fns[k] = c;
+      else more.push_back(c);
+      ++k;
+    }
   if (k == 0) return ctx;
-  uint32_t target = std::min(depth + 1, k);
-  // Climb to the function context whose call depth is `target`, counting down.
-  for (uint32_t c = ctx; c != kNoCtx && c != 0; c = e.parent(c)) {
-    if (e.function_of(c) == db::kNone) continue;
-    if (k == target) return c;
-    --k;
-  }
-  return ctx;
+  size_t i = k - std::min<size_t>(size_t(depth) + 1, k);
+  return i < 256 ? fns[i] : more[i - 256];
 }
 
 Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q) {

@@ -94,15 +94,20 @@ public:
   uint32_t profIndex() const { return prof_; }
   uint64_t time(uint64_t i) const { return load<uint64_t>(p_ + 12 * i); }
   uint32_t ctx(uint64_t i) const { return load<uint32_t>(p_ + 12 * i + 8); }
-  // Index of the last record with time <= t at or after `from`, or size() if none.
+  // Index of the last record with time <= t, searching from `from` (a previous answer
+  // for an earlier t: galloping, so a sweep across a line costs O(log gap) a step);
+  // `from - 1` if record `from` is already after t, size() if there is none.
   uint64_t last_at_or_before(uint64_t t, uint64_t from = 0) const {
-    uint64_t lo = from, hi = n_;  // first index with time > t in [lo, hi)
-    while (lo < hi) {
-      uint64_t mid = lo + (hi - lo) / 2;
-      if (time(mid) <= t) lo = mid + 1;
-      else hi = mid;
+    if (from >= n_ || time(from) > t) return from == 0 || from > n_ ? n_ : from - 1;
+    uint64_t lo = from, step = 1, hi = from + 1;  // time(lo) <= t
+    while (hi < n_ && time(hi) <= t) lo = hi, step *= 2, hi = lo + step;
+    uint64_t a = lo + 1, b = std::min(hi, n_);  // the first record after t is in [a, b]
+    while (a < b) {
+      uint64_t mid = a + (b - a) / 2;
+      if (time(mid) <= t) a = mid + 1;
+      else b = mid;
     }
-    return lo == 0 ? n_ : lo - 1;
+    return a - 1;
   }
   void release() const { release_pages(p_, 12 * n_); }
   const uint8_t* data() const { return p_; }

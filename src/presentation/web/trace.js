@@ -11,7 +11,7 @@ window.traceView = (() => {
   const $t = (id) => document.getElementById(id);
   const st = { t0: 0, t1: 0, min: 0, max: 0, lines: 0, rows: [], nrows: 0, width: 0, names: {}, loaded: false,
     seq: 0, hoverSeq: 0, blameSeq: 0, side: 'stats', share: new Map(), painted: 0 };
-  const BAND = 64, IN_FLIGHT = 4;
+  const BAND = 128, IN_FLIGHT = 4;
 
   function hue(k) { return (k * 137.508) % 360; }  // golden-angle hues: neighbours differ
   function colour(k) {
