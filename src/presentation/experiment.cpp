@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -42,32 +43,35 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   e->metaFile_.emplace(std::move(mf));
   // The tree goes into two arrays by ctxId, grown as ids appear (ids are dense in practice).
   Experiment& x = *e;
-  db::ContextVisitor visit = [&](uint32_t id, uint32_t parent, uint64_t at, const db::Context*) -> Status {
+  db::ContextVisitor visit = [&](uint32_t id, uint32_t parent, uint64_t at, const db::Context* c) -> Status {
     if (id >= kMaxCtxId) return Status::error(metaName + ": context id " + std::to_string(id) + " is implausibly large");
     if (at % 8 != 0 || at / 8 > UINT32_MAX) return Status::error(metaName + ": a context record is not 8-aligned or beyond 32 GiB");
     if (id >= x.parent_.size()) {
       size_t n = std::max<size_t>(size_t(id) + 1, x.parent_.size() + x.parent_.size() / 2);
-      x.parent_.resize(n, kNoCtx), x.at_.resize(n, 0);
+      x.parent_.resize(n, kNoCtx), x.at_.resize(n, 0), x.fn_.resize(n, db::kNone);
     }
     if (id == 0 || x.parent_[id] != kNoCtx)
       return Status::error(metaName + ": context id " + std::to_string(id) + " is listed twice");
     x.parent_[id] = parent;
     x.at_[id] = uint32_t(at / 8);
+    x.fn_[id] = c && c->lexicalType == 0 ? c->function : db::kNone;
     if (++x.numContexts_ % 65536 == 0)  // the walk keeps few of meta.db's pages mapped in
       db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
     return Status();
   };
-  x.parent_.assign(1, kNoCtx), x.at_.assign(1, 0);
+  x.parent_.assign(1, kNoCtx), x.at_.assign(1, 0), x.fn_.assign(1, db::kNone);
   HPC_ASSIGN_OR_RETURN(x.meta_, db::read_meta_visiting(x.metaFile_->view(), &visit, &x.layout_));
   ++x.numContexts_;  // the root
   // Shrink to the largest id listed.
   size_t used = x.parent_.size();
   while (used > 1 && x.parent_[used - 1] == kNoCtx) --used;
-  x.parent_.resize(used), x.at_.resize(used);
-  x.parent_.shrink_to_fit(), x.at_.shrink_to_fit();
+  x.parent_.resize(used), x.at_.resize(used), x.fn_.resize(used);
+  x.parent_.shrink_to_fit(), x.at_.shrink_to_fit(), x.fn_.shrink_to_fit();
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
+  // Records are visited in no order from now on: no read-ahead around each one.
+  madvise(const_cast<uint8_t*>(x.metaFile_->bytes().data()), x.metaFile_->bytes().size(), MADV_RANDOM);
 
   HPC_ASSIGN_OR_RETURN(db::LazyProfileDb pdb, db::LazyProfileDb::open(dir / "profile.db"));
   x.prof_.emplace(std::move(pdb));
@@ -80,7 +84,7 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
     auto n = fs::file_size(dir / f, ec);
     if (!ec) bytes += n;
   }
-  e->pageBudget_ = std::max<uint64_t>(4u << 20, bytes / 32);
+  e->pageBudget_ = std::max<uint64_t>(4u << 20, bytes / 64);
   e->release_pages(false);
   e->baseShared_ = shared_bytes();  // the binary's own pages: not the database's
   return e;
@@ -211,14 +215,7 @@ size_t Experiment::default_metric() const {
 }
 
 uint32_t Experiment::function_of(uint32_t ctx) const {
-  if (!has(ctx) || kind(ctx) != NodeKind::Context) return db::kNone;
-  // Only the flags and lexical type bytes, and the function pointer if any.
-  // pFunction is the first flex word when present.
-  ByteView v = metaFile_->view();
-  uint64_t at = uint64_t(at_[ctx]) * 8;
-  if (v.load<uint8_t, std::endian::little>(at + 0x16) != 0 || !(v.load<uint8_t, std::endian::little>(at + 0x14) & 1))
-    return db::kNone;
-  return uint32_t((v.load<uint64_t, std::endian::little>(at + 0x20) - layout_.pFunctions) / layout_.szFunction);
+  return ctx < fn_.size() && ctx != 0 ? fn_[ctx] : db::kNone;
 }
 
 std::string Experiment::function_name(uint32_t fn) const {
@@ -313,7 +310,7 @@ Expected<const db::LazyTraceDb*> Experiment::trace() const {
 void Experiment::release_pages(bool withHeap) const {
   if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system
   // Mapped pages are a bounded cache: kept while the file pages resident in the process
-  // (statm's "shared") stay under 1/32 of the database (at least 4 MiB), all dropped above.
+  // (statm's "shared") stay under 1/64 of the database (at least 4 MiB), all dropped above.
   if (uint64_t shared = shared_bytes(); shared < baseShared_ + pageBudget_) return;
   db::release_pages(metaFile_->bytes().data(), metaFile_->bytes().size());
   prof_->release();

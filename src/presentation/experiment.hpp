@@ -1,6 +1,6 @@
 // A database opened for viewing, read-only and memory-mapped, loading nothing a request
 // did not ask for: meta.db is parsed at open except for the context tree, which is
-// indexed as 8 bytes a context (parent, offset of its record in the mapped meta.db) and
+// indexed as 12 bytes a context (parent, function, offset of its record in the mapped meta.db) and
 // decoded from the mapping on use; profile.db (the summary row included), cct.db and
 // trace.db are read from their mappings through the lazy readers of formats/db, row by
 // row. release_pages() drops what requests touched from the process (bounded memory).
@@ -98,7 +98,7 @@ public:
   // trace.db, mapped on first use; nullptr when the database has no traces.
   Expected<const db::LazyTraceDb*> trace() const;
   // Drops the mapped pages requests touched from the process (they stay in the page cache)
-  // once more than 1/32 of the database (at least 4 MiB) is resident, and with `withHeap`
+  // once more than 1/64 of the database (at least 4 MiB) is resident, and with `withHeap`
   // returns freed heap memory to the system (malloc_trim).
   // MT: thread-safe; others' reads fault the pages back in.
   void release_pages(bool withHeap = true) const;
@@ -114,6 +114,7 @@ private:
   std::vector<MetricView> metrics_;
   std::vector<uint32_t> parent_;  // by ctxId; kNoCtx: not listed
   std::vector<uint32_t> at_;      // by ctxId: offset / 8 of its {Ctx} or {EP} record in meta.db
+  std::vector<uint32_t> fn_;      // by ctxId: function_of() (trace colours walk up without meta.db)
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   size_t numContexts_ = 0;
   uint64_t pageBudget_ = 4u << 20;  // bytes of mapped pages release_pages() lets stay

@@ -107,34 +107,36 @@ json values_of(const T& row, const std::vector<size_t>& ms, bool inclusive) {
 // "lines": [{line, profile, runs: count}] and "functions"), the header, then every line's
 // runs in order as (i32 colour key, u32 pixel count) pairs, little-endian.
 Reply trace_binary(const Experiment& e, json head, const std::vector<TraceRow>& rows) {
+  // The header first (line list, names of the functions used), then the body at its exact
+  // size with the runs written in place: one copy of the screen, not three.
   json lines = json::array(), names = json::object();
   size_t runs = 0;
+  std::vector<uint8_t> named(e.meta().functions.size() + 1, 0);
   for (const TraceRow& r : rows) {
     lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", r.runs.size()}});
     runs += r.runs.size();
-  }
-  std::string tail(runs * 8, '\0');
-  char* out = tail.data();
-  auto put = [&](uint32_t v) {
-    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
-  };
-  std::vector<uint8_t> named(e.meta().functions.size() + 1, 0);
-  for (const TraceRow& r : rows)
-    for (auto [key, n] : r.runs) {
-      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
-      if (k >= 0 && !named[std::min<size_t>(key, named.size() - 1)]) {
+    for (auto [key, n] : r.runs)
+      if (key != kTraceIdle && key != kTraceUnknown && key != kTraceNoFunction &&
+          !named[std::min<size_t>(key, named.size() - 1)]) {
         if (key < named.size() - 1) named[key] = 1;
-        names[std::to_string(k)] = e.function_name(key);
+        names[std::to_string(key)] = e.function_name(key);
       }
-      put(uint32_t(k)), put(n);
-    }
+  }
   head["lines"] = std::move(lines);
   head["functions"] = std::move(names);
   std::string h = head.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::string body(4, '\0');
-  for (int b = 0; b < 4; ++b) body[b] = char((h.size() >> (8 * b)) & 0xff);
-  body += h;
-  body += tail;
+  std::string body(4 + h.size() + runs * 8, '\0');
+  char* out = body.data();
+  auto put = [&](uint32_t v) {
+    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
+  };
+  put(uint32_t(h.size()));
+  out = std::copy(h.begin(), h.end(), out);
+  for (const TraceRow& r : rows)
+    for (auto [key, n] : r.runs) {
+      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
+      put(uint32_t(k)), put(n);
+    }
   return {200, "application/octet-stream", std::move(body)};
 }
 
