@@ -67,6 +67,11 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   while (used > 1 && x.parent_[used - 1] == kNoCtx) --used;
   x.parent_.resize(used), x.at_.resize(used), x.fn_.resize(used);
   x.parent_.shrink_to_fit(), x.at_.shrink_to_fit(), x.fn_.shrink_to_fit();
+  if (x.meta_.functions.size() < 0xffff) {  // half the memory for the usual function counts
+    x.fn16_.resize(x.fn_.size());
+    for (size_t i = 0; i < x.fn_.size(); ++i) x.fn16_[i] = x.fn_[i] == db::kNone ? 0xffff : uint16_t(x.fn_[i]);
+    std::vector<uint32_t>().swap(x.fn_);
+  }
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
@@ -215,7 +220,9 @@ size_t Experiment::default_metric() const {
 }
 
 uint32_t Experiment::function_of(uint32_t ctx) const {
-  return ctx < fn_.size() && ctx != 0 ? fn_[ctx] : db::kNone;
+  if (ctx == 0) return db::kNone;
+  if (ctx < fn16_.size()) return fn16_[ctx] == 0xffff ? db::kNone : fn16_[ctx];
+  return ctx < fn_.size() ? fn_[ctx] : db::kNone;
 }
 
 std::string Experiment::function_name(uint32_t fn) const {

@@ -1,6 +1,6 @@
 // A database opened for viewing, read-only and memory-mapped, loading nothing a request
 // did not ask for: meta.db is parsed at open except for the context tree, which is
-// indexed as 12 bytes a context (parent, function, offset of its record in the mapped meta.db) and
+// indexed as 10-12 bytes a context (parent, function, offset of its record in the mapped meta.db) and
 // decoded from the mapping on use; profile.db (the summary row included), cct.db and
 // trace.db are read from their mappings through the lazy readers of formats/db, row by
 // row. release_pages() drops what requests touched from the process (bounded memory).
@@ -115,6 +115,7 @@ private:
   std::vector<uint32_t> parent_;  // by ctxId; kNoCtx: not listed
   std::vector<uint32_t> at_;      // by ctxId: offset / 8 of its {Ctx} or {EP} record in meta.db
   std::vector<uint32_t> fn_;      // by ctxId: function_of() (trace colours walk up without meta.db)
+  std::vector<uint16_t> fn16_;    // the same in 16 bits (0xffff: none) when every index fits, fn_ then empty
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   size_t numContexts_ = 0;
   uint64_t pageBudget_ = 4u << 20;  // bytes of mapped pages release_pages() lets stay
