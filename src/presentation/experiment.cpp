@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "common/file.hpp"
 
@@ -13,12 +18,6 @@ namespace {
 
 // ctxIds index dense tables; a listed id beyond this is treated as corrupt input.
 constexpr uint32_t kMaxCtxId = 1u << 28;
-
-template <typename T, typename F>
-Expected<T> read_with(const fs::path& p, F&& read) {
-  HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(p));
-  return read(f.view());
-}
 
 std::string lower(std::string s) {
   for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -39,68 +38,122 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   if (!fs::is_regular_file(dir / "meta.db", ec))
     return Status::error((dir / "meta.db").string() + ": missing; " + dir.string() + " is not a database");
   std::unique_ptr<Experiment> e(new Experiment(dir));
-  HPC_ASSIGN_OR_RETURN(e->meta_, read_with<db::Meta>(dir / "meta.db", db::read_meta));
-  HPC_ASSIGN_OR_RETURN(e->profiles_, read_with<std::vector<db::Profile>>(dir / "profile.db", db::read_profile_db));
-  if (e->profiles_.empty() || !(e->profiles_[0].flags & 1))
+  const std::string metaName = (dir / "meta.db").string();
+  HPC_ASSIGN_OR_RETURN(MappedFile mf, MappedFile::open(dir / "meta.db"));
+  e->metaFile_.emplace(std::move(mf));
+  // The tree goes into two arrays by ctxId, grown as ids appear (ids are dense in practice).
+  Experiment& x = *e;
+  db::ContextVisitor visit = [&](uint32_t id, uint32_t parent, uint64_t at, const db::Context* c) -> Status {
+    if (id >= kMaxCtxId) return Status::error(metaName + ": context id " + std::to_string(id) + " is implausibly large");
+    if (at % 8 != 0 || at / 8 > UINT32_MAX) return Status::error(metaName + ": a context record is not 8-aligned or beyond 32 GiB");
+    if (id >= x.parent_.size()) {
+      size_t n = std::max<size_t>(size_t(id) + 1, x.parent_.size() + x.parent_.size() / 2);
+      x.parent_.resize(n, kNoCtx), x.at_.resize(n, 0), x.fn_.resize(n, db::kNone);
+    }
+    if (id == 0 || x.parent_[id] != kNoCtx)
+      return Status::error(metaName + ": context id " + std::to_string(id) + " is listed twice");
+    x.parent_[id] = parent;
+    x.at_[id] = uint32_t(at / 8);
+    x.fn_[id] = c && c->lexicalType == 0 ? c->function : db::kNone;
+    if (++x.numContexts_ % 65536 == 0)  // the walk keeps few of meta.db's pages mapped in
+      db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
+    return Status();
+  };
+  x.parent_.assign(1, kNoCtx), x.at_.assign(1, 0), x.fn_.assign(1, db::kNone);
+  HPC_ASSIGN_OR_RETURN(x.meta_, db::read_meta_visiting(x.metaFile_->view(), &visit, &x.layout_));
+  ++x.numContexts_;  // the root
+  // Shrink to the largest id listed.
+  size_t used = x.parent_.size();
+  while (used > 1 && x.parent_[used - 1] == kNoCtx) --used;
+  x.parent_.resize(used), x.at_.resize(used), x.fn_.resize(used);
+  x.parent_.shrink_to_fit(), x.at_.shrink_to_fit(), x.fn_.shrink_to_fit();
+  if (x.meta_.functions.size() < 0xffff) {  // half the memory for the usual function counts
+    x.fn16_.resize(x.fn_.size());
+    for (size_t i = 0; i < x.fn_.size(); ++i) x.fn16_[i] = x.fn_[i] == db::kNone ? 0xffff : uint16_t(x.fn_[i]);
+    std::vector<uint32_t>().swap(x.fn_);
+  }
+  for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
+  std::sort(x.entries_.begin(), x.entries_.end());
+  db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
+  // Records are visited in no order from now on: no read-ahead around each one.
+  madvise(const_cast<uint8_t*>(x.metaFile_->bytes().data()), x.metaFile_->bytes().size(), MADV_RANDOM);
+
+  HPC_ASSIGN_OR_RETURN(db::LazyProfileDb pdb, db::LazyProfileDb::open(dir / "profile.db"));
+  x.prof_.emplace(std::move(pdb));
+  for (auto& in : x.prof_->profiles()) x.profiles_.push_back({in.flags, in.idTuple, {}});
+  if (x.profiles_.empty() || !(x.profiles_[0].flags & 1))
     return Status::error((dir / "profile.db").string() + ": no summary profile (row 0 must have isSummary set)");
-  HPC_RETURN_IF_ERROR(e->index_tree());
   e->index_metrics();
+  uint64_t bytes = 0;
+  for (const char* f : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
+    auto n = fs::file_size(dir / f, ec);
+    if (!ec) bytes += n;
+  }
+  e->pageBudget_ = std::max<uint64_t>(4u << 20, bytes / 64);
+  e->release_pages(false);
+  e->baseShared_ = shared_bytes();  // the binary's own pages: not the database's
   return e;
 }
 
-Status Experiment::index_tree() {
-  // Size the table by the largest listed id, then fill it depth first.
-  uint32_t maxId = 0;
-  std::vector<const db::Context*> stack;
-  for (auto& ep : meta_.entryPoints) {
-    maxId = std::max(maxId, ep.ctxId);
-    for (auto& c : ep.children) stack.push_back(&c);
+// File-backed pages resident in the process (the binary and libraries included).
+uint64_t Experiment::shared_bytes() {
+  static const long page = sysconf(_SC_PAGESIZE);
+  long size = 0, resident = 0, shared = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld %ld", &size, &resident, &shared) != 3) shared = 0;
+    std::fclose(f);
   }
-  while (!stack.empty()) {
-    const db::Context* c = stack.back();
-    stack.pop_back();
-    maxId = std::max(maxId, c->ctxId);
-    for (auto& k : c->children) stack.push_back(&k);
-  }
-  const std::string metaName = (dir_ / "meta.db").string();
-  if (maxId >= kMaxCtxId) return Status::error(metaName + ": context id " + std::to_string(maxId) + " is implausibly large");
-  nodes_.assign(size_t(maxId) + 1, Node{});
-  nodes_[0].kind = NodeKind::Root;
+  return uint64_t(shared) * uint64_t(page);
+}
 
-  auto claim = [&](uint32_t id, uint32_t parent) -> Status {
-    if (id == 0 || nodes_[id].parent != kNoCtx)
-      return Status::error(metaName + ": context id " + std::to_string(id) + " is listed twice");
-    nodes_[id].parent = parent;
-    nodes_[id].depth = nodes_[parent].depth + 1;
-    nodes_[parent].children.push_back(id);
-    ++numContexts_;
-    return Status();
-  };
-  std::vector<std::pair<const db::Context*, uint32_t>> work;
-  for (auto& ep : meta_.entryPoints) {
-    HPC_RETURN_IF_ERROR(claim(ep.ctxId, 0));
-    nodes_[ep.ctxId].kind = NodeKind::Entry;
-    nodes_[ep.ctxId].entry = &ep;
-    for (auto& c : ep.children) work.push_back({&c, ep.ctxId});
-  }
-  while (!work.empty()) {
-    auto [c, parent] = work.back();
-    work.pop_back();
-    HPC_RETURN_IF_ERROR(claim(c->ctxId, parent));
-    Node& n = nodes_[c->ctxId];
-    n.kind = NodeKind::Context;
-    n.ctx = c;
-    n.callDepth = nodes_[parent].callDepth + (c->lexicalType == 0 && c->function != db::kNone ? 1 : 0);
-    for (auto& k : c->children) work.push_back({&k, c->ctxId});
-  }
-  ++numContexts_;  // the root
+NodeKind Experiment::kind(uint32_t ctx) const {
+  if (ctx == 0) return NodeKind::Root;
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), std::pair{ctx, 0u});
+  return it != entries_.end() && it->first == ctx ? NodeKind::Entry : NodeKind::Context;
+}
 
-  // Summary rows by ctxId for O(1) lookup.
-  const auto& sv = profiles_[0].values;
-  summaryRow_.assign(nodes_.size(), kNoCtx);
-  for (size_t i = 0; i < sv.key.size(); ++i)
-    if (sv.key[i] < summaryRow_.size()) summaryRow_[sv.key[i]] = uint32_t(i);
-  return Status();
+void Experiment::children(uint32_t ctx, std::vector<uint32_t>& out) const {
+  out.clear();
+  if (ctx == 0) {
+    for (auto& ep : meta_.entryPoints) out.push_back(ep.ctxId);
+    return;
+  }
+  if (!has(ctx)) return;
+  db::child_ids(metaFile_->view(), uint64_t(at_[ctx]) * 8, out);
+}
+
+std::vector<uint32_t> Experiment::children(uint32_t ctx) const {
+  std::vector<uint32_t> out;
+  children(ctx, out);
+  return out;
+}
+
+bool Experiment::has_children(uint32_t ctx) const {
+  if (ctx == 0) return !meta_.entryPoints.empty();
+  if (!has(ctx)) return false;
+  return metaFile_->view().load<uint64_t, std::endian::little>(uint64_t(at_[ctx]) * 8) != 0;  // szChildren
+}
+
+uint32_t Experiment::depth(uint32_t ctx) const {
+  uint32_t d = 0;
+  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = parent_[c]) ++d;
+  return d;
+}
+
+uint32_t Experiment::call_depth(uint32_t ctx) const {
+  uint32_t d = 0;
+  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = parent_[c])
+    if (function_of(c) != db::kNone) ++d;
+  return d;
+}
+
+db::Context Experiment::context(uint32_t ctx) const {
+  return db::decode_context(metaFile_->view(), layout_, uint64_t(at_[ctx]) * 8);
+}
+
+const db::EntryPoint& Experiment::entry(uint32_t ctx) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), std::pair{ctx, 0u});
+  return meta_.entryPoints[it->second];
 }
 
 void Experiment::index_metrics() {
@@ -167,9 +220,9 @@ size_t Experiment::default_metric() const {
 }
 
 uint32_t Experiment::function_of(uint32_t ctx) const {
-  if (!has(ctx) || nodes_[ctx].kind != NodeKind::Context) return db::kNone;
-  const db::Context* c = nodes_[ctx].ctx;
-  return c->lexicalType == 0 ? c->function : db::kNone;
+  if (ctx == 0) return db::kNone;
+  if (ctx < fn16_.size()) return fn16_[ctx] == 0xffff ? db::kNone : fn16_[ctx];
+  return ctx < fn_.size() ? fn_[ctx] : db::kNone;
 }
 
 std::string Experiment::function_name(uint32_t fn) const {
@@ -182,11 +235,11 @@ std::string Experiment::function_name(uint32_t fn) const {
 }
 
 std::pair<uint32_t, uint32_t> Experiment::source_of(uint32_t ctx) const {
-  if (!has(ctx) || nodes_[ctx].kind != NodeKind::Context) return {db::kNone, 0};
-  const db::Context* c = nodes_[ctx].ctx;
-  if (c->file != db::kNone) return {c->file, c->line};
-  if (c->function != db::kNone && c->function < meta_.functions.size()) {
-    const db::Function& f = meta_.functions[c->function];
+  if (!has(ctx) || kind(ctx) != NodeKind::Context) return {db::kNone, 0};
+  db::Context c = context(ctx);
+  if (c.file != db::kNone) return {c.file, c.line};
+  if (c.function != db::kNone && c.function < meta_.functions.size()) {
+    const db::Function& f = meta_.functions[c.function];
     return {f.file, f.line};
   }
   return {db::kNone, 0};
@@ -195,9 +248,8 @@ std::pair<uint32_t, uint32_t> Experiment::source_of(uint32_t ctx) const {
 std::string Experiment::name(uint32_t ctx) const {
   if (ctx == 0) return "<program root>";
   if (!has(ctx)) return "<context " + std::to_string(ctx) + " not in meta.db>";
-  const Node& n = nodes_[ctx];
-  if (n.kind == NodeKind::Entry) return n.entry->prettyName.empty() ? "<entry>" : n.entry->prettyName;
-  const db::Context& c = *n.ctx;
+  if (kind(ctx) == NodeKind::Entry) return entry(ctx).prettyName.empty() ? "<entry>" : entry(ctx).prettyName;
+  const db::Context c = context(ctx);
   auto fileLine = [&]() {
     std::string f = c.file < meta_.files.size() ? base_name(meta_.files[c.file].path) : "<unknown file>";
     return f + ":" + std::to_string(c.line);
@@ -214,12 +266,8 @@ std::string Experiment::name(uint32_t ctx) const {
 }
 
 double Experiment::summary(uint32_t ctx, uint16_t statId) const {
-  if (statId == kNoMetric || ctx >= summaryRow_.size() || summaryRow_[ctx] == kNoCtx) return 0;
-  const auto& sv = profiles_[0].values;
-  uint32_t row = summaryRow_[ctx];
-  auto b = sv.sub.begin() + sv.start[row], e = sv.sub.begin() + sv.start[row + 1];
-  auto it = std::lower_bound(b, e, statId);
-  return it != e && *it == statId ? sv.value[size_t(it - sv.sub.begin())] : 0;
+  if (statId == kNoMetric) return 0;
+  return prof_->value(0, ctx, statId);
 }
 
 StatValues Experiment::stats(uint32_t ctx, const MetricView::Stats& s) const {
@@ -238,28 +286,44 @@ StatValues Experiment::stats(uint32_t ctx, const MetricView::Stats& s) const {
   return v;
 }
 
-Expected<const std::vector<db::ContextValues>*> Experiment::context_values() const {
+Expected<db::ContextValues> Experiment::context_values(uint32_t ctx) const {
   std::call_once(cct_.once, [&] {
-    cct_.value.emplace(read_with<std::vector<db::ContextValues>>(dir_ / "cct.db", db::read_cct_db));
+    auto c = db::LazyCctDb::open(dir_ / "cct.db");
+    if (!c.ok()) cct_.value.emplace(std::move(c).take_status());
+    else cct_.value.emplace(std::optional<db::LazyCctDb>(std::move(c).value()));
   });
   if (!cct_.value->ok()) return cct_.value->status();
-  return &cct_.value->value();
+  cctOpen_.store(&*cct_.value->value(), std::memory_order_release);
+  return (*cct_.value->value()).values(ctx);
 }
 
-Expected<const db::TraceDb*> Experiment::trace() const {
+Expected<const db::LazyTraceDb*> Experiment::trace() const {
   std::call_once(trace_.once, [&]() {
     std::error_code ec;
     if (!fs::exists(dir_ / "trace.db", ec)) {
-      trace_.value.emplace(std::optional<db::TraceDb>());
+      trace_.value.emplace(std::optional<db::LazyTraceDb>());
       return;
     }
-    auto t = read_with<db::TraceDb>(dir_ / "trace.db", db::read_trace_db);
+    auto t = db::LazyTraceDb::open(dir_ / "trace.db");
     if (!t.ok()) trace_.value.emplace(std::move(t).take_status());
-    else trace_.value.emplace(std::optional<db::TraceDb>(std::move(t).value()));
+    else trace_.value.emplace(std::optional<db::LazyTraceDb>(std::move(t).value()));
   });
   if (!trace_.value->ok()) return trace_.value->status();
   const auto& t = trace_.value->value();
+  if (t) traceOpen_.store(&*t, std::memory_order_release);
   return t ? &*t : nullptr;
+}
+
+void Experiment::release_pages(bool withHeap) const {
+  if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system
+  // Mapped pages are a bounded cache: kept while the file pages resident in the process
+  // (statm's "shared") stay under 1/64 of the database (at least 4 MiB), all dropped above.
+  if (uint64_t shared = shared_bytes(); shared < baseShared_ + pageBudget_) return;
+  db::release_pages(metaFile_->bytes().data(), metaFile_->bytes().size());
+  prof_->release();
+  // Only once the lazy readers exist (never forces one open).
+  if (auto* c = cctOpen_.load(std::memory_order_acquire)) c->release();
+  if (auto* t = traceOpen_.load(std::memory_order_acquire)) t->release();
 }
 
 }  // namespace hpc::present

@@ -1,9 +1,12 @@
-// A database opened for viewing: meta.db and the summary profile at once, the
-// per-profile values (cct.db), all profiles (profile.db rows) and trace.db only when a
-// view first asks for them. Indexes the context tree by ctxId and names every
-// context the way the views print it. All file bytes go through formats/db.
+// A database opened for viewing, read-only and memory-mapped, loading nothing a request
+// did not ask for: meta.db is parsed at open except for the context tree, which is
+// indexed as 10-12 bytes a context (parent, function, offset of its record in the mapped meta.db) and
+// decoded from the mapping on use; profile.db (the summary row included), cct.db and
+// trace.db are read from their mappings through the lazy readers of formats/db, row by
+// row. release_pages() drops what requests touched from the process (bounded memory).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -14,7 +17,9 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "common/file.hpp"
 #include "formats/db/db.hpp"
+#include "formats/db/lazy.hpp"
 
 namespace hpc::present {
 
@@ -40,20 +45,9 @@ struct StatValues {
 
 enum class NodeKind : uint8_t { Root, Entry, Context };
 
-struct Node {
-  uint32_t parent = kNoCtx;
-  uint32_t depth = 0;      // tree depth, root 0
-  uint32_t callDepth = 0;  // number of function contexts on the path, this one included
-  NodeKind kind = NodeKind::Root;
-  const db::Context* ctx = nullptr;    // kind Context
-  const db::EntryPoint* entry = nullptr;  // kind Entry
-  std::vector<uint32_t> children;
-};
-
 class Experiment {
 public:
-  // Reads meta.db and profile.db of `dir` (the summary profile is row 0 of
-// profile.db, and the format library reads that file whole); errors name the file.
+  // Maps and indexes meta.db and profile.db of `dir`; errors name the file.
   static Expected<std::unique_ptr<Experiment>> open(const std::filesystem::path& dir);
   Experiment(const Experiment&) = delete;
   Experiment& operator=(const Experiment&) = delete;
@@ -69,9 +63,18 @@ public:
   // the first metric with one, else 0.
   size_t default_metric() const;
 
-  size_t id_limit() const { return nodes_.size(); }  // every listed ctxId is below
-  bool has(uint32_t ctx) const { return ctx < nodes_.size() && (ctx == 0 || nodes_[ctx].parent != kNoCtx); }
-  const Node& node(uint32_t ctx) const { return nodes_[ctx]; }
+  size_t id_limit() const { return parent_.size(); }  // every listed ctxId is below
+  bool has(uint32_t ctx) const { return ctx < parent_.size() && (ctx == 0 || parent_[ctx] != kNoCtx); }
+  // Tree accessors; `ctx` must satisfy has().
+  uint32_t parent(uint32_t ctx) const { return ctx == 0 ? kNoCtx : parent_[ctx]; }
+  NodeKind kind(uint32_t ctx) const;
+  std::vector<uint32_t> children(uint32_t ctx) const;
+  void children(uint32_t ctx, std::vector<uint32_t>& out) const;
+  bool has_children(uint32_t ctx) const;
+  uint32_t depth(uint32_t ctx) const;       // tree depth, root 0
+  uint32_t call_depth(uint32_t ctx) const;  // function contexts on the path, this one included
+  db::Context context(uint32_t ctx) const;  // kind Context; children left empty
+  const db::EntryPoint& entry(uint32_t ctx) const;  // kind Entry
   size_t num_contexts() const { return numContexts_; }
   // Function index of a function context (lexical type function, function set).
   uint32_t function_of(uint32_t ctx) const;
@@ -87,32 +90,48 @@ public:
   double exclusive(uint32_t ctx, const MetricView& m) const { return summary(ctx, m.exc.sum); }
   StatValues stats(uint32_t ctx, const MetricView::Stats& s) const;
 
-  // All rows of profile.db (row 0 is the summary), id tuples and values.
+  // All rows of profile.db (row 0 is the summary): flags and id tuples; values empty.
   const std::vector<db::Profile>& profiles() const { return profiles_; }
-  // cct.db, read on first use.
-  Expected<const std::vector<db::ContextValues>*> context_values() const;
-  // trace.db, read on first use; nullptr when the database has no traces.
-  Expected<const db::TraceDb*> trace() const;
+  // The values of one context in cct.db (mapped on first use); empty for a context
+  // without values.
+  Expected<db::ContextValues> context_values(uint32_t ctx) const;
+  // trace.db, mapped on first use; nullptr when the database has no traces.
+  Expected<const db::LazyTraceDb*> trace() const;
+  // Drops the mapped pages requests touched from the process (they stay in the page cache)
+  // once more than 1/64 of the database (at least 4 MiB) is resident, and with `withHeap`
+  // returns freed heap memory to the system (malloc_trim).
+  // MT: thread-safe; others' reads fault the pages back in.
+  void release_pages(bool withHeap = true) const;
 
 private:
   explicit Experiment(std::filesystem::path dir) : dir_(std::move(dir)) {}
-  Status index_tree();
   void index_metrics();
 
   std::filesystem::path dir_;
-  db::Meta meta_;
+  std::optional<MappedFile> metaFile_;
+  db::MetaLayout layout_;
+  db::Meta meta_;  // entry points without children
   std::vector<MetricView> metrics_;
-  std::vector<Node> nodes_;
+  std::vector<uint32_t> parent_;  // by ctxId; kNoCtx: not listed
+  std::vector<uint32_t> at_;      // by ctxId: offset / 8 of its {Ctx} or {EP} record in meta.db
+  std::vector<uint32_t> fn_;      // by ctxId: function_of() (trace colours walk up without meta.db)
+  std::vector<uint16_t> fn16_;    // the same in 16 bits (0xffff: none) when every index fits, fn_ then empty
+  std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   size_t numContexts_ = 0;
+  uint64_t pageBudget_ = 4u << 20;  // bytes of mapped pages release_pages() lets stay
+  uint64_t baseShared_ = UINT64_MAX / 2;  // file pages resident after open
+  static uint64_t shared_bytes();
+  std::optional<db::LazyProfileDb> prof_;
   std::vector<db::Profile> profiles_;
-  std::vector<uint32_t> summaryRow_;  // by ctxId: row in profiles_[0].values.key, or kNoCtx
 
   template <typename T> struct Lazy {
     std::once_flag once;
     std::optional<Expected<T>> value;
   };
-  mutable Lazy<std::vector<db::ContextValues>> cct_;
-  mutable Lazy<std::optional<db::TraceDb>> trace_;
+  mutable Lazy<std::optional<db::LazyCctDb>> cct_;
+  mutable Lazy<std::optional<db::LazyTraceDb>> trace_;
+  mutable std::atomic<const db::LazyCctDb*> cctOpen_{nullptr};  // for release_pages()
+  mutable std::atomic<const db::LazyTraceDb*> traceOpen_{nullptr};
 };
 
 // Basename of a path, for compact names.

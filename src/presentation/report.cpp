@@ -27,7 +27,7 @@ std::string key_id(uint64_t key) {
 void top_down(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
   const MetricView& m = e.metrics()[o.metric];
   for (uint32_t c : hottest_contexts(e, m, o.top))
-    out.push_back({"top-down", e.node(c).depth, std::to_string(c), e.name(c), e.inclusive(c, m), e.exclusive(c, m)});
+    out.push_back({"top-down", e.depth(c), std::to_string(c), e.name(c), e.inclusive(c, m), e.exclusive(c, m)});
 }
 
 // Best-first over the callers tree, ranked by the exclusive value attributed to a path.

@@ -54,4 +54,22 @@ struct TraceSample {
 // The sample of trace line `line` in effect at time `t`.
 Expected<TraceSample> trace_sample(const Experiment& e, uint32_t line, uint64_t t);
 
+// ---- GPU idleness blame (seed 004 §5.1): over [t0, t1) at `samples` evenly spaced times,
+// the times when every GPU stream line (id tuple with a GPUSTREAM or GPUCONTEXT kind) is
+// idle (no sample yet, or context 0) are blamed on the innermost functions the CPU lines
+// are running then, shared equally among those lines. Work: samples x trace lines.
+bool is_gpu_profile(const Experiment& e, uint32_t profIndex);
+struct GpuBlame {
+  uint64_t t0 = 0, t1 = 0;
+  uint32_t samples = 0, gpuLines = 0, cpuLines = 0;
+  double idleTime = 0;      // time units (ns) with every GPU line idle
+  double unattributed = 0;  // part of idleTime with no CPU line running either
+  struct Row {
+    uint32_t key;  // function index, or kTraceUnknown / kTraceNoFunction
+    double blame;  // time units
+  };
+  std::vector<Row> rows;  // hottest first
+};
+Expected<GpuBlame> gpu_idle_blame(const Experiment& e, uint64_t t0, uint64_t t1, uint32_t samples);
+
 }  // namespace hpc::present

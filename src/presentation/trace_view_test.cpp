@@ -27,7 +27,7 @@ TEST(TraceView, PixelsByDepth) {
   ASSERT_TRUE(e);
   auto tr = e->trace();
   ASSERT_TRUE(tr.ok() && *tr);
-  TraceQuery q{(*tr)->minTimestamp, (*tr)->maxTimestamp, 0, 1, 1, 12, 0};
+  TraceQuery q{(*tr)->minTimestamp(), (*tr)->maxTimestamp(), 0, 1, 1, 12, 0};
   auto rows = trace_pixels(*e, q);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   ASSERT_EQ(rows->size(), 1u);
@@ -49,7 +49,7 @@ TEST(TraceView, PixelsByDepth) {
 TEST(TraceView, RowsAsJson) {
   auto e = small();
   ASSERT_TRUE(e);
-  TraceQuery q{(*e->trace())->minTimestamp, (*e->trace())->maxTimestamp, 0, 1, 1, 12, 1};
+  TraceQuery q{(*e->trace())->minTimestamp(), (*e->trace())->maxTimestamp(), 0, 1, 1, 12, 1};
   auto rows = trace_pixels(*e, q);
   ASSERT_TRUE(rows.ok());
   auto j = nlohmann::json::parse("{" + trace_rows_json(*e, *rows) + "}");
@@ -74,7 +74,7 @@ TEST(TraceView, BadQueriesAreRefused) {
 TEST(TraceView, SampleStack) {
   auto e = small();
   ASSERT_TRUE(e);
-  uint64_t t0 = (*e->trace())->minTimestamp;
+  uint64_t t0 = (*e->trace())->minTimestamp();
   auto s = trace_sample(*e, 0, t0 + 800'000'000);
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE(s->found);
@@ -85,4 +85,24 @@ TEST(TraceView, SampleStack) {
   s = trace_sample(*e, 0, t0 - 1);
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->found);
+}
+
+TEST(TraceView, GpuIdleBlame) {
+  // loops-cuda-nvidia-t: one GPU stream line (context 0 between kernels), one CPU thread
+  // line without samples: the idle time is found and left unattributed.
+  auto e = Experiment::open(std::filesystem::path(HPC_SHARED_DIR) / "conformance/dbase/loops-cuda-nvidia-t.d");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  auto tr = (*e)->trace();
+  ASSERT_TRUE(tr.ok() && *tr);
+  EXPECT_TRUE(is_gpu_profile(**e, (*tr)->line(0).profIndex()));
+  EXPECT_FALSE(is_gpu_profile(**e, (*tr)->line(1).profIndex()));
+  auto b = gpu_idle_blame(**e, (*tr)->minTimestamp(), (*tr)->maxTimestamp() + 1, 1000);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->gpuLines, 1u);
+  EXPECT_EQ(b->cpuLines, 1u);
+  EXPECT_GT(b->idleTime, 0);
+  EXPECT_LT(b->idleTime, double((*tr)->maxTimestamp() - (*tr)->minTimestamp()));
+  EXPECT_DOUBLE_EQ(b->unattributed, b->idleTime);
+  EXPECT_TRUE(b->rows.empty());
+  EXPECT_FALSE(gpu_idle_blame(**e, 10, 5, 100).ok());
 }

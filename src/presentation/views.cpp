@@ -8,7 +8,7 @@ namespace hpc::present {
 std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const MetricView& m, bool byExclusive) {
   if (!e.has(ctx)) return {};
   std::vector<std::pair<double, uint32_t>> v;
-  for (uint32_t k : e.node(ctx).children)
+  for (uint32_t k : e.children(ctx))
     v.push_back({byExclusive ? e.exclusive(k, m) : e.inclusive(k, m), k});
   std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::vector<uint32_t> out;
@@ -24,7 +24,7 @@ std::vector<uint32_t> hot_path(const Experiment& e, uint32_t ctx, const MetricVi
     double parent = e.inclusive(ctx, m);
     uint32_t best = kNoCtx;
     double bestV = 0;
-    for (uint32_t k : e.node(ctx).children) {
+    for (uint32_t k : e.children(ctx)) {
       double v = e.inclusive(k, m);
       if (best == kNoCtx || v > bestV) best = k, bestV = v;
     }
@@ -45,7 +45,7 @@ std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m,
     frontier.pop();
     if (v <= 0 && c != 0) break;
     chosen[c] = 1, ++taken;
-    for (uint32_t k : e.node(c).children) frontier.push({e.inclusive(k, m), k});
+    for (uint32_t k : e.children(c)) frontier.push({e.inclusive(k, m), k});
   }
   // Tree order, children hottest first.
   std::vector<uint32_t> out, stack{0};
@@ -67,6 +67,7 @@ CallerIndex::CallerIndex(const Experiment& e) : e_(e) {
   // instances (a recursive call's inclusive cost is already in its outer instance).
   std::unordered_map<uint64_t, uint32_t> active;
   std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
+  size_t visited = 0;
   while (!stack.empty()) {
     auto [c, leaving] = stack.back();
     stack.pop_back();
@@ -80,19 +81,20 @@ CallerIndex::CallerIndex(const Experiment& e) : e_(e) {
       ++active[fn];
     }
     stack.push_back({c, true});
-    for (uint32_t k : e.node(c).children) stack.push_back({k, false});
+    for (uint32_t k : e.children(c)) stack.push_back({k, false});
+    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
   }
 }
 
 uint64_t CallerIndex::key_of(uint32_t ctx) const {
   if (!e_.has(ctx)) return UINT64_MAX;
-  if (e_.node(ctx).kind == NodeKind::Entry) return kEntryKey | ctx;
+  if (e_.kind(ctx) == NodeKind::Entry) return kEntryKey | ctx;
   uint32_t fn = e_.function_of(ctx);
   return fn == db::kNone ? UINT64_MAX : fn;
 }
 
 uint32_t CallerIndex::caller_of(uint32_t ctx) const {
-  for (uint32_t c = e_.node(ctx).parent; c != kNoCtx && c != 0; c = e_.node(c).parent)
+  for (uint32_t c = e_.parent(ctx); c != kNoCtx && c != 0; c = e_.parent(c))
     if (key_of(c) != UINT64_MAX) return c;
   return kNoCtx;
 }
@@ -196,9 +198,11 @@ std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
   const auto& ms = e.metrics();
   // Key of an anchor context, UINT64_MAX when the context is not one.
   auto keyOf = [&](uint32_t c) -> uint64_t {
-    if (c == 0 || e.node(c).kind != NodeKind::Context) return UINT64_MAX;
-    const db::Context& x = *e.node(c).ctx;
-    if (by == FlatBy::Line) return x.lexicalType == 2 ? (uint64_t(x.file) << 32 | x.line) : UINT64_MAX;
+    if (c == 0 || e.kind(c) != NodeKind::Context) return UINT64_MAX;
+    if (by == FlatBy::Line) {
+      const db::Context x = e.context(c);
+      return x.lexicalType == 2 ? (uint64_t(x.file) << 32 | x.line) : UINT64_MAX;
+    }
     uint32_t fn = e.function_of(c);
     if (fn == db::kNone) return UINT64_MAX;
     if (by == FlatBy::Function) return fn;
@@ -210,6 +214,7 @@ std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
   std::vector<FlatRow> rows;
   std::unordered_map<uint64_t, uint32_t> active;
   std::vector<std::pair<uint32_t, bool>> stack{{0, false}};
+  size_t visited = 0;
   while (!stack.empty()) {
     auto [c, leaving] = stack.back();
     stack.pop_back();
@@ -234,7 +239,8 @@ std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
       }
     }
     stack.push_back({c, true});
-    for (uint32_t k : e.node(c).children) stack.push_back({k, false});
+    for (uint32_t k : e.children(c)) stack.push_back({k, false});
+    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
   }
   auto fileName = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
   for (auto& r : rows) {
@@ -266,10 +272,9 @@ std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
 }
 
 Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t ctx, uint16_t propId) {
-  HPC_ASSIGN_OR_RETURN(const std::vector<db::ContextValues>* cct, e.context_values());
   std::vector<ProfileValue> out;
-  if (ctx >= cct->size() || propId == kNoMetric) return out;
-  const db::ContextValues& cv = (*cct)[ctx];
+  if (propId == kNoMetric) return out;
+  HPC_ASSIGN_OR_RETURN(const db::ContextValues cv, e.context_values(ctx));
   auto it = std::lower_bound(cv.key.begin(), cv.key.end(), propId);
   if (it == cv.key.end() || *it != propId) return out;
   size_t k = size_t(it - cv.key.begin());

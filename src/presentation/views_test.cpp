@@ -25,7 +25,7 @@ std::unique_ptr<Experiment> open_db(const std::string& name) {
 }
 
 uint32_t child_named(const Experiment& e, uint32_t ctx, const std::string& name) {
-  for (uint32_t k : e.node(ctx).children)
+  for (uint32_t k : e.children(ctx))
     if (e.name(k) == name) return k;
   return kNoCtx;
 }

@@ -162,6 +162,20 @@ Expected<Meta> read_meta(const ByteView& bytes);
 Expected<std::vector<Profile>> read_profile_db(const ByteView& bytes);
 Expected<std::vector<ContextValues>> read_cct_db(const ByteView& bytes);
 Expected<TraceDb> read_trace_db(const ByteView& bytes);
+// meta.db for lazy readers (the viewer): `visit`, if given, receives each entry point
+// (c == nullptr, parent 0) and context (c without children, parent its parent's ctxId)
+// with the offset `at` of its record, instead of the tree going into the Meta (whose
+// entry points then have no children). `layout` receives what decode_context needs.
+struct MetaLayout {
+  uint64_t pFunctions = 0, szFunction = 1, pFiles = 0, szFile = 1, pModules = 0, szModule = 1;
+};
+using ContextVisitor = std::function<Status(uint32_t ctxId, uint32_t parent, uint64_t at, const Context* c)>;
+Expected<Meta> read_meta_visiting(const ByteView& bytes, const ContextVisitor* visit, MetaLayout* layout);
+// The {Ctx} record at `at` (children left empty), in a meta.db read_meta_visiting(bytes, visit,
+// layout) accepted; no checks beyond what that reader made.
+Context decode_context(const ByteView& bytes, const MetaLayout& layout, uint64_t at);
+// Appends the ctxIds of the children of the {Ctx} or {EP} record at `at` (same caveat).
+void child_ids(const ByteView& bytes, uint64_t at, std::vector<uint32_t>& out);
 // Reads meta.db, profile.db, cct.db and (if present) trace.db from a directory.
 Expected<Database> read_database(const std::filesystem::path& dir);
 

@@ -34,6 +34,8 @@ struct Reader {
   Meta m;
   std::unordered_map<uint64_t, uint32_t> scopeAt, moduleAt, fileAt, functionAt;
   uint64_t visited = 0;
+  const ContextVisitor* visit = nullptr;  // set: the tree goes to the visitor, not into m
+  MetaLayout layout;
 
   const Section& S(int i) const { return sec[i]; }
 
@@ -122,6 +124,8 @@ struct Reader {
     uint32_t n = ld<uint32_t>(v, s.p + 8);
     uint16_t sz = ld<uint16_t>(v, s.p + 0xc);
     HPC_RETURN_IF_ERROR(check_array(v, s, s.p, p, n, sz, 0x10, what));
+    (si == 5 ? layout.pModules : layout.pFiles) = p;
+    (si == 5 ? layout.szModule : layout.szFile) = sz;
     for (uint32_t i = 0; i < n; ++i) {
       uint64_t a = p + uint64_t(i) * sz;
       T t;
@@ -147,6 +151,7 @@ struct Reader {
     uint32_t n = ld<uint32_t>(v, s.p + 8);
     uint16_t sz = ld<uint16_t>(v, s.p + 0xc);
     HPC_RETURN_IF_ERROR(check_array(v, s, s.p, p, n, sz, 0x28, "pFunctions"));
+    layout.pFunctions = p, layout.szFunction = sz;
     for (uint32_t i = 0; i < n; ++i) {
       uint64_t a = p + uint64_t(i) * sz;
       Function f;
@@ -169,7 +174,8 @@ struct Reader {
   }
 
   // Reads the {Ctx} array [p, p+sz) into `out`.
-  Status children(uint64_t at, uint64_t p, uint64_t sz, std::vector<Context>& out, uint32_t depth) {
+  Status children(uint64_t at, uint64_t p, uint64_t sz, std::vector<Context>& out, uint32_t depth,
+                  uint32_t parent) {
     if (sz == 0) return Status();
     const Section& s = S(3);
     if (depth > kMaxDepth) return v.error(at, "expected a context tree at most 10000 deep");
@@ -210,8 +216,9 @@ struct Reader {
         HPC_ASSIGN_OR_RETURN(c.module, lookup(moduleAt, p + 0x20, pm, "pModule to point at a module"));
         HPC_ASSIGN_OR_RETURN(c.offset, sub(8));
       }
-      HPC_RETURN_IF_ERROR(children(p + 8, ld<uint64_t>(v, p + 8), ld<uint64_t>(v, p), c.children, depth + 1));
-      out.push_back(std::move(c));
+      if (visit) HPC_RETURN_IF_ERROR((*visit)(c.ctxId, parent, p, &c));
+      HPC_RETURN_IF_ERROR(children(p + 8, ld<uint64_t>(v, p + 8), ld<uint64_t>(v, p), c.children, depth + 1, c.ctxId));
+      if (!visit) out.push_back(std::move(c));
       p += size;
     }
     return Status();
@@ -230,7 +237,8 @@ struct Reader {
       e.ctxId = ld<uint32_t>(v, a + 0x10);
       e.entryPoint = ld<uint16_t>(v, a + 0x14);
       HPC_ASSIGN_OR_RETURN(e.prettyName, str_in(v, S(4), ld<uint64_t>(v, a + 0x18), "pPrettyName"));
-      HPC_RETURN_IF_ERROR(children(a + 8, ld<uint64_t>(v, a + 8), ld<uint64_t>(v, a), e.children, 0));
+      if (visit) HPC_RETURN_IF_ERROR((*visit)(e.ctxId, 0, a, nullptr));
+      HPC_RETURN_IF_ERROR(children(a + 8, ld<uint64_t>(v, a + 8), ld<uint64_t>(v, a), e.children, 0, e.ctxId));
       m.entryPoints.push_back(std::move(e));
     }
     return Status();
@@ -239,8 +247,10 @@ struct Reader {
 
 }  // namespace
 
-Expected<Meta> read_meta(const ByteView& v) {
-  Reader r{v, {}, {}, {}, {}, {}, {}, 0};
+Expected<Meta> read_meta(const ByteView& v) { return read_meta_visiting(v, nullptr, nullptr); }
+
+Expected<Meta> read_meta_visiting(const ByteView& v, const ContextVisitor* visit, MetaLayout* layout) {
+  Reader r{v, {}, {}, {}, {}, {}, {}, 0, visit, {}};
   HPC_ASSIGN_OR_RETURN(r.sec, detail::read_header(v, "meta", "_meta.db",
                                                   {"General", "IdNames", "Metrics", "Context",
                                                    "Strings", "Modules", "Files", "Functions"}));
@@ -251,7 +261,40 @@ Expected<Meta> read_meta(const ByteView& v) {
   HPC_RETURN_IF_ERROR(r.pathList(6, "pFiles", r.m.files, r.fileAt));
   HPC_RETURN_IF_ERROR(r.functions());
   HPC_RETURN_IF_ERROR(r.context());
+  if (layout) *layout = r.layout;
   return std::move(r.m);
+}
+
+Context decode_context(const ByteView& v, const MetaLayout& l, uint64_t p) {
+  Context c;
+  c.ctxId = ld<uint32_t>(v, p + 0x10);
+  uint8_t flags = ld<uint8_t>(v, p + 0x14);
+  c.relation = ld<uint8_t>(v, p + 0x15);
+  c.lexicalType = ld<uint8_t>(v, p + 0x16);
+  c.propagation = ld<uint16_t>(v, p + 0x18);
+  detail::FlexAlloc flex;
+  auto sub = [&](uint32_t n) -> uint64_t {
+    uint32_t o = flex.take(n);
+    return n == 8 ? ld<uint64_t>(v, p + 0x20 + o) : ld<uint32_t>(v, p + 0x20 + o);
+  };
+  if (flags & 1) c.function = uint32_t((sub(8) - l.pFunctions) / l.szFunction);
+  if (flags & 2) {
+    c.file = uint32_t((sub(8) - l.pFiles) / l.szFile);
+    c.line = uint32_t(sub(4));
+  }
+  if (flags & 4) {
+    c.module = uint32_t((sub(8) - l.pModules) / l.szModule);
+    c.offset = sub(8);
+  }
+  return c;
+}
+
+void child_ids(const ByteView& v, uint64_t at, std::vector<uint32_t>& out) {
+  uint64_t sz = ld<uint64_t>(v, at), p = ld<uint64_t>(v, at + 8), end = p + sz;
+  while (sz && p < end) {
+    out.push_back(ld<uint32_t>(v, p + 0x10));
+    p += 0x20 + 8 * uint64_t(ld<uint8_t>(v, p + 0x17));
+  }
 }
 
 }  // namespace hpc::db

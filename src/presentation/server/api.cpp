@@ -107,36 +107,48 @@ json values_of(const T& row, const std::vector<size_t>& ms, bool inclusive) {
 // "lines": [{line, profile, runs: count}] and "functions"), the header, then every line's
 // runs in order as (i32 colour key, u32 pixel count) pairs, little-endian.
 Reply trace_binary(const Experiment& e, json head, const std::vector<TraceRow>& rows) {
+  // The header first (line list, names of the functions used), then the body at its exact
+  // size with the runs written in place: one copy of the screen, not three.
   json lines = json::array(), names = json::object();
   size_t runs = 0;
+  std::vector<uint8_t> named(e.meta().functions.size() + 1, 0);
   for (const TraceRow& r : rows) {
     lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", r.runs.size()}});
     runs += r.runs.size();
+    for (auto [key, n] : r.runs)
+      if (key != kTraceIdle && key != kTraceUnknown && key != kTraceNoFunction &&
+          !named[std::min<size_t>(key, named.size() - 1)]) {
+        if (key < named.size() - 1) named[key] = 1;
+        names[std::to_string(key)] = e.function_name(key);
+      }
   }
-  std::string tail(runs * 8, '\0');
-  char* out = tail.data();
-  auto put = [&](uint32_t v) {
-    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
-  };
-  for (const TraceRow& r : rows)
-    for (auto [key, n] : r.runs) {
-      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
-      if (k >= 0 && !names.contains(std::to_string(k))) names[std::to_string(k)] = e.function_name(key);
-      put(uint32_t(k)), put(n);
-    }
   head["lines"] = std::move(lines);
   head["functions"] = std::move(names);
   std::string h = head.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::string body(4, '\0');
-  for (int b = 0; b < 4; ++b) body[b] = char((h.size() >> (8 * b)) & 0xff);
-  body += h;
-  body += tail;
+  std::string body(4 + h.size() + runs * 8, '\0');
+  char* out = body.data();
+  auto put = [&](uint32_t v) {
+    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
+  };
+  put(uint32_t(h.size()));
+  out = std::copy(h.begin(), h.end(), out);
+  for (const TraceRow& r : rows)
+    for (auto [key, n] : r.runs) {
+      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
+      put(uint32_t(k)), put(n);
+    }
   return {200, "application/octet-stream", std::move(body)};
 }
 
 }  // namespace
 
 Reply Api::handle(const std::string& endpoint, const Params& q) {
+  Reply r = dispatch(endpoint, q);
+  e_.release_pages();  // what the request touched in the mapped files leaves the process
+  return r;
+}
+
+Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "info") return info();
   if (endpoint == "children") return children(q);
   if (endpoint == "context") return context(q);
@@ -146,6 +158,7 @@ Reply Api::handle(const std::string& endpoint, const Params& q) {
   if (endpoint == "profile-values") return profile_values(q);
   if (endpoint == "trace") return trace(q);
   if (endpoint == "trace-sample") return trace_sample(q);
+  if (endpoint == "trace-blame") return trace_blame(q);
   if (endpoint == "source") return source(q);
   return error(404, "no endpoint /api/" + endpoint.substr(0, 60));
 }
@@ -181,13 +194,13 @@ Reply Api::children(const Params& q) {
   if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
   json rows = json::array();
   const MetricView* sortBy = ms->empty() ? nullptr : &e_.metrics()[ms->front()];
-  std::vector<uint32_t> kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.node(uint32_t(*ctx)).children;
+  std::vector<uint32_t> kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.children(uint32_t(*ctx));
   for (size_t i = 0; i < kids.size() && i < *top; ++i) {
     uint32_t k = kids[i];
     json inc = json::array(), exc = json::array();
     for (size_t m : *ms) inc.push_back(e_.inclusive(k, e_.metrics()[m])), exc.push_back(e_.exclusive(k, e_.metrics()[m]));
     auto [file, line] = e_.source_of(k);
-    json r{{"ctx", k}, {"name", e_.name(k)}, {"hasChildren", !e_.node(k).children.empty()}, {"inc", inc}, {"exc", exc}};
+    json r{{"ctx", k}, {"name", e_.name(k)}, {"hasChildren", e_.has_children(k)}, {"inc", inc}, {"exc", exc}};
     if (file != db::kNone) r["file"] = file, r["line"] = line;
     rows.push_back(std::move(r));
   }
@@ -201,7 +214,7 @@ Reply Api::context(const Params& q) {
   uint32_t c = uint32_t(*ctx);
   if (!e_.has(c)) return error(404, "no context " + std::to_string(c));
   json path = json::array();
-  for (uint32_t a = c; a != kNoCtx; a = a == 0 ? kNoCtx : e_.node(a).parent) path.push_back({{"ctx", a}, {"name", e_.name(a)}});
+  for (uint32_t a = c; a != kNoCtx; a = e_.parent(a)) path.push_back({{"ctx", a}, {"name", e_.name(a)}});
   std::reverse(path.begin(), path.end());
   json metrics = json::array();
   for (size_t i = 0; i < e_.metrics().size(); ++i) {
@@ -302,25 +315,25 @@ Reply Api::profile_values(const Params& q) {
 Reply Api::trace(const Params& q) {
   auto tr = e_.trace();
   if (!tr.ok()) return error(500, tr.status().message());
-  const db::TraceDb* t = *tr;
+  const db::LazyTraceDb* t = *tr;
   if (!t) return error(404, "the database has no trace.db");
-  auto t0 = number(q, "t0", t->minTimestamp, UINT64_MAX);
-  auto t1 = number(q, "t1", t->maxTimestamp + 1, UINT64_MAX);
+  auto t0 = number(q, "t0", t->minTimestamp(), UINT64_MAX);
+  auto t1 = number(q, "t1", t->maxTimestamp() + 1, UINT64_MAX);
   auto p0 = number(q, "p0", 0, UINT32_MAX);
-  auto p1 = number(q, "p1", t->traces.size(), UINT32_MAX);
+  auto p1 = number(q, "p1", t->size(), UINT32_MAX);
   auto rows = number(q, "rows", kMaxTraceLines, kMaxTraceRows);
   auto depth = number(q, "depth", 0, 1u << 20);
   auto width = number(q, "width", 0, kMaxPixels);
   for (auto* v : {&t0, &t1, &p0, &p1, &rows, &depth, &width})
     if (!v->ok()) return error(400, v->status().message());
   if (*width == 0) return error(400, "parameter 'width' (pixels, 1.." + std::to_string(kMaxPixels) + ") is required");
-  TraceQuery tq{*t0, *t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->traces.size())), uint32_t(*rows),
+  TraceQuery tq{*t0, *t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->size())), uint32_t(*rows),
                 uint32_t(*width), uint32_t(*depth)};
   auto px = trace_pixels(e_, tq);
   if (!px.ok()) return error(400, px.status().message());
   // A screen holds about a million runs: written as text, not built as json values.
-  json head{{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp}, {"maxTime", t->maxTimestamp},
-            {"width", *width}, {"depth", *depth}, {"lineCount", t->traces.size()}};
+  json head{{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp()}, {"maxTime", t->maxTimestamp()},
+            {"width", *width}, {"depth", *depth}, {"lineCount", t->size()}};
   std::string enc = text(q, "encoding", "json");
   if (enc == "binary") return trace_binary(e_, std::move(head), *px);
   if (enc != "json") return error(400, "parameter 'encoding' must be json or binary");
@@ -328,6 +341,34 @@ Reply Api::trace(const Params& q) {
   body.pop_back();
   body += "," + trace_rows_json(e_, *px) + "}";
   return {200, "application/json", std::move(body)};
+}
+
+Reply Api::trace_blame(const Params& q) {
+  auto tr = e_.trace();
+  if (!tr.ok()) return error(500, tr.status().message());
+  const db::LazyTraceDb* t = *tr;
+  if (!t) return error(404, "the database has no trace.db");
+  auto t0 = number(q, "t0", t->minTimestamp(), UINT64_MAX);
+  auto t1 = number(q, "t1", t->maxTimestamp() + 1, UINT64_MAX);
+  auto samples = number(q, "samples", 2048, kMaxPixels);
+  auto top = number(q, "top", 100, kMaxRows);
+  for (auto* v : {&t0, &t1, &samples, &top})
+    if (!v->ok()) return error(400, v->status().message());
+  auto b = gpu_idle_blame(e_, *t0, *t1, uint32_t(*samples));
+  if (!b.ok()) return error(400, b.status().message());
+  double attributed = b->idleTime - b->unattributed;
+  json rows = json::array();
+  for (size_t i = 0; i < b->rows.size() && i < *top; ++i) {
+    auto [key, v] = b->rows[i];
+    long long k = key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : (long long)key;
+    rows.push_back({{"key", k},
+                    {"name", k >= 0 ? e_.function_name(key) : k == -2 ? "<unknown context>" : "<no function>"},
+                    {"blame", v},
+                    {"share", attributed > 0 ? v / attributed : 0.0}});
+  }
+  return json_reply({{"t0", *t0}, {"t1", *t1}, {"samples", *samples}, {"gpuLines", b->gpuLines},
+                     {"cpuLines", b->cpuLines}, {"span", double(*t1 - *t0)}, {"gpuIdle", b->idleTime},
+                     {"unattributed", b->unattributed}, {"total", b->rows.size()}, {"rows", rows}});
 }
 
 Reply Api::trace_sample(const Params& q) {

@@ -37,6 +37,7 @@ public:
   Reply handle(const std::string& endpoint, const Params& q);
 
 private:
+  Reply dispatch(const std::string& endpoint, const Params& q);
   Reply info();
   Reply children(const Params& q);
   Reply context(const Params& q);
@@ -46,6 +47,7 @@ private:
   Reply profile_values(const Params& q);
   Reply trace(const Params& q);
   Reply trace_sample(const Params& q);
+  Reply trace_blame(const Params& q);
   Reply source(const Params& q);
 
   const Experiment& e_;

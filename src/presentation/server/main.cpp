@@ -4,6 +4,7 @@
 // in a browser when a desktop is available.
 #include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <malloc.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,13 @@ const char* mime_of(const fs::path& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Memory stays bounded by the requests in flight: blocks of 256 KiB and more (reply
+  // bodies, a trace screen's buffers) are mapped and unmapped on their own, never kept in
+  // the heap (a fixed threshold also stops glibc raising it after each large free), and
+  // few arenas, which Api::handle trims after each request.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  mallopt(M_ARENA_MAX, 2);
 #ifdef HPC_VIEWER
   const char* tool = "hpcviewer";
   int port = 0;

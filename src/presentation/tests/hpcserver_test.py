@@ -163,6 +163,20 @@ check(status == 200 and runs == expect and head["functions"] == tr["functions"]
 s.bad(400, "trace", "bad encoding", width=10, encoding="xml")
 s.bad(400, "trace", "empty time range", width=10, t0=5, t1=5)
 s.bad(400, "trace-sample", "no time", line=0)
+bl = s.ok("trace-blame")
+check(bl["gpuLines"] == 0 and bl["cpuLines"] == 4 and bl["gpuIdle"] == 0 and bl["rows"] == [], f"no GPU lines, no blame {bl}")
+s.bad(400, "trace-blame", "empty time range", t0=5, t1=5)
+s.bad(400, "trace-blame", "too many samples", samples=100000)
+s.stop()
+
+# ---- loops-cuda-nvidia-t.d: a GPU stream line (context 0 between kernels) and a CPU line.
+s = Server(server, f"{dbase}/loops-cuda-nvidia-t.d")
+bl = s.ok("trace-blame", samples=1000)
+check(bl["gpuLines"] == 1 and bl["cpuLines"] == 1 and 0 < bl["gpuIdle"] < bl["span"], f"GPU idle time {bl}")
+check(bl["unattributed"] == bl["gpuIdle"] and bl["rows"] == [], f"no CPU samples: all unattributed {bl}")
+tr = s.ok("trace", width=1000, p0=0, p1=1)
+idle = sum(n for k, n in tr["lines"][0]["runs"] if k == -1)
+check(abs(idle / 1000 - bl["gpuIdle"] / bl["span"]) < 0.01, f"blame idle share {bl['gpuIdle'] / bl['span']} = trace idle {idle / 1000}")
 s.stop()
 
 # ---- corrupted files: meta.db and profile.db are read at start; cct.db and trace.db on use.

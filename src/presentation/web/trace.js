@@ -1,61 +1,91 @@
 // hpcviewer's trace view: one row per trace line, time across, a colour per function at
-// the chosen call depth (white: idle). Each screen is one /api/trace request at the
-// canvas's pixel width; hovering asks /api/trace-sample for the call stack there.
+// the chosen call depth (white: idle). A screen is fetched as bands of rows from
+// /api/trace?encoding=binary at the canvas's pixel width, several in flight, and each band
+// is painted as it arrives (pixels written into ImageData: work proportional to pixels).
+// Hovering asks /api/trace-sample for the call stack; the "GPU idle blame" tab asks
+// /api/trace-blame for the CPU functions running while every GPU stream is idle.
 'use strict';
 
 window.traceView = (() => {
   const cv = () => document.getElementById('trace-canvas');
-  const st = { t0: 0, t1: 0, min: 0, max: 0, lines: 0, data: null, names: {}, loaded: false, seq: 0, hoverSeq: 0 };
+  const $t = (id) => document.getElementById(id);
+  const st = { t0: 0, t1: 0, min: 0, max: 0, lines: 0, rows: [], nrows: 0, width: 0, names: {}, loaded: false,
+    seq: 0, hoverSeq: 0, blameSeq: 0, side: 'stats', share: new Map(), painted: 0 };
+  const BAND = 128, IN_FLIGHT = 4;
 
+  function hue(k) { return (k * 137.508) % 360; }  // golden-angle hues: neighbours differ
   function colour(k) {
     if (k === -1) return '#ffffff';
     if (k < 0) return '#bbbbbb';
-    const h = (k * 137.508) % 360;  // golden-angle hues: neighbours differ
-    return `hsl(${h.toFixed(1)}, ${55 + (k % 3) * 12}%, ${48 + (k % 4) * 7}%)`;
+    return `hsl(${hue(k).toFixed(1)}, ${55 + (k % 3) * 12}%, ${48 + (k % 4) * 7}%)`;
+  }
+  // The same colour as a little-endian RGBA word for ImageData.
+  const rgbaCache = new Map();
+  function rgba(k) {
+    let v = rgbaCache.get(k);
+    if (v !== undefined) return v;
+    let r = 255, g = 255, b = 255;
+    if (k < -1) r = g = b = 0xbb;
+    else if (k >= 0) {
+      const h = hue(k), s = (55 + (k % 3) * 12) / 100, l = (48 + (k % 4) * 7) / 100;
+      const a = s * Math.min(l, 1 - l);
+      const f = (n) => { const q = (n + h / 30) % 12; return Math.round(255 * (l - a * Math.max(-1, Math.min(q - 3, 9 - q, 1)))); };
+      r = f(0), g = f(8), b = f(4);
+    }
+    v = ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+    rgbaCache.set(k, v);
+    return v;
   }
   // Timestamps are nanoseconds near 2^60: BigInt keeps them exact in the URL.
   const big = (x) => BigInt(Math.round(x));
 
-  async function fetchScreen() {
-    const c = cv();
-    const dpr = window.devicePixelRatio || 1;
-    c.width = Math.max(1, Math.floor(c.clientWidth * dpr));
-    c.height = Math.max(1, Math.floor(c.clientHeight * dpr));
-    const seq = ++st.seq;
-    hpc.status('trace…');
-    const j = await hpc.api('trace', {
-      t0: st.t0.toString(), t1: st.t1.toString(), p0: 0, p1: st.lines,
-      rows: Math.min(st.lines, c.height, 4096), width: Math.min(c.width, 8192),
-      depth: Number(document.getElementById('trace-depth').value) || 0,
-    });
-    if (seq !== st.seq) return;  // a newer screen was asked for
-    st.data = j;
-    Object.assign(st.names, j.functions);
-    draw();
-    hpc.status('');
+  // One band: rows [r0, r1) of the screen, trace lines [p0, p1).
+  async function fetchBand(seq, q, r0, r1, p0, p1) {
+    const r = await fetch(`/api/trace?${new URLSearchParams({ ...q, p0, p1, rows: r1 - r0, encoding: 'binary' })}`,
+      { headers: { 'X-HPC-Token': token } });
+    const buf = await r.arrayBuffer();
+    if (!r.ok) throw new Error(JSON.parse(new TextDecoder().decode(buf)).error || `HTTP ${r.status}`);
+    if (seq !== st.seq) return;
+    const dv = new DataView(buf), hl = dv.getUint32(0, true);
+    const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, hl)));
+    Object.assign(st.names, head.functions);
+    paintBand(head, dv, 4 + hl, r0);
   }
 
-  function draw() {
-    const c = cv(), g = c.getContext('2d'), j = st.data;
-    g.fillStyle = '#fff';
-    g.fillRect(0, 0, c.width, c.height);
-    if (!j) return;
-    const rowH = c.height / j.lines.length, sx = c.width / j.width;
-    const share = new Map();
-    j.lines.forEach((line, r) => {
+  function paintBand(head, dv, off, r0) {
+    const c = cv(), g = c.getContext('2d'), W = head.width, H = c.height, n = st.nrows;
+    const rowPx = new Uint32Array(W);
+    const lines = head.lines;
+    const y0 = Math.floor(r0 * H / n), y1 = Math.floor((r0 + lines.length) * H / n);
+    const img = y1 > y0 ? g.createImageData(W, y1 - y0) : null;
+    const px = img ? new Uint32Array(img.data.buffer) : null;
+    const gap = H / n > 4;
+    lines.forEach((line, i) => {
+      const r = r0 + i;
+      st.rows[r] = line.line;
       let x = 0;
-      for (const [k, n] of line.runs) {
-        if (k !== -1) {
-          g.fillStyle = colour(k);
-          g.fillRect(x * sx, r * rowH, n * sx + 0.5, Math.max(1, rowH - (rowH > 4 ? 1 : 0)));
-        }
-        share.set(k, (share.get(k) || 0) + n);
-        x += n;
+      for (let j = 0; j < line.runs; ++j, off += 8) {
+        const k = dv.getInt32(off, true), m = dv.getUint32(off + 4, true);
+        rowPx.fill(rgba(k), x, x + m);
+        st.share.set(k, (st.share.get(k) || 0) + m);
+        x += m;
+      }
+      if (!px) return;
+      const ya = Math.max(y0, Math.floor(r * H / n)), yb = Math.min(y1, Math.floor((r + 1) * H / n));
+      for (let y = ya; y < yb; ++y) {
+        if (gap && y === yb - 1 && yb - ya > 1) px.fill(0xffffffff, (y - y0) * W, (y - y0 + 1) * W);
+        else px.set(rowPx, (y - y0) * W);
       }
     });
-    const total = j.lines.length * j.width;
-    const rows = [...share.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30);
-    const tb = document.getElementById('trace-stats');
+    if (img) g.putImageData(img, 0, y0);
+    st.painted += lines.length;
+    if (st.painted >= st.nrows) finish();
+  }
+
+  function finish() {
+    const total = st.nrows * st.width;
+    const rows = [...st.share.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30);
+    const tb = $t('trace-stats');
     tb.innerHTML = '';
     for (const [k, n] of rows) {
       const tr = tb.insertRow();
@@ -66,8 +96,70 @@ window.traceView = (() => {
       tr.insertCell().textContent = `${(100 * n / total).toFixed(1)}%`;
     }
     const secs = (Number(st.t1 - st.t0) / 1e9).toPrecision(4);
-    document.getElementById('trace-range').textContent =
-      `${j.lines.length} of ${j.lineCount} lines · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
+    $t('trace-range').textContent =
+      `${st.nrows} of ${st.lines} lines · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
+    cv().dataset.painted = String(st.seq);
+    hpc.status('');
+  }
+
+  async function fetchScreen() {
+    const c = cv();
+    const dpr = window.devicePixelRatio || 1;
+    c.width = Math.min(8192, Math.max(1, Math.floor(c.clientWidth * dpr)));
+    c.height = Math.max(1, Math.floor(c.clientHeight * dpr));
+    const g = c.getContext('2d');
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, c.width, c.height);
+    const seq = ++st.seq;
+    st.nrows = Math.min(st.lines, c.height, 4096), st.width = c.width;
+    st.rows = new Array(st.nrows), st.share = new Map(), st.painted = 0;
+    hpc.status('trace…');
+    const q = { t0: st.t0.toString(), t1: st.t1.toString(), width: c.width,
+      depth: Number($t('trace-depth').value) || 0 };
+    // Bands of rows, each over its share of the trace lines; a few requests in flight.
+    const bands = [];
+    for (let r0 = 0; r0 < st.nrows; r0 += BAND) {
+      const r1 = Math.min(st.nrows, r0 + BAND);
+      bands.push([r0, r1, Math.floor(r0 * st.lines / st.nrows), Math.floor(r1 * st.lines / st.nrows)]);
+    }
+    let next = 0;
+    const worker = async () => {
+      while (next < bands.length && seq === st.seq) {
+        const [r0, r1, p0, p1] = bands[next++];
+        await fetchBand(seq, q, r0, r1, p0, p1);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, bands.length) }, worker));
+    if (seq === st.seq && st.side === 'blame') await fetchBlame();
+  }
+
+  async function fetchBlame() {
+    const seq = ++st.blameSeq;
+    const j = await hpc.api('trace-blame', { t0: st.t0.toString(), t1: st.t1.toString(), samples: Math.min(cv().width, 8192) });
+    if (seq !== st.blameSeq) return;
+    const pct = (x) => `${(100 * x).toFixed(1)}%`;
+    $t('trace-blame-summary').textContent = j.gpuLines === 0
+      ? 'No GPU stream traces in this database.'
+      : `GPU idle ${pct(j.gpuIdle / j.span)} of the visible time (${j.gpuLines} GPU, ${j.cpuLines} CPU lines); ` +
+        `${pct(j.gpuIdle > 0 ? j.unattributed / j.gpuIdle : 0)} of it with no CPU thread running`;
+    const tb = $t('trace-blame');
+    tb.innerHTML = '';
+    for (const r of j.rows) {
+      const tr = tb.insertRow();
+      tr.insertCell().textContent = r.name;
+      tr.insertCell().textContent = pct(r.share);
+      tr.insertCell().textContent = `${(r.blame / 1e9).toPrecision(3)} s`;
+    }
+    tb.dataset.done = String(seq);
+  }
+
+  function side(which) {
+    st.side = which;
+    $t('trace-side-stats').classList.toggle('active', which === 'stats');
+    $t('trace-side-blame').classList.toggle('active', which === 'blame');
+    $t('trace-pane-stats').hidden = which !== 'stats';
+    $t('trace-pane-blame').hidden = which !== 'blame';
+    if (which === 'blame') fetchBlame().catch(showError);
   }
 
   function zoom(f, at = 0.5) {
@@ -90,12 +182,12 @@ window.traceView = (() => {
   }
 
   async function hover(ev) {
-    const j = st.data;
-    if (!j) return;
+    if (!st.nrows) return;
     const c = cv(), rect = c.getBoundingClientRect();
     const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;
-    const row = j.lines[Math.min(j.lines.length - 1, Math.max(0, Math.floor(fy * j.lines.length)))];
-    if (!row) return;
+    const line = st.rows[Math.min(st.nrows - 1, Math.max(0, Math.floor(fy * st.nrows)))];
+    if (line === undefined) return;
+    const row = { line };
     const t = st.t0 + big(Number(st.t1 - st.t0) * Math.min(0.999999, Math.max(0, fx)));
     const seq = ++st.hoverSeq;
     const s = await hpc.api('trace-sample', { line: row.line, t: t.toString() });
@@ -145,6 +237,8 @@ window.traceView = (() => {
       document.getElementById('trace-right').onclick = () => pan(0.25);
       document.getElementById('trace-reset').onclick = () => { st.t0 = st.min; st.t1 = st.max + 1n; fetchScreen().catch(showError); };
       document.getElementById('trace-depth').onchange = () => fetchScreen().catch(showError);
+      $t('trace-side-stats').onclick = () => side('stats');
+      $t('trace-side-blame').onclick = () => side('blame');
       document.addEventListener('keydown', (ev) => {
         if (document.getElementById('page-trace').hidden || ev.target.tagName === 'INPUT') return;
         if (ev.key === '+' || ev.key === '=') zoom(0.5);

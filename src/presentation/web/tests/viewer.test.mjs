@@ -164,6 +164,23 @@ async function step(page, label, fn) {
   srv.proc.kill();
 }
 
+// ---- loops-cuda-nvidia-t.d: a GPU stream line and a CPU thread line: the blame tab.
+{
+  const { srv, page, errors } = await openViewer('loops-cuda-nvidia-t.d');
+  await step(page, 'cuda-1-trace-blame', async () => {
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    await page.click('#trace-side-blame');
+    await page.waitForFunction(() => document.querySelector('#trace-blame').dataset.done);
+    const summary = await page.$eval('#trace-blame-summary', (e) => e.textContent);
+    check(/^GPU idle \d+\.\d% of the visible time \(1 GPU, 1 CPU lines\)/.test(summary), `blame summary: ${summary}`);
+    check(!(await page.$eval('#trace-pane-blame', (e) => e.hidden)), 'blame pane shown');
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+}
+
 await browser.close();
 rmSync(profile, { recursive: true, force: true });
 console.log(`hpcviewer browser test: ${failures ? 'FAILED' : 'ok'} (${failures} failures); screenshots in ${out}`);
