@@ -35,6 +35,16 @@ Expected<std::vector<Section>> read_header(const ByteView& v, std::string_view f
   return out;
 }
 
+Status check_table(const ByteView& v, const Section& s, uint64_t p, uint64_t n, uint64_t stride,
+                   uint64_t minSize, std::string_view what) {
+  if (n == 0) return Status();
+  if (stride < minSize)
+    return v.error(s.p, "expected the size of a " + std::string(what) + " to be at least " +
+                            std::to_string(minSize) + ", found " + std::to_string(stride));
+  if (p % 8 != 0) return v.error(s.p, "expected an 8-aligned pointer to the " + std::string(what) + " array");
+  return in_section(v, s, p, n * stride, std::string(what) + " array");
+}
+
 Status in_section(const ByteView& v, const Section& s, uint64_t off, uint64_t len,
                   std::string_view what) {
   if (s.contains(off, len)) return Status();

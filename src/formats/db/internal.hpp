@@ -33,6 +33,10 @@ Expected<std::vector<Section>> read_header(const ByteView& v, std::string_view f
 // OK iff [off, off+len) lies inside section `s`.
 Status in_section(const ByteView& v, const Section& s, uint64_t off, uint64_t len,
                   std::string_view what);
+// An array of n entries of `stride` bytes (at least `minSize`) at `p`: 8-aligned and inside
+// section `s`. Shared by the whole-file and the mapped readers of the three data files.
+Status check_table(const ByteView& v, const Section& s, uint64_t p, uint64_t n, uint64_t stride,
+                   uint64_t minSize, std::string_view what);
 // NUL-terminated string at `ptr`, fully inside section `s`.
 Expected<std::string> str_in(const ByteView& v, const Section& s, uint64_t ptr,
                              std::string_view what);

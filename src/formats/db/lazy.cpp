@@ -10,6 +10,7 @@
 
 namespace hpc::db {
 namespace {
+using detail::check_table;
 using detail::in_section;
 using detail::Section;
 
@@ -17,15 +18,6 @@ template <typename T> T ld(const ByteView& v, uint64_t off) {
   return v.load<T, std::endian::little>(off);
 }
 
-Status check_table(const ByteView& v, const Section& s, uint64_t p, uint64_t n, uint64_t stride,
-                   uint64_t minSize, std::string_view what) {
-  if (n == 0) return Status();
-  if (stride < minSize)
-    return v.error(s.p, "expected the size of a " + std::string(what) + " to be at least " +
-                            std::to_string(minSize) + ", found " + std::to_string(stride));
-  if (p % 8 != 0) return v.error(s.p, "expected an 8-aligned pointer to the " + std::string(what) + " array");
-  return in_section(v, s, p, n * stride, std::string(what) + " array");
-}
 
 // A sparse block's arrays lie in the file: nValues {Val} at pValues, nIdx {Idx} at pIdx.
 Status check_block(const ByteView& v, uint64_t at, uint64_t nValues, uint64_t pValues, uint64_t nIdx,
