@@ -114,7 +114,7 @@ std::multiset<int> kernelsPerStream(const fs::path& meas) {
 }
 
 struct ThreadSummary {
-  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
+  double kernels = 0, blocks = 0, blockThreads = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
 };
 
 class OpenCL : public ::testing::Test {
@@ -187,6 +187,8 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
           EXPECT_EQ(v.site(n, sym), "enqueue_kernels");
           EXPECT_TRUE(v.underFence(n));
           t.kernels += v.value(n, "GKER:COUNT");
+          t.blocks += v.value(n, "GKER:BLKS_ACUMU");
+          t.blockThreads += v.value(n, "GKER:BLK_THR_ACUMU");
           t.kernelTime += v.value(n, "GKER (sec)");
           EXPECT_EQ(v.value(n, "GKER (sec)"), v.value(n, "GPUOP (sec)"));
         } else if (n.lm_ip == tag("GPUCopy ")) {
@@ -236,6 +238,9 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   for (auto& t : threads) {
     got.insert({t.kernels, t.h2d, t.d2h, t.d2d, t.memset});
     EXPECT_GT(t.kernelTime, 0);
+    // 4096 work-items, no local size: one work-group of 4096 per kernel (PoCL allows 4096).
+    EXPECT_EQ(t.blocks, t.kernels);
+    EXPECT_EQ(t.blockThreads, 4096 * t.kernels);
     EXPECT_EQ(t.copies, 4);
     EXPECT_EQ(t.memsets, 1);
     EXPECT_EQ(t.syncs, 4);  // 2 x clFinish, 2 x clWaitForEvents
