@@ -525,6 +525,17 @@ TEST(OpenCLParams, LaunchParametersCopiesAndAllocationsReachTheDatabase) {
   EXPECT_EQ(at("map_unmap", "<gpu copy>", "GXCOPY:H2D (B)"), 0 + 256 + 128);
   EXPECT_EQ(at("map_unmap", "<gpu copy>", "GXCOPY:COUNT"), 6);
   EXPECT_EQ(at("map_unmap", "<gpu sync>", "GSYNC:COUNT"), 1);
+  // The viewer divides the accumulators by the launch count (metrics/default.yaml as the
+  // reference writes it); the accumulators themselves are inputs, not columns.
+  std::string yaml = slurp(db / "metrics" / "default.yaml");
+  EXPECT_NE(yaml.find("  - name: GKER:BLK_THR\n    description: \"GPU kernel: thread count\""), std::string::npos);
+  EXPECT_NE(yaml.find("custom: {/: [*GKERx3a_BLK_THR_ACUMU-sum-x5b_0x0x5d_-lex_aware, "
+                      "*GKERx3a_COUNT-sum-x5b_0x0x5d_-lex_aware]}"),
+            std::string::npos);
+  EXPECT_NE(yaml.find("custom: {/: [*GKERx3a_DYMEM_ACUMUx20_x28_Bx29_-sum-x5b_0x0x5d_-lex_aware, "
+                      "*GKERx3a_COUNT-sum-x5b_0x0x5d_-lex_aware]}"),
+            std::string::npos);
+  EXPECT_EQ(yaml.find("- name: GKER:BLK_THR_ACUMU"), std::string::npos);
   // Allocations and frees by kind of memory; the retained buffer is freed once.
   for (const char* fn : {"alloc_buffers", "release_buffers"}) {
     SCOPED_TRACE(fn);
