@@ -6,8 +6,8 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -133,7 +133,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
 // order of first appearance: each measured metric (name-only when its profile gave no
 // descriptors) and each derived one whose formula names measured metrics only, its #N / $N
 // rewritten from the profile's metric ids to indices in plan.metricNames.
-std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* const> headers, const Plan& plan) {
+static std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* const> headers, const Plan& plan) {
   std::unordered_map<std::string, uint32_t> global;
   for (uint32_t i = 0; i < plan.metricNames.size(); ++i) global.emplace(plan.metricNames[i], i);
   std::vector<MetricDescIn> out;
@@ -154,7 +154,8 @@ std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* const> head
           size_t end = k + 1;
           while (end < d.formula.size() && std::isdigit(static_cast<unsigned char>(d.formula[end]))) ++end;
           if ((c == '#' || c == '$') && end > k + 1) {
-            size_t local = std::stoul(d.formula.substr(k + 1, end - k - 1));
+            uint64_t local = 0;
+            for (size_t j = k + 1; j < end && local <= h.descs.size(); ++j) local = local * 10 + uint64_t(d.formula[j] - '0');
             auto g = local < h.descs.size() ? global.find(h.descs[local].name) : global.end();
             good = good && g != global.end();
             if (g != global.end()) f += c + std::to_string(g->second);
