@@ -1,6 +1,7 @@
 // Adapter: the pipeline's DatabaseSink -> database v4 files (hpc_fmt_db) and
 // metrics/default.yaml (hpc_fmt_metrics).
 #include <system_error>
+#include <unordered_map>
 
 #include "analysis/io.hpp"
 #include "formats/db/db.hpp"
@@ -200,11 +201,49 @@ static void copySources(const fs::path& dir, const MetaInput& meta) {
 
 Status writeMeta(const fs::path& dir, const MetaInput& meta) {
   HPC_RETURN_IF_ERROR(db::write_meta(buildMeta(meta), dir / "meta.db"));
+  // Derived metrics' formulas index the metric table; specs are indexed by position here.
   std::vector<metrics::MetricSpec> specs;
+  std::unordered_map<std::string, uint32_t> at;
+  std::vector<std::pair<uint32_t, metrics::Expr>> formulas;
+  if (meta.descs)
+    for (const MetricDescIn& d : *meta.descs) {
+      metrics::MetricSpec s;
+      s.name = d.name;
+      s.description = d.description.empty() ? d.name : d.description;
+      s.visible = d.show != 0;
+      s.inclusive = d.show != 3;
+      s.listed = d.show != 4;
+      s.percent = d.showPercent != 0;
+      s.format = d.format;
+      if (at.count(s.name)) continue;
+      if (!d.formula.empty()) {
+        auto f = metrics::parse_formula(d.formula);
+        bool good = f.ok();
+        auto check = [&](auto& self, const metrics::Expr& e) -> void {
+          good = good && (e.kind != metrics::Expr::Kind::Ref || e.ref < meta.metrics->size());
+          for (const auto& a : e.args) self(self, a);
+        };
+        if (good) check(check, *f);
+        if (!good) continue;
+        formulas.emplace_back(uint32_t(specs.size()), std::move(*f));
+      }
+      at.emplace(s.name, uint32_t(specs.size()));
+      specs.push_back(std::move(s));
+    }
   for (uint32_t i = 0; i < meta.metrics->size(); ++i) {
+    if (at.count(meta.metrics->name(i))) continue;
     metrics::MetricSpec s;
     s.name = s.description = meta.metrics->name(i);
+    at.emplace(s.name, uint32_t(specs.size()));
     specs.push_back(std::move(s));
+  }
+  for (auto& [spec, f] : formulas) {
+    auto remap = [&](auto& self, metrics::Expr& e) -> void {
+      if (e.kind == metrics::Expr::Kind::Ref) e.ref = at.at(meta.metrics->name(e.ref));
+      for (auto& a : e.args) self(self, a);
+    };
+    remap(remap, f);
+    specs[spec].formula = std::move(f);
   }
   HPC_ASSIGN_OR_RETURN(metrics::Taxonomy tax, metrics::default_taxonomy(specs));
   std::error_code ec;

@@ -51,8 +51,10 @@ public:
     if (auto* name = p.header_value("program-name")) t.programName = *name;
     for (const auto& e : p.id_tuple)
       t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
-    for (const auto& m : p.metrics)
+    for (const auto& m : p.metrics) {
       if (m.formula.empty()) t.metrics.push_back(m.name);
+      t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
+    }
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
     t.nodes.reserve(p.nodes.size());
     for (const auto& n : p.nodes) {

@@ -52,11 +52,20 @@ struct IdIn {
   uint64_t logical = 0;
 };
 
+// A metric as the measurement describes it, for metrics/default.yaml: hpcrun's descriptor
+// fields (show 0 hidden, 3 exclusive only, 4 an input only; a non-empty formula over the
+// profile's own metric ids, #N, makes it derived: no values, the viewer computes it).
+struct MetricDescIn {
+  std::string name, description, format, formula;
+  uint8_t show = 1, showPercent = 1;
+};
+
 // The part of a profile read in the first pass: who it is and its calling-context tree.
 struct ProfileTree {
   std::string programName;  // the database title defaults to the first one
   std::vector<IdIn> idTuple;
   std::vector<std::string> metrics;                        // by local metric id
+  std::vector<MetricDescIn> descs;  // the whole metric table, derived metrics included; may be empty
   std::vector<std::pair<uint16_t, std::string>> loadMap;  // (id, path)
   std::vector<TreeNode> nodes;
   bool hasTrace = false;

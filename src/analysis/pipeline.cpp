@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -119,12 +120,61 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
         return;
       }
       u.header.metrics = std::move(tree->metrics);
+      u.header.descs = std::move(tree->descs);
       u.header.ids = std::move(tree->idTuple);
       u.header.hasTrace = tree->hasTrace;
       u.header.program = std::move(tree->programName);
       u.header.state = ProfileState::Ok;
     });
   });
+}
+
+// The database's metrics for metrics/default.yaml as the measurements describe them, in
+// order of first appearance: each measured metric (name-only when its profile gave no
+// descriptors) and each derived one whose formula names measured metrics only, its #N / $N
+// rewritten from the profile's metric ids to indices in plan.metricNames.
+static std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* const> headers, const Plan& plan) {
+  std::unordered_map<std::string, uint32_t> global;
+  for (uint32_t i = 0; i < plan.metricNames.size(); ++i) global.emplace(plan.metricNames[i], i);
+  std::vector<MetricDescIn> out;
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i : plan.live) {
+    const ProfileHeader& h = *headers[i];
+    if (h.descs.empty())
+      for (const std::string& m : h.metrics)
+        if (seen.emplace(m, out.size()).second) out.push_back({m, m, "", "", 1, 1});
+    for (const MetricDescIn& d : h.descs) {
+      MetricDescIn desc = d;
+      if (!d.formula.empty()) {
+        if (global.count(d.name)) continue;  // measured somewhere: not derived
+        std::string f;
+        bool good = true;
+        for (size_t k = 0; k < d.formula.size();) {
+          char c = d.formula[k];
+          size_t end = k + 1;
+          while (end < d.formula.size() && std::isdigit(static_cast<unsigned char>(d.formula[end]))) ++end;
+          if ((c == '#' || c == '$') && end > k + 1) {
+            uint64_t local = 0;
+            for (size_t j = k + 1; j < end && local <= h.descs.size(); ++j) local = local * 10 + uint64_t(d.formula[j] - '0');
+            auto g = local < h.descs.size() ? global.find(h.descs[local].name) : global.end();
+            good = good && g != global.end();
+            if (g != global.end()) f += c + std::to_string(g->second);
+            k = end;
+          } else {
+            f += c;
+            ++k;
+          }
+        }
+        if (!good) continue;
+        desc.formula = std::move(f);
+      }
+      auto [it, added] = seen.emplace(d.name, out.size());
+      if (added) out.push_back(std::move(desc));
+      else if (out[it->second].description == d.name && out[it->second].format.empty() && d.formula.empty())
+        out[it->second] = std::move(desc);  // a name-only entry gets its descriptor
+    }
+  }
+  return out;
 }
 
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options) {
@@ -147,6 +197,7 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
     plan.anyTrace |= h.hasTrace;
   }
   if (plan.live.empty()) return Status::error("no usable profiles among the measurements given");
+  plan.metricDescs = metricDescs(headers, plan);
   plan.idTuples = resolveIdTuples(rawIds);
   plan.title = options.title.empty() ? headers[plan.live[0]]->program : options.title;
   return plan;
@@ -302,7 +353,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths, &plan.metricDescs};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   timer.lap("write meta.db");
   result.analysis = std::move(analysis);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/cct.hpp"
+#include "analysis/input.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/model.hpp"
 #include "analysis/propagate.hpp"
@@ -59,6 +60,9 @@ struct MetaInput {
   uint32_t skipped = 0;  // unreadable profiles left out, said in the database's description
   // -R: source files are named, looked for and copied at their rewritten paths.
   const std::vector<PathReplacement>* replace = nullptr;
+  // The metrics as the measurements describe them (Plan::metricDescs), for
+  // metrics/default.yaml; null, or missing a metric: that metric by its name alone.
+  const std::vector<MetricDescIn>* descs = nullptr;
 };
 
 class DatabaseSink {

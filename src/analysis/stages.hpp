@@ -21,6 +21,7 @@ enum class ProfileState : uint8_t { Ok = 0, Unreadable = 1, Filtered = 2 };
 struct ProfileHeader {
   ProfileState state = ProfileState::Unreadable;
   std::vector<std::string> metrics;  // by local metric id
+  std::vector<MetricDescIn> descs;   // ProfileTree::descs
   std::vector<IdIn> ids;
   std::string program;
   bool hasTrace = false;
@@ -45,6 +46,9 @@ struct Plan {
   std::vector<std::vector<uint32_t>> localToGlobal;  // per position: local -> global metric
   std::vector<std::vector<IdOut>> idTuples;          // per live profile
   std::vector<std::string> metricNames;              // in order of first appearance
+  // For metrics/default.yaml: the descriptors of the measured metrics and of the derived
+  // ones whose formulas name measured metrics only (#N rewritten to metricNames indices).
+  std::vector<MetricDescIn> metricDescs;
   bool anyTrace = false;
   uint32_t skipped = 0;  // unreadable (filtered ones are not counted)
   std::string title;

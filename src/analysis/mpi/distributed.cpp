@@ -34,6 +34,15 @@ void putHeader(ByteWriter& w, const ProfileHeader& h) {
   w.le<uint8_t>(uint8_t(h.state));
   w.le<uint32_t>(uint32_t(h.metrics.size()));
   for (const std::string& m : h.metrics) putStr(w, m);
+  w.le<uint32_t>(uint32_t(h.descs.size()));
+  for (const MetricDescIn& d : h.descs) {
+    putStr(w, d.name);
+    putStr(w, d.description);
+    putStr(w, d.format);
+    putStr(w, d.formula);
+    w.le<uint8_t>(d.show);
+    w.le<uint8_t>(d.showPercent);
+  }
   w.le<uint32_t>(uint32_t(h.ids.size()));
   for (const IdIn& i : h.ids) {
     w.le<uint16_t>(i.kind);
@@ -49,6 +58,16 @@ ProfileHeader getHeader(WireReader& r) {
   ProfileHeader h;
   h.state = ProfileState(r.get<uint8_t>());
   for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) h.metrics.push_back(r.str());
+  for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
+    MetricDescIn d;
+    d.name = r.str();
+    d.description = r.str();
+    d.format = r.str();
+    d.formula = r.str();
+    d.show = r.get<uint8_t>();
+    d.showPercent = r.get<uint8_t>();
+    h.descs.push_back(std::move(d));
+  }
   for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
     IdIn i;
     i.kind = r.get<uint16_t>();
@@ -235,7 +254,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   HPC_RETURN_IF_ERROR(comm.agree(st));
   report.transpose = lap.next();
 
-  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &opt.replacePaths};
+  MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &opt.replacePaths, &plan.metricDescs};
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   report.outputBytes = sink.bytesWritten();
   report.finish = lap.next();

@@ -114,7 +114,7 @@ std::multiset<int> kernelsPerStream(const fs::path& meas) {
 }
 
 struct ThreadSummary {
-  double kernels = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
+  double kernels = 0, blocks = 0, blockThreads = 0, kernelTime = 0, h2d = 0, d2h = 0, d2d = 0, copies = 0, memset = 0, memsets = 0, syncs = 0;
 };
 
 class OpenCL : public ::testing::Test {
@@ -187,6 +187,8 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
           EXPECT_EQ(v.site(n, sym), "enqueue_kernels");
           EXPECT_TRUE(v.underFence(n));
           t.kernels += v.value(n, "GKER:COUNT");
+          t.blocks += v.value(n, "GKER:BLKS_ACUMU");
+          t.blockThreads += v.value(n, "GKER:BLK_THR_ACUMU");
           t.kernelTime += v.value(n, "GKER (sec)");
           EXPECT_EQ(v.value(n, "GKER (sec)"), v.value(n, "GPUOP (sec)"));
         } else if (n.lm_ip == tag("GPUCopy ")) {
@@ -236,6 +238,9 @@ TEST_F(OpenCL, KernelsAndCopiesAttributedPerThreadWithStreamTraces) {
   for (auto& t : threads) {
     got.insert({t.kernels, t.h2d, t.d2h, t.d2d, t.memset});
     EXPECT_GT(t.kernelTime, 0);
+    // 4096 work-items, no local size: one work-group of 4096 per kernel (PoCL allows 4096).
+    EXPECT_EQ(t.blocks, t.kernels);
+    EXPECT_EQ(t.blockThreads, 4096 * t.kernels);
     EXPECT_EQ(t.copies, 4);
     EXPECT_EQ(t.memsets, 1);
     EXPECT_EQ(t.syncs, 4);  // 2 x clFinish, 2 x clWaitForEvents
@@ -370,7 +375,7 @@ TEST_F(OpenCL, OneStreamPerTracingThread) {
   for (auto& e : fs::directory_iterator(meas))
     if (e.path().extension() == ".log") log = slurp(e.path());
   // 2 x (1 write + kernels + fill + copy + 2 reads), every one attributed.
-  EXPECT_NE(log.find("GPU: operations: 42 (attributed: 42), streams: 2, tracing threads: 2"), std::string::npos)
+  EXPECT_NE(log.find("GPU: operations: 42 (attributed: 42), streams: 2, tracing threads: 2, records allocated: "), std::string::npos)
       << log;
 }
 
@@ -395,6 +400,179 @@ TEST_F(OpenCL, GpuAloneWithoutTraceSamplesNothingAndWritesNoStreams) {
   }
   EXPECT_EQ(profiles, 3);
   EXPECT_EQ(kernels, 32);
+}
+
+// Launch parameters, map/unmap, rect copies, allocations and syncs of opencl_params (one
+// thread, one queue, known sizes): bare and measured print the same; hpcrun -> hpcstruct ->
+// hpcprof puts exactly the known values on the placeholders below each launching function.
+TEST(OpenCLParams, LaunchParametersCopiesAndAllocationsReachTheDatabase) {
+  std::string exe = kWl + "opencl_params-gcc";
+  if (!fs::exists(exe)) GTEST_SKIP() << "built without OpenCL";
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-opencl-params";
+  fs::remove_all(scratch);
+  Outcome bare = run(exe, scratch / "bare");
+  if (bare.status == 3) GTEST_SKIP() << "no OpenCL device";
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  fs::path meas = scratch / "m", db = scratch / "db";
+  Outcome prof = run(kBin + "hpcrun -e gpu=opencl -t -o " + meas.string() + " " + exe, scratch / "prof");
+  ASSERT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  ASSERT_EQ(run(kBin + "hpcstruct " + meas.string(), scratch / "struct").status, 0);
+  Outcome pr = run(kBin + "hpcprof -o " + db.string() + " " + meas.string(), scratch / "hpcprof");
+  ASSERT_EQ(pr.status, 0) << pr.err;
+  auto d = hpc::db::read_database(db);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+
+  // What OpenCL reports for each kernel, as the workload printed it.
+  std::map<std::string, std::pair<double, double>> kernelMem;  // name -> (static local, private)
+  double workGroup = 0;
+  {
+    std::istringstream in(bare.out);
+    std::string word, name;
+    double local, priv, wg;
+    while (in >> word) {
+      if (word != "kernel") continue;
+      std::string l, p, w;
+      in >> name >> l >> local >> p >> priv >> w >> wg;
+      kernelMem[name] = {local, priv};
+      workGroup = wg;
+    }
+  }
+  ASSERT_EQ(kernelMem.size(), 4u) << bare.out;
+  EXPECT_EQ(kernelMem["scale"].first, 256);  // __local float st[64]
+  ASSERT_GE(workGroup, 512);
+
+  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
+  std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
+    std::string fn;
+    if (c.function != hpc::db::kNone && d->meta.functions[c.function].name) {
+      fn = *d->meta.functions[c.function].name;
+      fn = fn.substr(0, fn.find(" ["));
+    }
+    ctx[c.ctxId] = {parent, fn};
+    for (auto& k : c.children) walk(k, c.ctxId);
+  };
+  for (auto& e : d->meta.entryPoints)
+    for (auto& c : e.children) walk(c, e.ctxId);
+  auto inFunction = [&](uint32_t id, const std::string& fn) {
+    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
+      if (it->second.second == fn) return true;
+    return false;
+  };
+  auto pointMetric = [&](const std::string& name) {
+    for (auto& m : d->meta.metrics)
+      if (m.name == name)
+        for (auto& si : m.scopeInsts)
+          if (d->meta.scopes[si.scope].name == "point") return si.propMetricId;
+    return uint16_t(UINT16_MAX);
+  };
+  // The exclusive value of a metric summed over the thread profiles, on the placeholder
+  // contexts of one kind below a function.
+  auto at = [&](const std::string& fn, const std::string& placeholder, const std::string& metric) {
+    uint16_t id = pointMetric(metric);
+    EXPECT_NE(id, UINT16_MAX) << metric;
+    double sum = 0;
+    for (auto& [c, info] : ctx) {
+      if (info.second != placeholder || !inFunction(c, fn)) continue;
+      const hpc::db::ContextValues& cv = d->contexts.at(c);
+      for (size_t k = 0; k < cv.key.size(); ++k)
+        if (cv.key[k] == id)
+          for (uint64_t j = cv.start[k]; j < cv.start[k + 1]; ++j)
+            if (cv.sub[j] != 0) sum += cv.value[j];
+    }
+    return sum;
+  };
+
+  struct Launch {
+    const char* fn;
+    const char* kernel;
+    double count, blocks, threads, dynamic;
+  };
+  // blocks = work-groups, threads = work-items per group, both summed over the launches.
+  // No local size: the largest divisor within the kernel's work-group limit (256; 64 x 8).
+  const Launch launches[] = {
+      {"launch_scale", "scale", 5, 3 * 16 + 2 * 8, 3 * 64 + 2 * 128, 3 * 256 + 2 * 512},
+      {"launch_bump", "bump", 2, 2 * 1, 2 * 256, 0},
+      {"launch_2d", "halve", 1, 8 * 2, 8 * 4, 0},
+      {"launch_2d_auto", "halve", 1, 1, 64 * 8, 0},
+      {"launch_pair", "pair", 1, 4, 1, 8},  // the NULL __global argument is not local memory
+  };
+  for (const Launch& l : launches) {
+    SCOPED_TRACE(l.fn);
+    auto [stmem, priv] = kernelMem[l.kernel];
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:COUNT"), l.count);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:BLKS_ACUMU"), l.blocks);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:BLK_THR_ACUMU"), l.threads);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:DYMEM_ACUMU (B)"), l.dynamic);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:STMEM_ACUMU (B)"), l.count * stmem);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:BLK_SM_ACUMU"), l.count * stmem + l.dynamic);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:LMEM_ACUMU (B)"), l.count * priv);
+    EXPECT_EQ(at(l.fn, "<gpu kernel>", "GKER:THR_REG_ACUMU"), 0);  // not reported by OpenCL
+    EXPECT_GT(at(l.fn, "<gpu kernel>", "GKER (sec)"), 0);
+    EXPECT_EQ(at(l.fn, "<gpu sync>", "GSYNC:COUNT"), 1);
+  }
+  EXPECT_GT(at("launch_2d_auto", "<gpu sync>", "GSYNC:EVT (sec)"), 0);
+  EXPECT_GT(at("launch_scale", "<gpu sync>", "GSYNC:STR (sec)"), 0);
+
+  // Rect copies: the region's bytes.
+  EXPECT_EQ(at("rect_copies", "<gpu copy>", "GXCOPY:H2D (B)"), 32 * 4);
+  EXPECT_EQ(at("rect_copies", "<gpu copy>", "GXCOPY:D2H (B)"), 24 * 3);
+  EXPECT_EQ(at("rect_copies", "<gpu copy>", "GXCOPY:D2D (B)"), 16 * 2);
+  EXPECT_EQ(at("rect_copies", "<gpu copy>", "GXCOPY:COUNT"), 3);
+  // Maps bring the region to the host unless mapped to be overwritten; unmaps of regions
+  // mapped for writing send it back.
+  EXPECT_EQ(at("map_unmap", "<gpu copy>", "GXCOPY:D2H (B)"), 512 + 0 + 128);
+  EXPECT_EQ(at("map_unmap", "<gpu copy>", "GXCOPY:H2D (B)"), 0 + 256 + 128);
+  EXPECT_EQ(at("map_unmap", "<gpu copy>", "GXCOPY:COUNT"), 6);
+  EXPECT_EQ(at("map_unmap", "<gpu sync>", "GSYNC:COUNT"), 1);
+  // The viewer divides the accumulators by the launch count (metrics/default.yaml as the
+  // reference writes it); the accumulators themselves are inputs, not columns.
+  std::string yaml = slurp(db / "metrics" / "default.yaml");
+  EXPECT_NE(yaml.find("  - name: GKER:BLK_THR\n    description: \"GPU kernel: thread count\""), std::string::npos);
+  EXPECT_NE(yaml.find("custom: {/: [*GKERx3a_BLK_THR_ACUMU-sum-x5b_0x0x5d_-lex_aware, "
+                      "*GKERx3a_COUNT-sum-x5b_0x0x5d_-lex_aware]}"),
+            std::string::npos);
+  EXPECT_NE(yaml.find("custom: {/: [*GKERx3a_DYMEM_ACUMUx20_x28_Bx29_-sum-x5b_0x0x5d_-lex_aware, "
+                      "*GKERx3a_COUNT-sum-x5b_0x0x5d_-lex_aware]}"),
+            std::string::npos);
+  EXPECT_EQ(yaml.find("- name: GKER:BLK_THR_ACUMU"), std::string::npos);
+  // Allocations and frees by kind of memory; the retained buffer is freed once.
+  for (const char* fn : {"alloc_buffers", "release_buffers"}) {
+    SCOPED_TRACE(fn);
+    EXPECT_EQ(at(fn, "<gpu alloc>", "GMEM:DEV (B)"), 4096);
+    EXPECT_EQ(at(fn, "<gpu alloc>", "GMEM:PIN (B)"), 1024);
+    EXPECT_EQ(at(fn, "<gpu alloc>", "GMEM:PAG (B)"), 2048);
+    EXPECT_EQ(at(fn, "<gpu alloc>", "GMEM:COUNT"), 3);
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(scratch);
+}
+
+// Records are recycled by the thread that made them: 1000 kernels in batches of 100, each
+// batch finished and followed by a pause long enough for its records to come back, take
+// at most two batches' worth of records from the arena; every other launch reuses one.
+TEST(OpenCLRecords, LaunchingThreadReusesItsRecords) {
+  std::string exe = kWl + "opencl_small_kernels-gcc";
+  if (!fs::exists(exe)) GTEST_SKIP() << "built without OpenCL";
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-opencl-records";
+  fs::remove_all(scratch);
+  Outcome bare = run(exe + " 1000 100 50", scratch / "bare");
+  if (bare.status == 3) GTEST_SKIP() << "no OpenCL device";
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  fs::path meas = scratch / "m";
+  Outcome prof = run(kBin + "hpcrun -e gpu=opencl -o " + meas.string() + " " + exe + " 1000 100 50", scratch / "prof");
+  ASSERT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out.substr(prof.out.find("checksum")), bare.out.substr(bare.out.find("checksum")));
+  std::string log;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".log") log = slurp(e.path());
+  // 1000 kernels and the final read.
+  const std::string head = "GPU: operations: 1001 (attributed: 1001), streams: 1, tracing threads: 0, records allocated: ";
+  size_t at = log.find(head);
+  ASSERT_NE(at, std::string::npos) << log;
+  long allocated = std::stol(log.substr(at + head.size()));
+  EXPECT_GE(allocated, 1);
+  EXPECT_LE(allocated, 200) << "reused: " << 1001 - allocated;
+  fs::remove_all(scratch);
 }
 
 TEST(OpenCLLauncher, RejectsUnknownGpuEvents) {

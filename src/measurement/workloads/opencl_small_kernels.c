@@ -1,6 +1,7 @@
 /* Many small OpenCL kernels on one queue, for the wrapper overhead benchmark:
- *   opencl_small_kernels [KERNELS] [BATCH]
- * enqueues KERNELS (default 5000) tiny kernels, a clFinish every BATCH (default 100), and
+ *   opencl_small_kernels [KERNELS] [BATCH] [PAUSE_MS]
+ * enqueues KERNELS (default 5000) tiny kernels, a clFinish every BATCH (default 100) followed
+ * by a sleep of PAUSE_MS milliseconds (default 0: none; the record-reuse test), and
  * prints "loop_ns N" (the wall time of the enqueue/finish loop alone, after the program
  * build) and a checksum. Exit status 3 when OpenCL is unusable. */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -22,6 +23,7 @@ static long long nowNs(void) {
 int main(int argc, char** argv) {
   int kernels = argc > 1 ? atoi(argv[1]) : 5000;
   int batch = argc > 2 ? atoi(argv[2]) : 100;
+  int pauseMs = argc > 3 ? atoi(argv[3]) : 0;
   cl_platform_id plat;
   cl_device_id dev;
   cl_uint n = 0;
@@ -41,7 +43,13 @@ int main(int argc, char** argv) {
   long long t0 = nowNs();
   for (int i = 0; i < kernels; ++i) {
     if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL) != CL_SUCCESS) return 1;
-    if ((i + 1) % batch == 0) clFinish(q);
+    if ((i + 1) % batch == 0) {
+      clFinish(q);
+      if (pauseMs > 0) {
+        struct timespec p = {pauseMs / 1000, (long)(pauseMs % 1000) * 1000000L};
+        nanosleep(&p, NULL);
+      }
+    }
   }
   clFinish(q);
   long long t1 = nowNs();

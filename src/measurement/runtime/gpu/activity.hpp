@@ -40,6 +40,11 @@ struct Activity {
   void* event;              // the backend's completion handle
   uint64_t hostEnqueueNs;   // CLOCK_REALTIME just before the launch
   uint64_t queued, start, end;  // GPU runtime's clock, ns
+  // Kernels: launch parameters, summed into the GKER:*_ACUMU accumulators (the viewer divides
+  // them by GKER:COUNT). Valid when hasLaunch.
+  bool hasLaunch;
+  uint64_t blocks, blockThreads;            // work-groups; work-items per work-group
+  uint64_t staticMem, dynamicMem, localMem; // bytes: per work-group static / dynamic local; per work-item private
 };
 
 inline Activity* fromLink(MpscLink* l) { return reinterpret_cast<Activity*>(l); }

@@ -66,6 +66,14 @@ void attribute(ThreadState& ts, const Activity& a) {
     case OpKind::Kernel:
       m[kKernelTime] += sec;
       m[kKernelCount] += 1;
+      if (a.hasLaunch) {
+        m[kBlocksAcc] += double(a.blocks);
+        m[kBlockThreadsAcc] += double(a.blockThreads);
+        m[kStaticMemAcc] += double(a.staticMem);
+        m[kDynamicMemAcc] += double(a.dynamicMem);
+        m[kBlockSharedAcc] += double(a.staticMem + a.dynamicMem);
+        m[kLocalMemAcc] += double(a.localMem);
+      }
       break;
     case OpKind::Copy:
       m[kCopyTime] += sec;
@@ -100,9 +108,11 @@ Activity* beginOperation(ThreadState& ts, OpKind kind, uint64_t tag, Stream* str
   if (gConfig.trace) ts.cct.child(ctx, kPlaceholderModule, kTagTrace);
   Activity* a = g->free;
   if (a) g->free = a->nextFree;
-  else if (!(a = static_cast<Activity*>(ts.arena.alloc(sizeof(Activity))))) return nullptr;
+  else if ((a = static_cast<Activity*>(ts.arena.alloc(sizeof(Activity))))) ++g->allocated;
+  else return nullptr;
   a->nextFree = nullptr;
-  a->timed = a->releaseEvent = false;
+  a->timed = a->releaseEvent = a->hasLaunch = false;
+  a->blocks = a->blockThreads = a->staticMem = a->dynamicMem = a->localMem = 0;
   a->bytes = a->queued = a->start = a->end = 0;
   a->bytesMetric = 0;
   a->event = nullptr;

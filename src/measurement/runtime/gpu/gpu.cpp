@@ -55,11 +55,11 @@ void childAfterFork() { gBackend = Backend::None; }
 void summary(char* buf, unsigned long cap) {
   Text t(buf, cap);
   if (!enabled()) return;
-  uint64_t launched = 0, returned = 0;
+  uint64_t launched = 0, returned = 0, allocated = 0;
   for (ThreadState* ts = registryHead(); ts; ts = ts->next)
-    if (ts->gpu) launched += ts->gpu->launched, returned += ts->gpu->returned;
+    if (ts->gpu) launched += ts->gpu->launched, returned += ts->gpu->returned, allocated += ts->gpu->allocated;
   t.str("GPU: operations: ").dec(launched).str(" (attributed: ").dec(returned).str("), streams: ").dec(streamCount());
-  t.str(", tracing threads: ").dec(tracerCount()).ch('\n');
+  t.str(", tracing threads: ").dec(tracerCount()).str(", records allocated: ").dec(allocated).ch('\n');
 }
 
 bool ignoreThreadStart(const void* fn) {

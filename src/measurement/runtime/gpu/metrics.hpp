@@ -95,7 +95,10 @@ enum Metric : uint8_t {
   kMemDevBytes = 10, kMemCount = 15,
   kMemsetDevBytes = 19, kMemsetCount = 24,
   kCopyH2D = 26, kCopyD2H = 27, kCopyD2D = 33, kCopyCount = 36,
+  kMemPinnedBytes = 9, kMemPageableBytes = 8,
   kSyncEvent = 38, kSyncStream = 40, kSyncCount = 42,
+  kStaticMemAcc = 43, kDynamicMemAcc = 44, kLocalMemAcc = 45, kBlockThreadsAcc = 49, kBlockSharedAcc = 50,
+  kBlocksAcc = 51,
   kKernelCount = 61,
 };
 

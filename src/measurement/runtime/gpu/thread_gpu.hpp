@@ -13,6 +13,7 @@ struct ThreadGpu {
   Activity* free = nullptr;           // recycled records
   Activity* pendingRelease = nullptr; // attributed in a signal handler, event not yet released
   uint64_t launched = 0, returned = 0;
+  uint64_t allocated = 0;             // records taken from the arena (the others were reused)
   uint32_t seq = 0;
   bool mayRelease = true;             // false once the GPU runtime may be gone (process exit)
 };
