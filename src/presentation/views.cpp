@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_map>
 
 namespace hpc::present {
 
@@ -62,29 +63,18 @@ std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m,
 
 // ---- Bottom-up.
 
-CallerIndex::CallerIndex(const Experiment& e) : e_(e) {
-  // Depth-first with a count of the functions active on the path, to mark outermost
-  // instances (a recursive call's inclusive cost is already in its outer instance).
-  std::unordered_map<uint64_t, uint32_t> active;
-  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
-  size_t visited = 0;
-  while (!stack.empty()) {
-    auto [c, leaving] = stack.back();
-    stack.pop_back();
-    uint32_t fn = e.function_of(c);
-    if (leaving) {
-      if (fn != db::kNone) --active[fn];
-      continue;
-    }
-    if (fn != db::kNone) {
-      instances_[fn].push_back({c, active[fn] == 0});
-      ++active[fn];
-    }
-    stack.push_back({c, true});
-    for (uint32_t k : e.children(c)) stack.push_back({k, false});
-    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
-  }
+namespace {
+// Every metric's index when `ms` is empty.
+std::vector<size_t> all_if_empty(const Experiment& e, std::vector<size_t> ms) {
+  if (ms.empty())
+    for (size_t i = 0; i < e.metrics().size(); ++i) ms.push_back(i);
+  return ms;
 }
+// Whole-tree scans read values from profile.db's mapping: its pages leave as they go.
+constexpr uint32_t kReleaseEvery = 8192;
+}  // namespace
+
+CallerIndex::CallerIndex(const Experiment& e, std::vector<size_t> metrics) : e_(e), ms_(all_if_empty(e, std::move(metrics))) {}
 
 uint64_t CallerIndex::key_of(uint32_t ctx) const {
   if (!e_.has(ctx)) return UINT64_MAX;
@@ -104,81 +94,79 @@ std::string CallerIndex::key_name(uint64_t key) const {
   return e_.function_name(uint32_t(key));
 }
 
-namespace {
-void add_values(const Experiment& e, uint32_t ctx, bool withInclusive, Aggregate& a) {
-  const auto& ms = e.metrics();
-  a.inc.resize(ms.size()), a.exc.resize(ms.size());
-  for (size_t i = 0; i < ms.size(); ++i) {
-    if (withInclusive) a.inc[i] += e.inclusive(ctx, ms[i]);
-    a.exc[i] += e.exclusive(ctx, ms[i]);
+void CallerIndex::add(uint32_t ctx, bool withInclusive, Aggregate& a) const {
+  for (size_t i = 0; i < ms_.size(); ++i) {
+    const MetricView& m = e_.metrics()[ms_[i]];
+    if (withInclusive) a.inc[i] += e_.inclusive(ctx, m);
+    a.exc[i] += e_.exclusive(ctx, m);
   }
 }
+
+Aggregate CallerIndex::empty(uint64_t key) const {
+  Aggregate a;
+  a.key = key;
+  a.inc.assign(ms_.size(), 0), a.exc.assign(ms_.size(), 0);
+  return a;
+}
+
+namespace {
+// No function context above `ctx` has a key equal to `key` (the instance is the outermost
+// of a recursion). keyOf maps a function index to the grouping key.
+template <typename KeyOf> bool outermost(const Experiment& e, uint32_t ctx, uint64_t key, KeyOf&& keyOf) {
+  for (uint32_t c = e.parent(ctx); c != kNoCtx && c != 0; c = e.parent(c))
+    if (uint32_t fn = e.function_of(c); fn != db::kNone && keyOf(fn) == key) return false;
+  return true;
+}
+const auto kSame = [](uint32_t fn) { return uint64_t(fn); };
 }  // namespace
 
-std::vector<Aggregate> CallerIndex::roots() const {
-  std::vector<Aggregate> out;
-  for (auto& [fn, insts] : instances_) {
-    Aggregate a;
-    a.key = fn;
-    a.inc.assign(e_.metrics().size(), 0), a.exc.assign(e_.metrics().size(), 0);
-    for (auto& i : insts) {
-      add_values(e_, i.ctx, i.outermost, a);
-      if (caller_of(i.ctx) != kNoCtx) a.hasChildren = true;
-    }
-    out.push_back(std::move(a));
-  }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.key < b.key; });
-  return out;
-}
-
-Aggregate CallerIndex::node(const std::vector<uint64_t>& path) const {
-  Aggregate a;
-  a.inc.assign(e_.metrics().size(), 0), a.exc.assign(e_.metrics().size(), 0);
-  if (path.empty()) return a;
-  a.key = path.back();
-  auto it = instances_.find(path[0]);
-  if (it == instances_.end()) return a;
-  for (auto& i : it->second) {
-    uint32_t at = i.ctx;
+template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_t>& path, F&& f) const {
+  if (path.empty() || (path[0] & kEntryKey)) return;
+  for (uint32_t c = 1; c < e_.id_limit(); ++c) {
+    if (!e_.has(c) || e_.function_of(c) != path[0] || e_.kind(c) != NodeKind::Context) continue;
+    uint32_t at = c;
     bool ok = true;
     for (size_t j = 1; j < path.size() && ok; ++j) {
       at = caller_of(at);
       ok = at != kNoCtx && key_of(at) == path[j];
     }
-    if (!ok) continue;
-    add_values(e_, i.ctx, i.outermost, a);
-    if (caller_of(at) != kNoCtx) a.hasChildren = true;
+    if (ok) f(c, outermost(e_, c, path[0], kSame), caller_of(at));
   }
+}
+
+std::vector<Aggregate> CallerIndex::roots() const {
+  FlatTable t = flat_table(e_, FlatBy::Function, ms_);
+  std::vector<Aggregate> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    Aggregate a = empty(t.keys[i]);
+    for (size_t m = 0; m < t.nm; ++m) a.inc[m] = t.inc(i, m), a.exc[m] = t.exc(i, m);
+    a.hasChildren = t.hasCaller[i];
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Aggregate CallerIndex::node(const std::vector<uint64_t>& path) const {
+  Aggregate a = empty(path.empty() ? 0 : path.back());
+  for_each_match(path, [&](uint32_t c, bool outer, uint32_t next) {
+    add(c, outer, a);
+    if (next != kNoCtx) a.hasChildren = true;
+  });
   return a;
 }
 
 std::vector<Aggregate> CallerIndex::children(const std::vector<uint64_t>& path) const {
   std::vector<Aggregate> out;
-  if (path.empty()) return out;
-  auto it = instances_.find(path[0]);
-  if (it == instances_.end()) return out;
   std::unordered_map<uint64_t, size_t> slot;
-  for (auto& i : it->second) {
-    uint32_t at = i.ctx;
-    bool ok = true;
-    for (size_t j = 1; j < path.size() && ok; ++j) {
-      at = caller_of(at);
-      ok = at != kNoCtx && key_of(at) == path[j];
-    }
-    if (!ok) continue;
-    uint32_t caller = caller_of(at);
-    if (caller == kNoCtx) continue;
+  for_each_match(path, [&](uint32_t c, bool outer, uint32_t caller) {
+    if (caller == kNoCtx) return;
     uint64_t key = key_of(caller);
     auto [s, fresh] = slot.try_emplace(key, out.size());
-    if (fresh) {
-      out.emplace_back();
-      out.back().key = key;
-      out.back().inc.assign(e_.metrics().size(), 0), out.back().exc.assign(e_.metrics().size(), 0);
-    }
+    if (fresh) out.push_back(empty(key));
     Aggregate& a = out[s->second];
-    add_values(e_, i.ctx, i.outermost, a);
+    add(c, outer, a);
     if (caller_of(caller) != kNoCtx) a.hasChildren = true;
-  }
+  });
   return out;
 }
 
@@ -193,81 +181,143 @@ bool parse_flat_by(const std::string& s, FlatBy& out) {
   return true;
 }
 
-std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
+FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
   const auto& meta = e.meta();
-  const auto& ms = e.metrics();
-  // Key of an anchor context, UINT64_MAX when the context is not one.
-  auto keyOf = [&](uint32_t c) -> uint64_t {
-    if (c == 0 || e.kind(c) != NodeKind::Context) return UINT64_MAX;
-    if (by == FlatBy::Line) {
-      const db::Context x = e.context(c);
-      return x.lexicalType == 2 ? (uint64_t(x.file) << 32 | x.line) : UINT64_MAX;
+  const std::vector<size_t> ms = all_if_empty(e, metrics);
+  FlatTable t;
+  t.nm = ms.size();
+  std::vector<uint32_t> dense;                  // key -> row, keys below dense.size()
+  std::unordered_map<uint64_t, uint32_t> sparse;  // the others (Line, kNone)
+  auto rowOf = [&](uint64_t key) -> uint32_t {
+    uint32_t* slot = key < dense.size() ? &dense[key] : nullptr;
+    if (!slot) slot = &sparse.try_emplace(key, UINT32_MAX).first->second;
+    if (*slot == UINT32_MAX) {
+      *slot = uint32_t(t.keys.size());
+      t.keys.push_back(key);
+      t.values.resize(t.values.size() + 2 * t.nm, 0.0);
+      if (by == FlatBy::Function) t.hasCaller.push_back(0);
     }
-    uint32_t fn = e.function_of(c);
-    if (fn == db::kNone) return UINT64_MAX;
-    if (by == FlatBy::Function) return fn;
-    const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
-    if (by == FlatBy::Module) return f ? f->module : db::kNone;
-    return f ? f->file : db::kNone;
+    return *slot;
   };
-  std::unordered_map<uint64_t, size_t> slot;
-  std::vector<FlatRow> rows;
-  std::unordered_map<uint64_t, uint32_t> active;
-  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};
-  size_t visited = 0;
-  while (!stack.empty()) {
-    auto [c, leaving] = stack.back();
-    stack.pop_back();
-    uint64_t key = keyOf(c);
-    if (leaving) {
-      if (key != UINT64_MAX) --active[key];
-      continue;
+  auto add = [&](uint64_t key, uint32_t c, bool outer) {
+    uint32_t row = rowOf(key);
+    double* v = &t.values[size_t(row) * 2 * t.nm];
+    for (size_t i = 0; i < t.nm; ++i) {
+      if (outer) v[i] += e.inclusive(c, e.metrics()[ms[i]]);
+      v[t.nm + i] += e.exclusive(c, e.metrics()[ms[i]]);
     }
-    if (key != UINT64_MAX) {
-      auto [s, fresh] = slot.try_emplace(key, rows.size());
-      if (fresh) {
-        FlatRow r;
-        r.key = key;
-        r.inc.assign(ms.size(), 0), r.exc.assign(ms.size(), 0);
-        rows.push_back(std::move(r));
-      }
-      FlatRow& r = rows[s->second];
-      bool outer = active[key]++ == 0;
-      for (size_t i = 0; i < ms.size(); ++i) {
-        if (outer) r.inc[i] += e.inclusive(c, ms[i]);
-        r.exc[i] += e.exclusive(c, ms[i]);
-      }
+    return row;
+  };
+  if (by != FlatBy::Line) {
+    // Anchors are function contexts and keys follow from the function: one scan over the
+    // in-memory tree, outermost instances found by walking up.
+    dense.assign(by == FlatBy::Function ? meta.functions.size() : by == FlatBy::Module ? meta.modules.size() : meta.files.size(),
+                 UINT32_MAX);
+    auto keyOf = [&](uint32_t fn) -> uint64_t {
+      if (by == FlatBy::Function) return fn;
+      const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
+      return by == FlatBy::Module ? (f ? f->module : db::kNone) : (f ? f->file : db::kNone);
+    };
+    CallerIndex ci(e);
+    for (uint32_t c = 1; c < e.id_limit(); ++c) {
+      uint32_t fn = e.has(c) ? e.function_of(c) : db::kNone;
+      if (fn == db::kNone || e.kind(c) != NodeKind::Context) continue;
+      uint64_t key = keyOf(fn);
+      uint32_t row = add(key, c, outermost(e, c, key, keyOf));
+      if (by == FlatBy::Function && !t.hasCaller[row] && ci.caller_of(c) != kNoCtx) t.hasCaller[row] = 1;
+      if (c % kReleaseEvery == 0) e.release_pages(false);
     }
-    stack.push_back({c, true});
-    for (uint32_t k : e.children(c)) stack.push_back({k, false});
-    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
+  } else {
+    // Line contexts' keys are in their meta.db records: depth-first over the tree, counting
+    // each key's instances on the current path (only those stay in `active`).
+    std::unordered_map<uint64_t, uint32_t> active;
+    std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
+    std::vector<uint32_t> kids;
+    size_t visited = 0;
+    while (!stack.empty()) {
+      auto [c, leaving] = stack.back();
+      stack.pop_back();
+      uint64_t key = UINT64_MAX;
+      if (c != 0 && e.kind(c) == NodeKind::Context) {
+        const db::Context x = e.context(c);
+        if (x.lexicalType == 2) key = uint64_t(x.file) << 32 | x.line;
+      }
+      if (leaving) {
+        if (key != UINT64_MAX && --active[key] == 0) active.erase(key);
+        continue;
+      }
+      if (key != UINT64_MAX) add(key, c, active[key]++ == 0);
+      stack.push_back({c, true});
+      e.children(c, kids);
+      for (uint32_t k : kids) stack.push_back({k, false});
+      if (++visited % kReleaseEvery == 0) e.release_pages(false);
+    }
   }
+  // Key order.
+  std::vector<uint32_t> order(t.keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.keys[a] < t.keys[b]; });
+  FlatTable sorted;
+  sorted.nm = t.nm;
+  sorted.keys.reserve(order.size()), sorted.values.reserve(t.values.size());
+  for (uint32_t i : order) {
+    sorted.keys.push_back(t.keys[i]);
+    sorted.values.insert(sorted.values.end(), t.values.begin() + i * 2 * t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
+    if (by == FlatBy::Function) sorted.hasCaller.push_back(t.hasCaller[i]);
+  }
+  return sorted;
+}
+
+std::vector<uint32_t> FlatTable::top(size_t m, size_t n) const {
+  std::vector<uint32_t> order(keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (m >= nm) return std::vector<uint32_t>(order.begin(), order.begin() + std::min(n, order.size()));
+  auto hotter = [&](uint32_t a, uint32_t b) {
+    if (exc(a, m) != exc(b, m)) return exc(a, m) > exc(b, m);
+    if (inc(a, m) != inc(b, m)) return inc(a, m) > inc(b, m);
+    return a < b;  // key order: the same order every time
+  };
+  n = std::min(n, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
+  order.resize(n);
+  return order;
+}
+
+FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i) {
+  FlatRow r;
+  r.key = t.keys[i];
+  r.inc.assign(t.values.begin() + i * 2 * t.nm, t.values.begin() + i * 2 * t.nm + t.nm);
+  r.exc.assign(t.values.begin() + i * 2 * t.nm + t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
+  const auto& meta = e.meta();
   auto fileName = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
-  for (auto& r : rows) {
-    switch (by) {
-    case FlatBy::Module:
-      r.module = uint32_t(r.key);
-      r.name = r.module < meta.modules.size() ? meta.modules[r.module].path : "<unknown module>";
-      break;
-    case FlatBy::File:
-      r.file = uint32_t(r.key);
-      r.name = fileName(r.file);
-      break;
-    case FlatBy::Function: {
-      uint32_t fn = uint32_t(r.key);
-      r.name = e.function_name(fn);
-      if (fn < meta.functions.size()) {
-        r.module = meta.functions[fn].module, r.file = meta.functions[fn].file, r.line = meta.functions[fn].line;
-      }
-      break;
-    }
-    case FlatBy::Line:
-      r.file = uint32_t(r.key >> 32), r.line = uint32_t(r.key);
-      r.name = base_name(fileName(r.file)) + ":" + std::to_string(r.line);
-      break;
-    }
+  switch (by) {
+  case FlatBy::Module:
+    r.module = uint32_t(r.key);
+    r.name = r.module < meta.modules.size() ? meta.modules[r.module].path : "<unknown module>";
+    break;
+  case FlatBy::File:
+    r.file = uint32_t(r.key);
+    r.name = fileName(r.file);
+    break;
+  case FlatBy::Function: {
+    uint32_t fn = uint32_t(r.key);
+    r.name = e.function_name(fn);
+    if (fn < meta.functions.size())
+      r.module = meta.functions[fn].module, r.file = meta.functions[fn].file, r.line = meta.functions[fn].line;
+    break;
   }
-  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.key < b.key; });
+  case FlatBy::Line:
+    r.file = uint32_t(r.key >> 32), r.line = uint32_t(r.key);
+    r.name = base_name(fileName(r.file)) + ":" + std::to_string(r.line);
+    break;
+  }
+  return r;
+}
+
+std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
+  FlatTable t = flat_table(e, by, metrics);
+  std::vector<FlatRow> rows;
+  for (size_t i = 0; i < t.size(); ++i) rows.push_back(flat_row(e, by, t, i));
   return rows;
 }
 
@@ -280,18 +330,6 @@ Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t
   size_t k = size_t(it - cv.key.begin());
   for (uint64_t i = cv.start[k]; i < cv.start[k + 1]; ++i) out.push_back({cv.sub[i], cv.value[i]});
   return out;
-}
-
-const CallerIndex& ViewCache::callers() {
-  std::call_once(callersOnce_, [&] { callers_ = std::make_unique<CallerIndex>(e_); });
-  return *callers_;
-}
-
-const std::vector<FlatRow>& ViewCache::flat(FlatBy by) {
-  std::lock_guard lock(flatMu_);
-  auto it = flat_.find(int(by));
-  if (it == flat_.end()) it = flat_.emplace(int(by), flat_rows(e_, by)).first;
-  return it->second;
 }
 
 }  // namespace hpc::present

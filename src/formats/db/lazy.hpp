@@ -25,7 +25,7 @@ void release_pages(const uint8_t* p, size_t n);
 // than the pages it frees, so ranges are merged until `limit` bytes, then dropped at once.
 class PageReleaser {
 public:
-  explicit PageReleaser(size_t limit = 1u << 20) : limit_(limit) {}
+  explicit PageReleaser(size_t limit = 256u << 10) : limit_(limit) {}
   ~PageReleaser() { flush(); }
   PageReleaser(const PageReleaser&) = delete;
   PageReleaser& operator=(const PageReleaser&) = delete;

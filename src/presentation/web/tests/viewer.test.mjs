@@ -4,7 +4,7 @@
 // Any console error or page error fails the test. Screenshots go to OUT.
 //   node viewer.test.mjs HPCSERVER DBASE_DIR OUT
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -117,6 +117,13 @@ async function step(page, label, fn) {
   await step(page, 'small-6-trace', async () => {
     await page.click('#tab-trace');
     await page.waitForSelector('#trace-stats tr');
+    // The trace's start and end exactly as trace.db's header has them (ns near 2^60: a JSON
+    // number would round them).
+    const t = readFileSync(join(dbase, 'small.d', 'trace.db'));
+    const sec = Number(t.readBigUInt64LE(0x18));
+    const want = [t.readBigUInt64LE(sec + 0x10), t.readBigUInt64LE(sec + 0x18)].map(String);
+    const got = await page.$eval('#trace-canvas', (c) => [c.dataset.minTime, c.dataset.maxTime]);
+    check(got[0] === want[0] && got[1] === want[1], `exact trace start/end ${got} vs trace.db's ${want}`);
     const stats = await page.$eval('#trace-stats', (e) => e.innerText);
     check(stats.includes('main'), `trace statistics at depth 0: ${stats}`);
     await page.fill('#trace-depth', '1');
