@@ -328,6 +328,20 @@ try:
     top1 = s.ok("trace-blame", top=1)
     check(len(top1["rows"]) == 1 and top1["total"] == 4, f"top=1 {top1}")
     s.stop()
+    # Dense lines (a record every us, main and kernmain in turn, every 7th idle): each row's
+    # binary runs pass the 16 KiB after which a frame closes, so the reply is one frame per
+    # row, and the frames together equal the JSON reply.
+    t0 = gts[0]
+    dense = [(t0 + 1000 * i, [16, 22, 16, 22, 0, 22, 16][i % 7]) for i in range(30000)]
+    write_trace_db(pathlib.Path(f"{tmp}/db/trace.db"), [(2, dense), (2, dense[5:]), (2, dense[::3])])
+    s = Server(server, f"{tmp}/db")
+    tr = s.ok("trace", width=8192, depth=9)
+    status, raw = s.raw("/api/trace?width=8192&depth=9&encoding=binary&token=" + s.token)
+    _, blines, bnames, frames = decode_binary(raw)
+    check(status == 200 and blines == tr["lines"] and bnames == tr["functions"] and frames == 3
+          and all(len(l["runs"]) * 8 > 16384 for l in blines),
+          f"multi-frame binary trace: {frames} frames, runs {[len(l['runs']) for l in blines]}")
+    s.stop()
 finally:
     shutil.rmtree(tmp)
 
