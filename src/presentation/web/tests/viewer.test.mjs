@@ -1,15 +1,17 @@
 // hpcviewer in real headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core): profile view, hot path to the known hot function and its value,
 // bottom-up, flat, a derived metric, the trace view and the call stack under the cursor.
-// Any console error or page error fails the test. Screenshots go to OUT.
-//   node viewer.test.mjs HPCSERVER DBASE_DIR OUT
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// With BIN_DIR and DEMO, also a database from our own pipeline (hpcrun -t on the demo
+// program, then hpcprof). Any console error or page error fails the test. Screenshots go
+// to OUT.
+//   node viewer.test.mjs HPCSERVER DBASE_DIR OUT [BIN_DIR DEMO]
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const [hpcserver, dbase, out] = process.argv.slice(2);
+const [hpcserver, dbase, out, binDir, demo] = process.argv.slice(2);
 mkdirSync(out, { recursive: true });
 let failures = 0;
 const fail = (what) => { failures++; console.log(`FAIL: ${what}`); };
@@ -42,7 +44,7 @@ const browser = await chromium.launchPersistentContext(profile, {
 });
 
 async function openViewer(name) {
-  const srv = await startServer(join(dbase, name));
+  const srv = await startServer(name.startsWith('/') ? name : join(dbase, name));
   const page = await browser.newPage();
   const errors = [];
   page.on('console', (m) => {
@@ -187,6 +189,51 @@ async function step(page, label, fn) {
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
+}
+
+// ---- Our own pipeline: hpcrun -t on the demo program (stencil ~50 % of the CPU time, from
+// main), hpcprof, then the viewer: the hot path ends in stencil's code, stencil leads the
+// flat view, the trace has a line per thread and its call stacks reach main.
+const runnable = (p) => { try { accessSync(p, constants.X_OK); return true; } catch { return false; } };
+if (binDir && demo && [`${binDir}/hpcrun`, `${binDir}/hpcprof`, demo].every(runnable)) {
+  const tmp = mkdtempSync(join(tmpdir(), 'hpcviewer-pipeline-'));
+  const run = (cmd, args) => {
+    const r = spawnSync(cmd, args, { stdio: 'ignore', timeout: 300000 });
+    check(r.status === 0, `${cmd} ${args.join(' ')}: exit ${r.status}`);
+  };
+  run(`${binDir}/hpcrun`, ['-e', 'REALTIME@1000', '-t', '-o', join(tmp, 'demo.m'), demo]);
+  run(`${binDir}/hpcprof`, ['-o', join(tmp, 'demo.d'), join(tmp, 'demo.m')]);
+  const { srv, page, errors } = await openViewer(join(tmp, 'demo.d'));
+  await step(page, 'pipeline-1-hot-path', async () => {
+    await page.click('#hot-path');
+    await page.waitForSelector('#table-body .row.selected');
+    await page.waitForFunction(() => document.querySelector('#context-path').children.length > 3);
+    const path = await page.$eval('#context-path', (e) => e.innerText);
+    check(/main[\s\S]*stencil/.test(path), `hot path through main to stencil: ${path}`);
+  });
+  await step(page, 'pipeline-2-flat', async () => {
+    await page.click('#view-flat');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('stencil'));
+    const rows = await rowTexts(page);
+    check(/^stencil\b/.test(rows[0]), `stencil leads the flat view: ${rows.slice(0, 3).join(' | ')}`);
+  });
+  await step(page, 'pipeline-3-trace', async () => {
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    const lines = await page.$eval('#trace-range', (e) => e.textContent);
+    check(/^([2-9]|\d\d+) of \1 lines/.test(lines), `a trace line per thread: ${lines}`);
+    const box = await (await page.$('#trace-canvas')).boundingBox();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.25);
+    await page.waitForFunction(() => document.querySelectorAll('#trace-stack li').length > 1);
+    const stack = await page.$eval('#trace-stack', (e) => e.innerText);
+    check(/main/.test(stack), `call stack under the cursor: ${stack}`);
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+  rmSync(tmp, { recursive: true, force: true });
+} else {
+  console.log('hpcviewer browser test: hpcrun, hpcprof or demo not built; pipeline database skipped');
 }
 
 await browser.close();
