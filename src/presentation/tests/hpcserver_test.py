@@ -121,6 +121,32 @@ s.bad(400, "bottom-up", "bad path number", path="f99999999999")
 s.bad(400, "trace", "width missing")
 s.bad(400, "trace", "width too large", width="100000")
 s.bad(404, "nothing", "unknown endpoint")
+# Each endpoint's own parameters, malformed or out of range: a 400/404 with a message.
+for status, endpoint, what, params in [
+        (400, "context", "ctx not a number", {"ctx": "1x"}),
+        (404, "context", "no such context", {"ctx": 4000000000}),
+        (400, "context", "ctx beyond 32 bits", {"ctx": 2**40}),
+        (400, "children", "top not a number", {"top": "ten"}),
+        (400, "children", "top too large", {"top": 10**9}),
+        (400, "bottom-up", "negative top", {"top": -5}),
+        (400, "bottom-up", "one unknown metric", {"metrics": "0,NOPE"}),
+        (400, "bottom-up", "path too long", {"path": "/".join(["f1"] * 300)}),
+        (400, "flat", "top overflows 64 bits", {"top": "9" * 30}),
+        (400, "profile-values", "ctx not a number", {"ctx": "x"}),
+        (404, "profile-values", "no such context", {"ctx": 999999}),
+        (404, "profile-values", "no such metric", {"ctx": 0, "metric": 77}),
+        (400, "profile-values", "bad scope", {"ctx": 0, "scope": "both"}),
+        (400, "trace", "p0 not a number", {"width": 10, "p0": "a"}),
+        (400, "trace", "no rows", {"width": 10, "rows": 0}),
+        (400, "trace", "empty line range", {"width": 10, "p0": 1, "p1": 1}),
+        (400, "trace", "t1 before t0", {"width": 10, "t0": 10**18, "t1": 5}),
+        (400, "trace-sample", "no such line", {"line": 5, "t": 1}),
+        (400, "trace-sample", "t not a number", {"line": 0, "t": "soon"}),
+        (400, "trace-blame", "samples not a number", {"samples": "many"}),
+        (404, "source", "no such file index", {"file": 999}),
+        (400, "source", "file not a number", {"file": "x"}),
+        (404, "source", "no such path", {"path": "nope.c"})]:
+    s.bad(status, endpoint, what, **params)
 s.bad(403, "info", "wrong token", token="0" * 32)
 s.bad(403, "info", "empty token", token="")
 status, _ = s.raw("/api/info")
