@@ -145,6 +145,9 @@ try:
     ms_ff, _ = get("/api/flat?by=file&top=5000")
     print(f"flat by module {ms_fm:.1f} ms, by file {ms_ff:.1f} ms")
     mem("flat by module and file")
+    ms_fl, fl = get("/api/flat?by=line&top=5000")
+    print(f"flat by line ({fl['total']:,} lines, the 5,000 hottest sent): {ms_fl:.1f} ms")
+    mem("flat by line")
     after = rss_mib()
     load = open("/proc/loadavg").read().split()[:3]
     worst = max(peaks, key=lambda p: p[1])

@@ -1,6 +1,8 @@
 #include "presentation/views.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <queue>
 #include <unordered_map>
 
@@ -181,104 +183,190 @@ bool parse_flat_by(const std::string& s, FlatBy& out) {
   return true;
 }
 
-FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
-  const auto& meta = e.meta();
-  const std::vector<size_t> ms = all_if_empty(e, metrics);
-  FlatTable t;
-  t.nm = ms.size();
-  std::vector<uint32_t> dense;                  // key -> row, keys below dense.size()
-  std::unordered_map<uint64_t, uint32_t> sparse;  // the others (Line, kNone)
-  auto rowOf = [&](uint64_t key) -> uint32_t {
-    uint32_t* slot = key < dense.size() ? &dense[key] : nullptr;
-    if (!slot) slot = &sparse.try_emplace(key, UINT32_MAX).first->second;
+namespace {
+
+// A FlatTable's rows found by key: dense slots for small key spaces (function, module, file
+// indices), a hash map for the others.
+class FlatBuilder {
+public:
+  FlatBuilder(size_t nm, size_t denseKeys, bool callers) : dense_(denseKeys, UINT32_MAX), callers_(callers) { t.nm = nm; }
+  // The key's row index (created with zero values).
+  uint32_t row(uint64_t key) {
+    uint32_t* slot = key < dense_.size() ? &dense_[key] : &sparse_.try_emplace(key, UINT32_MAX).first->second;
     if (*slot == UINT32_MAX) {
       *slot = uint32_t(t.keys.size());
       t.keys.push_back(key);
       t.values.resize(t.values.size() + 2 * t.nm, 0.0);
-      if (by == FlatBy::Function) t.hasCaller.push_back(0);
+      if (callers_) t.hasCaller.push_back(0);
     }
     return *slot;
-  };
-  auto add = [&](uint64_t key, uint32_t c, bool outer) {
-    uint32_t row = rowOf(key);
-    double* v = &t.values[size_t(row) * 2 * t.nm];
-    for (size_t i = 0; i < t.nm; ++i) {
-      if (outer) v[i] += e.inclusive(c, e.metrics()[ms[i]]);
-      v[t.nm + i] += e.exclusive(c, e.metrics()[ms[i]]);
-    }
-    return row;
-  };
-  if (by != FlatBy::Line) {
-    // Anchors are function contexts and keys follow from the function: one scan over the
-    // in-memory tree, outermost instances found by walking up.
-    dense.assign(by == FlatBy::Function ? meta.functions.size() : by == FlatBy::Module ? meta.modules.size() : meta.files.size(),
-                 UINT32_MAX);
-    auto keyOf = [&](uint32_t fn) -> uint64_t {
-      if (by == FlatBy::Function) return fn;
-      const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
-      return by == FlatBy::Module ? (f ? f->module : db::kNone) : (f ? f->file : db::kNone);
-    };
-    CallerIndex ci(e);
-    for (uint32_t c = 1; c < e.id_limit(); ++c) {
-      uint32_t fn = e.has(c) ? e.function_of(c) : db::kNone;
-      if (fn == db::kNone || e.kind(c) != NodeKind::Context) continue;
-      uint64_t key = keyOf(fn);
-      uint32_t row = add(key, c, outermost(e, c, key, keyOf));
-      if (by == FlatBy::Function && !t.hasCaller[row] && ci.caller_of(c) != kNoCtx) t.hasCaller[row] = 1;
-      if (c % kReleaseEvery == 0) e.release_pages(false);
-    }
-  } else {
-    // Line contexts' keys are in their meta.db records: depth-first over the tree, counting
-    // each key's instances on the current path (only those stay in `active`).
-    std::unordered_map<uint64_t, uint32_t> active;
-    std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
-    std::vector<uint32_t> kids;
-    size_t visited = 0;
-    while (!stack.empty()) {
-      auto [c, leaving] = stack.back();
-      stack.pop_back();
-      uint64_t key = UINT64_MAX;
-      if (c != 0 && e.kind(c) == NodeKind::Context) {
-        const db::Context x = e.context(c);
-        if (x.lexicalType == 2) key = uint64_t(x.file) << 32 | x.line;
-      }
-      if (leaving) {
-        if (key != UINT64_MAX && --active[key] == 0) active.erase(key);
-        continue;
-      }
-      if (key != UINT64_MAX) add(key, c, active[key]++ == 0);
-      stack.push_back({c, true});
-      e.children(c, kids);
-      for (uint32_t k : kids) stack.push_back({k, false});
-      if (++visited % kReleaseEvery == 0) e.release_pages(false);
-    }
   }
-  // Key order.
+  double* values(uint32_t row) { return &t.values[size_t(row) * 2 * t.nm]; }
+  FlatTable t;
+
+private:
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint64_t, uint32_t> sparse_;
+  bool callers_;
+};
+
+// `t` reordered to the rows at `order`.
+FlatTable select_rows(const FlatTable& t, const std::vector<uint32_t>& order) {
+  FlatTable out;
+  out.nm = t.nm;
+  out.keys.reserve(order.size()), out.values.reserve(order.size() * 2 * t.nm);
+  for (uint32_t i : order) {
+    out.keys.push_back(t.keys[i]);
+    out.values.insert(out.values.end(), t.values.begin() + i * 2 * t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
+    if (!t.hasCaller.empty()) out.hasCaller.push_back(t.hasCaller[i]);
+  }
+  return out;
+}
+
+FlatTable in_key_order(const FlatTable& t) {
   std::vector<uint32_t> order(t.keys.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.keys[a] < t.keys[b]; });
-  FlatTable sorted;
-  sorted.nm = t.nm;
-  sorted.keys.reserve(order.size()), sorted.values.reserve(t.values.size());
-  for (uint32_t i : order) {
-    sorted.keys.push_back(t.keys[i]);
-    sorted.values.insert(sorted.values.end(), t.values.begin() + i * 2 * t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
-    if (by == FlatBy::Function) sorted.hasCaller.push_back(t.hasCaller[i]);
+  return select_rows(t, order);
+}
+
+// Calls f(key, ctx, outermost) for every line context (lexical type 2; key file << 32 |
+// line), depth-first over meta.db, counting each key's instances on the current path (only
+// those stay in `active`).
+template <typename F> void line_anchors(const Experiment& e, F&& f) {
+  std::unordered_map<uint64_t, uint32_t> active;
+  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
+  std::vector<uint32_t> kids;
+  size_t visited = 0;
+  while (!stack.empty()) {
+    auto [c, leaving] = stack.back();
+    stack.pop_back();
+    uint64_t key = UINT64_MAX;
+    if (c != 0 && e.kind(c) == NodeKind::Context) {
+      const db::Context x = e.context(c);
+      if (x.lexicalType == 2) key = uint64_t(x.file) << 32 | x.line;
+    }
+    if (leaving) {
+      if (key != UINT64_MAX && --active[key] == 0) active.erase(key);
+      continue;
+    }
+    if (key != UINT64_MAX) f(key, c, active[key]++ == 0);
+    stack.push_back({c, true});
+    e.children(c, kids);
+    for (uint32_t k : kids) stack.push_back({k, false});
+    if (++visited % kReleaseEvery == 0) e.release_pages(false);
   }
-  return sorted;
+}
+
+// Adds context c's values (inclusive only when outermost) to a row.
+void add_values(const Experiment& e, const std::vector<size_t>& ms, uint32_t c, bool outer, double* v) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (outer) v[i] += e.inclusive(c, e.metrics()[ms[i]]);
+    v[ms.size() + i] += e.exclusive(c, e.metrics()[ms[i]]);
+  }
+}
+
+}  // namespace
+
+FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
+  const auto& meta = e.meta();
+  const std::vector<size_t> ms = all_if_empty(e, metrics);
+  if (by == FlatBy::Line) {
+    FlatBuilder b(ms.size(), 0, false);
+    line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) { add_values(e, ms, c, outer, b.values(b.row(key))); });
+    return in_key_order(b.t);
+  }
+  // Anchors are function contexts and keys follow from the function: one scan over the
+  // in-memory tree, outermost instances found by walking up.
+  FlatBuilder b(ms.size(),
+                by == FlatBy::Function ? meta.functions.size() : by == FlatBy::Module ? meta.modules.size() : meta.files.size(),
+                by == FlatBy::Function);
+  auto keyOf = [&](uint32_t fn) -> uint64_t {
+    if (by == FlatBy::Function) return fn;
+    const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
+    return by == FlatBy::Module ? (f ? f->module : db::kNone) : (f ? f->file : db::kNone);
+  };
+  CallerIndex ci(e);
+  for (uint32_t c = 1; c < e.id_limit(); ++c) {
+    uint32_t fn = e.has(c) ? e.function_of(c) : db::kNone;
+    if (fn == db::kNone || e.kind(c) != NodeKind::Context) continue;
+    uint64_t key = keyOf(fn);
+    uint32_t row = b.row(key);
+    add_values(e, ms, c, outermost(e, c, key, keyOf), b.values(row));
+    if (by == FlatBy::Function && !b.t.hasCaller[row] && ci.caller_of(c) != kNoCtx) b.t.hasCaller[row] = 1;
+    if (c % kReleaseEvery == 0) e.release_pages(false);
+  }
+  return in_key_order(b.t);
+}
+
+FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics, size_t n, size_t& total,
+                   size_t budget) {
+  const std::vector<size_t> ms = all_if_empty(e, metrics);
+  const size_t rowBytes = 64 + 16 * ms.size();  // a hash-map row: node, key, values
+  size_t bound = 0;                             // line contexts are among those without a function
+  if (by == FlatBy::Line)
+    for (uint32_t c = 1; c < e.id_limit(); ++c) bound += e.has(c) && e.function_of(c) == db::kNone;
+  const size_t parts = std::min<size_t>(256, bound * rowBytes / std::max<size_t>(budget, 1) + 1);
+  std::vector<std::FILE*> files;
+  for (size_t i = 0; parts > 1 && i < parts; ++i)
+    if (std::FILE* f = std::tmpfile()) files.push_back(f);
+  if (files.size() < parts || parts == 1) {  // small enough (or no temporary files): in memory
+    for (std::FILE* f : files) std::fclose(f);
+    FlatTable t = flat_table(e, by, ms);
+    total = t.size();
+    return select_rows(t, t.top(0, n));
+  }
+  // Line keys too many to aggregate at once: one walk spills each anchor (key, values) into
+  // a temporary file chosen by its key's hash, then each file is aggregated alone and its
+  // hottest rows kept. Memory: one file's keys, the n rows kept, the files' buffers.
+  const size_t recBytes = 8 + 16 * ms.size();
+  std::vector<double> rec(2 * ms.size());
+  line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) {
+    std::fill(rec.begin(), rec.end(), 0.0);
+    add_values(e, ms, c, outer, rec.data());
+    std::FILE* f = files[(key * 0x9e3779b97f4a7c15ull >> 40) % files.size()];
+    std::fwrite(&key, 8, 1, f), std::fwrite(rec.data(), 8, rec.size(), f);
+  });
+  FlatTable best;
+  best.nm = ms.size();
+  total = 0;
+  std::vector<char> buf(recBytes);
+  for (std::FILE* f : files) {
+    std::rewind(f);
+    FlatBuilder b(ms.size(), 0, false);
+    while (std::fread(buf.data(), 1, recBytes, f) == recBytes) {
+      uint64_t key;
+      std::memcpy(&key, buf.data(), 8);
+      std::memcpy(rec.data(), buf.data() + 8, 16 * ms.size());
+      double* v = b.values(b.row(key));
+      for (size_t i = 0; i < rec.size(); ++i) v[i] += rec[i];
+    }
+    std::fclose(f);
+    total += b.t.size();
+    std::vector<uint32_t> keep = b.t.top(0, n);
+    FlatTable part = select_rows(b.t, keep);
+    b = FlatBuilder(0, 0, false);  // the file's keys go before the merge
+    best.keys.insert(best.keys.end(), part.keys.begin(), part.keys.end());
+    best.values.insert(best.values.end(), part.values.begin(), part.values.end());
+    best = select_rows(best, best.top(0, n));
+  }
+  return best;
 }
 
 std::vector<uint32_t> FlatTable::top(size_t m, size_t n) const {
   std::vector<uint32_t> order(keys.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (m >= nm) return std::vector<uint32_t>(order.begin(), order.begin() + std::min(n, order.size()));
-  auto hotter = [&](uint32_t a, uint32_t b) {
-    if (exc(a, m) != exc(b, m)) return exc(a, m) > exc(b, m);
-    if (inc(a, m) != inc(b, m)) return inc(a, m) > inc(b, m);
-    return a < b;  // key order: the same order every time
-  };
   n = std::min(n, order.size());
-  std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
+  if (m >= nm) {  // no metric: key order
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  } else {
+    auto hotter = [&](uint32_t a, uint32_t b) {
+      if (exc(a, m) != exc(b, m)) return exc(a, m) > exc(b, m);
+      if (inc(a, m) != inc(b, m)) return inc(a, m) > inc(b, m);
+      return keys[a] < keys[b];  // the same order however the rows were gathered
+    };
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
+  }
   order.resize(n);
   return order;
 }

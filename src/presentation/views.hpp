@@ -83,10 +83,17 @@ struct FlatTable {
   size_t size() const { return keys.size(); }
   double inc(size_t row, size_t m) const { return values[row * 2 * nm + m]; }
   double exc(size_t row, size_t m) const { return values[row * 2 * nm + nm + m]; }
-  // The first n row indices, hottest first by column m (exclusive; ties: inclusive).
+  // The first n row indices, hottest first by column m (exclusive; ties: inclusive, then
+  // key); in key order when m is not a column.
   std::vector<uint32_t> top(size_t m, size_t n) const;
 };
 FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics = {});
+// The n hottest rows of flat_table(e, by, metrics) by its first column (exclusive, then
+// inclusive, then key), hottest first, and in `total` the table's row count, within about
+// `budget` bytes of scratch: when the line keys might need more, one walk spills the anchors
+// to temporary files by key hash and each file is aggregated alone.
+FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics, size_t n, size_t& total,
+                   size_t budget = 1u << 20);
 // Row `i` of the table with its name and location.
 FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i);
 // Every row of flat_table(e, by, metrics), named.

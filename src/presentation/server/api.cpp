@@ -249,11 +249,10 @@ Reply Api::bottom_up(const Params& q) {
   json head{{"path", text(q, "path")}, {"metrics", metric_header(e_, *ms)}};
   CallerIndex ci(e_, *ms);
   if (path->empty()) {  // the roots are the flat view by function, with a flag for callers
-    auto t = std::make_shared<const FlatTable>(flat_table(e_, FlatBy::Function, *ms));
-    auto order = std::make_shared<const std::vector<uint32_t>>(t->top(0, *top));
-    head["total"] = t->size();
-    return stream_array(std::move(head), "rows", order->size(), [t, order, ci](size_t i) {
-      size_t r = (*order)[i];
+    size_t total = 0;
+    auto t = std::make_shared<const FlatTable>(flat_top(e_, FlatBy::Function, *ms, *top, total));
+    head["total"] = total;
+    return stream_array(std::move(head), "rows", t->size(), [t, ci](size_t r) {
       json inc = json::array(), exc = json::array();
       for (size_t m = 0; m < t->nm; ++m) inc.push_back(t->inc(r, m)), exc.push_back(t->exc(r, m));
       return json{{"key", key_string(t->keys[r])}, {"path", key_string(t->keys[r])}, {"name", ci.key_name(t->keys[r])},
@@ -278,12 +277,13 @@ Reply Api::flat(const Params& q) {
   auto top = number(q, "top", kMaxRows, kMaxRows);
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
-  // Computed per request for the asked metrics only, compact; rows named as they are sent.
-  auto t = std::make_shared<const FlatTable>(flat_table(e_, by, *ms));
-  auto order = std::make_shared<const std::vector<uint32_t>>(t->top(0, *top));
-  json head{{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", t->size()}};
-  return stream_array(std::move(head), "rows", order->size(), [&e = e_, t, order, by](size_t i) {
-    FlatRow r = flat_row(e, by, *t, (*order)[i]);
+  // Computed per request for the asked metrics only, within a bounded scratch; only the
+  // rows sent are kept, and named as they are sent.
+  size_t total = 0;
+  auto t = std::make_shared<const FlatTable>(flat_top(e_, by, *ms, *top, total));
+  json head{{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
+  return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, by](size_t i) {
+    FlatRow r = flat_row(e, by, *t, i);
     json j{{"key", r.key}, {"name", r.name}, {"inc", r.inc}, {"exc", r.exc}};
     if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
     return j;
