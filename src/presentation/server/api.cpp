@@ -443,9 +443,34 @@ Reply Api::source(const Params& q) {
   if (p.empty() && outside) return error(403, "path outside the database: " + rel.substr(0, 200));
   if (p.empty()) return error(404, "no source file " + rel.substr(0, 200) + " in the database");
   if (fs::file_size(p, ec) > kMaxSourceBytes) return error(413, "source file larger than 16 MiB");
-  std::ifstream in(p, std::ios::binary);
-  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return json_reply({{"path", rel}, {"text", body}});
+  std::string head = dump(json{{"path", rel}});
+  head.back() = ',';
+  Reply r;
+  // Read and escaped a piece at a time; a piece never ends inside a UTF-8 sequence (an
+  // invalid one becomes U+FFFD, as nlohmann's replace handler does).
+  r.stream = [p, head = head + "\"text\":\""](const Writer& write) {
+    std::ifstream in(p, std::ios::binary);
+    if (!write(head)) return false;
+    std::string piece;
+    std::vector<char> buf(kPiece);
+    for (;;) {
+      in.read(buf.data(), std::streamsize(buf.size()));
+      const bool end = in.gcount() == 0;
+      piece.append(buf.data(), size_t(in.gcount()));
+      size_t cut = piece.size();
+      if (!end) {  // hold back a trailing lead byte and its continuation bytes
+        size_t lead = cut;
+        while (lead > 0 && cut - lead < 4 && (static_cast<unsigned char>(piece[lead - 1]) & 0xc0) == 0x80) --lead;
+        if (lead > 0 && (static_cast<unsigned char>(piece[lead - 1]) & 0xc0) == 0xc0) cut = lead - 1;
+      }
+      std::string text = dump(json(piece.substr(0, cut)));
+      if (!write(std::string_view(text).substr(1, text.size() - 2))) return false;
+      piece.erase(0, cut);
+      if (end) break;
+    }
+    return write("\"}");
+  };
+  return r;
 }
 
 }  // namespace hpc::present

@@ -397,6 +397,15 @@ try:
     check("trace.db" in j["error"], f"trace.db error names the file: {j}")
     check(s.ok("info")["title"] == "testmeas-loops", "server up after corrupt files")
     check(s.ok("source", path="src/x.c")["text"].startswith("int main"), "source inside the database")
+    # A source longer than one streamed piece (16 KiB), multi-byte UTF-8 across the pieces'
+    # ends, comes back exactly; an invalid byte becomes U+FFFD.
+    big = "".join(f"/* {i} é 漢字 😀 */\n" for i in range(4000))
+    with open(os.path.join(bad, "src", "big.c"), "w", encoding="utf-8") as fh:
+        fh.write(big)
+    check(s.ok("source", path="src/big.c")["text"] == big, "a long UTF-8 source file exactly")
+    with open(os.path.join(bad, "src", "latin1.c"), "wb") as fh:
+        fh.write(b"caf\xe9;\n")
+    check(s.ok("source", path="src/latin1.c")["text"] == "caf\ufffd;\n", "an invalid UTF-8 byte replaced")
     os.symlink("/etc/passwd", os.path.join(bad, "src", "link.c"))
     s.bad(403, "source", "symlink out of the database", path="src/link.c")
     s.stop()
