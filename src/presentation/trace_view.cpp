@@ -100,7 +100,7 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
   };
   const uint32_t count = q.line1 - q.line0, nrows = std::min(count, q.rows);
   const Instants at(q.t0, q.t1, q.width);
-  db::PageReleaser pages;  // the lines' pages leave the process a few MiB at a time
+  db::PageReleaser pages(trace->data(), trace->bytes());  // the lines' pages leave the process as it goes
   TraceRow row;
   for (uint32_t r = 0; r < nrows; ++r) {
     uint32_t li = q.line0 + uint32_t((uint64_t(2 * r + 1) * count) / (2 * uint64_t(nrows)));
@@ -255,7 +255,7 @@ Expected<GpuBlame> gpu_idle_blame(const Experiment& e, uint64_t t0, uint64_t t1,
   const double dt = double(t1 - t0) / samples;
   // Pass 1: which instants have every GPU line idle (no record yet, or context 0).
   std::vector<uint8_t> idle(samples, gpu.empty() ? 0 : 1);
-  db::PageReleaser pages;
+  db::PageReleaser pages(trace->data(), trace->bytes());
   auto idleAt = [&](uint32_t x) { return idle[x] != 0; };
   for (uint32_t li : gpu) {
     const db::TraceLineView& l = trace->line(li);
