@@ -410,6 +410,12 @@ try:
     s.bad(403, "source", "symlink out of the database", path="src/link.c")
     s.stop()
 
+    os.chmod(os.path.join(bad, "profile.db"), 0o644)
+    with open(os.path.join(bad, "profile.db"), "r+b") as fh:
+        fh.seek(0x10)
+        fh.write(b"\xff" * 16)  # the first section's size and offset point past the file
+    r = subprocess.run([server, bad, "--port", "0"], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "bad.d/profile.db" in r.stderr, f"corrupt profile.db refused: {r.stderr!r}")
     with open(os.path.join(bad, "meta.db"), "r+b") as fh:
         fh.truncate(200)
     r = subprocess.run([server, bad, "--port", "0"], capture_output=True, text=True, timeout=30)
