@@ -77,7 +77,7 @@ window.traceView = (() => {
   }
 
   function paintBand(head, dv, off, r0) {
-    const c = cv(), g = c.getContext('2d'), W = head.width, H = c.height, n = st.nrows;
+    const c = cv(), g = c.getContext('2d'), W = st.width, H = c.height, n = st.nrows;
     const rowPx = new Uint32Array(W);
     const lines = head.lines;
     const y0 = Math.floor(r0 * H / n), y1 = Math.floor((r0 + lines.length) * H / n);
