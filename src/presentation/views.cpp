@@ -73,7 +73,7 @@ std::vector<size_t> all_if_empty(const Experiment& e, std::vector<size_t> ms) {
   return ms;
 }
 // Whole-tree scans read values from profile.db's mapping: its pages leave as they go.
-constexpr uint32_t kReleaseEvery = 8192;
+constexpr uint32_t kReleaseEvery = 2048;
 }  // namespace
 
 CallerIndex::CallerIndex(const Experiment& e, std::vector<size_t> metrics) : e_(e), ms_(all_if_empty(e, std::move(metrics))) {}

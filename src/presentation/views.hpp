@@ -93,7 +93,7 @@ FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& 
 // `budget` bytes of scratch: when the line keys might need more, one walk spills the anchors
 // to temporary files by key hash and each file is aggregated alone.
 FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics, size_t n, size_t& total,
-                   size_t budget = 1u << 20);
+                   size_t budget = 512u << 10);
 // Row `i` of the table with its name and location.
 FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i);
 // Every row of flat_table(e, by, metrics), named.
