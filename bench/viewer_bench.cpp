@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   std::printf("resident memory after open, first screen, values, trace screens: %.1f MiB = %.1f%% of the database"
               " (anonymous %.1f, file pages %.1f); peak %.1f MiB = %.1f%%\n", typicalMiB, 100 * typicalMiB / dbMiB, typicalAnon,
               typicalFile, typicalPeak, 100 * typicalPeak / dbMiB);
-  std::printf("resident memory after flat and bottom-up too (indexes kept): %.1f MiB = %.1f%%; peak %.1f MiB = %.1f%%\n",
+  std::printf("resident memory after flat and bottom-up too (computed per call, nothing kept): %.1f MiB = %.1f%%; peak %.1f MiB = %.1f%%\n",
               allMiB, 100 * allMiB / dbMiB, status_mib("VmHWM:"), 100 * status_mib("VmHWM:") / dbMiB);
   return 0;
 }

@@ -41,37 +41,54 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   const std::string metaName = (dir / "meta.db").string();
   HPC_ASSIGN_OR_RETURN(MappedFile mf, MappedFile::open(dir / "meta.db"));
   e->metaFile_.emplace(std::move(mf));
-  // The tree goes into two arrays by ctxId, grown as ids appear (ids are dense in practice).
+  // The tree goes into arrays by ctxId. Their capacity is reserved up front for as many
+  // contexts as the context tree section can hold (a {Ctx} is at least 0x20 bytes): pages
+  // past the ids listed are never touched, so never resident, and no growth copies the
+  // arrays (a copy would double the peak). Function indices go in 16 bits while they fit.
   Experiment& x = *e;
+  {
+    ByteView v = x.metaFile_->view();
+    uint64_t szTree = v.size() >= 0x48 ? v.load<uint64_t, std::endian::little>(0x40) : 0;
+    size_t bound = size_t(std::min<uint64_t>(szTree / 0x20 + 1, kMaxCtxId)) + 1;
+    x.parent_.reserve(bound), x.at_.reserve(bound), x.fn16_.reserve(bound);
+  }
+  bool wide = false;  // fn_ (32 bits) in use instead of fn16_
   db::ContextVisitor visit = [&](uint32_t id, uint32_t parent, uint64_t at, const db::Context* c) -> Status {
     if (id >= kMaxCtxId) return Status::error(metaName + ": context id " + std::to_string(id) + " is implausibly large");
     if (at % 8 != 0 || at / 8 > UINT32_MAX) return Status::error(metaName + ": a context record is not 8-aligned or beyond 32 GiB");
+    const uint32_t fn = c && c->lexicalType == 0 ? c->function : db::kNone;
+    if (!wide && fn != db::kNone && fn >= 0xffff) {  // more functions than 16 bits hold
+      wide = true;
+      x.fn_.reserve(x.fn16_.capacity());
+      for (uint16_t f : x.fn16_) x.fn_.push_back(f == 0xffff ? db::kNone : f);
+      std::vector<uint16_t>().swap(x.fn16_);
+    }
     if (id >= x.parent_.size()) {
-      size_t n = std::max<size_t>(size_t(id) + 1, x.parent_.size() + x.parent_.size() / 2);
-      x.parent_.resize(n, kNoCtx), x.at_.resize(n, 0), x.fn_.resize(n, db::kNone);
+      size_t n = size_t(id) + 1;
+      if (n > x.parent_.capacity()) n = std::max(n, x.parent_.size() + x.parent_.size() / 2);
+      x.parent_.resize(n, kNoCtx), x.at_.resize(n, 0);
+      if (wide) x.fn_.resize(n, db::kNone);
+      else x.fn16_.resize(n, 0xffff);
     }
     if (id == 0 || x.parent_[id] != kNoCtx)
       return Status::error(metaName + ": context id " + std::to_string(id) + " is listed twice");
     x.parent_[id] = parent;
     x.at_[id] = uint32_t(at / 8);
-    x.fn_[id] = c && c->lexicalType == 0 ? c->function : db::kNone;
-    if (++x.numContexts_ % 65536 == 0)  // the walk keeps few of meta.db's pages mapped in
+    if (wide) x.fn_[id] = fn;
+    else x.fn16_[id] = fn == db::kNone ? 0xffff : uint16_t(fn);
+    if (++x.numContexts_ % 8192 == 0)  // the walk keeps few of meta.db's pages mapped in
       db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
     return Status();
   };
-  x.parent_.assign(1, kNoCtx), x.at_.assign(1, 0), x.fn_.assign(1, db::kNone);
+  x.parent_.assign(1, kNoCtx), x.at_.assign(1, 0), x.fn16_.assign(1, 0xffff);
   HPC_ASSIGN_OR_RETURN(x.meta_, db::read_meta_visiting(x.metaFile_->view(), &visit, &x.layout_));
   ++x.numContexts_;  // the root
-  // Shrink to the largest id listed.
+  // Trim to the largest id listed (no shrink_to_fit: the unused capacity was never touched).
   size_t used = x.parent_.size();
   while (used > 1 && x.parent_[used - 1] == kNoCtx) --used;
-  x.parent_.resize(used), x.at_.resize(used), x.fn_.resize(used);
-  x.parent_.shrink_to_fit(), x.at_.shrink_to_fit(), x.fn_.shrink_to_fit();
-  if (x.meta_.functions.size() < 0xffff) {  // half the memory for the usual function counts
-    x.fn16_.resize(x.fn_.size());
-    for (size_t i = 0; i < x.fn_.size(); ++i) x.fn16_[i] = x.fn_[i] == db::kNone ? 0xffff : uint16_t(x.fn_[i]);
-    std::vector<uint32_t>().swap(x.fn_);
-  }
+  x.parent_.resize(used), x.at_.resize(used);
+  if (wide) x.fn_.resize(used);
+  else x.fn16_.resize(used);
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
@@ -89,7 +106,7 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
     auto n = fs::file_size(dir / f, ec);
     if (!ec) bytes += n;
   }
-  e->pageBudget_ = std::max<uint64_t>(4u << 20, bytes / 64);
+  e->pageBudget_ = std::max<uint64_t>(256u << 10, bytes / 1024);
   e->release_pages(false);
   e->baseShared_ = shared_bytes();  // the binary's own pages: not the database's
   return e;
@@ -317,7 +334,7 @@ Expected<const db::LazyTraceDb*> Experiment::trace() const {
 void Experiment::release_pages(bool withHeap) const {
   if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system
   // Mapped pages are a bounded cache: kept while the file pages resident in the process
-  // (statm's "shared") stay under 1/64 of the database (at least 4 MiB), all dropped above.
+  // (statm's "shared") stay under 1/1024 of the database (at least 256 KiB), all dropped above.
   if (uint64_t shared = shared_bytes(); shared < baseShared_ + pageBudget_) return;
   db::release_pages(metaFile_->bytes().data(), metaFile_->bytes().size());
   prof_->release();

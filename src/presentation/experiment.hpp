@@ -98,7 +98,7 @@ public:
   // trace.db, mapped on first use; nullptr when the database has no traces.
   Expected<const db::LazyTraceDb*> trace() const;
   // Drops the mapped pages requests touched from the process (they stay in the page cache)
-  // once more than 1/64 of the database (at least 4 MiB) is resident, and with `withHeap`
+  // once more than 1/1024 of the database (at least 256 KiB) is resident, and with `withHeap`
   // returns freed heap memory to the system (malloc_trim).
   // MT: thread-safe; others' reads fault the pages back in.
   void release_pages(bool withHeap = true) const;
@@ -118,7 +118,7 @@ private:
   std::vector<uint16_t> fn16_;    // the same in 16 bits (0xffff: none) when every index fits, fn_ then empty
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   size_t numContexts_ = 0;
-  uint64_t pageBudget_ = 4u << 20;  // bytes of mapped pages release_pages() lets stay
+  uint64_t pageBudget_ = 256u << 10;  // bytes of mapped pages release_pages() lets stay
   uint64_t baseShared_ = UINT64_MAX / 2;  // file pages resident after open
   static uint64_t shared_bytes();
   std::optional<db::LazyProfileDb> prof_;

@@ -26,7 +26,54 @@ uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth) {
   return i < 256 ? fns[i] : more[i - 256];
 }
 
-Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q) {
+namespace {
+
+constexpr size_t kPiece = 16u << 10;  // TraceEncoder's output pieces: about this size
+
+// ctxId -> colour key memo of fixed size (direct-mapped): a request's scratch stays bounded
+// however many contexts its lines visit, and a row's few hot contexts stay in it.
+class KeyMemo {
+public:
+  template <typename F> uint32_t get(uint32_t ctx, F&& compute) {
+    Slot& s = slots_[(ctx * 2654435761u) >> (32 - kBits)];
+    if (s.ctx != ctx) s = {ctx, compute(ctx)};
+    return s.key;
+  }
+
+private:
+  static constexpr int kBits = 12;
+  struct Slot {
+    uint32_t ctx = kNoCtx, key = 0;
+  };
+  std::vector<Slot> slots_ = std::vector<Slot>(size_t(1) << kBits);
+};
+
+// `n` instants evenly spread over [t0, t1): the middle of each of n equal parts.
+struct Instants {
+  uint64_t t0;
+  unsigned __int128 span;
+  uint32_t n;
+  Instants(uint64_t a, uint64_t b, uint32_t count) : t0(a), span(b - a), n(count) {}
+  uint64_t at(uint32_t x) const { return t0 + uint64_t(span * (2 * x + 1) / (2 * uint64_t(n))); }
+};
+
+// Walks line `l` across the instants (galloping from the previous record), calling
+// fn(x, ctx) for each instant x with want(x) at which a record is in effect.
+template <typename Want, typename Fn>
+void sweep(const db::TraceLineView& l, const Instants& at, Want&& want, Fn&& fn) {
+  uint64_t from = 0;
+  for (uint32_t x = 0; x < at.n; ++x) {
+    if (!want(x)) continue;
+    uint64_t it = l.last_at_or_before(at.at(x), from);
+    if (it == l.size()) continue;
+    from = it;
+    fn(x, l.ctx(it));
+  }
+}
+
+}  // namespace
+
+Status check_trace_query(const Experiment& e, const TraceQuery& q) {
   HPC_ASSIGN_OR_RETURN(const db::LazyTraceDb* trace, e.trace());
   if (!trace) return Status::error((e.dir() / "trace.db").string() + ": the database has no traces");
   if (q.t1 <= q.t0) return Status::error("empty time range: t1 must be greater than t0");
@@ -36,72 +83,128 @@ Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQue
     return Status::error("rows must be between 1 and " + std::to_string(kMaxTraceRows));
   if (q.line1 <= q.line0 || q.line1 > trace->size())
     return Status::error("trace lines must satisfy line0 < line1 <= " + std::to_string(trace->size()));
+  return Status();
+}
 
-  std::unordered_map<uint32_t, uint32_t> colour;  // ctxId -> colour key at q.depth
+Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<bool(const TraceRow&)>& each) {
+  HPC_RETURN_IF_ERROR(check_trace_query(e, q));
+  const db::LazyTraceDb* trace = *e.trace();
+  KeyMemo colours;  // ctxId -> colour key at q.depth
   auto colourOf = [&](uint32_t ctx) {
     if (ctx == 0) return kTraceIdle;
-    auto [it, fresh] = colour.try_emplace(ctx, 0);
-    if (fresh) {
-      if (!e.has(ctx)) it->second = kTraceUnknown;
-      else {
-        uint32_t fn = e.function_of(context_at_depth(e, ctx, q.depth));
-        it->second = fn == db::kNone ? kTraceNoFunction : fn;
-      }
-    }
-    return it->second;
+    return colours.get(ctx, [&](uint32_t c) {
+      if (!e.has(c)) return kTraceUnknown;
+      uint32_t fn = e.function_of(context_at_depth(e, c, q.depth));
+      return fn == db::kNone ? kTraceNoFunction : fn;
+    });
   };
-
-  uint32_t count = q.line1 - q.line0, nrows = std::min(count, q.rows);
-  std::vector<TraceRow> out(nrows);
-  db::PageReleaser pages;  // the lines' pages leave the process a few MiB at a time
-  const unsigned __int128 span = q.t1 - q.t0;
+  const uint32_t count = q.line1 - q.line0, nrows = std::min(count, q.rows);
+  const Instants at(q.t0, q.t1, q.width);
+  db::PageReleaser pages(trace->data(), trace->bytes());  // the lines' pages leave the process as it goes
+  TraceRow row;
   for (uint32_t r = 0; r < nrows; ++r) {
     uint32_t li = q.line0 + uint32_t((uint64_t(2 * r + 1) * count) / (2 * uint64_t(nrows)));
     const db::TraceLineView& tr = trace->line(li);
-    TraceRow& row = out[r];
     row.line = li, row.profIndex = tr.profIndex();
-    uint64_t from = 0;
-    for (uint32_t x = 0; x < q.width; ++x) {
-      uint64_t t = q.t0 + uint64_t(span * (2 * x + 1) / (2 * uint64_t(q.width)));
-      uint64_t it = tr.last_at_or_before(t, from);
-      uint32_t key;
-      if (it == tr.size()) key = kTraceIdle;
-      else {
-        from = it;
-        key = colourOf(tr.ctx(it));
-      }
-      if (!row.runs.empty() && row.runs.back().first == key) ++row.runs.back().second;
-      else row.runs.push_back({key, 1});
-    }
+    row.runs.clear();
+    uint32_t x0 = 0;  // pixels before x0 are in runs
+    auto put = [&](uint32_t key, uint32_t n) {
+      if (!row.runs.empty() && row.runs.back().first == key) row.runs.back().second += n;
+      else row.runs.push_back({key, n});
+    };
+    sweep(tr, at, [](uint32_t) { return true; }, [&](uint32_t x, uint32_t ctx) {
+      if (x > x0) put(kTraceIdle, x - x0);  // before the line's first record
+      put(colourOf(ctx), 1);
+      x0 = x + 1;
+    });
+    if (x0 < q.width) put(kTraceIdle, q.width - x0);
     pages.touched(tr.data(), tr.bytes());
+    if (!each(row)) break;
   }
+  return Status();
+}
+
+Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q) {
+  std::vector<TraceRow> out;
+  HPC_RETURN_IF_ERROR(trace_rows(e, q, [&](const TraceRow& r) {
+    out.push_back(r);
+    return true;
+  }));
   return out;
 }
 
-std::string trace_rows_json(const Experiment& e, const std::vector<TraceRow>& rows) {
-  std::string out = "\"lines\":[";
-  std::vector<uint32_t> used;
-  char buf[64];
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const TraceRow& row = rows[r];
-    std::snprintf(buf, sizeof buf, "%s{\"line\":%u,\"profile\":%u,\"runs\":[", r ? "," : "", row.line, row.profIndex);
-    out += buf;
-    for (size_t i = 0; i < row.runs.size(); ++i) {
-      auto [key, n] = row.runs[i];
-      long long k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : (long long)key;
-      if (k >= 0) used.push_back(key);
-      std::snprintf(buf, sizeof buf, "%s[%lld,%u]", i ? "," : "", k, n);
-      out += buf;
-    }
-    out += "]}";
+TraceEncoder::TraceEncoder(const Experiment& e, Format f, std::string head, std::function<bool(std::string_view)> out)
+    : e_(e), f_(f), head_(std::move(head)), out_(std::move(out)), named_(e.meta().functions.size(), false) {
+  if (f_ == Format::Json) buf_ = "\"lines\":[";
+}
+
+// Appends `,"key":"name"` for each function key of `r` not named yet.
+void TraceEncoder::name_new_keys(const TraceRow& r, std::string& names) {
+  for (auto [key, n] : r.runs) {
+    if (key >= named_.size() || named_[key]) continue;  // idle/unknown keys and names given
+    named_[key] = true;
+    names += (names.empty() ? "\"" : ",\"") + std::to_string(key) + "\":" +
+             nlohmann::json(e_.function_name(key)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  out += "],\"functions\":{";
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  for (size_t i = 0; i < used.size(); ++i)
-    out += (i ? ",\"" : "\"") + std::to_string(used[i]) + "\":" +
-           nlohmann::json(e.function_name(used[i])).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return out + "}";
+}
+
+bool TraceEncoder::row(const TraceRow& r) {
+  char b[64];
+  if (f_ == Format::Json) {
+    std::snprintf(b, sizeof b, "%s{\"line\":%u,\"profile\":%u,\"runs\":[", rows_++ ? "," : "", r.line, r.profIndex);
+    buf_ += b;
+    for (size_t i = 0; i < r.runs.size(); ++i) {
+      std::snprintf(b, sizeof b, "%s[%lld,%u]", i ? "," : "", api_key(r.runs[i].first), r.runs[i].second);
+      buf_ += b;
+    }
+    buf_ += "]}";
+    name_new_keys(r, names_);
+    if (buf_.size() < kPiece) return true;
+    bool ok = out_(buf_);
+    buf_.clear();
+    return ok;
+  }
+  std::snprintf(b, sizeof b, "%s{\"line\":%u,\"profile\":%u,\"runs\":%zu}", lines_.empty() ? "" : ",", r.line, r.profIndex,
+                r.runs.size());
+  lines_ += b;
+  name_new_keys(r, names_);
+  for (auto [key, n] : r.runs) {
+    uint32_t v[2] = {uint32_t(int32_t(api_key(key))), n};
+    for (uint32_t w : v)
+      for (int i = 0; i < 4; ++i) buf_ += char((w >> (8 * i)) & 0xff);
+  }
+  ++rows_;
+  return buf_.size() < kPiece || flush_frame();
+}
+
+bool TraceEncoder::flush_frame() {
+  std::string h = "{" + head_ + (head_.empty() ? "" : ",") + "\"lines\":[" + lines_ + "],\"functions\":{" + names_ + "}}";
+  head_.clear(), lines_.clear(), names_.clear();
+  std::string len(4, '\0');
+  for (int i = 0; i < 4; ++i) len[i] = char((h.size() >> (8 * i)) & 0xff);
+  bool ok = out_(len) && out_(h) && (buf_.empty() || out_(buf_));
+  buf_.clear();
+  return ok;
+}
+
+bool TraceEncoder::finish() {
+  if (f_ == Format::Binary) return (lines_.empty() && head_.empty()) || flush_frame();
+  buf_ += "],\"functions\":{" + names_ + "}";
+  names_.clear();
+  bool ok = out_(buf_);
+  buf_.clear();
+  return ok;
+}
+
+std::string trace_rows_json(const Experiment& e, const std::vector<TraceRow>& rows) {
+  std::string out;
+  TraceEncoder enc(e, TraceEncoder::Format::Json, "", [&](std::string_view s) {
+    out += s;
+    return true;
+  });
+  for (const TraceRow& r : rows) enc.row(r);
+  enc.finish();
+  return out;
 }
 
 Expected<TraceSample> trace_sample(const Experiment& e, uint32_t line, uint64_t t) {
@@ -148,62 +251,48 @@ Expected<GpuBlame> gpu_idle_blame(const Experiment& e, uint64_t t0, uint64_t t1,
   std::vector<uint32_t> gpu, cpu;
   for (uint32_t i = 0; i < trace->size(); ++i) (is_gpu_profile(e, trace->line(i).profIndex()) ? gpu : cpu).push_back(i);
   b.gpuLines = uint32_t(gpu.size()), b.cpuLines = uint32_t(cpu.size());
-  const unsigned __int128 span = t1 - t0;
+  const Instants at(t0, t1, samples);
   const double dt = double(t1 - t0) / samples;
-  auto timeOf = [&](uint32_t x) { return t0 + uint64_t(span * (2 * x + 1) / (2 * uint64_t(samples))); };
-  // Pass 1: which sample times have every GPU line idle (no sample yet, or context 0).
+  // Pass 1: which instants have every GPU line idle (no record yet, or context 0).
   std::vector<uint8_t> idle(samples, gpu.empty() ? 0 : 1);
-  db::PageReleaser pages;
+  db::PageReleaser pages(trace->data(), trace->bytes());
+  auto idleAt = [&](uint32_t x) { return idle[x] != 0; };
   for (uint32_t li : gpu) {
     const db::TraceLineView& l = trace->line(li);
-    uint64_t from = 0;
-    for (uint32_t x = 0; x < samples; ++x) {
-      if (!idle[x]) continue;
-      uint64_t it = l.last_at_or_before(timeOf(x), from);
-      if (it == l.size()) continue;
-      from = it;
-      if (l.ctx(it) != 0) idle[x] = 0;
-    }
+    sweep(l, at, idleAt, [&](uint32_t x, uint32_t ctx) {
+      if (ctx != 0) idle[x] = 0;
+    });
     pages.touched(l.data(), l.bytes());
   }
-  // Pass 2: at each idle time, the CPU lines running something share its blame equally.
-  std::vector<std::vector<uint32_t>> activeAt(samples);  // innermost function key per active CPU line
-  std::unordered_map<uint32_t, uint32_t> fnOf;           // ctxId -> function key
-  auto fnKey = [&](uint32_t ctx) {
-    auto [it, fresh] = fnOf.try_emplace(ctx, kTraceNoFunction);
-    if (fresh) {
-      if (!e.has(ctx)) it->second = kTraceUnknown;
-      else
-        for (uint32_t c = ctx; c != kNoCtx && c != 0; c = e.parent(c))
-          if (uint32_t fn = e.function_of(c); fn != db::kNone) {
-            it->second = fn;
-            break;
-          }
-    }
-    return it->second;
-  };
+  // Pass 2: how many CPU lines run something at each idle instant; pass 3: each of them
+  // takes an equal share of the instant's blame. Scratch: a count per instant.
+  std::vector<uint32_t> running(samples, 0);
   for (uint32_t li : cpu) {
     const db::TraceLineView& l = trace->line(li);
-    uint64_t from = 0;
-    for (uint32_t x = 0; x < samples; ++x) {
-      if (!idle[x]) continue;
-      uint64_t it = l.last_at_or_before(timeOf(x), from);
-      if (it == l.size()) continue;
-      from = it;
-      uint32_t ctx = l.ctx(it);
-      if (ctx != 0) activeAt[x].push_back(fnKey(ctx));
-    }
+    sweep(l, at, idleAt, [&](uint32_t x, uint32_t ctx) { running[x] += ctx != 0; });
     pages.touched(l.data(), l.bytes());
   }
+  KeyMemo fnOf;  // ctxId -> innermost function key
+  auto fnKey = [&](uint32_t ctx) {
+    return fnOf.get(ctx, [&](uint32_t c) {
+      if (!e.has(c)) return kTraceUnknown;
+      for (; c != kNoCtx && c != 0; c = e.parent(c))
+        if (uint32_t fn = e.function_of(c); fn != db::kNone) return fn;
+      return kTraceNoFunction;
+    });
+  };
   std::unordered_map<uint32_t, double> blame;
+  for (uint32_t li : cpu) {
+    const db::TraceLineView& l = trace->line(li);
+    sweep(l, at, [&](uint32_t x) { return idle[x] && running[x]; }, [&](uint32_t x, uint32_t ctx) {
+      if (ctx != 0) blame[fnKey(ctx)] += dt / double(running[x]);
+    });
+    pages.touched(l.data(), l.bytes());
+  }
   for (uint32_t x = 0; x < samples; ++x) {
     if (!idle[x]) continue;
     b.idleTime += dt;
-    if (activeAt[x].empty()) {
-      b.unattributed += dt;
-      continue;
-    }
-    for (uint32_t k : activeAt[x]) blame[k] += dt / double(activeAt[x].size());
+    if (!running[x]) b.unattributed += dt;
   }
   for (auto [k, v] : blame) b.rows.push_back({k, v});
   std::sort(b.rows.begin(), b.rows.end(), [](auto& a, auto& c) { return a.blame != c.blame ? a.blame > c.blame : a.key < c.key; });

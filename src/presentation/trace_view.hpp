@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "presentation/experiment.hpp"
@@ -32,17 +34,57 @@ struct TraceRow {
 // Limits on a query; larger ones are refused rather than clipped.
 inline constexpr uint32_t kMaxTraceWidth = 16384, kMaxTraceRows = 8192;
 
-// Rows for the query; errors for a bad range or a database without traces.
+// Checks a query against the database (time range, width, rows, trace lines).
+Status check_trace_query(const Experiment& e, const TraceQuery& q);
+
+// The rows of a query one at a time, in order: `each` gets each row (its storage reused for
+// the next) and stops the walk by returning false. Scratch stays bounded whatever the
+// screen (one row, a fixed-size context memo) and the lines' mapped pages leave the process
+// as it goes, so a reply can be written while it is computed. MT: thread-safe.
+Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<bool(const TraceRow&)>& each);
+
+// All rows of the query (tests, benchmarks); errors for a bad range or no traces.
 Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q);
 
 // The function context (or entry, or the context itself if none) shown for `ctx` at call
 // `depth`: the function context at that depth on its path, else the deepest one.
 uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth);
 
-// The rows as JSON members for hpcserver's /api/trace, written directly (a full screen
-// holds about a million runs): `"lines":[{"line":L,"profile":P,"runs":[[key,n],...]},...],
-// "functions":{"key":"name",...}`, keys as function indices, -1 idle, -2 unknown context,
-// -3 no function. The caller wraps it in braces with its other members.
+// Colour keys as the API writes them: function indices; -1 idle, -2 unknown context, -3 no
+// function on the path.
+inline long long api_key(uint32_t key) {
+  return key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : (long long)key;
+}
+
+// hpcserver's /api/trace reply written as rows arrive, in bounded pieces.
+//   Json: `"lines":[{"line":L,"profile":P,"runs":[[key,n],...]},...],"functions":{"key":"name",...}`
+//     (the members after the caller's own; it wraps them in braces).
+//   Binary: frames, each a u32 LE length, that many bytes of JSON {"lines":[{"line","profile",
+//     "runs": count}], "functions": {names first used in the frame}} (the first frame also
+//     carries `head`'s members), then the frame's runs as (i32 key, u32 pixels) LE pairs.
+// `out` receives the pieces (16 KiB and one row at most each) and returns false when the client left.
+class TraceEncoder {
+public:
+  enum class Format { Json, Binary };
+  TraceEncoder(const Experiment& e, Format f, std::string head, std::function<bool(std::string_view)> out);
+  TraceEncoder(const TraceEncoder&) = delete;
+  TraceEncoder& operator=(const TraceEncoder&) = delete;
+  bool row(const TraceRow& r);
+  bool finish();
+
+private:
+  bool flush_frame();
+  void name_new_keys(const TraceRow& r, std::string& names);
+  const Experiment& e_;
+  Format f_;
+  std::string head_;  // binary: the first frame's query members
+  std::function<bool(std::string_view)> out_;
+  std::vector<bool> named_;  // function keys already named
+  std::string buf_, lines_, names_;  // json: text; binary: the frame's runs, lines, names
+  size_t rows_ = 0;
+};
+
+// The rows as the JSON members above, whole (tests).
 std::string trace_rows_json(const Experiment& e, const std::vector<TraceRow>& rows);
 
 struct TraceSample {

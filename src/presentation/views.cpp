@@ -1,7 +1,10 @@
 #include "presentation/views.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <queue>
+#include <unordered_map>
 
 namespace hpc::present {
 
@@ -62,29 +65,18 @@ std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m,
 
 // ---- Bottom-up.
 
-CallerIndex::CallerIndex(const Experiment& e) : e_(e) {
-  // Depth-first with a count of the functions active on the path, to mark outermost
-  // instances (a recursive call's inclusive cost is already in its outer instance).
-  std::unordered_map<uint64_t, uint32_t> active;
-  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
-  size_t visited = 0;
-  while (!stack.empty()) {
-    auto [c, leaving] = stack.back();
-    stack.pop_back();
-    uint32_t fn = e.function_of(c);
-    if (leaving) {
-      if (fn != db::kNone) --active[fn];
-      continue;
-    }
-    if (fn != db::kNone) {
-      instances_[fn].push_back({c, active[fn] == 0});
-      ++active[fn];
-    }
-    stack.push_back({c, true});
-    for (uint32_t k : e.children(c)) stack.push_back({k, false});
-    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
-  }
+namespace {
+// Every metric's index when `ms` is empty.
+std::vector<size_t> all_if_empty(const Experiment& e, std::vector<size_t> ms) {
+  if (ms.empty())
+    for (size_t i = 0; i < e.metrics().size(); ++i) ms.push_back(i);
+  return ms;
 }
+// Whole-tree scans read values from profile.db's mapping: its pages leave as they go.
+constexpr uint32_t kReleaseEvery = 2048;
+}  // namespace
+
+CallerIndex::CallerIndex(const Experiment& e, std::vector<size_t> metrics) : e_(e), ms_(all_if_empty(e, std::move(metrics))) {}
 
 uint64_t CallerIndex::key_of(uint32_t ctx) const {
   if (!e_.has(ctx)) return UINT64_MAX;
@@ -104,81 +96,79 @@ std::string CallerIndex::key_name(uint64_t key) const {
   return e_.function_name(uint32_t(key));
 }
 
-namespace {
-void add_values(const Experiment& e, uint32_t ctx, bool withInclusive, Aggregate& a) {
-  const auto& ms = e.metrics();
-  a.inc.resize(ms.size()), a.exc.resize(ms.size());
-  for (size_t i = 0; i < ms.size(); ++i) {
-    if (withInclusive) a.inc[i] += e.inclusive(ctx, ms[i]);
-    a.exc[i] += e.exclusive(ctx, ms[i]);
+void CallerIndex::add(uint32_t ctx, bool withInclusive, Aggregate& a) const {
+  for (size_t i = 0; i < ms_.size(); ++i) {
+    const MetricView& m = e_.metrics()[ms_[i]];
+    if (withInclusive) a.inc[i] += e_.inclusive(ctx, m);
+    a.exc[i] += e_.exclusive(ctx, m);
   }
 }
+
+Aggregate CallerIndex::empty(uint64_t key) const {
+  Aggregate a;
+  a.key = key;
+  a.inc.assign(ms_.size(), 0), a.exc.assign(ms_.size(), 0);
+  return a;
+}
+
+namespace {
+// No function context above `ctx` has a key equal to `key` (the instance is the outermost
+// of a recursion). keyOf maps a function index to the grouping key.
+template <typename KeyOf> bool outermost(const Experiment& e, uint32_t ctx, uint64_t key, KeyOf&& keyOf) {
+  for (uint32_t c = e.parent(ctx); c != kNoCtx && c != 0; c = e.parent(c))
+    if (uint32_t fn = e.function_of(c); fn != db::kNone && keyOf(fn) == key) return false;
+  return true;
+}
+const auto kSame = [](uint32_t fn) { return uint64_t(fn); };
 }  // namespace
 
-std::vector<Aggregate> CallerIndex::roots() const {
-  std::vector<Aggregate> out;
-  for (auto& [fn, insts] : instances_) {
-    Aggregate a;
-    a.key = fn;
-    a.inc.assign(e_.metrics().size(), 0), a.exc.assign(e_.metrics().size(), 0);
-    for (auto& i : insts) {
-      add_values(e_, i.ctx, i.outermost, a);
-      if (caller_of(i.ctx) != kNoCtx) a.hasChildren = true;
-    }
-    out.push_back(std::move(a));
-  }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.key < b.key; });
-  return out;
-}
-
-Aggregate CallerIndex::node(const std::vector<uint64_t>& path) const {
-  Aggregate a;
-  a.inc.assign(e_.metrics().size(), 0), a.exc.assign(e_.metrics().size(), 0);
-  if (path.empty()) return a;
-  a.key = path.back();
-  auto it = instances_.find(path[0]);
-  if (it == instances_.end()) return a;
-  for (auto& i : it->second) {
-    uint32_t at = i.ctx;
+template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_t>& path, F&& f) const {
+  if (path.empty() || (path[0] & kEntryKey)) return;
+  for (uint32_t c = 1; c < e_.id_limit(); ++c) {
+    if (!e_.has(c) || e_.function_of(c) != path[0] || e_.kind(c) != NodeKind::Context) continue;
+    uint32_t at = c;
     bool ok = true;
     for (size_t j = 1; j < path.size() && ok; ++j) {
       at = caller_of(at);
       ok = at != kNoCtx && key_of(at) == path[j];
     }
-    if (!ok) continue;
-    add_values(e_, i.ctx, i.outermost, a);
-    if (caller_of(at) != kNoCtx) a.hasChildren = true;
+    if (ok) f(c, outermost(e_, c, path[0], kSame), caller_of(at));
   }
+}
+
+std::vector<Aggregate> CallerIndex::roots() const {
+  FlatTable t = flat_table(e_, FlatBy::Function, ms_);
+  std::vector<Aggregate> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    Aggregate a = empty(t.keys[i]);
+    for (size_t m = 0; m < t.nm; ++m) a.inc[m] = t.inc(i, m), a.exc[m] = t.exc(i, m);
+    a.hasChildren = t.hasCaller[i];
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Aggregate CallerIndex::node(const std::vector<uint64_t>& path) const {
+  Aggregate a = empty(path.empty() ? 0 : path.back());
+  for_each_match(path, [&](uint32_t c, bool outer, uint32_t next) {
+    add(c, outer, a);
+    if (next != kNoCtx) a.hasChildren = true;
+  });
   return a;
 }
 
 std::vector<Aggregate> CallerIndex::children(const std::vector<uint64_t>& path) const {
   std::vector<Aggregate> out;
-  if (path.empty()) return out;
-  auto it = instances_.find(path[0]);
-  if (it == instances_.end()) return out;
   std::unordered_map<uint64_t, size_t> slot;
-  for (auto& i : it->second) {
-    uint32_t at = i.ctx;
-    bool ok = true;
-    for (size_t j = 1; j < path.size() && ok; ++j) {
-      at = caller_of(at);
-      ok = at != kNoCtx && key_of(at) == path[j];
-    }
-    if (!ok) continue;
-    uint32_t caller = caller_of(at);
-    if (caller == kNoCtx) continue;
+  for_each_match(path, [&](uint32_t c, bool outer, uint32_t caller) {
+    if (caller == kNoCtx) return;
     uint64_t key = key_of(caller);
     auto [s, fresh] = slot.try_emplace(key, out.size());
-    if (fresh) {
-      out.emplace_back();
-      out.back().key = key;
-      out.back().inc.assign(e_.metrics().size(), 0), out.back().exc.assign(e_.metrics().size(), 0);
-    }
+    if (fresh) out.push_back(empty(key));
     Aggregate& a = out[s->second];
-    add_values(e_, i.ctx, i.outermost, a);
+    add(c, outer, a);
     if (caller_of(caller) != kNoCtx) a.hasChildren = true;
-  }
+  });
   return out;
 }
 
@@ -193,81 +183,229 @@ bool parse_flat_by(const std::string& s, FlatBy& out) {
   return true;
 }
 
-std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by) {
-  const auto& meta = e.meta();
-  const auto& ms = e.metrics();
-  // Key of an anchor context, UINT64_MAX when the context is not one.
-  auto keyOf = [&](uint32_t c) -> uint64_t {
-    if (c == 0 || e.kind(c) != NodeKind::Context) return UINT64_MAX;
-    if (by == FlatBy::Line) {
-      const db::Context x = e.context(c);
-      return x.lexicalType == 2 ? (uint64_t(x.file) << 32 | x.line) : UINT64_MAX;
+namespace {
+
+// A FlatTable's rows found by key: dense slots for small key spaces (function, module, file
+// indices), a hash map for the others.
+class FlatBuilder {
+public:
+  FlatBuilder(size_t nm, size_t denseKeys, bool callers) : dense_(denseKeys, UINT32_MAX), callers_(callers) { t.nm = nm; }
+  // The key's row index (created with zero values).
+  uint32_t row(uint64_t key) {
+    uint32_t* slot = key < dense_.size() ? &dense_[key] : &sparse_.try_emplace(key, UINT32_MAX).first->second;
+    if (*slot == UINT32_MAX) {
+      *slot = uint32_t(t.keys.size());
+      t.keys.push_back(key);
+      t.values.resize(t.values.size() + 2 * t.nm, 0.0);
+      if (callers_) t.hasCaller.push_back(0);
     }
-    uint32_t fn = e.function_of(c);
-    if (fn == db::kNone) return UINT64_MAX;
-    if (by == FlatBy::Function) return fn;
-    const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
-    if (by == FlatBy::Module) return f ? f->module : db::kNone;
-    return f ? f->file : db::kNone;
-  };
-  std::unordered_map<uint64_t, size_t> slot;
-  std::vector<FlatRow> rows;
+    return *slot;
+  }
+  double* values(uint32_t row) { return &t.values[size_t(row) * 2 * t.nm]; }
+  FlatTable t;
+
+private:
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint64_t, uint32_t> sparse_;
+  bool callers_;
+};
+
+// `t` reordered to the rows at `order`.
+FlatTable select_rows(const FlatTable& t, const std::vector<uint32_t>& order) {
+  FlatTable out;
+  out.nm = t.nm;
+  out.keys.reserve(order.size()), out.values.reserve(order.size() * 2 * t.nm);
+  for (uint32_t i : order) {
+    out.keys.push_back(t.keys[i]);
+    out.values.insert(out.values.end(), t.values.begin() + i * 2 * t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
+    if (!t.hasCaller.empty()) out.hasCaller.push_back(t.hasCaller[i]);
+  }
+  return out;
+}
+
+FlatTable in_key_order(const FlatTable& t) {
+  std::vector<uint32_t> order(t.keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.keys[a] < t.keys[b]; });
+  return select_rows(t, order);
+}
+
+// Calls f(key, ctx, outermost) for every line context (lexical type 2; key file << 32 |
+// line), depth-first over meta.db, counting each key's instances on the current path (only
+// those stay in `active`).
+template <typename F> void line_anchors(const Experiment& e, F&& f) {
   std::unordered_map<uint64_t, uint32_t> active;
-  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};
+  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
+  std::vector<uint32_t> kids;
   size_t visited = 0;
   while (!stack.empty()) {
     auto [c, leaving] = stack.back();
     stack.pop_back();
-    uint64_t key = keyOf(c);
+    uint64_t key = UINT64_MAX;
+    if (c != 0 && e.kind(c) == NodeKind::Context) {
+      const db::Context x = e.context(c);
+      if (x.lexicalType == 2) key = uint64_t(x.file) << 32 | x.line;
+    }
     if (leaving) {
-      if (key != UINT64_MAX) --active[key];
+      if (key != UINT64_MAX && --active[key] == 0) active.erase(key);
       continue;
     }
-    if (key != UINT64_MAX) {
-      auto [s, fresh] = slot.try_emplace(key, rows.size());
-      if (fresh) {
-        FlatRow r;
-        r.key = key;
-        r.inc.assign(ms.size(), 0), r.exc.assign(ms.size(), 0);
-        rows.push_back(std::move(r));
-      }
-      FlatRow& r = rows[s->second];
-      bool outer = active[key]++ == 0;
-      for (size_t i = 0; i < ms.size(); ++i) {
-        if (outer) r.inc[i] += e.inclusive(c, ms[i]);
-        r.exc[i] += e.exclusive(c, ms[i]);
-      }
-    }
+    if (key != UINT64_MAX) f(key, c, active[key]++ == 0);
     stack.push_back({c, true});
-    for (uint32_t k : e.children(c)) stack.push_back({k, false});
-    if (++visited % 65536 == 0) e.release_pages(false);  // whole-tree walks keep few pages mapped in
+    e.children(c, kids);
+    for (uint32_t k : kids) stack.push_back({k, false});
+    if (++visited % kReleaseEvery == 0) e.release_pages(false);
   }
+}
+
+// Adds context c's values (inclusive only when outermost) to a row.
+void add_values(const Experiment& e, const std::vector<size_t>& ms, uint32_t c, bool outer, double* v) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (outer) v[i] += e.inclusive(c, e.metrics()[ms[i]]);
+    v[ms.size() + i] += e.exclusive(c, e.metrics()[ms[i]]);
+  }
+}
+
+}  // namespace
+
+FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
+  const auto& meta = e.meta();
+  const std::vector<size_t> ms = all_if_empty(e, metrics);
+  if (by == FlatBy::Line) {
+    FlatBuilder b(ms.size(), 0, false);
+    line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) { add_values(e, ms, c, outer, b.values(b.row(key))); });
+    return in_key_order(b.t);
+  }
+  // Anchors are function contexts and keys follow from the function: one scan over the
+  // in-memory tree, outermost instances found by walking up.
+  FlatBuilder b(ms.size(),
+                by == FlatBy::Function ? meta.functions.size() : by == FlatBy::Module ? meta.modules.size() : meta.files.size(),
+                by == FlatBy::Function);
+  auto keyOf = [&](uint32_t fn) -> uint64_t {
+    if (by == FlatBy::Function) return fn;
+    const db::Function* f = fn < meta.functions.size() ? &meta.functions[fn] : nullptr;
+    return by == FlatBy::Module ? (f ? f->module : db::kNone) : (f ? f->file : db::kNone);
+  };
+  CallerIndex ci(e);
+  for (uint32_t c = 1; c < e.id_limit(); ++c) {
+    uint32_t fn = e.has(c) ? e.function_of(c) : db::kNone;
+    if (fn == db::kNone || e.kind(c) != NodeKind::Context) continue;
+    uint64_t key = keyOf(fn);
+    uint32_t row = b.row(key);
+    add_values(e, ms, c, outermost(e, c, key, keyOf), b.values(row));
+    if (by == FlatBy::Function && !b.t.hasCaller[row] && ci.caller_of(c) != kNoCtx) b.t.hasCaller[row] = 1;
+    if (c % kReleaseEvery == 0) e.release_pages(false);
+  }
+  return in_key_order(b.t);
+}
+
+FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics, size_t n, size_t& total,
+                   size_t budget) {
+  const std::vector<size_t> ms = all_if_empty(e, metrics);
+  const size_t rowBytes = 64 + 16 * ms.size();  // a hash-map row: node, key, values
+  size_t bound = 0;                             // line contexts are among those without a function
+  if (by == FlatBy::Line)
+    for (uint32_t c = 1; c < e.id_limit(); ++c) bound += e.has(c) && e.function_of(c) == db::kNone;
+  const size_t parts = std::min<size_t>(256, bound * rowBytes / std::max<size_t>(budget, 1) + 1);
+  std::vector<std::FILE*> files;
+  for (size_t i = 0; parts > 1 && i < parts; ++i)
+    if (std::FILE* f = std::tmpfile()) files.push_back(f);
+  if (files.size() < parts || parts == 1) {  // small enough (or no temporary files): in memory
+    for (std::FILE* f : files) std::fclose(f);
+    FlatTable t = flat_table(e, by, ms);
+    total = t.size();
+    return select_rows(t, t.top(0, n));
+  }
+  // Line keys too many to aggregate at once: one walk spills each anchor (key, values) into
+  // a temporary file chosen by its key's hash, then each file is aggregated alone and its
+  // hottest rows kept. Memory: one file's keys, the n rows kept, the files' buffers.
+  const size_t recBytes = 8 + 16 * ms.size();
+  std::vector<double> rec(2 * ms.size());
+  line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) {
+    std::fill(rec.begin(), rec.end(), 0.0);
+    add_values(e, ms, c, outer, rec.data());
+    std::FILE* f = files[(key * 0x9e3779b97f4a7c15ull >> 40) % files.size()];
+    std::fwrite(&key, 8, 1, f), std::fwrite(rec.data(), 8, rec.size(), f);
+  });
+  FlatTable best;
+  best.nm = ms.size();
+  total = 0;
+  std::vector<char> buf(recBytes);
+  for (std::FILE* f : files) {
+    std::rewind(f);
+    FlatBuilder b(ms.size(), 0, false);
+    while (std::fread(buf.data(), 1, recBytes, f) == recBytes) {
+      uint64_t key;
+      std::memcpy(&key, buf.data(), 8);
+      std::memcpy(rec.data(), buf.data() + 8, 16 * ms.size());
+      double* v = b.values(b.row(key));
+      for (size_t i = 0; i < rec.size(); ++i) v[i] += rec[i];
+    }
+    std::fclose(f);
+    total += b.t.size();
+    std::vector<uint32_t> keep = b.t.top(0, n);
+    FlatTable part = select_rows(b.t, keep);
+    b = FlatBuilder(0, 0, false);  // the file's keys go before the merge
+    best.keys.insert(best.keys.end(), part.keys.begin(), part.keys.end());
+    best.values.insert(best.values.end(), part.values.begin(), part.values.end());
+    best = select_rows(best, best.top(0, n));
+  }
+  return best;
+}
+
+std::vector<uint32_t> FlatTable::top(size_t m, size_t n) const {
+  std::vector<uint32_t> order(keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  n = std::min(n, order.size());
+  if (m >= nm) {  // no metric: key order
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  } else {
+    auto hotter = [&](uint32_t a, uint32_t b) {
+      if (exc(a, m) != exc(b, m)) return exc(a, m) > exc(b, m);
+      if (inc(a, m) != inc(b, m)) return inc(a, m) > inc(b, m);
+      return keys[a] < keys[b];  // the same order however the rows were gathered
+    };
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
+  }
+  order.resize(n);
+  return order;
+}
+
+FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i) {
+  FlatRow r;
+  r.key = t.keys[i];
+  r.inc.assign(t.values.begin() + i * 2 * t.nm, t.values.begin() + i * 2 * t.nm + t.nm);
+  r.exc.assign(t.values.begin() + i * 2 * t.nm + t.nm, t.values.begin() + (i + 1) * 2 * t.nm);
+  const auto& meta = e.meta();
   auto fileName = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
-  for (auto& r : rows) {
-    switch (by) {
-    case FlatBy::Module:
-      r.module = uint32_t(r.key);
-      r.name = r.module < meta.modules.size() ? meta.modules[r.module].path : "<unknown module>";
-      break;
-    case FlatBy::File:
-      r.file = uint32_t(r.key);
-      r.name = fileName(r.file);
-      break;
-    case FlatBy::Function: {
-      uint32_t fn = uint32_t(r.key);
-      r.name = e.function_name(fn);
-      if (fn < meta.functions.size()) {
-        r.module = meta.functions[fn].module, r.file = meta.functions[fn].file, r.line = meta.functions[fn].line;
-      }
-      break;
-    }
-    case FlatBy::Line:
-      r.file = uint32_t(r.key >> 32), r.line = uint32_t(r.key);
-      r.name = base_name(fileName(r.file)) + ":" + std::to_string(r.line);
-      break;
-    }
+  switch (by) {
+  case FlatBy::Module:
+    r.module = uint32_t(r.key);
+    r.name = r.module < meta.modules.size() ? meta.modules[r.module].path : "<unknown module>";
+    break;
+  case FlatBy::File:
+    r.file = uint32_t(r.key);
+    r.name = fileName(r.file);
+    break;
+  case FlatBy::Function: {
+    uint32_t fn = uint32_t(r.key);
+    r.name = e.function_name(fn);
+    if (fn < meta.functions.size())
+      r.module = meta.functions[fn].module, r.file = meta.functions[fn].file, r.line = meta.functions[fn].line;
+    break;
   }
-  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.key < b.key; });
+  case FlatBy::Line:
+    r.file = uint32_t(r.key >> 32), r.line = uint32_t(r.key);
+    r.name = base_name(fileName(r.file)) + ":" + std::to_string(r.line);
+    break;
+  }
+  return r;
+}
+
+std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
+  FlatTable t = flat_table(e, by, metrics);
+  std::vector<FlatRow> rows;
+  for (size_t i = 0; i < t.size(); ++i) rows.push_back(flat_row(e, by, t, i));
   return rows;
 }
 
@@ -280,18 +418,6 @@ Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t
   size_t k = size_t(it - cv.key.begin());
   for (uint64_t i = cv.start[k]; i < cv.start[k + 1]; ++i) out.push_back({cv.sub[i], cv.value[i]});
   return out;
-}
-
-const CallerIndex& ViewCache::callers() {
-  std::call_once(callersOnce_, [&] { callers_ = std::make_unique<CallerIndex>(e_); });
-  return *callers_;
-}
-
-const std::vector<FlatRow>& ViewCache::flat(FlatBy by) {
-  std::lock_guard lock(flatMu_);
-  auto it = flat_.find(int(by));
-  if (it == flat_.end()) it = flat_.emplace(int(by), flat_rows(e_, by)).first;
-  return it->second;
 }
 
 }  // namespace hpc::present

@@ -4,10 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "presentation/experiment.hpp"
@@ -34,10 +31,14 @@ struct Aggregate {
   bool hasChildren = false;
 };
 
-// Function instances, indexed once per Experiment. MT: const after construction.
+// The callers tree, computed per request from the Experiment's in-memory tree (parent and
+// function of every context): nothing is indexed or kept between requests, and values are
+// read for the instances a node covers only. `metrics` are indices into
+// Experiment::metrics() (all when empty); Aggregate::inc/exc follow their order.
+// MT: const methods are thread-safe.
 class CallerIndex {
 public:
-  explicit CallerIndex(const Experiment& e);
+  explicit CallerIndex(const Experiment& e, std::vector<size_t> metrics = {});
   // The node `path` (non-empty); its children, one per distinct next caller.
   std::vector<Aggregate> children(const std::vector<uint64_t>& path) const;
   // Roots: every function with its values (inclusive over outermost instances).
@@ -50,12 +51,13 @@ public:
   uint64_t key_of(uint32_t ctx) const;
 
 private:
-  struct Instance {
-    uint32_t ctx;
-    bool outermost;
-  };
+  // Calls f(instance ctx, outermost, caller at the path's end) for each instance of
+  // path[0] whose callers outward match the rest of the path.
+  template <typename F> void for_each_match(const std::vector<uint64_t>& path, F&& f) const;
+  void add(uint32_t ctx, bool withInclusive, Aggregate& a) const;
+  Aggregate empty(uint64_t key) const;
   const Experiment& e_;
-  std::unordered_map<uint64_t, std::vector<Instance>> instances_;  // function key -> contexts
+  std::vector<size_t> ms_;
 };
 
 // ---- Flat.
@@ -71,7 +73,31 @@ struct FlatRow {
 
 // Groups anchors (function contexts; line contexts for Line) by key: exclusive sums all
 // anchors, inclusive only those with no ancestor anchor of the same key (recursion).
-std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by);
+// Compact: 8 bytes a key and 16 a metric, the asked `metrics` only (indices into
+// Experiment::metrics(), all when empty; columns follow their order). Rows in key order.
+struct FlatTable {
+  size_t nm = 0;
+  std::vector<uint64_t> keys;
+  std::vector<double> values;    // per row: inc[0..nm) then exc[0..nm)
+  std::vector<uint8_t> hasCaller;  // Function only: some instance has a caller (bottom-up)
+  size_t size() const { return keys.size(); }
+  double inc(size_t row, size_t m) const { return values[row * 2 * nm + m]; }
+  double exc(size_t row, size_t m) const { return values[row * 2 * nm + nm + m]; }
+  // The first n row indices, hottest first by column m (exclusive; ties: inclusive, then
+  // key); in key order when m is not a column.
+  std::vector<uint32_t> top(size_t m, size_t n) const;
+};
+FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics = {});
+// The n hottest rows of flat_table(e, by, metrics) by its first column (exclusive, then
+// inclusive, then key), hottest first, and in `total` the table's row count, within about
+// `budget` bytes of scratch: when the line keys might need more, one walk spills the anchors
+// to temporary files by key hash and each file is aggregated alone.
+FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics, size_t n, size_t& total,
+                   size_t budget = 512u << 10);
+// Row `i` of the table with its name and location.
+FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i);
+// Every row of flat_table(e, by, metrics), named.
+std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics = {});
 
 // Sorts rows (Aggregate or FlatRow) hottest first by metric `m`.
 template <typename Row>
@@ -94,20 +120,5 @@ struct ProfileValue {
 // The values of `ctx` for propagated metric id `propId` in every measured profile
 // that has one (cct.db; loaded on first use).
 Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t ctx, uint16_t propId);
-
-// Lazily built per-Experiment caches for the server. MT: thread-safe.
-class ViewCache {
-public:
-  explicit ViewCache(const Experiment& e) : e_(e) {}
-  const CallerIndex& callers();
-  const std::vector<FlatRow>& flat(FlatBy by);
-
-private:
-  const Experiment& e_;
-  std::once_flag callersOnce_;
-  std::unique_ptr<CallerIndex> callers_;
-  std::mutex flatMu_;
-  std::unordered_map<int, std::vector<FlatRow>> flat_;
-};
 
 }  // namespace hpc::present

@@ -132,6 +132,28 @@ TEST(Views, SmallFlatAndBottomUp) {
   EXPECT_NEAR(ci.node({it->key, callers[0].key}).exc[0], 0.605316, 1e-9);
 }
 
+// flat_top by line: spilled to temporary files by key hash (a 1-byte budget forces it) or
+// in memory, the same hottest rows, values and row count as the whole table.
+TEST(Views, FlatTopSpilledEqualsWhole) {
+  auto e = open_db("loops-cputime-t.d");
+  ASSERT_TRUE(e);
+  FlatTable whole = flat_table(*e, FlatBy::Line);
+  ASSERT_GT(whole.size(), 10u);
+  std::vector<uint32_t> want = whole.top(0, 7);
+  for (size_t budget : {size_t(1), size_t(1) << 30}) {
+    size_t total = 0;
+    FlatTable top = flat_top(*e, FlatBy::Line, {}, 7, total, budget);
+    EXPECT_EQ(total, whole.size()) << budget;
+    ASSERT_EQ(top.size(), 7u) << budget;
+    for (size_t i = 0; i < 7; ++i) {
+      EXPECT_EQ(top.keys[i], whole.keys[want[i]]) << budget << " row " << i;
+      EXPECT_NEAR(top.exc(i, 0), whole.exc(want[i], 0), 1e-12);
+      EXPECT_NEAR(top.inc(i, 0), whole.inc(want[i], 0), 1e-12);
+    }
+    EXPECT_GE(top.exc(0, 0), top.exc(6, 0));
+  }
+}
+
 TEST(Views, ProfileValuesFromCctDb) {
   auto e = open_db("loops-cputime-t.d");
   ASSERT_TRUE(e);

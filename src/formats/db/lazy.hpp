@@ -21,11 +21,13 @@ namespace hpc::db {
 // Drops the pages of [p, p+n) (rounded inward to whole pages) from this process.
 void release_pages(const uint8_t* p, size_t n);
 
-// Releases touched pages in batches: a madvise per small range costs more (TLB flushes)
-// than the pages it frees, so ranges are merged until `limit` bytes, then dropped at once.
+// Releases touched pages of one mapping [base, base + size) in batches: a madvise per small
+// range costs more (TLB flushes) than the pages it frees, so ranges are merged until `limit`
+// bytes, then dropped at once, widened by the kernel's fault-around window (a read maps up
+// to 64 KiB around it, reaching back into ranges already dropped).
 class PageReleaser {
 public:
-  explicit PageReleaser(size_t limit = 1u << 20) : limit_(limit) {}
+  PageReleaser(const uint8_t* base, size_t size, size_t limit = 256u << 10) : base_(base), end_(base + size), limit_(limit) {}
   ~PageReleaser() { flush(); }
   PageReleaser(const PageReleaser&) = delete;
   PageReleaser& operator=(const PageReleaser&) = delete;
@@ -36,11 +38,18 @@ public:
     if (size_t(hi_ - lo_) >= limit_) flush();
   }
   void flush() {
-    if (lo_) release_pages(lo_, size_t(hi_ - lo_));
+    constexpr size_t kFaultAround = 64u << 10;
+    if (lo_) {
+      const uint8_t* a = size_t(lo_ - base_) > kFaultAround ? lo_ - kFaultAround : base_;
+      const uint8_t* b = size_t(end_ - hi_) > kFaultAround ? hi_ + kFaultAround : end_;
+      release_pages(a, size_t(b - a));
+    }
     lo_ = hi_ = nullptr;
   }
 
 private:
+  const uint8_t* base_;
+  const uint8_t* end_;
   size_t limit_;
   const uint8_t* lo_ = nullptr;
   const uint8_t* hi_ = nullptr;
@@ -135,6 +144,9 @@ public:
   const TraceLineView& line(size_t i) const { return lines_[i]; }
   uint64_t records() const { return records_; }
   void release() const { release_pages(file_.bytes().data(), file_.bytes().size()); }
+  // The mapping, for a PageReleaser.
+  const uint8_t* data() const { return file_.bytes().data(); }
+  size_t bytes() const { return file_.bytes().size(); }
 
 private:
   explicit LazyTraceDb(MappedFile f) : file_(std::move(f)) {}

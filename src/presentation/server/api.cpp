@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
@@ -15,9 +17,14 @@ using nlohmann::json;
 
 namespace {
 
-Reply json_reply(const json& j, int status = 200) {
-  return {status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
+// Not "application/json" exactly: httplib compresses that type for browsers, holding a
+// compressor's state (MBs for brotli) per reply; over a local or tunnelled link it is not
+// worth it.
+constexpr const char* kJson = "application/json; charset=utf-8";
+constexpr size_t kPiece = 16u << 10;  // a streamed reply is written this much at a time
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+Reply json_reply(const json& j, int status = 200) { return {status, kJson, dump(j), {}}; }
 Reply error(int status, const std::string& what) { return json_reply(json{{"error", what}}, status); }
 
 // A parameter as an unsigned number in [0, max]; `def` when absent.
@@ -96,56 +103,57 @@ Expected<std::vector<uint64_t>> parse_key_path(const std::string& s) {
   return out;
 }
 
-template <typename T>
-json values_of(const T& row, const std::vector<size_t>& ms, bool inclusive) {
-  json a = json::array();
-  for (size_t m : ms) a.push_back(inclusive ? row.inc[m] : row.exc[m]);
-  return a;
+// {head..., "member": [row(0), ..., row(n-1)]}, written a piece at a time: a reply of
+// thousands of rows is never held whole (as a json tree it costs ~10x its text).
+template <typename RowJson>
+Reply stream_array(json head, std::string member, size_t n, RowJson rowJson) {
+  Reply r;
+  r.stream = [head = std::move(head), member = std::move(member), n, rowJson = std::move(rowJson)](const Writer& write) {
+    std::string buf = dump(head);
+    buf.pop_back();  // the closing brace
+    buf += (buf.size() > 1 ? ",\"" : "\"") + member + "\":[";
+    for (size_t i = 0; i < n; ++i) {
+      if (i) buf += ',';
+      buf += dump(rowJson(i));
+      if (buf.size() < kPiece) continue;
+      if (!write(buf)) return false;
+      buf.clear();
+    }
+    buf += "]}";
+    return write(buf);
+  };
+  return r;
 }
 
-// encoding=binary: u32 LE length of a JSON header (as the JSON reply without "lines", plus
-// "lines": [{line, profile, runs: count}] and "functions"), the header, then every line's
-// runs in order as (i32 colour key, u32 pixel count) pairs, little-endian.
-Reply trace_binary(const Experiment& e, json head, const std::vector<TraceRow>& rows) {
-  // The header first (line list, names of the functions used), then the body at its exact
-  // size with the runs written in place: one copy of the screen, not three.
-  json lines = json::array(), names = json::object();
-  size_t runs = 0;
-  std::vector<uint8_t> named(e.meta().functions.size() + 1, 0);
-  for (const TraceRow& r : rows) {
-    lines.push_back({{"line", r.line}, {"profile", r.profIndex}, {"runs", r.runs.size()}});
-    runs += r.runs.size();
-    for (auto [key, n] : r.runs)
-      if (key != kTraceIdle && key != kTraceUnknown && key != kTraceNoFunction &&
-          !named[std::min<size_t>(key, named.size() - 1)]) {
-        if (key < named.size() - 1) named[key] = 1;
-        names[std::to_string(key)] = e.function_name(key);
-      }
-  }
-  head["lines"] = std::move(lines);
-  head["functions"] = std::move(names);
-  std::string h = head.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::string body(4 + h.size() + runs * 8, '\0');
-  char* out = body.data();
-  auto put = [&](uint32_t v) {
-    for (int b = 0; b < 4; ++b) *out++ = char((v >> (8 * b)) & 0xff);
-  };
-  put(uint32_t(h.size()));
-  out = std::copy(h.begin(), h.end(), out);
-  for (const TraceRow& r : rows)
-    for (auto [key, n] : r.runs) {
-      int32_t k = key == kTraceIdle ? -1 : key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : int32_t(key);
-      put(uint32_t(k)), put(n);
-    }
-  return {200, "application/octet-stream", std::move(body)};
+// The trace.db and time range [t0, t1) of a trace request (default: the whole trace), or
+// the error reply.
+struct TraceRange {
+  const db::LazyTraceDb* trace = nullptr;
+  uint64_t t0 = 0, t1 = 0;
+};
+std::optional<Reply> trace_range(const Experiment& e, const Params& q, TraceRange& out) {
+  auto tr = e.trace();
+  if (!tr.ok()) return error(500, tr.status().message());
+  if (!*tr) return error(404, "the database has no trace.db");
+  out.trace = *tr;
+  auto t0 = number(q, "t0", out.trace->minTimestamp(), UINT64_MAX);
+  auto t1 = number(q, "t1", out.trace->maxTimestamp() + 1, UINT64_MAX);
+  for (auto* v : {&t0, &t1})
+    if (!v->ok()) return error(400, v->status().message());
+  out.t0 = *t0, out.t1 = *t1;
+  return std::nullopt;
 }
 
 }  // namespace
 
 Reply Api::handle(const std::string& endpoint, const Params& q) {
   Reply r = dispatch(endpoint, q);
-  e_.release_pages();  // what the request touched in the mapped files leaves the process
+  if (!r.stream) done();
   return r;
+}
+
+void Api::done() const {
+  e_.release_pages();  // what the request touched in the mapped files leaves the process
 }
 
 Reply Api::dispatch(const std::string& endpoint, const Params& q) {
@@ -192,20 +200,20 @@ Reply Api::children(const Params& q) {
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
   if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
-  json rows = json::array();
   const MetricView* sortBy = ms->empty() ? nullptr : &e_.metrics()[ms->front()];
-  std::vector<uint32_t> kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.children(uint32_t(*ctx));
-  for (size_t i = 0; i < kids.size() && i < *top; ++i) {
-    uint32_t k = kids[i];
-    json inc = json::array(), exc = json::array();
-    for (size_t m : *ms) inc.push_back(e_.inclusive(k, e_.metrics()[m])), exc.push_back(e_.exclusive(k, e_.metrics()[m]));
-    auto [file, line] = e_.source_of(k);
-    json r{{"ctx", k}, {"name", e_.name(k)}, {"hasChildren", e_.has_children(k)}, {"inc", inc}, {"exc", exc}};
-    if (file != db::kNone) r["file"] = file, r["line"] = line;
-    rows.push_back(std::move(r));
-  }
-  return json_reply({{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)},
-                     {"total", kids.size()}, {"children", rows}});
+  auto kids = std::make_shared<std::vector<uint32_t>>(sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy)
+                                                             : e_.children(uint32_t(*ctx)));
+  json head{{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)}, {"total", kids->size()}};
+  return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
+                      [&e = e_, kids, ms = *ms](size_t i) {
+                        uint32_t k = (*kids)[i];
+                        json inc = json::array(), exc = json::array();
+                        for (size_t m : ms) inc.push_back(e.inclusive(k, e.metrics()[m])), exc.push_back(e.exclusive(k, e.metrics()[m]));
+                        auto [file, line] = e.source_of(k);
+                        json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", e.has_children(k)}, {"inc", inc}, {"exc", exc}};
+                        if (file != db::kNone) r["file"] = file, r["line"] = line;
+                        return r;
+                      });
 }
 
 Reply Api::context(const Params& q) {
@@ -235,18 +243,30 @@ Reply Api::bottom_up(const Params& q) {
   if (!path.ok()) return error(400, path.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
-  const CallerIndex& ci = cache_.callers();
-  std::vector<Aggregate> rows = path->empty() ? ci.roots() : ci.children(*path);
-  if (!ms->empty()) sort_rows(rows, ms->front(), /*byExclusive=*/true);
+  // Only the asked metrics are aggregated; rows hottest first by the first (column 0).
   std::string prefix;
   for (uint64_t k : *path) prefix += key_string(k) + "/";
-  json out = json::array();
-  for (size_t i = 0; i < rows.size() && i < *top; ++i) {
-    const Aggregate& a = rows[i];
-    out.push_back({{"key", key_string(a.key)}, {"path", prefix + key_string(a.key)}, {"name", ci.key_name(a.key)},
-                   {"hasChildren", a.hasChildren}, {"inc", values_of(a, *ms, true)}, {"exc", values_of(a, *ms, false)}});
+  json head{{"path", text(q, "path")}, {"metrics", metric_header(e_, *ms)}};
+  CallerIndex ci(e_, *ms);
+  if (path->empty()) {  // the roots are the flat view by function, with a flag for callers
+    size_t total = 0;
+    auto t = std::make_shared<const FlatTable>(flat_top(e_, FlatBy::Function, *ms, *top, total));
+    head["total"] = total;
+    return stream_array(std::move(head), "rows", t->size(), [t, ci](size_t r) {
+      json inc = json::array(), exc = json::array();
+      for (size_t m = 0; m < t->nm; ++m) inc.push_back(t->inc(r, m)), exc.push_back(t->exc(r, m));
+      return json{{"key", key_string(t->keys[r])}, {"path", key_string(t->keys[r])}, {"name", ci.key_name(t->keys[r])},
+                  {"hasChildren", bool(t->hasCaller[r])}, {"inc", inc}, {"exc", exc}};
+    });
   }
-  return json_reply({{"path", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", rows.size()}, {"rows", out}});
+  auto rows = std::make_shared<std::vector<Aggregate>>(ci.children(*path));
+  if (!ms->empty()) sort_rows(*rows, 0, /*byExclusive=*/true);
+  head["total"] = rows->size();
+  return stream_array(std::move(head), "rows", std::min<size_t>(rows->size(), *top), [rows, ci, prefix](size_t i) {
+    const Aggregate& a = (*rows)[i];
+    return json{{"key", key_string(a.key)}, {"path", prefix + key_string(a.key)}, {"name", ci.key_name(a.key)},
+                {"hasChildren", a.hasChildren}, {"inc", a.inc}, {"exc", a.exc}};
+  });
 }
 
 Reply Api::flat(const Params& q) {
@@ -257,16 +277,17 @@ Reply Api::flat(const Params& q) {
   auto top = number(q, "top", kMaxRows, kMaxRows);
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
-  std::vector<FlatRow> rows = cache_.flat(by);  // a copy: sorted per request
-  if (!ms->empty()) sort_rows(rows, ms->front(), /*byExclusive=*/true);
-  json out = json::array();
-  for (size_t i = 0; i < rows.size() && i < *top; ++i) {
-    const FlatRow& r = rows[i];
-    json j{{"key", r.key}, {"name", r.name}, {"inc", values_of(r, *ms, true)}, {"exc", values_of(r, *ms, false)}};
+  // Computed per request for the asked metrics only, within a bounded scratch; only the
+  // rows sent are kept, and named as they are sent.
+  size_t total = 0;
+  auto t = std::make_shared<const FlatTable>(flat_top(e_, by, *ms, *top, total));
+  json head{{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
+  return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, by](size_t i) {
+    FlatRow r = flat_row(e, by, *t, i);
+    json j{{"key", r.key}, {"name", r.name}, {"inc", r.inc}, {"exc", r.exc}};
     if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
-    out.push_back(std::move(j));
-  }
-  return json_reply({{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", rows.size()}, {"rows", out}});
+    return j;
+  });
 }
 
 Reply Api::profiles() {
@@ -313,61 +334,61 @@ Reply Api::profile_values(const Params& q) {
 }
 
 Reply Api::trace(const Params& q) {
-  auto tr = e_.trace();
-  if (!tr.ok()) return error(500, tr.status().message());
-  const db::LazyTraceDb* t = *tr;
-  if (!t) return error(404, "the database has no trace.db");
-  auto t0 = number(q, "t0", t->minTimestamp(), UINT64_MAX);
-  auto t1 = number(q, "t1", t->maxTimestamp() + 1, UINT64_MAX);
+  TraceRange range;
+  if (auto err = trace_range(e_, q, range)) return *err;
+  const db::LazyTraceDb* t = range.trace;
   auto p0 = number(q, "p0", 0, UINT32_MAX);
   auto p1 = number(q, "p1", t->size(), UINT32_MAX);
   auto rows = number(q, "rows", kMaxTraceLines, kMaxTraceRows);
   auto depth = number(q, "depth", 0, 1u << 20);
   auto width = number(q, "width", 0, kMaxPixels);
-  for (auto* v : {&t0, &t1, &p0, &p1, &rows, &depth, &width})
+  for (auto* v : {&p0, &p1, &rows, &depth, &width})
     if (!v->ok()) return error(400, v->status().message());
   if (*width == 0) return error(400, "parameter 'width' (pixels, 1.." + std::to_string(kMaxPixels) + ") is required");
-  TraceQuery tq{*t0, *t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->size())), uint32_t(*rows),
-                uint32_t(*width), uint32_t(*depth)};
-  auto px = trace_pixels(e_, tq);
-  if (!px.ok()) return error(400, px.status().message());
-  // A screen holds about a million runs: written as text, not built as json values.
-  json head{{"t0", *t0}, {"t1", *t1}, {"minTime", t->minTimestamp()}, {"maxTime", t->maxTimestamp()},
-            {"width", *width}, {"depth", *depth}, {"lineCount", t->size()}};
   std::string enc = text(q, "encoding", "json");
-  if (enc == "binary") return trace_binary(e_, std::move(head), *px);
-  if (enc != "json") return error(400, "parameter 'encoding' must be json or binary");
-  std::string body = head.dump();
-  body.pop_back();
-  body += "," + trace_rows_json(e_, *px) + "}";
-  return {200, "application/json", std::move(body)};
+  if (enc != "json" && enc != "binary") return error(400, "parameter 'encoding' must be json or binary");
+  TraceQuery tq{range.t0, range.t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->size())), uint32_t(*rows),
+                uint32_t(*width), uint32_t(*depth)};
+  if (Status s = check_trace_query(e_, tq); !s.ok()) return error(400, s.message());
+  // A screen holds about a million runs (~15 MB): written row by row as it is computed.
+  std::string head = dump(json{{"t0", tq.t0}, {"t1", tq.t1}, {"minTime", t->minTimestamp()}, {"maxTime", t->maxTimestamp()},
+                               {"width", *width}, {"depth", *depth}, {"lineCount", t->size()}});
+  head = head.substr(1, head.size() - 2);  // the members, without braces
+  Reply r;
+  r.contentType = enc == "binary" ? "application/octet-stream" : kJson;
+  r.stream = [&e = e_, tq, head, binary = enc == "binary"](const Writer& write) {
+    if (!binary && !write("{" + head + ",")) return false;
+    TraceEncoder out(e, binary ? TraceEncoder::Format::Binary : TraceEncoder::Format::Json, binary ? head : "", write);
+    bool ok = true;
+    Status s = trace_rows(e, tq, [&](const TraceRow& row) { return ok = out.row(row); });
+    if (!s.ok() || !ok || !out.finish()) return false;  // checked above: only a lost client stops it
+    return binary || write("}");
+  };
+  return r;
 }
 
 Reply Api::trace_blame(const Params& q) {
-  auto tr = e_.trace();
-  if (!tr.ok()) return error(500, tr.status().message());
-  const db::LazyTraceDb* t = *tr;
-  if (!t) return error(404, "the database has no trace.db");
-  auto t0 = number(q, "t0", t->minTimestamp(), UINT64_MAX);
-  auto t1 = number(q, "t1", t->maxTimestamp() + 1, UINT64_MAX);
+  TraceRange range;
+  if (auto err = trace_range(e_, q, range)) return *err;
   auto samples = number(q, "samples", 2048, kMaxPixels);
   auto top = number(q, "top", 100, kMaxRows);
-  for (auto* v : {&t0, &t1, &samples, &top})
+  for (auto* v : {&samples, &top})
     if (!v->ok()) return error(400, v->status().message());
-  auto b = gpu_idle_blame(e_, *t0, *t1, uint32_t(*samples));
+  const uint64_t t0 = range.t0, t1 = range.t1;
+  auto b = gpu_idle_blame(e_, t0, t1, uint32_t(*samples));
   if (!b.ok()) return error(400, b.status().message());
   double attributed = b->idleTime - b->unattributed;
   json rows = json::array();
   for (size_t i = 0; i < b->rows.size() && i < *top; ++i) {
     auto [key, v] = b->rows[i];
-    long long k = key == kTraceUnknown ? -2 : key == kTraceNoFunction ? -3 : (long long)key;
+    long long k = api_key(key);
     rows.push_back({{"key", k},
                     {"name", k >= 0 ? e_.function_name(key) : k == -2 ? "<unknown context>" : "<no function>"},
                     {"blame", v},
                     {"share", attributed > 0 ? v / attributed : 0.0}});
   }
-  return json_reply({{"t0", *t0}, {"t1", *t1}, {"samples", *samples}, {"gpuLines", b->gpuLines},
-                     {"cpuLines", b->cpuLines}, {"span", double(*t1 - *t0)}, {"gpuIdle", b->idleTime},
+  return json_reply({{"t0", t0}, {"t1", t1}, {"samples", *samples}, {"gpuLines", b->gpuLines},
+                     {"cpuLines", b->cpuLines}, {"span", double(t1 - t0)}, {"gpuIdle", b->idleTime},
                      {"unattributed", b->unattributed}, {"total", b->rows.size()}, {"rows", rows}});
 }
 
@@ -422,9 +443,34 @@ Reply Api::source(const Params& q) {
   if (p.empty() && outside) return error(403, "path outside the database: " + rel.substr(0, 200));
   if (p.empty()) return error(404, "no source file " + rel.substr(0, 200) + " in the database");
   if (fs::file_size(p, ec) > kMaxSourceBytes) return error(413, "source file larger than 16 MiB");
-  std::ifstream in(p, std::ios::binary);
-  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return json_reply({{"path", rel}, {"text", body}});
+  std::string head = dump(json{{"path", rel}});
+  head.back() = ',';
+  Reply r;
+  // Read and escaped a piece at a time; a piece never ends inside a UTF-8 sequence (an
+  // invalid one becomes U+FFFD, as nlohmann's replace handler does).
+  r.stream = [p, head = head + "\"text\":\""](const Writer& write) {
+    std::ifstream in(p, std::ios::binary);
+    if (!write(head)) return false;
+    std::string piece;
+    std::vector<char> buf(kPiece);
+    for (;;) {
+      in.read(buf.data(), std::streamsize(buf.size()));
+      const bool end = in.gcount() == 0;
+      piece.append(buf.data(), size_t(in.gcount()));
+      size_t cut = piece.size();
+      if (!end) {  // hold back a trailing lead byte and its continuation bytes
+        size_t lead = cut;
+        while (lead > 0 && cut - lead < 4 && (static_cast<unsigned char>(piece[lead - 1]) & 0xc0) == 0x80) --lead;
+        if (lead > 0 && (static_cast<unsigned char>(piece[lead - 1]) & 0xc0) == 0xc0) cut = lead - 1;
+      }
+      std::string text = dump(json(piece.substr(0, cut)));
+      if (!write(std::string_view(text).substr(1, text.size() - 2))) return false;
+      piece.erase(0, cut);
+      if (end) break;
+    }
+    return write("\"}");
+  };
+  return r;
 }
 
 }  // namespace hpc::present

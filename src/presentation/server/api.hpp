@@ -3,18 +3,27 @@
 // every error is a reply with a status and a JSON {"error": ...}, never an exception.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "presentation/experiment.hpp"
 #include "presentation/views.hpp"
 
 namespace hpc::present {
 
+// Where a streamed reply writes its body, piece by piece; false: the client went away.
+using Writer = std::function<bool(std::string_view)>;
+
 struct Reply {
   int status = 200;
   std::string contentType = "application/json";
   std::string body;
+  // Set instead of `body` for replies that can be large (rows, trace screens): writes the
+  // body as it is computed, so no reply is ever held whole. Called at most once, after
+  // handle(); returns false when it stopped early. MT: runs on the request's thread.
+  std::function<bool(const Writer&)> stream;
 };
 
 using Params = std::map<std::string, std::string>;
@@ -28,13 +37,16 @@ inline constexpr uint64_t kMaxSourceBytes = 16u << 20;
 
 class Api {
 public:
-  explicit Api(const Experiment& e) : e_(e), cache_(e) {}
+  explicit Api(const Experiment& e) : e_(e) {}
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
 
-  // `endpoint` is the path after "/api/" ("info", "children", ...).
+  // `endpoint` is the path after "/api/" ("info", "children", ...). A reply with a
+  // `stream` does its work when that runs; done() after it (or after handle() otherwise)
+  // lets go of what the request touched.
   // MT: thread-safe.
   Reply handle(const std::string& endpoint, const Params& q);
+  void done() const;
 
 private:
   Reply dispatch(const std::string& endpoint, const Params& q);
@@ -51,7 +63,6 @@ private:
   Reply source(const Params& q);
 
   const Experiment& e_;
-  ViewCache cache_;
 };
 
 }  // namespace hpc::present

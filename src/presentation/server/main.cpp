@@ -134,7 +134,18 @@ int main(int argc, char** argv) {
     }
     res.status = r.status;
     res.set_header("Cache-Control", "no-store");
-    res.set_content(std::move(r.body), r.contentType.c_str());
+    if (!r.stream) return res.set_content(std::move(r.body), r.contentType.c_str());
+    // Written as computed (chunked): the provider runs once, after this handler returns.
+    res.set_chunked_content_provider(r.contentType, [&api, stream = std::move(r.stream)](size_t, httplib::DataSink& sink) {
+      bool ok = false;
+      try {
+        ok = stream([&](std::string_view s) { return sink.write(s.data(), s.size()); });
+      } catch (const std::exception&) {  // the status is sent already: cut the reply short
+      }
+      api.done();
+      if (ok) sink.done();
+      return ok;
+    });
   });
   srv.Get(R"(/(.*))", [&](const httplib::Request& req, httplib::Response& res) {
     std::string rel = req.matches[1];

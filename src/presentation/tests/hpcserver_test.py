@@ -6,9 +6,11 @@ error, and the server stays up). hpcviewer starts on a free port.
 With BIN_DIR and DEMO, also a database from our own pipeline (hpcrun -t on the demo
 program, then hpcprof), traces included.
 Usage: hpcserver_test.py HPCSERVER HPCVIEWER DBASE_DIR [BIN_DIR DEMO]"""
+import bisect
 import http.client
 import json
 import os
+import pathlib
 import shutil
 import struct
 import subprocess
@@ -119,6 +121,32 @@ s.bad(400, "bottom-up", "bad path number", path="f99999999999")
 s.bad(400, "trace", "width missing")
 s.bad(400, "trace", "width too large", width="100000")
 s.bad(404, "nothing", "unknown endpoint")
+# Each endpoint's own parameters, malformed or out of range: a 400/404 with a message.
+for status, endpoint, what, params in [
+        (400, "context", "ctx not a number", {"ctx": "1x"}),
+        (404, "context", "no such context", {"ctx": 4000000000}),
+        (400, "context", "ctx beyond 32 bits", {"ctx": 2**40}),
+        (400, "children", "top not a number", {"top": "ten"}),
+        (400, "children", "top too large", {"top": 10**9}),
+        (400, "bottom-up", "negative top", {"top": -5}),
+        (400, "bottom-up", "one unknown metric", {"metrics": "0,NOPE"}),
+        (400, "bottom-up", "path too long", {"path": "/".join(["f1"] * 300)}),
+        (400, "flat", "top overflows 64 bits", {"top": "9" * 30}),
+        (400, "profile-values", "ctx not a number", {"ctx": "x"}),
+        (404, "profile-values", "no such context", {"ctx": 999999}),
+        (404, "profile-values", "no such metric", {"ctx": 0, "metric": 77}),
+        (400, "profile-values", "bad scope", {"ctx": 0, "scope": "both"}),
+        (400, "trace", "p0 not a number", {"width": 10, "p0": "a"}),
+        (400, "trace", "no rows", {"width": 10, "rows": 0}),
+        (400, "trace", "empty line range", {"width": 10, "p0": 1, "p1": 1}),
+        (400, "trace", "t1 before t0", {"width": 10, "t0": 10**18, "t1": 5}),
+        (400, "trace-sample", "no such line", {"line": 5, "t": 1}),
+        (400, "trace-sample", "t not a number", {"line": 0, "t": "soon"}),
+        (400, "trace-blame", "samples not a number", {"samples": "many"}),
+        (404, "source", "no such file index", {"file": 999}),
+        (400, "source", "file not a number", {"file": "x"}),
+        (404, "source", "no such path", {"path": "nope.c"})]:
+    s.bad(status, endpoint, what, **params)
 s.bad(403, "info", "wrong token", token="0" * 32)
 s.bad(403, "info", "empty token", token="")
 status, _ = s.raw("/api/info")
@@ -153,13 +181,33 @@ check([l["line"] for l in deep["lines"]] == [1, 2], f"trace line range {deep['li
 mid = (tr["minTime"] + tr["maxTime"]) // 2
 smp = s.ok("trace-sample", line=0, t=mid)
 check(smp["found"] and smp["stack"] and smp["stack"][-1]["ctx"] == smp["ctx"], f"trace sample {smp}")
+
+
+def decode_binary(raw):
+    """The binary trace reply: frames of (u32 length, JSON header, runs). Returns the first
+    header, the lines with their runs, the merged function names and the frame count."""
+    off, first, lines, names, frames = 0, None, [], {}, 0
+    while off < len(raw):
+        n = int.from_bytes(raw[off:off + 4], "little")
+        head = json.loads(raw[off + 4:off + 4 + n])
+        first = first or head
+        off += 4 + n
+        for l in head["lines"]:
+            lines.append({"line": l["line"], "profile": l["profile"],
+                          "runs": [list(struct.unpack_from("<iI", raw, off + 8 * i)) for i in range(l["runs"])]})
+            off += 8 * l["runs"]
+        check(not set(names) & set(head["functions"]), "each function named once")
+        names.update(head["functions"])
+        frames += 1
+    check(off == len(raw), f"binary reply ends with its last frame ({off} of {len(raw)} bytes)")
+    return first, lines, names, frames
+
+
 status, raw = s.raw("/api/trace?width=100&encoding=binary&token=" + s.token)
-n = int.from_bytes(raw[:4], "little")
-head = json.loads(raw[4:4 + n])
-runs = [struct.unpack_from("<iI", raw, 4 + n + 8 * i) for i in range((len(raw) - 4 - n) // 8)]
-expect = [tuple(r) for l in tr["lines"] for r in l["runs"]]
-check(status == 200 and runs == expect and head["functions"] == tr["functions"]
-      and [l["runs"] for l in head["lines"]] == [len(l["runs"]) for l in tr["lines"]], "binary trace equals the JSON one")
+head, blines, bnames, _ = decode_binary(raw)
+check(status == 200 and blines == tr["lines"] and bnames == tr["functions"]
+      and all(head[k] == tr[k] for k in ("t0", "t1", "minTime", "maxTime", "width", "depth", "lineCount")),
+      "binary trace equals the JSON one")
 s.bad(400, "trace", "bad encoding", width=10, encoding="xml")
 s.bad(400, "trace", "empty time range", width=10, t0=5, t1=5)
 s.bad(400, "trace-sample", "no time", line=0)
@@ -178,6 +226,150 @@ tr = s.ok("trace", width=1000, p0=0, p1=1)
 idle = sum(n for k, n in tr["lines"][0]["runs"] if k == -1)
 check(abs(idle / 1000 - bl["gpuIdle"] / bl["span"]) < 0.01, f"blame idle share {bl['gpuIdle'] / bl['span']} = trace idle {idle / 1000}")
 s.stop()
+
+# ---- GPU idleness blame checked against a brute-force computation over the reference
+# checker's reader (hpctesttool): at each sampled instant (the middle of each of `samples`
+# equal parts of [t0, t1)), every GPU line idle (no record yet, or context 0) makes the
+# instant's share of time idle; the CPU lines running then (a record of a context other
+# than 0) split it evenly, each charging the innermost function on its context's path.
+# loops-cuda-nvidia-t.d's CPU line has no records, so a copy gets two CPU lines written
+# into its trace.db.
+sys.path.insert(0, os.path.dirname(os.path.abspath(dbase)))
+from hpctesttool.formats import from_path  # noqa: E402
+
+
+def write_trace_db(path, lines):
+    """lines: [(profIndex, [(timestamp, ctxId)])] as a trace.db v4.0."""
+    n = len(lines)
+    ts = [t for _, l in lines for t, _ in l]
+    out = bytearray(b"HPCTOOLKITtrce\x04\x00")
+    out += struct.pack("<QQ", 0x20 + 24 * n, 0x20)
+    out += struct.pack("<QIB3xQQ", 0x40, n, 24, min(ts), max(ts))
+    elems, at = bytearray(), 0x40 + 24 * n
+    for prof, l in lines:
+        out += struct.pack("<I4xQQ", prof, at + len(elems), at + len(elems) + 12 * len(l))
+        for t, c in l:
+            elems += struct.pack("<QI", t, c)
+    path.write_bytes(bytes(out + elems + b"trace.db"))
+
+
+def reference_blame(db, t0, t1, samples):
+    """(gpuIdle, unattributed, {function name: blame}) by brute force over every instant."""
+    meta, profs = db.meta, db.profile.profile_infos.profiles
+    parent, byid = {}, {}
+
+    def walk(c, p):
+        byid[c.ctx_id], parent[c.ctx_id] = c, p
+        for k in c.children:
+            walk(k, c.ctx_id)
+    for r in meta.context.entry_points:
+        walk(r, None)
+
+    def leaf(ctx):
+        if ctx not in byid:
+            return "<unknown context>"
+        c = ctx
+        while c is not None:
+            x = byid[c]
+            if getattr(x, "lexical_type", None) is not None and x.lexical_type.name == "function" and x.function:
+                return x.function.name
+            c = parent[c]
+        return "<no function>"
+
+    gpu_kinds = {i for i, k in enumerate(meta.id_names.names) if k in ("GPUSTREAM", "GPUCONTEXT")}
+    gpu, cpu = [], []
+    for tr in db.trace.ctx_traces.traces:
+        ids = profs[tr.prof_index].id_tuple
+        is_gpu = ids is not None and any(i.kind in gpu_kinds for i in ids.ids)
+        (gpu if is_gpu else cpu).append(([e.timestamp for e in tr.line], [e.ctx_id for e in tr.line]))
+
+    def at(line, t):
+        i = bisect.bisect_right(line[0], t) - 1
+        return 0 if i < 0 else line[1][i]
+    dt = (t1 - t0) / samples
+    idle = unattributed = 0.0
+    blame = {}
+    for x in range(samples):
+        t = t0 + (t1 - t0) * (2 * x + 1) // (2 * samples)
+        if not gpu or any(at(l, t) for l in gpu):
+            continue
+        idle += dt
+        running = [at(l, t) for l in cpu if at(l, t)]
+        if not running:
+            unattributed += dt
+        for c in running:
+            blame[leaf(c)] = blame.get(leaf(c), 0.0) + dt / len(running)
+    return idle, unattributed, blame
+
+
+def check_blame(s, db, what, samples, **params):
+    got = s.ok("trace-blame", samples=samples, **params)
+    t0 = int(params.get("t0", db.trace.ctx_traces.timestamp_range["min"]))
+    t1 = int(params.get("t1", db.trace.ctx_traces.timestamp_range["max"] + 1))
+    idle, unattributed, blame = reference_blame(db, t0, t1, samples)
+    mine = {r["name"]: r["blame"] for r in got["rows"]}
+    close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))  # noqa: E731
+    check(close(got["gpuIdle"], idle) and close(got["unattributed"], unattributed),
+          f"{what}: idle/unattributed {got['gpuIdle']}/{got['unattributed']}, brute force {idle}/{unattributed}")
+    check(mine.keys() == blame.keys() and all(close(mine[k], blame[k]) for k in blame),
+          f"{what}: blame {mine}, brute force {blame}")
+    attributed = idle - unattributed
+    check(all(close(r["share"], r["blame"] / attributed) for r in got["rows"]), f"{what}: shares {got['rows']}")
+    check([r["blame"] for r in got["rows"]] == sorted((r["blame"] for r in got["rows"]), reverse=True),
+          f"{what}: sorted by blame")
+    return got
+
+
+cuda = f"{dbase}/loops-cuda-nvidia-t.d"
+ref = from_path(pathlib.Path(cuda))
+s = Server(server, cuda)
+g = check_blame(s, ref, "reference cuda trace", 1000)
+check(g["gpuLines"] == 1 and g["cpuLines"] == 1 and g["rows"] == [] and g["gpuIdle"] > 0, f"cuda blame {g}")
+s.bad(400, "trace-blame", "t0 not a number", t0="x")
+s.bad(400, "trace-blame", "samples zero", samples=0)
+s.bad(400, "trace-blame", "top not a number", top="1e3")
+s.stop()
+
+tmp = tempfile.mkdtemp()
+try:
+    shutil.copytree(cuda, f"{tmp}/db")
+    os.chmod(f"{tmp}/db", 0o755)
+    os.chmod(f"{tmp}/db/trace.db", 0o644)
+    gline = ref.trace.ctx_traces.traces[0]
+    gts = [e.timestamp for e in gline.line]
+    # CPU line 1: 7 us after each GPU record, cycling through main's loop, kernmain, idle, the
+    # launch stub, cudaLaunchKernel, kernmain; CPU line 2 (the same thread profile): every
+    # other GPU record plus 13 us, its own cycle.
+    c1 = [(t + 7000, [16, 22, 0, 19, 14, 22][i % 6]) for i, t in enumerate(gts)]
+    c2 = [(t + 13000, [22, 0, 16, 14][i % 4]) for i, t in enumerate(gts[::2])]
+    write_trace_db(pathlib.Path(f"{tmp}/db/trace.db"),
+                   [(gline.prof_index, [(e.timestamp, e.ctx_id) for e in gline.line]), (2, c1), (2, c2)])
+    syn = from_path(pathlib.Path(f"{tmp}/db"))
+    check(len(syn.trace.ctx_traces.traces) == 3, "synthetic trace.db reads back")
+    s = Server(server, f"{tmp}/db")
+    g = check_blame(s, syn, "two CPU lines", 4096)
+    check(g["cpuLines"] == 2 and len(g["rows"]) == 4 and 0 < g["unattributed"] < g["gpuIdle"], f"synthetic blame {g}")
+    lo, hi = syn.trace.ctx_traces.timestamp_range["min"], syn.trace.ctx_traces.timestamp_range["max"]
+    check_blame(s, syn, "a sub-range", 997, t0=lo + (hi - lo) // 3, t1=lo + (hi - lo) // 2 + 12345)
+    top1 = s.ok("trace-blame", top=1)
+    check(len(top1["rows"]) == 1 and top1["total"] == 4, f"top=1 {top1}")
+    s.stop()
+    # Dense lines (a record every us, main and kernmain in turn, every 7th idle): each row's
+    # binary runs pass the 16 KiB after which a frame closes, so the reply is one frame per
+    # row, and the frames together equal the JSON reply.
+    t0 = gts[0]
+    dense = [(t0 + 1000 * i, [16, 22, 16, 22, 0, 22, 16][i % 7]) for i in range(30000)]
+    write_trace_db(pathlib.Path(f"{tmp}/db/trace.db"), [(2, dense), (2, dense[5:]), (2, dense[::3])])
+    s = Server(server, f"{tmp}/db")
+    tr = s.ok("trace", width=8192, depth=9)
+    status, raw = s.raw("/api/trace?width=8192&depth=9&encoding=binary&token=" + s.token)
+    _, blines, bnames, frames = decode_binary(raw)
+    check(status == 200 and blines == tr["lines"] and bnames == tr["functions"] and frames == 3
+          and all(len(l["runs"]) * 8 > 16384 for l in blines),
+          f"multi-frame binary trace: {frames} frames, runs {[len(l['runs']) for l in blines]}")
+    s.stop()
+finally:
+    shutil.rmtree(tmp)
 
 # ---- corrupted files: meta.db and profile.db are read at start; cct.db and trace.db on use.
 tmp = tempfile.mkdtemp()
@@ -205,10 +397,25 @@ try:
     check("trace.db" in j["error"], f"trace.db error names the file: {j}")
     check(s.ok("info")["title"] == "testmeas-loops", "server up after corrupt files")
     check(s.ok("source", path="src/x.c")["text"].startswith("int main"), "source inside the database")
+    # A source longer than one streamed piece (16 KiB), multi-byte UTF-8 across the pieces'
+    # ends, comes back exactly; an invalid byte becomes U+FFFD.
+    big = "".join(f"/* {i} é 漢字 😀 */\n" for i in range(4000))
+    with open(os.path.join(bad, "src", "big.c"), "w", encoding="utf-8") as fh:
+        fh.write(big)
+    check(s.ok("source", path="src/big.c")["text"] == big, "a long UTF-8 source file exactly")
+    with open(os.path.join(bad, "src", "latin1.c"), "wb") as fh:
+        fh.write(b"caf\xe9;\n")
+    check(s.ok("source", path="src/latin1.c")["text"] == "caf\ufffd;\n", "an invalid UTF-8 byte replaced")
     os.symlink("/etc/passwd", os.path.join(bad, "src", "link.c"))
     s.bad(403, "source", "symlink out of the database", path="src/link.c")
     s.stop()
 
+    os.chmod(os.path.join(bad, "profile.db"), 0o644)
+    with open(os.path.join(bad, "profile.db"), "r+b") as fh:
+        fh.seek(0x10)
+        fh.write(b"\xff" * 16)  # the first section's size and offset point past the file
+    r = subprocess.run([server, bad, "--port", "0"], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "bad.d/profile.db" in r.stderr, f"corrupt profile.db refused: {r.stderr!r}")
     with open(os.path.join(bad, "meta.db"), "r+b") as fh:
         fh.truncate(200)
     r = subprocess.run([server, bad, "--port", "0"], capture_output=True, text=True, timeout=30)

@@ -46,14 +46,38 @@ window.traceView = (() => {
     const buf = await r.arrayBuffer();
     if (!r.ok) throw new Error(JSON.parse(new TextDecoder().decode(buf)).error || `HTTP ${r.status}`);
     if (seq !== st.seq) return;
-    const dv = new DataView(buf), hl = dv.getUint32(0, true);
-    const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, hl)));
-    Object.assign(st.names, head.functions);
-    paintBand(head, dv, 4 + hl, r0);
+    // Frames of rows, each painted in turn (the server writes them as it computes them).
+    decodeTrace(buf, (head, dv, off) => {
+      Object.assign(st.names, head.functions);
+      paintBand(head, dv, off, r0);
+      r0 += head.lines.length;
+    });
+  }
+
+  // A binary trace reply: frames of (u32 LE length, JSON header, runs as (i32 key, u32
+  // pixels) LE pairs for the header's lines). frame(head, dataView, offset of its runs) is
+  // called per frame; returns the first header, whose minTime and maxTime are made exact
+  // BigInts from its text (JSON numbers lose bits near 2^60).
+  function decodeTrace(buf, frame) {
+    const dv = new DataView(buf);
+    let first = null;
+    for (let off = 0; off < buf.byteLength;) {
+      const hl = dv.getUint32(off, true);
+      const text = new TextDecoder().decode(new Uint8Array(buf, off + 4, hl));
+      const head = JSON.parse(text);
+      if (!first) {
+        first = head;
+        for (const k of ['minTime', 'maxTime']) head[k] = BigInt(text.match(new RegExp(`"${k}":(\\d+)`))[1]);
+      }
+      off += 4 + hl;
+      if (frame) frame(head, dv, off);
+      for (const l of head.lines) off += 8 * l.runs;
+    }
+    return first;
   }
 
   function paintBand(head, dv, off, r0) {
-    const c = cv(), g = c.getContext('2d'), W = head.width, H = c.height, n = st.nrows;
+    const c = cv(), g = c.getContext('2d'), W = st.width, H = c.height, n = st.nrows;
     const rowPx = new Uint32Array(W);
     const lines = head.lines;
     const y0 = Math.floor(r0 * H / n), y1 = Math.floor((r0 + lines.length) * H / n);
@@ -211,8 +235,13 @@ window.traceView = (() => {
   let drag = null;
   async function show() {
     if (!st.loaded) {
-      const j = await hpc.api('trace', { width: 1, rows: 1 });
-      st.min = BigInt(j.minTime), st.max = BigInt(j.maxTime), st.lines = j.lineCount;
+      const r = await fetch(`/api/trace?${new URLSearchParams({ width: 1, rows: 1, encoding: 'binary' })}`,
+        { headers: { 'X-HPC-Token': token } });
+      const buf = await r.arrayBuffer();
+      if (!r.ok) throw new Error(JSON.parse(new TextDecoder().decode(buf)).error || `HTTP ${r.status}`);
+      const j = decodeTrace(buf);
+      st.min = j.minTime, st.max = j.maxTime, st.lines = j.lineCount;
+      cv().dataset.minTime = String(st.min), cv().dataset.maxTime = String(st.max);
       st.t0 = st.min, st.t1 = st.max + 1n;
       st.loaded = true;
       const c = cv();

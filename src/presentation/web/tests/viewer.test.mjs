@@ -1,15 +1,17 @@
 // hpcviewer in real headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core): profile view, hot path to the known hot function and its value,
 // bottom-up, flat, a derived metric, the trace view and the call stack under the cursor.
-// Any console error or page error fails the test. Screenshots go to OUT.
-//   node viewer.test.mjs HPCSERVER DBASE_DIR OUT
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+// With BIN_DIR and DEMO, also a database from our own pipeline (hpcrun -t on the demo
+// program, then hpcprof). Any console error or page error fails the test. Screenshots go
+// to OUT.
+//   node viewer.test.mjs HPCSERVER DBASE_DIR OUT [BIN_DIR DEMO]
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, chmodSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const [hpcserver, dbase, out] = process.argv.slice(2);
+const [hpcserver, dbase, out, binDir, demo] = process.argv.slice(2);
 mkdirSync(out, { recursive: true });
 let failures = 0;
 const fail = (what) => { failures++; console.log(`FAIL: ${what}`); };
@@ -42,7 +44,7 @@ const browser = await chromium.launchPersistentContext(profile, {
 });
 
 async function openViewer(name) {
-  const srv = await startServer(join(dbase, name));
+  const srv = await startServer(name.startsWith('/') ? name : join(dbase, name));
   const page = await browser.newPage();
   const errors = [];
   page.on('console', (m) => {
@@ -91,7 +93,8 @@ async function step(page, label, fn) {
     const rows = await rowTexts(page);
     check(/^▸ ?spinsleep 1\.21026 100\.0% 1\.21026 100\.0%/.test(rows[0]), `bottom-up first row: ${rows[0]}`);
     await page.click('#table-body .row .twist');
-    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length >= 3);
+    // The roots are three rows already: wait for the callers themselves.
+    await page.waitForFunction(() => [...document.querySelectorAll('#table-body .row')].some((r) => r.innerText.includes('←')));
     const kids = await rowTexts(page);
     check(kids[1].includes('← caller') && kids[1].includes('0.605316'), `callers of spinsleep: ${kids}`);
   });
@@ -117,6 +120,13 @@ async function step(page, label, fn) {
   await step(page, 'small-6-trace', async () => {
     await page.click('#tab-trace');
     await page.waitForSelector('#trace-stats tr');
+    // The trace's start and end exactly as trace.db's header has them (ns near 2^60: a JSON
+    // number would round them).
+    const t = readFileSync(join(dbase, 'small.d', 'trace.db'));
+    const sec = Number(t.readBigUInt64LE(0x18));
+    const want = [t.readBigUInt64LE(sec + 0x10), t.readBigUInt64LE(sec + 0x18)].map(String);
+    const got = await page.$eval('#trace-canvas', (c) => [c.dataset.minTime, c.dataset.maxTime]);
+    check(got[0] === want[0] && got[1] === want[1], `exact trace start/end ${got} vs trace.db's ${want}`);
     const stats = await page.$eval('#trace-stats', (e) => e.innerText);
     check(stats.includes('main'), `trace statistics at depth 0: ${stats}`);
     await page.fill('#trace-depth', '1');
@@ -179,6 +189,139 @@ async function step(page, label, fn) {
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
+}
+
+// ---- A dense trace: loops-cputime-t.d with its trace.db rewritten as eight lines of 1,500
+// records a microsecond apart, cycling through three of its contexts (about 1.5 records a
+// pixel: a run per pixel). Two or three rows' runs pass the 16 KiB after which the server
+// closes a binary frame, so the band arrives as several frames: every row must still be
+// painted, in the colours of the three functions.
+function denseTrace(src, dst) {
+  cpSync(src, dst, { recursive: true });
+  chmodSync(dst, 0o755);
+  chmodSync(join(dst, 'trace.db'), 0o644);
+  const b = readFileSync(join(src, 'trace.db'));
+  const sec = Number(b.readBigUInt64LE(0x18)), pTraces = Number(b.readBigUInt64LE(sec));
+  const p = Number(b.readBigUInt64LE(pTraces + 8)), e = Number(b.readBigUInt64LE(pTraces + 16));
+  const ctxs = [...new Set(Array.from({ length: (e - p) / 12 }, (_, i) => b.readUInt32LE(p + 12 * i + 8)))]
+    .filter((c) => c !== 0).slice(0, 3);
+  const t0 = b.readBigUInt64LE(sec + 0x10), n = 8, per = 1500;
+  const head = Buffer.alloc(0x40 + 24 * n), elems = Buffer.alloc(12 * n * per);
+  head.write('HPCTOOLKITtrce', 0, 'latin1');
+  head[14] = 4;
+  head.writeBigUInt64LE(BigInt(0x20 + 24 * n), 0x10);
+  head.writeBigUInt64LE(0x20n, 0x18);
+  head.writeBigUInt64LE(0x40n, 0x20);
+  head.writeUInt32LE(n, 0x28);
+  head[0x2c] = 24;
+  head.writeBigUInt64LE(t0, 0x30);
+  head.writeBigUInt64LE(t0 + BigInt(1000 * (per - 1)), 0x38);
+  let at = 0;
+  for (let l = 0; l < n; ++l) {
+    head.writeUInt32LE((l % 4) + 1, 0x40 + 24 * l);
+    head.writeBigUInt64LE(BigInt(head.length + at), 0x40 + 24 * l + 8);
+    for (let i = 0; i < per; ++i, at += 12) {
+      elems.writeBigUInt64LE(t0 + BigInt(1000 * i), at);
+      elems.writeUInt32LE(ctxs[(i + l) % ctxs.length], at + 8);
+    }
+    head.writeBigUInt64LE(BigInt(head.length + at), 0x40 + 24 * l + 16);
+  }
+  writeFileSync(join(dst, 'trace.db'), Buffer.concat([head, elems, Buffer.from('trace.db')]));
+  return ctxs.length;
+}
+
+{
+  const tmp = mkdtempSync(join(tmpdir(), 'hpcviewer-dense-'));
+  const nctx = denseTrace(join(dbase, 'loops-cputime-t.d'), join(tmp, 'db'));
+  const { srv, page, errors } = await openViewer(join(tmp, 'db'));
+  await step(page, 'dense-1-trace-frames', async () => {
+    check(nctx === 3, `three contexts for the dense trace: ${nctx}`);
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    await page.fill('#trace-depth', '9');  // the innermost function: three different ones
+    await page.dispatchEvent('#trace-depth', 'change');
+    await page.waitForFunction(() => document.querySelectorAll('#trace-stats tr').length >= 3);
+    // Every row painted (no white row in the middle of each line's band), with more than one
+    // colour along it.
+    const rows = await page.$eval('#trace-canvas', (c) => {
+      const g = c.getContext('2d'), out = [];
+      for (let r = 0; r < 8; ++r) {
+        const d = g.getImageData(0, Math.floor((r + 0.5) * c.height / 8), c.width, 1).data;
+        const colours = new Set();
+        let white = 0;
+        for (let i = 0; i < d.length; i += 4) {
+          colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+          if (d[i] === 255 && d[i + 1] === 255 && d[i + 2] === 255) ++white;
+        }
+        out.push([colours.size, white / (d.length / 4)]);
+      }
+      return out;
+    });
+    check(rows.length === 8 && rows.every(([n, w]) => n >= 3 && w < 0.05),
+          `each row painted in several colours: ${JSON.stringify(rows)}`);
+    const frames = await page.evaluate(async () => {
+      const c = document.querySelector('#trace-canvas');
+      const r = await fetch(`/api/trace?width=${c.width}&depth=9&rows=8&encoding=binary`, { headers: { 'X-HPC-Token': token } });
+      const dv = new DataView(await r.arrayBuffer());
+      let n = 0;
+      for (let off = 0; off < dv.byteLength; ++n) {
+        const hl = dv.getUint32(off, true);
+        const head = JSON.parse(new TextDecoder().decode(new Uint8Array(dv.buffer, off + 4, hl)));
+        off += 4 + hl + 8 * head.lines.reduce((a, l) => a + l.runs, 0);
+      }
+      return n;
+    });
+    check(frames >= 2, `the screen's binary reply has several frames: ${frames}`);
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+// ---- Our own pipeline: hpcrun -t on the demo program (stencil ~50 % of the CPU time, from
+// main), hpcprof, then the viewer: the hot path ends in stencil's code, stencil leads the
+// flat view, the trace has a line per thread and its call stacks reach main.
+const runnable = (p) => { try { accessSync(p, constants.X_OK); return true; } catch { return false; } };
+if (binDir && demo && [`${binDir}/hpcrun`, `${binDir}/hpcprof`, demo].every(runnable)) {
+  const tmp = mkdtempSync(join(tmpdir(), 'hpcviewer-pipeline-'));
+  const run = (cmd, args) => {
+    const r = spawnSync(cmd, args, { stdio: 'ignore', timeout: 300000 });
+    check(r.status === 0, `${cmd} ${args.join(' ')}: exit ${r.status}`);
+  };
+  run(`${binDir}/hpcrun`, ['-e', 'REALTIME@1000', '-t', '-o', join(tmp, 'demo.m'), demo]);
+  run(`${binDir}/hpcprof`, ['-o', join(tmp, 'demo.d'), join(tmp, 'demo.m')]);
+  const { srv, page, errors } = await openViewer(join(tmp, 'demo.d'));
+  await step(page, 'pipeline-1-hot-path', async () => {
+    await page.click('#hot-path');
+    await page.waitForSelector('#table-body .row.selected');
+    await page.waitForFunction(() => document.querySelector('#context-path').children.length > 3);
+    const path = await page.$eval('#context-path', (e) => e.innerText);
+    check(/main[\s\S]*stencil/.test(path), `hot path through main to stencil: ${path}`);
+  });
+  await step(page, 'pipeline-2-flat', async () => {
+    await page.click('#view-flat');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('stencil'));
+    const rows = await rowTexts(page);
+    check(/^stencil\b/.test(rows[0]), `stencil leads the flat view: ${rows.slice(0, 3).join(' | ')}`);
+  });
+  await step(page, 'pipeline-3-trace', async () => {
+    await page.click('#tab-trace');
+    await page.waitForSelector('#trace-stats tr');
+    const lines = await page.$eval('#trace-range', (e) => e.textContent);
+    check(/^([2-9]|\d\d+) of \1 lines/.test(lines), `a trace line per thread: ${lines}`);
+    const box = await (await page.$('#trace-canvas')).boundingBox();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.25);
+    await page.waitForFunction(() => document.querySelectorAll('#trace-stack li').length > 1);
+    const stack = await page.$eval('#trace-stack', (e) => e.innerText);
+    check(/main/.test(stack), `call stack under the cursor: ${stack}`);
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+  rmSync(tmp, { recursive: true, force: true });
+} else {
+  console.log('hpcviewer browser test: hpcrun, hpcprof or demo not built; pipeline database skipped');
 }
 
 await browser.close();
