@@ -214,6 +214,12 @@ DebugInfo::View DebugInfo::view(uint64_t lo, uint64_t hi) const {
   return v;
 }
 
+uint32_t DebugInfo::unit_of(uint64_t lo, uint64_t hi) const {
+  auto at = impl_->units_in(lo, lo + 1);
+  if (at.empty()) at = impl_->units_in(lo, hi);
+  return at.empty() ? UINT32_MAX : at.front();
+}
+
 std::vector<SourceLoc> DebugInfo::lines_at(const std::vector<uint64_t>& addrs) const {
   // Line tables only, one unit after the other (addresses come mostly in unit order).
   std::vector<SourceLoc> out(addrs.size());

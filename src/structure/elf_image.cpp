@@ -2,6 +2,8 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -86,6 +88,16 @@ const Section* ElfImage::section_named(std::string_view name) const {
   for (const auto& s : sections_)
     if (s.name == name) return &s;
   return nullptr;
+}
+
+void ElfImage::release_pages() const {
+  auto bytes = file_->bytes();
+  if (bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto lo = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+  auto hi = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+  // A private read-only file mapping: dropped pages come back from the file unchanged.
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
 std::span<const uint8_t> ElfImage::code(uint64_t addr, uint64_t len) const {

@@ -56,6 +56,10 @@ public:
   const Section* section_at(uint64_t addr) const;  // executable sections only
   const Section* section_named(std::string_view name) const;
 
+  // Lets the kernel drop the file's pages from this process (they are read again on the
+  // next access): memory does not grow with the code already analysed. MT: thread-safe.
+  void release_pages() const;
+
   // Bytes of [addr, addr+len) from an allocated section with file contents, clipped to it.
   std::span<const uint8_t> code(uint64_t addr, uint64_t len) const;
 
