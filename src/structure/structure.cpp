@@ -211,13 +211,9 @@ public:
     rec.file = f.file;
     rec.elements = static_cast<uint32_t>(f.elements);
     if (f.text.size() > UINT32_MAX || f.elements > UINT32_MAX) return Status::error("procedure too large to spill");
-    for (size_t done = 0; done < f.text.size();) {
-      ssize_t n = ::pwrite(fd_, f.text.data() + done, f.text.size() - done, static_cast<off_t>(end_ + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Status::error(spill_name_ + ": " + std::strerror(n < 0 ? errno : ENOSPC));
-      done += static_cast<size_t>(n);
-    }
+    buffer_ += f.text;  // written 1 MiB at a time
     end_ += f.text.size();
+    if (buffer_.size() >= kBuffer) HPC_RETURN_IF_ERROR(flush());
     rec.present = true;
     spilled_bytes_ += f.text.size();
     return Status();
@@ -231,6 +227,7 @@ public:
       return f;
     }
     Spilled& rec = spilled_.at(i);
+    if (rec.offset + rec.length > flushed_) HPC_RETURN_IF_ERROR(flush());
     FormattedProcedure f;
     f.file = rec.file;
     f.elements = rec.elements;
@@ -247,6 +244,18 @@ public:
   uint64_t spilled_bytes() const { return spilled_bytes_; }
 
 private:
+  static constexpr size_t kBuffer = size_t(1) << 20;
+  Status flush() {
+    for (size_t done = 0; done < buffer_.size();) {
+      ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done, static_cast<off_t>(flushed_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::error(spill_name_ + ": " + std::strerror(n < 0 ? errno : ENOSPC));
+      done += static_cast<size_t>(n);
+    }
+    flushed_ += buffer_.size();
+    buffer_.clear();
+    return Status();
+  }
   Status open_spill() {
     std::filesystem::path dir = near_.parent_path();
     if (dir.empty()) dir = ".";
@@ -268,7 +277,8 @@ private:
   std::unordered_map<size_t, FormattedProcedure> memory_;
   std::vector<Spilled> spilled_;  // by procedure, once anything is spilled
   int fd_ = -1;
-  uint64_t end_ = 0, spilled_bytes_ = 0;
+  uint64_t end_ = 0, flushed_ = 0, spilled_bytes_ = 0;
+  std::string buffer_;  // spilled bytes from flushed_ to end_
   std::string spill_name_;
 };
 
@@ -319,7 +329,7 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
   std::atomic<bool> stop{false};
   size_t next = 0, out = 0;
   std::atomic<size_t> done{0};
-  uint64_t codeSinceRelease = 0;
+  size_t sinceRelease = 0;
   auto drain = [&]() -> Status {
     while (out < order.size() && store.has(order[out])) {
       HPC_ASSIGN_OR_RETURN(auto f, store.take(order[out]));
@@ -360,12 +370,8 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
                     if (written.ok()) written = drain();
                   }
                   if (!written.ok()) stop = true;
-                  // Code already analysed need not stay resident (it is read again if needed).
-                  codeSinceRelease += fns[i].end - fns[i].begin;
-                  if (codeSinceRelease > (size_t(32) << 20)) {
-                    prep->image->release_pages();
-                    codeSinceRelease = 0;
-                  }
+                  // Code and DWARF already read need not stay resident (read again if needed).
+                  if (++sinceRelease % 16 == 0) prep->image->release_pages_if_over();
                 }));
   };
   if (opt.nested) {

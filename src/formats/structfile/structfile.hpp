@@ -117,6 +117,8 @@ private:
   std::vector<Kind> stack_;
   bool pending_ = false;  // a start tag of S or C awaits ">" or "/>"
   bool started_ = false;
+  std::string batch_;     // subtrees not yet handed to out_ (written 1 MiB at a time)
+  void flush_batch();
 };
 
 Status write(const std::filesystem::path& path, const Structure& s);

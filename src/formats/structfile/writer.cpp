@@ -2,6 +2,7 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "common/file.hpp"
 #include "formats/structfile/schema.hpp"
@@ -123,6 +124,7 @@ Status format_tree(const Scope& scope, std::string& out) { return append_tree(sc
 struct Writer::FileState {
   explicit FileState(const std::filesystem::path& p) : atomic(p, AtomicOutput::Kind::File) {}
   AtomicOutput atomic;
+  std::vector<char> buffer = std::vector<char>(size_t(1) << 20);  // fewer, larger writes
   std::ofstream stream;
 };
 
@@ -132,6 +134,7 @@ Writer::~Writer() = default;
 Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& path) {
   auto fs = std::make_unique<FileState>(path);
   HPC_RETURN_IF_ERROR(fs->atomic.begin());
+  fs->stream.rdbuf()->pubsetbuf(fs->buffer.data(), static_cast<std::streamsize>(fs->buffer.size()));
   fs->stream.open(fs->atomic.temp_path(), std::ios::binary | std::ios::trunc);
   if (!fs->stream) return Status::error(path.string() + ": cannot write");
   auto w = std::unique_ptr<Writer>(new Writer(fs->stream));
@@ -139,7 +142,14 @@ Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& pa
   return w;
 }
 
+void Writer::flush_batch() {
+  if (batch_.empty()) return;
+  out_->write(batch_.data(), static_cast<std::streamsize>(batch_.size()));
+  batch_.clear();
+}
+
 Status Writer::open(const Scope& scope) {
+  flush_batch();
   if (stack_.empty()) {
     if (started_ || scope.kind != Kind::Root)
       return Status::error("a structure file has exactly one root, <HPCToolkitStructure>");
@@ -162,6 +172,7 @@ Status Writer::open(const Scope& scope) {
 }
 
 Status Writer::close() {
+  flush_batch();
   if (stack_.empty()) return Status::error("close() without an open element");
   if (pending_) {
     *out_ << "/>\n";
@@ -185,9 +196,10 @@ Status Writer::write_tree(const Scope& scope) {
                          std::string(tag_name(stack_.back())) + ">");
   std::string text;
   HPC_RETURN_IF_ERROR(append_tree(scope, text, static_cast<int>(stack_.size())));
-  if (pending_) *out_ << ">\n";
+  if (pending_) batch_ += ">\n";
   pending_ = false;
-  out_->write(text.data(), static_cast<std::streamsize>(text.size()));
+  batch_ += text;
+  if (batch_.size() >= (size_t(1) << 20)) flush_batch();
   return Status();
 }
 
@@ -196,11 +208,11 @@ Status Writer::write_fragment(std::string_view text, Kind kind, uint64_t id_base
   if (!allowed_child(stack_.back(), kind))
     return Status::error("<" + std::string(tag_name(kind)) + "> is not allowed inside <" +
                          std::string(tag_name(stack_.back())) + ">");
-  if (pending_) *out_ << ">\n";
+  if (pending_) batch_ += ">\n";
   pending_ = false;
   // Every element is one line; a start tag's first attribute is its id (format_start_tag).
-  std::string buf;
-  buf.reserve(text.size() + text.size() / 8);
+  std::string& buf = batch_;
+  buf.reserve(buf.size() + text.size() + text.size() / 8);
   uint64_t expect = 0;
   for (size_t at = 0; at < text.size();) {
     size_t eol = text.find('\n', at);
@@ -222,12 +234,13 @@ Status Writer::write_fragment(std::string_view text, Kind kind, uint64_t id_base
       buf.append(line);
     }
   }
-  out_->write(buf.data(), static_cast<std::streamsize>(buf.size()));
+  if (batch_.size() >= (size_t(1) << 20)) flush_batch();
   return Status();
 }
 
 Status Writer::finish() {
   if (!started_ || !stack_.empty()) return Status::error("structure file left incomplete");
+  flush_batch();
   out_->flush();
   if (!*out_) return Status::error("write error");
   if (file_) {
