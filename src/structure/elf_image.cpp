@@ -116,8 +116,12 @@ void ElfImage::release_pages() const {
   madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
-void ElfImage::release_pages_if_over(size_t slack) const {
+void ElfImage::release_pages_if_over() const {
+  size_t checks = checks_.fetch_add(1, std::memory_order_relaxed) + 1;
+  size_t slack = slack_.load(std::memory_order_relaxed);
   if (resident_file_bytes() <= file_pages_floor_.load(std::memory_order_relaxed) + slack) return;
+  if (checks < 256 && slack < (size_t(64) << 20)) slack_.store(slack * 2, std::memory_order_relaxed);
+  checks_.store(0, std::memory_order_relaxed);
   release_pages();
   // What stays resident is other files' (the program, its libraries): not counted against us.
   file_pages_floor_.store(resident_file_bytes(), std::memory_order_relaxed);
