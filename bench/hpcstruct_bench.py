@@ -73,9 +73,55 @@ def ensure_llvm():
     return False
 
 
+def scale(build, counts, where):
+    """Peak memory and CPU time against code size on generated binaries."""
+    hpcstruct = build / "bin/hpcstruct"
+    before = os.environ.get("HPCSTRUCT_BENCH_BEFORE")
+    extra = []
+    if os.environ.get("HPCSTRUCT_BENCH_DWARF_CACHE"):
+        extra = ["--dwarf-cache", os.environ["HPCSTRUCT_BENCH_DWARF_CACHE"]]
+    where.mkdir(parents=True, exist_ok=True)
+    base = where / "many-units"
+    missing = [c for c in counts if not (where / f"many-units.x{c}").exists()]
+    if missing:
+        gen = Path(__file__).with_name("gen_many_units.py")
+        subprocess.run([sys.executable, gen, base, "160", ",".join(map(str, missing)) + ","], check=True)
+    tools = [("after", hpcstruct)] + ([("before", Path(before))] if before else [])
+    print(f"-j2 {' '.join(extra)}; after = {hpcstruct}" + (f", before = {before}" if before else ""))
+    print(f"{'binary':<18} {'code MB':>8} {'file MB':>8} " +
+          " ".join(f"{t + ' cpu s':>13} {t + ' wall s':>13} {t + ' MiB':>11} {'MiB/MB':>6}" for t, _ in tools) +
+          (f" {'same':>4}" if before else ""))
+    out = where / "out"
+    out.mkdir(exist_ok=True)
+    try:
+        for c in counts:
+            b = where / f"many-units.x{c}"
+            mb = code_bytes(b) / 1e6
+            cells, outs = [], []
+            for t, tool in tools:
+                o = out / f"{b.name}.{t}.hpcstruct"
+                w, m, cpu = run([tool, "--nocache", "-j2", *extra, "-o", o, b])
+                cells.append(f"{cpu:>13.2f} {w:>13.2f} {m:>11.1f} {m / mb:>6.2f}")
+                outs.append(o)
+            same = (" " + ("yes" if filecmp.cmp(outs[0], outs[1], shallow=False) else "NO").rjust(4)) if before else ""
+            print(f"{b.name:<18} {mb:>8.1f} {b.stat().st_size / 1e6:>8.1f} " + " ".join(cells) + same, flush=True)
+            for o in outs:
+                o.unlink()
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if len(sys.argv) > 2 and sys.argv[2] == "--scale":
+        counts = [int(c) for c in sys.argv[3].split(",")]
+        if len(sys.argv) > 4:
+            scale(Path(sys.argv[1]), counts, Path(sys.argv[4]))
+        else:
+            with tempfile.TemporaryDirectory(prefix="hpcstruct-scale-") as d:
+                scale(Path(sys.argv[1]), counts, Path(d))
+        return
     build = Path(sys.argv[1])
     hpcstruct = build / "bin/hpcstruct"
     if not hpcstruct.exists():

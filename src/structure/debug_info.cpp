@@ -83,6 +83,7 @@ struct DebugInfo::Impl {
   mutable bool evicted = false;  // the cache has let go of a unit: the debug info exceeds it
 
   Elf* elf = nullptr;
+  const ElfImage* image = nullptr;  // its pages are let go as units are read
   std::vector<uint8_t> copy;  // relocated debug sections, when the binary needs them
   Elf* patched = nullptr;
   size_t cacheLimit = 0;
@@ -212,6 +213,12 @@ DebugInfo::View DebugInfo::view(uint64_t lo, uint64_t hi) const {
     merge_rows(v, lo, hi);
   }
   return v;
+}
+
+uint32_t DebugInfo::unit_of(uint64_t lo, uint64_t hi) const {
+  auto at = impl_->units_in(lo, lo + 1);
+  if (at.empty()) at = impl_->units_in(lo, hi);
+  return at.empty() ? UINT32_MAX : at.front();
 }
 
 std::vector<SourceLoc> DebugInfo::lines_at(const std::vector<uint64_t>& addrs) const {
@@ -444,17 +451,22 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   }
   u->finish();
   ++unitsRead;
+  image->release_pages_if_over();
   if (linesOnly) return u;
   lru.push_front(cu);
   cache.emplace(cu, Cached{u, lru.begin()});
   cacheBytes += u->bytes;
   libdwBytes += u->bytes;  // the DIEs libdw read for it, roughly
-  // Units still in a view stay alive through it; the cache only lets go of them.
-  while (cacheBytes > cacheLimit && lru.size() > 1) {
-    auto victim = cache.find(lru.back());
+  // Units still in a view stay alive through it whatever the cache does: evicting them frees
+  // nothing and has the next procedure of the same units read them again. The least recent
+  // of the others go.
+  for (auto it = lru.end(); cacheBytes > cacheLimit && it != lru.begin();) {
+    --it;
+    auto victim = cache.find(*it);
+    if (*it == cu || victim->second.unit.use_count() > 1) continue;
     cacheBytes -= victim->second.unit->bytes;
     cache.erase(victim);
-    lru.pop_back();
+    it = lru.erase(it);
     evicted = true;
   }
   return u;
@@ -468,6 +480,7 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   std::unique_ptr<DebugInfo> d(new DebugInfo());
   Impl& m = *d->impl_;
   m.elf = image.elf();
+  m.image = &image;
   m.cacheLimit = cache_bytes;
   m.copy = image.relocated_debug_copy();
   if (!m.copy.empty()) m.patched = elf_memory(reinterpret_cast<char*>(m.copy.data()), m.copy.size());
@@ -501,6 +514,7 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
     if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
     auto idx = static_cast<uint32_t>(m.cus.size());
+    if (idx % 64 == 63) image.release_pages_if_over();
     m.cus.push_back(dwarf_dieoffset(&cudie));
     std::vector<Range> rs;
     Dwarf_Addr base = 0, lo = 0, hi = 0;

@@ -93,6 +93,10 @@ public:
   };
   // MT: thread-safe (units are read under a lock).
   View view(uint64_t lo, uint64_t hi) const;
+  // The compilation unit a procedure over [lo, hi) belongs to: the first in .debug_info
+  // order covering lo, else [lo, hi); UINT32_MAX if none does. Units come in .debug_info
+  // order. MT: thread-safe.
+  uint32_t unit_of(uint64_t lo, uint64_t hi) const;
   // line_at of each address, reading one unit's line table at a time. MT: thread-safe.
   std::vector<SourceLoc> lines_at(const std::vector<uint64_t>& addrs) const;
   // Every subprogram with code: names and ranges only (inline trees are in views). Lowest first.

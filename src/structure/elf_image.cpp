@@ -2,8 +2,11 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -12,6 +15,20 @@ namespace hpc::structure {
 #ifndef EM_CUDA
 #define EM_CUDA 190
 #endif
+
+namespace {
+
+// Resident file-backed (and shared) bytes of this process.
+size_t resident_file_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0, shared = 0;
+  int n = std::fscanf(f, "%lu %lu %lu", &size, &resident, &shared);
+  std::fclose(f);
+  return n == 3 ? shared * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
 
 bool Section::executable() const { return (flags & SHF_EXECINSTR) != 0 && type == SHT_PROGBITS; }
 
@@ -24,6 +41,7 @@ Expected<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   std::unique_ptr<ElfImage> img(new ElfImage());
   img->path_ = path;
   img->file_ = std::make_unique<MappedFile>(std::move(*mapped));
+  img->file_pages_floor_ = resident_file_bytes();
   Status st = img->load();
   if (!st) return st.prepend(path);
   return img;
@@ -86,6 +104,27 @@ const Section* ElfImage::section_named(std::string_view name) const {
   for (const auto& s : sections_)
     if (s.name == name) return &s;
   return nullptr;
+}
+
+void ElfImage::release_pages() const {
+  auto bytes = file_->bytes();
+  if (bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto lo = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+  auto hi = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+  // A private read-only file mapping: dropped pages come back from the file unchanged.
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+void ElfImage::release_pages_if_over() const {
+  size_t checks = checks_.fetch_add(1, std::memory_order_relaxed) + 1;
+  size_t slack = slack_.load(std::memory_order_relaxed);
+  if (resident_file_bytes() <= file_pages_floor_.load(std::memory_order_relaxed) + slack) return;
+  if (checks < 256 && slack < (size_t(64) << 20)) slack_.store(slack * 2, std::memory_order_relaxed);
+  checks_.store(0, std::memory_order_relaxed);
+  release_pages();
+  // What stays resident is other files' (the program, its libraries): not counted against us.
+  file_pages_floor_.store(resident_file_bytes(), std::memory_order_relaxed);
 }
 
 std::span<const uint8_t> ElfImage::code(uint64_t addr, uint64_t len) const {

@@ -3,6 +3,7 @@
 // DWARF through elf()).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -56,6 +57,17 @@ public:
   const Section* section_at(uint64_t addr) const;  // executable sections only
   const Section* section_named(std::string_view name) const;
 
+  // Lets the kernel drop the file's pages from this process (they are read again on the
+  // next access): memory does not grow with the code already analysed. MT: thread-safe.
+  void release_pages() const;
+  // release_pages() once this process holds more than a slack of file pages beyond what it
+  // held after the last release (or at opening; checked through /proc/self/statm). The slack
+  // starts at 16 MiB and doubles, up to 64 MiB, each time a release comes within 256 checks
+  // of the previous one: pages read again right after a release (libdw re-scanning unit
+  // headers) would otherwise be dropped and faulted in over and over. Cheap enough to call
+  // every few procedures. MT: thread-safe.
+  void release_pages_if_over() const;
+
   // Bytes of [addr, addr+len) from an allocated section with file contents, clipped to it.
   std::span<const uint8_t> code(uint64_t addr, uint64_t len) const;
 
@@ -74,6 +86,9 @@ private:
 
   std::string path_;
   std::unique_ptr<MappedFile> file_;
+  mutable std::atomic<size_t> file_pages_floor_{0};  // file pages resident after the last release
+  mutable std::atomic<size_t> slack_{size_t(16) << 20};
+  mutable std::atomic<size_t> checks_{0};  // since the last release
   Elf* elf_ = nullptr;
   uint16_t machine_ = 0;
   bool relocatable_ = false;  // symbol values are section-relative

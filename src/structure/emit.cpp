@@ -26,7 +26,9 @@ sf::Scope element(sf::Kind k) {
 // document order as sf::assign_ids does: the root 0, then 2, 3, ...
 class Builder {
 public:
-  explicit Builder(const Structure& s) : s_(s) {}
+  explicit Builder(const Structure& s, uint64_t first = 2) : s_(s), next_(first) {}
+  uint64_t next() const { return next_; }
+  void skip(uint64_t n) { next_ += n; }
 
   sf::Scope root() const {
     sf::Scope r = element(sf::Kind::Root);
@@ -118,7 +120,7 @@ private:
     }
   }
   const Structure& s_;
-  uint64_t next_ = 2;
+  uint64_t next_;
 };
 
 }  // namespace
@@ -155,6 +157,34 @@ Status StructureFileWriter::add(const Procedure& p) {
     m.file = p.file;
   }
   return m.out->write_tree(m.builder.procedure(p));
+}
+
+Status StructureFileWriter::add_formatted(const FormattedProcedure& f) {
+  Impl& m = *impl_;
+  if (m.file != f.file) {
+    if (m.file) HPC_RETURN_IF_ERROR(m.out->close());
+    HPC_RETURN_IF_ERROR(m.out->open(m.builder.file(f.file)));
+    m.file = f.file;
+  }
+  HPC_RETURN_IF_ERROR(m.out->write_fragment(f.text, sf::Kind::Procedure, m.builder.next()));
+  m.builder.skip(f.elements);
+  return Status();
+}
+
+ProcedureFormatter::ProcedureFormatter(const std::string& binary_path, std::shared_ptr<const DebugInfo> debug,
+                                       bool gpu) {
+  shell_.binary_path = binary_path;
+  shell_.debug = std::move(debug);
+  shell_.gpu = gpu;
+}
+
+Expected<FormattedProcedure> ProcedureFormatter::format(const Procedure& p) const {
+  Builder b(shell_, 0);
+  FormattedProcedure f;
+  f.file = p.file;
+  HPC_RETURN_IF_ERROR(sf::format_tree(b.procedure(p), f.text));
+  f.elements = b.next();
+  return f;
 }
 
 Status StructureFileWriter::finish() {

@@ -13,6 +13,24 @@ namespace hpc::structure {
 // Writes atomically: a failed run leaves no partial file at `path`.
 Status write_structure_file(const Structure& s, const std::string& path);
 
+// One procedure formatted on its own, its ids numbered from 0: procedures can be formatted
+// concurrently and in any order, then placed by StructureFileWriter::add_formatted.
+struct FormattedProcedure {
+  std::string text;
+  uint32_t file = 0;      // the <F> it goes in
+  uint64_t elements = 0;  // ids it takes
+};
+
+// MT: format() is thread-safe.
+class ProcedureFormatter {
+public:
+  ProcedureFormatter(const std::string& binary_path, std::shared_ptr<const DebugInfo> debug, bool gpu);
+  Expected<FormattedProcedure> format(const Procedure& p) const;
+
+private:
+  Structure shell_;  // names files; holds no procedures
+};
+
 // The same file written one procedure at a time, for callers that do not hold them all.
 // Procedures of one source file must come together; write_structure_file's order is
 // file_order(). MT: externally synchronized.
@@ -25,6 +43,8 @@ public:
   StructureFileWriter& operator=(const StructureFileWriter&) = delete;
   ~StructureFileWriter();
   Status add(const Procedure& p);
+  // The same bytes as add() of the procedure `f` was formatted from.
+  Status add_formatted(const FormattedProcedure& f);
   // Commits the file; without it nothing appears at `path`.
   Status finish();
 

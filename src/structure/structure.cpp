@@ -5,7 +5,11 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -179,63 +183,196 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
   return analyze_prepared(std::move(prep), path, opt);
 }
 
+namespace {
+
+// Formatted procedures waiting for their turn in the output: in memory up to `window` bytes,
+// beyond it in an unlinked temporary file next to the output. MT: externally synchronized.
+class FragmentStore {
+public:
+  FragmentStore(std::filesystem::path near, size_t window, size_t procedures)
+      : near_(std::move(near)), window_(window), n_(procedures) {}
+  FragmentStore(const FragmentStore&) = delete;
+  FragmentStore& operator=(const FragmentStore&) = delete;
+  ~FragmentStore() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status put(size_t i, FormattedProcedure f) {
+    if (held_ + f.text.size() <= window_) {
+      held_ += f.text.size();
+      memory_.emplace(i, std::move(f));
+      return Status();
+    }
+    if (fd_ < 0) HPC_RETURN_IF_ERROR(open_spill());
+    if (spilled_.empty()) spilled_.resize(n_);
+    Spilled& rec = spilled_[i];
+    rec.offset = end_;
+    rec.length = static_cast<uint32_t>(f.text.size());
+    rec.file = f.file;
+    rec.elements = static_cast<uint32_t>(f.elements);
+    if (f.text.size() > UINT32_MAX || f.elements > UINT32_MAX) return Status::error("procedure too large to spill");
+    buffer_ += f.text;  // written 1 MiB at a time
+    end_ += f.text.size();
+    if (buffer_.size() >= kBuffer) HPC_RETURN_IF_ERROR(flush());
+    rec.present = true;
+    spilled_bytes_ += f.text.size();
+    return Status();
+  }
+  bool has(size_t i) const { return memory_.count(i) != 0 || (!spilled_.empty() && spilled_[i].present); }
+  Expected<FormattedProcedure> take(size_t i) {
+    if (auto it = memory_.find(i); it != memory_.end()) {
+      FormattedProcedure f = std::move(it->second);
+      memory_.erase(it);
+      held_ -= f.text.size();
+      return f;
+    }
+    Spilled& rec = spilled_.at(i);
+    if (rec.offset + rec.length > flushed_) HPC_RETURN_IF_ERROR(flush());
+    FormattedProcedure f;
+    f.file = rec.file;
+    f.elements = rec.elements;
+    f.text.resize(rec.length);
+    for (size_t done = 0; done < f.text.size();) {
+      ssize_t n = ::pread(fd_, f.text.data() + done, f.text.size() - done, static_cast<off_t>(rec.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::error(spill_name_ + ": cannot read back: " + (n < 0 ? std::strerror(errno) : "short file"));
+      done += static_cast<size_t>(n);
+    }
+    rec.present = false;
+    return f;
+  }
+  uint64_t spilled_bytes() const { return spilled_bytes_; }
+
+private:
+  static constexpr size_t kBuffer = size_t(1) << 20;
+  Status flush() {
+    for (size_t done = 0; done < buffer_.size();) {
+      ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done, static_cast<off_t>(flushed_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::error(spill_name_ + ": " + std::strerror(n < 0 ? errno : ENOSPC));
+      done += static_cast<size_t>(n);
+    }
+    flushed_ += buffer_.size();
+    buffer_.clear();
+    return Status();
+  }
+  Status open_spill() {
+    std::filesystem::path dir = near_.parent_path();
+    if (dir.empty()) dir = ".";
+    std::string name = (dir / ("." + near_.filename().string() + ".spill-XXXXXX")).string();
+    fd_ = ::mkstemp(name.data());
+    if (fd_ < 0) return Status::error(name + ": cannot create a temporary file: " + std::strerror(errno));
+    ::unlink(name.c_str());  // gone with the descriptor, whatever happens
+    spill_name_ = name;
+    return Status();
+  }
+  struct Spilled {
+    uint64_t offset = 0;
+    uint32_t length = 0, file = 0, elements = 0;
+    bool present = false;
+  };
+  std::filesystem::path near_;
+  size_t window_, n_;
+  size_t held_ = 0;
+  std::unordered_map<size_t, FormattedProcedure> memory_;
+  std::vector<Spilled> spilled_;  // by procedure, once anything is spilled
+  int fd_ = -1;
+  uint64_t end_ = 0, flushed_ = 0, spilled_bytes_ = 0;
+  std::string buffer_;  // spilled bytes from flushed_ to end_
+  std::string spill_name_;
+};
+
+}  // namespace
+
 Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
                               std::string* warnings) {
   HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
   auto failed = [&](Status st) { return st.ok() ? st : st.prepend(output); };
-  if (prep->cuda) {
-    // GPU procedures may take their file from a line other than the entry's: analyse
-    // them all first (cubins are small).
-    HPC_ASSIGN_OR_RETURN(auto s, analyze_prepared(std::move(prep), path, opt));
-    return failed(write_structure_file(s, output));
-  }
-  // A CPU procedure's file is that of its entry's line, known before analysis, so the
-  // output order is too: procedures are analysed in that order and streamed out.
   AnalysisContext ctx = prep->context();
   const auto& fns = prep->fns;
-  std::vector<uint32_t> files;
-  files.reserve(fns.size());
+  const DebugInfo& debug = *prep->debug;
+  // Analysis order: by compilation unit (the one covering the entry; code without DWARF
+  // last), by address within it, so that a unit is read once and dropped when its
+  // procedures are done, whatever the budget.
+  std::vector<size_t> work(fns.size());
   {
+    std::vector<uint32_t> unit(fns.size());
+    for (size_t i = 0; i < fns.size(); ++i) {
+      work[i] = i;
+      unit[i] = debug.unit_of(fns[i].begin, fns[i].end);
+    }
+    std::stable_sort(work.begin(), work.end(), [&](size_t a, size_t b) { return unit[a] < unit[b]; });
+  }
+  // Output order: a CPU procedure's file is that of its entry's line, known before analysis,
+  // so the output order is too and procedures are written as soon as their turn comes.
+  // GPU procedures may take their file from another line: their order is known at the end.
+  std::vector<size_t> order;
+  if (!prep->cuda) {
     std::vector<uint64_t> entries;
     entries.reserve(fns.size());
-    for (const auto& f : fns) entries.push_back(f.begin);
-    for (const SourceLoc& l : prep->debug->lines_at(entries)) files.push_back(l.file);
+    for (size_t i : work) entries.push_back(fns[i].begin);
+    std::vector<SourceLoc> locs = debug.lines_at(entries);
+    std::vector<uint32_t> files(fns.size());
+    for (size_t k = 0; k < work.size(); ++k) files[work[k]] = locs[k].file;
+    order = file_order(files);
+    prep->image->release_pages();
   }
-  std::vector<size_t> order = file_order(files);
-  auto w = StructureFileWriter::create(output, path, prep->debug, false);
+  auto w = StructureFileWriter::create(output, path, prep->debug, prep->cuda, prep->gpu_cfg);
   if (!w) return failed(w.status());
-  // A pipeline: indices in output order -> procedures analysed in parallel -> written in
-  // order and freed. At most `batch` procedures are in flight, and no thread waits at a
-  // barrier between batches.
+  ProcedureFormatter formatter(path, prep->debug, prep->cuda);
+  FragmentStore store(output, opt.hold_bytes, fns.size());
+  std::vector<uint32_t> files(prep->cuda ? fns.size() : 0);
+  // A pipeline: indices in analysis order -> procedures analysed and formatted in parallel
+  // -> held until their turn in the output, written and freed. At most `batch` procedures
+  // are in flight, and no thread waits at a barrier between batches.
   Status written;
   std::atomic<bool> stop{false};
-  size_t next = 0;
+  size_t next = 0, out = 0;
   std::atomic<size_t> done{0};
+  size_t sinceRelease = 0;
+  auto drain = [&]() -> Status {
+    while (out < order.size() && store.has(order[out])) {
+      HPC_ASSIGN_OR_RETURN(auto f, store.take(order[out]));
+      HPC_RETURN_IF_ERROR((*w)->add_formatted(f));
+      ++out;
+    }
+    return Status();
+  };
   auto pipeline = [&] {
     tbb::parallel_pipeline(
         std::max<size_t>(1, opt.batch),
         tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                        [&](tbb::flow_control& fc) -> size_t {
-                                         if (next >= order.size() || stop.load()) {
+                                         if (next >= work.size() || stop.load()) {
                                            fc.stop();
                                            return 0;
                                          }
-                                         return order[next++];
+                                         return work[next++];
                                        }) &
-            tbb::make_filter<size_t, std::shared_ptr<Procedure>>(
+            tbb::make_filter<size_t, std::pair<size_t, Expected<FormattedProcedure>>>(
                 tbb::filter_mode::parallel,
                 [&](size_t i) {
-                  auto p = std::make_shared<Procedure>(analyze_procedure(ctx, fns[i]));
+                  Procedure p = analyze_procedure(ctx, fns[i]);
+                  auto f = formatter.format(p);
                   size_t k = done.fetch_add(1, std::memory_order_relaxed) + 1;
                   if (opt.progress) opt.progress(k, fns.size());
-                  return p;
+                  return std::make_pair(i, std::move(f));
                 }) &
-            tbb::make_filter<std::shared_ptr<Procedure>, void>(tbb::filter_mode::serial_in_order,
-                                                               [&](std::shared_ptr<Procedure> p) {
-                                                                 if (!written.ok()) return;
-                                                                 written = (*w)->add(*p);
-                                                                 if (!written.ok()) stop = true;
-                                                               }));
+            tbb::make_filter<std::pair<size_t, Expected<FormattedProcedure>>, void>(
+                tbb::filter_mode::serial_out_of_order, [&](std::pair<size_t, Expected<FormattedProcedure>> r) {
+                  if (!written.ok()) return;
+                  auto& [i, f] = r;
+                  if (!f) {
+                    written = f.status();
+                  } else {
+                    if (!files.empty()) files[i] = f->file;
+                    written = store.put(i, std::move(*f));
+                    if (written.ok()) written = drain();
+                  }
+                  if (!written.ok()) stop = true;
+                  // Code and DWARF already read need not stay resident (read again if needed).
+                  if (++sinceRelease % 16 == 0) prep->image->release_pages_if_over();
+                }));
   };
   if (opt.nested) {
     pipeline();
@@ -244,6 +381,11 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
     arena.execute(pipeline);
   }
   HPC_RETURN_IF_ERROR(failed(written));
+  if (prep->cuda) {
+    order = file_order(files);
+    HPC_RETURN_IF_ERROR(failed(drain()));
+  }
+  if (out != order.size()) return failed(Status::error("internal error: procedures missing from the output"));
   return failed((*w)->finish());
 }
 

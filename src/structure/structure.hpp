@@ -15,6 +15,10 @@ struct Options {
   bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
   bool nested = false;   // run in the caller's oneTBB task arena, which bounds the threads
   size_t batch = 256;    // procedures in flight at a time in write_binary_structure
+  // write_binary_structure: bytes of formatted procedures held in memory while they wait for
+  // their turn in the output (procedures are analysed by compilation unit, written by file);
+  // beyond it they wait in a temporary file next to the output.
+  size_t hold_bytes = size_t(16) << 20;
   // Bytes of DWARF line tables and inline trees kept between procedures (compilation units
   // are re-read when evicted); bounds memory on binaries with very large debug info.
   size_t debug_cache = size_t(128) << 20;

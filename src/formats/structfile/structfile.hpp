@@ -103,6 +103,10 @@ public:
   Status close();
   // Writes a scope and its whole subtree.
   Status write_tree(const Scope& scope);
+  // Writes a subtree formatted earlier by format_tree() (whose ids were numbered from 0,
+  // in document order), adding `id_base` to each id: subtrees can be formatted in any
+  // order, concurrently, and placed afterwards. `kind` is the subtree's root kind.
+  Status write_fragment(std::string_view text, Kind kind, uint64_t id_base);
   // Requires every element closed; flushes and, for create(), commits the file.
   Status finish();
 
@@ -113,10 +117,15 @@ private:
   std::vector<Kind> stack_;
   bool pending_ = false;  // a start tag of S or C awaits ">" or "/>"
   bool started_ = false;
+  std::string batch_;     // subtrees not yet handed to out_ (written 1 MiB at a time)
+  void flush_batch();
 };
 
 Status write(const std::filesystem::path& path, const Structure& s);
 std::string to_string(const Structure& s);
+// Appends `scope` and its subtree to `out` exactly as Writer::write_tree writes them inside
+// an open document. MT: thread-safe (touches only its arguments).
+Status format_tree(const Scope& scope, std::string& out);
 
 // Numbers every element in document order as the reference does: the root 0, then
 // 2, 3, ... (the reference never writes id 1).

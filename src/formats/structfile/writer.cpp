@@ -2,6 +2,7 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "common/file.hpp"
 #include "formats/structfile/schema.hpp"
@@ -95,11 +96,35 @@ Status format_start_tag(const Scope& s, std::string& out) {
   return Status();
 }
 
+Status append_tree(const Scope& s, std::string& out, int depth) {
+  if (depth >= schema::kMaxDepth) return Status::error("elements nested too deeply");
+  HPC_RETURN_IF_ERROR(format_start_tag(s, out));
+  // The reference self-closes statements and call sites only (those without children).
+  if ((s.kind == Kind::Statement || s.kind == Kind::Call) && s.children.empty()) {
+    out += "/>\n";
+    return Status();
+  }
+  out += ">\n";
+  for (const Scope& c : s.children) {
+    if (!allowed_child(s.kind, c.kind))
+      return Status::error("<" + std::string(tag_name(c.kind)) + "> is not allowed inside <" +
+                           std::string(tag_name(s.kind)) + ">");
+    HPC_RETURN_IF_ERROR(append_tree(c, out, depth + 1));
+  }
+  out += "</";
+  out += tag_name(s.kind);
+  out += ">\n";
+  return Status();
+}
+
 }  // namespace
+
+Status format_tree(const Scope& scope, std::string& out) { return append_tree(scope, out, 0); }
 
 struct Writer::FileState {
   explicit FileState(const std::filesystem::path& p) : atomic(p, AtomicOutput::Kind::File) {}
   AtomicOutput atomic;
+  std::vector<char> buffer = std::vector<char>(size_t(1) << 20);  // fewer, larger writes
   std::ofstream stream;
 };
 
@@ -109,6 +134,7 @@ Writer::~Writer() = default;
 Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& path) {
   auto fs = std::make_unique<FileState>(path);
   HPC_RETURN_IF_ERROR(fs->atomic.begin());
+  fs->stream.rdbuf()->pubsetbuf(fs->buffer.data(), static_cast<std::streamsize>(fs->buffer.size()));
   fs->stream.open(fs->atomic.temp_path(), std::ios::binary | std::ios::trunc);
   if (!fs->stream) return Status::error(path.string() + ": cannot write");
   auto w = std::unique_ptr<Writer>(new Writer(fs->stream));
@@ -116,7 +142,14 @@ Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& pa
   return w;
 }
 
+void Writer::flush_batch() {
+  if (batch_.empty()) return;
+  out_->write(batch_.data(), static_cast<std::streamsize>(batch_.size()));
+  batch_.clear();
+}
+
 Status Writer::open(const Scope& scope) {
+  flush_batch();
   if (stack_.empty()) {
     if (started_ || scope.kind != Kind::Root)
       return Status::error("a structure file has exactly one root, <HPCToolkitStructure>");
@@ -139,6 +172,7 @@ Status Writer::open(const Scope& scope) {
 }
 
 Status Writer::close() {
+  flush_batch();
   if (stack_.empty()) return Status::error("close() without an open element");
   if (pending_) {
     *out_ << "/>\n";
@@ -152,13 +186,61 @@ Status Writer::close() {
 
 Status Writer::write_tree(const Scope& scope) {
   if (int(stack_.size()) >= schema::kMaxDepth) return Status::error("elements nested too deeply");
-  HPC_RETURN_IF_ERROR(open(scope));
-  for (const Scope& c : scope.children) HPC_RETURN_IF_ERROR(write_tree(c));
-  return close();
+  if (stack_.empty()) {  // the root: open() writes the prologue
+    HPC_RETURN_IF_ERROR(open(scope));
+    for (const Scope& c : scope.children) HPC_RETURN_IF_ERROR(write_tree(c));
+    return close();
+  }
+  if (!allowed_child(stack_.back(), scope.kind))
+    return Status::error("<" + std::string(tag_name(scope.kind)) + "> is not allowed inside <" +
+                         std::string(tag_name(stack_.back())) + ">");
+  std::string text;
+  HPC_RETURN_IF_ERROR(append_tree(scope, text, static_cast<int>(stack_.size())));
+  if (pending_) batch_ += ">\n";
+  pending_ = false;
+  batch_ += text;
+  if (batch_.size() >= (size_t(1) << 20)) flush_batch();
+  return Status();
+}
+
+Status Writer::write_fragment(std::string_view text, Kind kind, uint64_t id_base) {
+  if (stack_.empty()) return Status::error("a fragment needs an open parent element");
+  if (!allowed_child(stack_.back(), kind))
+    return Status::error("<" + std::string(tag_name(kind)) + "> is not allowed inside <" +
+                         std::string(tag_name(stack_.back())) + ">");
+  if (pending_) batch_ += ">\n";
+  pending_ = false;
+  // Every element is one line; a start tag's first attribute is its id (format_start_tag).
+  std::string& buf = batch_;
+  buf.reserve(buf.size() + text.size() + text.size() / 8);
+  uint64_t expect = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t eol = text.find('\n', at);
+    if (eol == std::string_view::npos) return Status::error("fragment does not end a line");
+    std::string_view line = text.substr(at, eol + 1 - at);
+    at = eol + 1;
+    if (line.size() > 1 && line[0] == '<' && line[1] != '/') {
+      size_t sp = line.find(' ');
+      if (sp == std::string_view::npos || line.substr(sp, 4) != " i=\"")
+        return Status::error("fragment element without an id");
+      size_t digits = sp + 4, end = digits;
+      uint64_t id = 0;
+      while (end < line.size() && line[end] >= '0' && line[end] <= '9') id = id * 10 + (line[end++] - '0');
+      if (end == digits || id != expect++) return Status::error("fragment ids not numbered from 0 in order");
+      buf.append(line.substr(0, digits));
+      buf += std::to_string(id + id_base);
+      buf.append(line.substr(end));
+    } else {
+      buf.append(line);
+    }
+  }
+  if (batch_.size() >= (size_t(1) << 20)) flush_batch();
+  return Status();
 }
 
 Status Writer::finish() {
   if (!started_ || !stack_.empty()) return Status::error("structure file left incomplete");
+  flush_batch();
   out_->flush();
   if (!*out_) return Status::error("write error");
   if (file_) {
