@@ -151,14 +151,16 @@ public:
     return st;
   }
 
-  Status writeContexts(std::span<const ContextColumn> columns) override {
-    for (const ContextColumn& c : columns) {
-      db::ContextValues v;
-      v.key = c.metric;
-      v.start = c.start;
-      v.sub = c.profile;
-      v.value = c.value;
-      HPC_RETURN_IF_ERROR(contexts_.write(c.ctx, v));
+  Status writeContexts(const ColumnBatch& columns) override {
+    db::ContextValues& v = column_;  // copied into, its storage kept
+    for (size_t i = 0; i < columns.size(); ++i) {
+      v.clear();
+      columns.forEachMetric(i, [&](uint16_t m, std::span<const uint32_t> p, std::span<const double> x) {
+        v.sub.insert(v.sub.end(), p.begin(), p.end());
+        v.value.insert(v.value.end(), x.begin(), x.end());
+        v.close(m);
+      });
+      HPC_RETURN_IF_ERROR(contexts_.write(columns.ctx[i], v));
     }
     return Status();
   }
@@ -179,6 +181,7 @@ private:
   db::ProfileDbWriter profiles_;
   db::CctDbWriter contexts_;
   db::TraceDbWriter trace_;
+  db::ContextValues column_;
   bool traces_ = false;
 };
 

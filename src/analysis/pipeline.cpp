@@ -1,6 +1,7 @@
 #include "analysis/pipeline.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <unistd.h>
 #include <tbb/parallel_for.h>
@@ -29,20 +30,29 @@ namespace {
 
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
+// -v: wall and CPU (user + system, all threads) time of each phase.
 class PhaseTimer {
 public:
-  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()) {}
   void lap(const char* what) {
     if (!on_) return;
     auto now = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s\n", what,
-                 std::chrono::duration<double>(now - t0_).count());
+    const double c = cpu();
+    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s)\n", what,
+                 std::chrono::duration<double>(now - t0_).count(), c - cpu0_);
     t0_ = now;
+    cpu0_ = c;
   }
 
 private:
+  static double cpu() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  }
   bool on_;
   std::chrono::steady_clock::time_point t0_;
+  double cpu0_;
 };
 
 }  // namespace
@@ -368,6 +378,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;
   topt.shape = &shape;
+  topt.verbose = options.verbose;
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 
