@@ -125,12 +125,19 @@ public:
     std::vector<db::Identifier> ids;
     for (const IdOut& i : idTuple)
       ids.push_back({static_cast<uint8_t>(i.kind), uint16_t(i.isPhysical ? 1 : 0), i.logical, i.physical});
-    return profiles_.write(index, 0, ids, toDb(row));
+    // Copied into storage the thread keeps (profiles are written one after the other).
+    thread_local db::ProfileValues v;
+    v.key.assign(row.ctx.begin(), row.ctx.end());
+    v.start.assign(row.start.begin(), row.start.end());
+    v.sub.assign(row.metric.begin(), row.metric.end());
+    v.value.assign(row.value.begin(), row.value.end());
+    return profiles_.write(index, 0, ids, v);
   }
 
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
-    std::vector<db::TraceElem> line;
+    thread_local std::vector<db::TraceElem> line;
+    line.clear();
     line.reserve(trace.size());
     for (const TracePoint& p : trace) line.push_back({p.time, p.ctx});
     return trace_.write(index - 1, index, line);

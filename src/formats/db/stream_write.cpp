@@ -96,7 +96,8 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
   if (!out_ || index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   // Reserved 8-aligned, so the block's size does not depend on where it lands.
   uint64_t at = out_->reserve(detail::block_size(values, 4));
-  ByteWriter placed;
+  thread_local ByteWriter placed;  // its storage reused from row to row
+  placed.buffer().clear();
   detail::BlockPtrs b = detail::put_block(placed, values, 4, at);
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));
   Info& info = infos_[index];
@@ -204,10 +205,12 @@ Status TraceDbWriter::begin(const std::filesystem::path& file, uint32_t numTrace
 
 Status TraceDbWriter::write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line) {
   if (!out_ || index >= headers_.size()) return Status::error("trace.db: trace index out of range");
-  ByteWriter w;
-  for (auto& e : line) {
-    w.le<uint64_t>(e.timestamp);
-    w.le<uint32_t>(e.ctxId);
+  thread_local ByteWriter w;  // its storage reused from line to line
+  w.buffer().clear();
+  w.zeros(12 * line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    w.patch_le<uint64_t>(12 * i, line[i].timestamp);
+    w.patch_le<uint32_t>(12 * i + 8, line[i].ctxId);
   }
   uint64_t at = out_->reserve(w.size());
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, w));
