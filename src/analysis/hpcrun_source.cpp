@@ -141,8 +141,9 @@ public:
     }
     if (!trace_.empty()) {
       thread_local hpcrun::Trace tr;
-      Status st = read_file_into(trace_, buffer);
-      if (st.ok()) st = hpcrun::parse_trace(buffer, trace_.string(), tr);
+      thread_local std::vector<uint8_t> traceBuffer;  // apart: no zero-filling on growth
+      Status st = read_file_into(trace_, traceBuffer);
+      if (st.ok()) st = hpcrun::parse_trace(traceBuffer, trace_.string(), tr);
       if (!st.ok()) {
         v.values.clear();
         out.valuesStatus = st;

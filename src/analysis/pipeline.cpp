@@ -30,7 +30,8 @@ namespace {
 
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
-// -v: wall and CPU (user + system, all threads) time of each phase.
+// -v: wall and CPU (user + system, all threads) time of each phase, and the peak resident
+// memory so far.
 class PhaseTimer {
 public:
   explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()) {}
@@ -38,8 +39,10 @@ public:
     if (!on_) return;
     auto now = std::chrono::steady_clock::now();
     const double c = cpu();
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s)\n", what,
-                 std::chrono::duration<double>(now - t0_).count(), c - cpu0_);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB)\n", what,
+                 std::chrono::duration<double>(now - t0_).count(), c - cpu0_, double(ru.ru_maxrss) / 1024);
     t0_ = now;
     cpu0_ = c;
   }
