@@ -76,11 +76,6 @@ struct Expander::Cache {
     const Table* t = shards[h % kShards].table.load(std::memory_order_acquire);
     return probe(*t, h, site, module, offset);
   }
-  // A hint that find(h, ...) comes soon.
-  void prefetch(uint64_t h) const {
-    const Table* t = shards[h % kShards].table.load(std::memory_order_relaxed);
-    __builtin_prefetch(&t->slots[(h >> 6) & t->mask]);
-  }
   // MT: thread-safe.
   Context* findLocked(uint64_t h, const Context* site, const Module* module, uint64_t offset) {
     Shard& s = shards[h % kShards];
@@ -281,22 +276,23 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
-  // The instruction cache is a table of thousands of entries: a lookup misses the CPU's
-  // caches. Nodes come mostly after their parents, so the entry of a node a few positions
-  // ahead can be fetched while this one is resolved.
-  constexpr size_t kAhead = 6;
-  auto prefetch = [&](size_t k) {
-    const TreeNode& t = tree.nodes[k];
-    if (t.placeholder != Placeholder::None || !t.parent) return;
-    int64_t pp = out.posOf(t.parent);
-    if (pp < 0 || !done[size_t(pp)]) return;
-    Context* site = ctx[size_t(pp)];
-    if (!site || site == root || t.module >= out.lm_.size() || !out.lm_[t.module].module) return;
-    cache_->prefetch(Cache::hash(site, out.lm_[t.module].module, t.offset));
-  };
   for (size_t s = 0; s < n; ++s) {
-    if (s + kAhead < n) prefetch(s + kAhead);
     if (done[s]) continue;
+    // The common case, handled as below but without the chain: an instruction whose parent
+    // is resolved (hpcrun lists parents first) to a context that is not the root and not a
+    // GPU operation.
+    if (const TreeNode& node = tree.nodes[s]; node.placeholder == Placeholder::None && node.parent) {
+      const int64_t pp = out.posOf(node.parent);
+      if (pp >= 0 && done[size_t(pp)]) {
+        Context* parent = ctx[size_t(pp)];
+        if (parent && parent != root && !isGpuPlaceholder(tree.nodes[size_t(pp)].placeholder)) {
+          const Lm& lm = moduleOf(node.module);
+          ctx[s] = expandInstruction(parent, *lm.path, lm.module, node.offset, Gpu::No);
+          done[s] = 1;
+          continue;
+        }
+      }
+    }
     // Resolve the unmapped ancestors first, outermost first; the file need not list
     // parents before children.
     chain.clear();
