@@ -18,10 +18,11 @@ namespace {
 // a summary statistic) each.
 constexpr uint64_t kBytesPerValue = 2 * (sizeof(uint32_t) + sizeof(double)) + sizeof(uint16_t) +
                                     sizeof(uint16_t) + sizeof(uint64_t) + 16;
-// Rounds are kept small enough for the CPU's caches (a round's buffers are reused by the
-// next) but large enough that each profile's share of a round is read in sizeable pieces.
-constexpr uint64_t kRoundValuesMin = uint64_t(1) << 18;
-constexpr uint64_t kRoundValuesPerProfile = 512;
+// Rounds are kept small (about 13 MiB), whatever the budget, so that their buffers, reused
+// from round to round, stay in the CPU's caches and few pages are touched; the rows are read
+// on from where the last round stopped, so more rounds cost little more reading. Not
+// growing with the number of profiles, a round keeps peak memory flat in it.
+constexpr uint64_t kRoundValues = uint64_t(1) << 18;
 
 // Builds column i of `out` from its context's entries (in profile order) in prof/met/val
 // [b, e): the entries grouped by metric, profile order kept within a metric, go to
@@ -103,9 +104,7 @@ private:
 Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                       const std::vector<uint64_t>& nonzeros, uint32_t first, uint32_t last,
                       const TransposeOptions& opt, SparseRow& summary) {
-  const uint64_t perRound =
-      std::max<uint64_t>(1, std::min(opt.budgetBytes / kBytesPerValue,
-                                     std::max(kRoundValuesMin, kRoundValuesPerProfile * uint64_t(numProfiles))));
+  const uint64_t perRound = std::max<uint64_t>(1, std::min(opt.budgetBytes / kBytesPerValue, kRoundValues));
   const uint32_t threads = std::max(1u, opt.threads);
   // Rows are read a few at a time per thread, so that each thread has rows to scatter.
   const uint32_t batch = threads == 1 ? 1 : 4 * threads;
