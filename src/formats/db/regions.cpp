@@ -195,9 +195,11 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   // values after them.
   idx.clear();
   uint64_t last = first, endValue = b.nValues;
-  constexpr uint64_t kChunk = 512;
-  for (bool more = true; more && last < b.nKeys;) {
-    const uint64_t n = std::min(kChunk, b.nKeys - last);
+  // Ranges of a transpose hold about as many entries each: read a little more than the last
+  // one had, then more if that was not enough.
+  uint64_t chunk = cursor.valid && cursor.hi == lo ? cursor.last + cursor.last / 4 + 8 : 512;
+  for (bool more = true; more && last < b.nKeys; chunk *= 2) {
+    const uint64_t n = std::min(chunk, b.nKeys - last);
     const size_t at = idx.size();
     idx.resize(at + 12 * n);
     HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * last, {idx.data() + at, 12 * n}));
@@ -212,7 +214,7 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
     idx.resize(at + 12 * k);
     last += k;
   }
-  cursor = {true, hi, last};
+  cursor = {true, hi, last, last - first};
   if (first >= last) return Status();
   ByteView iv(idx, "profile.db");
   auto startAt = [&](uint64_t i) {  // i relative to first

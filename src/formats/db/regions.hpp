@@ -81,6 +81,7 @@ struct RowCursor {
   bool valid = false;
   uint32_t hi = 0;   // the end of the last range read
   uint64_t key = 0;  // the block's first index entry with ctxId >= hi
+  uint64_t last = 0;  // how many entries the last range had (the next is read about as many)
 };
 Status read_profile_block(const ReadAt& read, const BlockRef& block, uint32_t lo, uint32_t hi,
                           ProfileValues& out, RowCursor& cursor);
