@@ -160,62 +160,67 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     std::vector<uint8_t> record;
   };
   tbb::enumerable_thread_specific<Scratch> scratch;
+  auto unifyOne = [&](size_t i) {
+    Unified& u = out[i];
+    struct Tick {
+      Progress& p;
+      ~Tick() { p.tick(); }
+    } tick{progress};
+    Scratch& sc = scratch.local();
+    ProfileData& data = sc.data;
+    if (Status st = profiles[i]->read(data); !st.ok()) {
+      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                   st.message().c_str());
+      return;
+    }
+    ProfileTree& tree = data.tree;
+    if (!options.onlyExe.empty()) {
+      std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
+      if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
+        u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
+        return;
+      }
+    }
+    if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
+      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                   st.message().c_str());
+      return;
+    }
+    // Only the values and trace records go on to pass 2, each with its node's context.
+    if (data.valuesStatus.ok()) {
+      const ProfileValues& v = data.values;
+      std::vector<uint8_t>& rec = sc.record;
+      rec.resize(v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace));
+      auto* sv = reinterpret_cast<SpilledValue*>(rec.data());
+      uint32_t nv = 0;
+      for (const PointValue& p : v.values)
+        if (const Context* c = sc.nodes.find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
+      auto* st = reinterpret_cast<SpilledTrace*>(rec.data() + nv * sizeof(SpilledValue));
+      if (tree.hasTrace)
+        for (const TraceRecord& r : v.trace) *st++ = {r.time, sc.nodes.find(r.node)};
+      const size_t bytes = reinterpret_cast<uint8_t*>(st) - rec.data();
+      Expected<uint64_t> at = spill.append({rec.data(), bytes});
+      if (!at.ok()) {
+        u.valuesError = at.status().message();
+      } else {
+        u.spillAt = *at;
+        u.values = nv;
+        u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
+      }
+    } else {
+      u.valuesError = data.valuesStatus.message();
+    }
+    u.header.metrics = std::move(tree.metrics);
+    u.header.ids = std::move(tree.idTuple);
+    u.header.hasTrace = tree.hasTrace;
+    u.header.program = std::move(tree.programName);
+    u.header.state = ProfileState::Ok;
+  };
   arena.execute([&] {
     tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
-      Unified& u = out[i];
-      struct Tick {
-        Progress& p;
-        ~Tick() { p.tick(); }
-      } tick{progress};
-      Scratch& sc = scratch.local();
-      ProfileData& data = sc.data;
-      if (Status st = profiles[i]->read(data); !st.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     st.message().c_str());
-        return;
-      }
-      ProfileTree& tree = data.tree;
-      if (!options.onlyExe.empty()) {
-        std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
-        if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
-          u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
-          return;
-        }
-      }
-      if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     st.message().c_str());
-        return;
-      }
-      // Only the values and trace records go on to pass 2, each with its node's context.
-      if (data.valuesStatus.ok()) {
-        const ProfileValues& v = data.values;
-        std::vector<uint8_t>& rec = sc.record;
-        rec.resize(v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace));
-        auto* sv = reinterpret_cast<SpilledValue*>(rec.data());
-        uint32_t nv = 0;
-        for (const PointValue& p : v.values)
-          if (const Context* c = sc.nodes.find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
-        auto* st = reinterpret_cast<SpilledTrace*>(rec.data() + nv * sizeof(SpilledValue));
-        if (tree.hasTrace)
-          for (const TraceRecord& r : v.trace) *st++ = {r.time, sc.nodes.find(r.node)};
-        const size_t bytes = reinterpret_cast<uint8_t*>(st) - rec.data();
-        Expected<uint64_t> at = spill.append({rec.data(), bytes});
-        if (!at.ok()) {
-          u.valuesError = at.status().message();
-        } else {
-          u.spillAt = *at;
-          u.values = nv;
-          u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
-        }
-      } else {
-        u.valuesError = data.valuesStatus.message();
-      }
-      u.header.metrics = std::move(tree.metrics);
-      u.header.ids = std::move(tree.idTuple);
-      u.header.hasTrace = tree.hasTrace;
-      u.header.program = std::move(tree.programName);
-      u.header.state = ProfileState::Ok;
+      // The thread's scratch is held across the whole profile: isolated, so that a wait
+      // inside (a measured binary analysed on first use) never runs another profile here.
+      tbb::this_task_arena::isolate([&] { unifyOne(i); });
     });
   });
 }
