@@ -9,6 +9,7 @@ against a dense matrix of the same values, and hpcprof -v's per-phase times at -
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=400] [nodes=20000]
 """
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -40,14 +41,14 @@ def read_all(d):
 
 
 def phases(cmd):
-    """hpcprof -v's per-phase lines: [(phase, seconds)]."""
+    """hpcprof -v's per-phase lines: [(phase, wall seconds, CPU seconds or None)]."""
     err = subprocess.run(cmd + ["-v"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True, check=True).stderr
     out = []
     for line in err.splitlines():
-        if line.startswith("hpcprof: ") and line.rstrip().endswith(" s"):
-            name, secs = line[len("hpcprof: "):].rstrip()[:-2].rsplit(None, 1)
-            out.append((name.strip(), float(secs)))
+        m = re.match(r"hpcprof: (.+?)\s+([\d.]+) s(?: \(CPU ([\d.]+) s.*\))?$", line.rstrip())
+        if m:
+            out.append((m.group(1), float(m.group(2)), float(m.group(3)) if m.group(3) else None))
     return out
 
 
@@ -97,8 +98,9 @@ def main():
                   f"{dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
         t_read, ph = breakdown
         print(f"-j1 phases at {profiles} profiles (x read = phase time / time to read the input):")
-        for name, secs in ph:
-            print(f"  {name:<32} {secs:>7.3f} s {secs / t_read:>8.1f} x read")
+        for name, secs, cpu in ph:
+            cpus = f"  CPU {cpu:>6.3f} s {cpu / t_read:>6.1f} x read" if cpu is not None else ""
+            print(f"  {name:<32} {secs:>7.3f} s {secs / t_read:>8.1f} x read{cpus}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

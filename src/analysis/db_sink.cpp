@@ -126,12 +126,19 @@ public:
     std::vector<db::Identifier> ids;
     for (const IdOut& i : idTuple)
       ids.push_back({static_cast<uint8_t>(i.kind), uint16_t(i.isPhysical ? 1 : 0), i.logical, i.physical});
-    return profiles_.write(index, 0, ids, toDb(row));
+    // Copied into storage the thread keeps (profiles are written one after the other).
+    thread_local db::ProfileValues v;
+    v.key.assign(row.ctx.begin(), row.ctx.end());
+    v.start.assign(row.start.begin(), row.start.end());
+    v.sub.assign(row.metric.begin(), row.metric.end());
+    v.value.assign(row.value.begin(), row.value.end());
+    return profiles_.write(index, 0, ids, v);
   }
 
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
-    std::vector<db::TraceElem> line;
+    thread_local std::vector<db::TraceElem> line;
+    line.clear();
     line.reserve(trace.size());
     for (const TracePoint& p : trace) line.push_back({p.time, p.ctx});
     return trace_.write(index - 1, index, line);
@@ -152,14 +159,16 @@ public:
     return st;
   }
 
-  Status writeContexts(std::span<const ContextColumn> columns) override {
-    for (const ContextColumn& c : columns) {
-      db::ContextValues v;
-      v.key = c.metric;
-      v.start = c.start;
-      v.sub = c.profile;
-      v.value = c.value;
-      HPC_RETURN_IF_ERROR(contexts_.write(c.ctx, v));
+  Status writeContexts(const ColumnBatch& columns) override {
+    db::ContextValues& v = column_;  // copied into, its storage kept
+    for (size_t i = 0; i < columns.size(); ++i) {
+      v.clear();
+      columns.forEachMetric(i, [&](uint16_t m, std::span<const uint32_t> p, std::span<const double> x) {
+        v.sub.insert(v.sub.end(), p.begin(), p.end());
+        v.value.insert(v.value.end(), x.begin(), x.end());
+        v.close(m);
+      });
+      HPC_RETURN_IF_ERROR(contexts_.write(columns.ctx[i], v));
     }
     return Status();
   }
@@ -180,6 +189,7 @@ private:
   db::ProfileDbWriter profiles_;
   db::CctDbWriter contexts_;
   db::TraceDbWriter trace_;
+  db::ContextValues column_;
   bool traces_ = false;
 };
 

@@ -1,26 +1,43 @@
 #include "analysis/expand.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace hpc::analysis {
 
-// Sharded open-addressing table; entries are never removed.
+// Sharded open-addressing table; entries are never removed. Lookups take no lock: an entry
+// is published by storing its `site` last (release), and a shard's table, once replaced by a
+// bigger one, is kept until the end, so a reader holding the old one reads valid (if stale)
+// entries. A miss is confirmed under the shard's lock before anything is created.
 struct Expander::Cache {
   struct Entry {
-    const Context* site = nullptr;  // nullptr: empty slot
+    std::atomic<const Context*> site{nullptr};  // nullptr: empty slot
     const Module* module = nullptr;
     uint64_t offset = 0;
     Context* leaf = nullptr;
   };
-  struct Shard {
+  struct Table {
+    explicit Table(size_t n) : mask(n - 1), slots(new Entry[n]) {}
+    size_t mask;
+    std::unique_ptr<Entry[]> slots;
+  };
+  struct alignas(64) Shard {
     std::mutex mu;
-    std::vector<Entry> slots = std::vector<Entry>(64);
+    std::atomic<Table*> table{nullptr};
     size_t used = 0;
+    std::vector<std::unique_ptr<Table>> tables;  // the current one last
   };
   static constexpr size_t kShards = 64;
   Shard shards[kShards];
+
+  Cache() {
+    for (Shard& s : shards) {
+      s.tables.push_back(std::make_unique<Table>(64));
+      s.table.store(s.tables.back().get(), std::memory_order_release);
+    }
+  }
 
   static uint64_t hash(const Context* site, const Module* module, uint64_t offset) {
     uint64_t h = reinterpret_cast<uintptr_t>(site) * 0x9e3779b97f4a7c15ULL +
@@ -31,50 +48,58 @@ struct Expander::Cache {
     h *= 0xc4ceb9fe1a85ec53ULL;
     return h ^ (h >> 33);
   }
-  static Context* probe(const Shard& s, uint64_t h, const Context* site, const Module* module, uint64_t offset) {
-    const size_t mask = s.slots.size() - 1;
-    for (size_t i = (h >> 6) & mask;; i = (i + 1) & mask) {
-      const Entry& e = s.slots[i];
-      if (!e.site) return nullptr;
-      if (e.site == site && e.module == module && e.offset == offset) return e.leaf;
+  static Context* probe(const Table& t, uint64_t h, const Context* site, const Module* module, uint64_t offset) {
+    for (size_t i = (h >> 6) & t.mask;; i = (i + 1) & t.mask) {
+      const Entry& e = t.slots[i];
+      const Context* s = e.site.load(std::memory_order_acquire);
+      if (!s) return nullptr;
+      if (s == site && e.module == module && e.offset == offset) return e.leaf;
     }
   }
-  static void put(Shard& s, uint64_t h, const Entry& in) {
-    const size_t mask = s.slots.size() - 1;
-    for (size_t i = (h >> 6) & mask;; i = (i + 1) & mask) {
-      Entry& e = s.slots[i];
-      if (e.site == in.site && e.module == in.module && e.offset == in.offset) return;
-      if (!e.site) {
-        e = in;
-        ++s.used;
+  // Under the shard's lock.
+  static void put(Table& t, uint64_t h, const Context* site, const Module* module, uint64_t offset, Context* leaf) {
+    for (size_t i = (h >> 6) & t.mask;; i = (i + 1) & t.mask) {
+      Entry& e = t.slots[i];
+      const Context* s = e.site.load(std::memory_order_relaxed);
+      if (s == site && e.module == module && e.offset == offset) return;
+      if (!s) {
+        e.module = module;
+        e.offset = offset;
+        e.leaf = leaf;
+        e.site.store(site, std::memory_order_release);
         return;
       }
     }
   }
-  // MT: unlocked; only while no insert() runs (pass 2).
-  Context* find(const Context* site, const Module* module, uint64_t offset) const {
-    uint64_t h = hash(site, module, offset);
-    return probe(shards[h % kShards], h, site, module, offset);
+  // MT: thread-safe, lock-free.
+  Context* find(uint64_t h, const Context* site, const Module* module, uint64_t offset) const {
+    const Table* t = shards[h % kShards].table.load(std::memory_order_acquire);
+    return probe(*t, h, site, module, offset);
   }
   // MT: thread-safe.
-  Context* findLocked(const Context* site, const Module* module, uint64_t offset) {
-    uint64_t h = hash(site, module, offset);
+  Context* findLocked(uint64_t h, const Context* site, const Module* module, uint64_t offset) {
     Shard& s = shards[h % kShards];
     std::lock_guard lock(s.mu);
-    return probe(s, h, site, module, offset);
+    return probe(*s.tables.back(), h, site, module, offset);
   }
-  void insert(const Context* site, const Module* module, uint64_t offset, Context* leaf) {
-    uint64_t h = hash(site, module, offset);
+  void insert(uint64_t h, const Context* site, const Module* module, uint64_t offset, Context* leaf) {
     Shard& s = shards[h % kShards];
     std::lock_guard lock(s.mu);
-    if (2 * (s.used + 1) > s.slots.size()) {
-      std::vector<Entry> old(s.slots.size() * 2);
-      old.swap(s.slots);
-      s.used = 0;
-      for (const Entry& e : old)
-        if (e.site) put(s, hash(e.site, e.module, e.offset), e);
+    Table* t = s.tables.back().get();
+    if (probe(*t, h, site, module, offset)) return;
+    if (2 * (s.used + 1) > t->mask + 1) {
+      auto bigger = std::make_unique<Table>(2 * (t->mask + 1));
+      for (size_t i = 0; i <= t->mask; ++i) {
+        const Entry& e = t->slots[i];
+        if (const Context* site0 = e.site.load(std::memory_order_relaxed))
+          put(*bigger, hash(site0, e.module, e.offset), site0, e.module, e.offset, e.leaf);
+      }
+      t = bigger.get();
+      s.tables.push_back(std::move(bigger));
+      s.table.store(t, std::memory_order_release);
     }
-    put(s, h, {site, module, offset, leaf});
+    put(*t, h, site, module, offset, leaf);
+    ++s.used;
   }
 };
 
@@ -103,24 +128,25 @@ const char* gpuPlaceholderName(Placeholder p) {
 
 }  // namespace
 
-Context* Expander::gpuOperation(Context* launch, Placeholder p, bool create) const {
+Context* Expander::gpuOperation(Context* launch, Placeholder p) const {
   // Each placeholder kind is a Function of its own, even where two share a name (a kernel
   // and the stream trace path): the reference lists them apart. `site` tells them apart.
   ContextKey k;
   k.type = LexType::Function;
   k.relation = Relation::Call;
   k.function = names_.function(gpuPlaceholderName(p), nullptr, 0, nullptr, 0, uint64_t(p));
-  return create ? launch->child(k) : launch->findChild(k);
+  return launch->child(k);
 }
 
 Context* Expander::expandInstruction(Context* callSite, const std::string& modulePath,
-                                     const Module* module, uint64_t offset, Gpu gpu, bool create) const {
+                                     const Module* module, uint64_t offset, Gpu gpu) const {
   // GPU code below an operation placeholder is rare and placed by its own rules: uncached.
   const bool cached = gpu == Gpu::No;
-  if (cached)
-    if (Context* leaf = create ? cache_->findLocked(callSite, module, offset) : cache_->find(callSite, module, offset))
-      return leaf;
-  auto step = [create](Context* at, const ContextKey& k) { return create ? at->child(k) : at->findChild(k); };
+  const uint64_t h = Cache::hash(callSite, module, offset);
+  if (cached) {
+    if (Context* leaf = cache_->find(h, callSite, module, offset)) return leaf;
+    if (Context* leaf = cache_->findLocked(h, callSite, module, offset)) return leaf;
+  }
   Context* leafCtx = nullptr;
   thread_local std::vector<ScopeStep> steps;
   steps.clear();
@@ -156,8 +182,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
         k.line = s.line;
         break;
       }
-      at = step(at, k);
-      if (!at) return nullptr;
+      at = at->child(k);
       if (first && gpu == Gpu::Entry && s.kind == ScopeStep::Kind::Procedure && s.offset == offset) entry = at;
       first = false;
     }
@@ -167,88 +192,107 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
     leaf.module = module;
     leaf.offset = offset;
     leaf.hidden = true;
-    leafCtx = step(at, leaf);
-    if (entry && leafCtx) leafCtx = entry;
+    leafCtx = at->child(leaf);
+    if (entry) leafCtx = entry;
   } else {
     // No structure: the instruction stands for its whole (unknown) function.
     if (gpu == Gpu::Sample) {
       ContextKey unknown;
       unknown.type = LexType::Function;
       unknown.relation = Relation::Call;
-      callSite = step(callSite, unknown);
-      if (!callSite) return nullptr;
+      callSite = callSite->child(unknown);
     }
     ContextKey k;
     k.type = LexType::Instruction;
     k.relation = Relation::Call;
     k.module = module;
     k.offset = offset;
-    leafCtx = step(callSite, k);
+    leafCtx = callSite->child(k);
   }
-  if (cached && create && leafCtx) cache_->insert(callSite, module, offset, leafCtx);
+  if (cached) cache_->insert(h, callSite, module, offset, leafCtx);
   return leafCtx;
 }
 
-Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create,
-                                const std::span<const uint32_t>* wanted) const {
+Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
-  struct Lm {
-    const std::string* path = nullptr;
-    const Module* module = nullptr;
-  };
-  std::vector<std::pair<uint16_t, Lm>> modules;
-  for (const auto& [id, path] : tree.loadMap) modules.push_back({id, {&path, nullptr}});
-  std::vector<std::pair<uint16_t, std::pair<std::string, const Module*>>> unknownModules;
-  auto moduleOf = [&](uint16_t id) -> std::pair<const std::string*, const Module*> {
-    for (auto& [mid, lm] : modules)
-      if (mid == id) {
-        if (!lm.module) lm.module = names_.module(*lm.path);
-        return {lm.path, lm.module};
+  using Lm = NodeContexts::Lm;
+  constexpr uint16_t kDenseLm = 4096;
+  out.lm_.clear();
+  out.lmSparse_.clear();
+  out.unknown_.clear();
+  for (const auto& [id, path] : tree.loadMap) {
+    if (id < kDenseLm) {
+      if (out.lm_.size() <= id) out.lm_.resize(size_t(id) + 1);
+      if (!out.lm_[id].path) out.lm_[id].path = &path;  // the first of duplicate ids, as before
+    } else {
+      out.lmSparse_.push_back({id, {&path, nullptr}});
+    }
+  }
+  auto moduleOf = [&](uint16_t id) -> Lm& {
+    Lm* lm = nullptr;
+    if (id < kDenseLm) {
+      if (out.lm_.size() <= id) out.lm_.resize(size_t(id) + 1);
+      lm = &out.lm_[id];
+    } else {
+      for (auto& [mid, l] : out.lmSparse_)
+        if (mid == id) lm = &l;
+      if (!lm) lm = &out.lmSparse_.emplace_back(id, Lm{}).second;
+    }
+    if (!lm->module) {
+      if (!lm->path) {
+        out.unknown_.push_back(std::make_unique<std::string>("<unknown load module " + std::to_string(id) + ">"));
+        lm->path = out.unknown_.back().get();
       }
-    for (auto& [mid, u] : unknownModules)
-      if (mid == id) return {&u.first, u.second};
-    std::string unknown = "<unknown load module " + std::to_string(id) + ">";
-    const Module* m = names_.module(unknown);
-    unknownModules.push_back({id, {std::move(unknown), m}});
-    return {&unknownModules.back().second.first, m};
+      lm->module = names_.module(*lm->path);
+    }
+    return *lm;
   };
 
   // Node id -> position in tree.nodes: a table when ids are dense, else a hash map.
   const size_t n = tree.nodes.size();
   uint32_t maxId = 0;
   for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
-  const bool dense = maxId <= 2 * n + 1024;
-  std::vector<int32_t> posTable;
-  std::unordered_map<uint32_t, uint32_t> posHash;
+  out.dense_ = maxId <= 2 * n + 1024;
+  out.posTable_.clear();
+  out.posHash_.clear();
   auto duplicate = [](uint32_t id) { return Status::error("duplicate cct node id " + std::to_string(id)); };
-  if (dense) {
-    posTable.assign(size_t(maxId) + 1, -1);
+  if (out.dense_) {
+    out.posTable_.assign(size_t(maxId) + 1, -1);
     for (size_t i = 0; i < n; ++i) {
-      int32_t& slot = posTable[tree.nodes[i].id];
+      int32_t& slot = out.posTable_[tree.nodes[i].id];
       if (slot >= 0) return duplicate(tree.nodes[i].id);
       slot = int32_t(i);
     }
   } else {
-    posHash.reserve(n);
+    out.posHash_.reserve(n);
     for (size_t i = 0; i < n; ++i)
-      if (!posHash.emplace(tree.nodes[i].id, uint32_t(i)).second) return duplicate(tree.nodes[i].id);
+      if (!out.posHash_.emplace(tree.nodes[i].id, uint32_t(i)).second) return duplicate(tree.nodes[i].id);
   }
-  auto posOf = [&](uint32_t id) -> int64_t {
-    if (dense) return id < posTable.size() ? posTable[id] : -1;
-    auto it = posHash.find(id);
-    return it == posHash.end() ? -1 : int64_t(it->second);
-  };
 
-  std::vector<Context*> ctx(n, nullptr);
-  std::vector<uint8_t> done(n, 0);
+  std::vector<Context*>& ctx = out.ctx_;
+  std::vector<uint8_t>& done = out.done_;
+  ctx.assign(n, nullptr);
+  done.assign(n, 0);
   Context* root = cct_.root();
-  auto entry = [&](EntryKind k) { return create ? root->child(entryKey(k)) : root->findChild(entryKey(k)); };
-  std::vector<uint32_t> chain;
-  const size_t starts = wanted ? wanted->size() : n;
-  for (size_t k = 0; k < starts; ++k) {
-    int64_t w = wanted ? posOf((*wanted)[k]) : int64_t(k);
-    if (w < 0 || done[size_t(w)]) continue;
-    const size_t s = size_t(w);
+  auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
+  std::vector<uint32_t>& chain = out.chain_;
+  for (size_t s = 0; s < n; ++s) {
+    if (done[s]) continue;
+    // The common case, handled as below but without the chain: an instruction whose parent
+    // is resolved (hpcrun lists parents first) to a context that is not the root and not a
+    // GPU operation.
+    if (const TreeNode& node = tree.nodes[s]; node.placeholder == Placeholder::None && node.parent) {
+      const int64_t pp = out.posOf(node.parent);
+      if (pp >= 0 && done[size_t(pp)]) {
+        Context* parent = ctx[size_t(pp)];
+        if (parent && parent != root && !isGpuPlaceholder(tree.nodes[size_t(pp)].placeholder)) {
+          const Lm& lm = moduleOf(node.module);
+          ctx[s] = expandInstruction(parent, *lm.path, lm.module, node.offset, Gpu::No);
+          done[s] = 1;
+          continue;
+        }
+      }
+    }
     // Resolve the unmapped ancestors first, outermost first; the file need not list
     // parents before children.
     chain.clear();
@@ -257,14 +301,15 @@ Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create,
       if (chain.size() > n)
         return Status::error("calling-context tree has a cycle at node " + std::to_string(tree.nodes[size_t(at)].id));
       const TreeNode& t = tree.nodes[size_t(at)];
-      at = t.parent ? posOf(t.parent) : -1;
+      at = t.parent ? out.posOf(t.parent) : -1;
     }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const TreeNode& node = tree.nodes[*it];
       Context* parent = nullptr;
       bool orphan = true;
+      int64_t pp = -1;
       if (node.parent) {
-        int64_t pp = posOf(node.parent);
+        pp = out.posOf(node.parent);
         if (pp >= 0 && done[size_t(pp)]) {
           parent = ctx[size_t(pp)];
           orphan = false;
@@ -284,16 +329,16 @@ Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create,
       case Placeholder::GpuAlloc:
       case Placeholder::GpuTrace:
         if (orphan || !parent || parent == root) parent = entry(EntryKind::Unknown);
-        self = parent ? gpuOperation(parent, node.placeholder, create) : nullptr;
+        self = gpuOperation(parent, node.placeholder);
         break;
       case Placeholder::None: {
         // Code reached without a known entry (partial unwind) hangs on "unknown entry".
         Gpu gpu = Gpu::No;
-        if (!orphan && isGpuPlaceholder(tree.nodes[size_t(posOf(node.parent))].placeholder))
+        if (!orphan && isGpuPlaceholder(tree.nodes[size_t(pp)].placeholder))
           gpu = node.unwound ? Gpu::Entry : Gpu::Sample;
         if (orphan || !parent || parent == root) parent = entry(EntryKind::Unknown);
-        auto [path, module] = moduleOf(node.module);
-        self = parent ? expandInstruction(parent, *path, module, node.offset, gpu, create) : nullptr;
+        const Lm& lm = moduleOf(node.module);
+        self = expandInstruction(parent, *lm.path, lm.module, node.offset, gpu);
         break;
       }
       }
@@ -301,19 +346,7 @@ Expected<NodeMap> Expander::map(const ProfileTree& tree, bool create,
       done[*it] = 1;
     }
   }
-
-  NodeMap out;
-  out.sparse_ = !dense;
-  if (dense) {
-    out.dense_.assign(size_t(maxId) + 1, nullptr);
-    for (size_t i = 0; i < n; ++i) out.dense_[tree.nodes[i].id] = ctx[i];
-  } else {
-    out.pairs_.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      if (ctx[i]) out.pairs_.emplace_back(tree.nodes[i].id, ctx[i]);
-    std::sort(out.pairs_.begin(), out.pairs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-  return out;
+  return Status();
 }
 
 }  // namespace hpc::analysis

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -15,24 +17,37 @@
 
 namespace hpc::analysis {
 
-// hpcrun node id -> the context that receives its values and parents its callees.
-// Lives for one pass over one profile: a table by id when ids are dense (as hpcrun writes
-// them), else a sorted array. MT: const after construction.
-class NodeMap {
+// One profile's nodes and the contexts unify() gave them. Reused from profile to profile
+// (one per thread), so its tables keep their capacity. MT: const after unify().
+class NodeContexts {
 public:
-  NodeMap() = default;
-  // nullptr when the node is unknown or attributed to no context (idle placeholder).
+  // The context of node `id`: nullptr when the id is unknown or attributed to no context
+  // (idle placeholder).
   Context* find(uint32_t id) const {
-    if (!sparse_) return id < dense_.size() ? dense_[id] : nullptr;
-    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), id, [](const auto& e, uint32_t k) { return e.first < k; });
-    return it != pairs_.end() && it->first == id ? it->second : nullptr;
+    int64_t p = posOf(id);
+    return p < 0 ? nullptr : ctx_[size_t(p)];
   }
 
 private:
   friend class Expander;
-  bool sparse_ = false;
-  std::vector<Context*> dense_;
-  std::vector<std::pair<uint32_t, Context*>> pairs_;
+  int64_t posOf(uint32_t id) const {
+    if (dense_) return id < posTable_.size() ? posTable_[id] : -1;
+    auto it = posHash_.find(id);
+    return it == posHash_.end() ? -1 : int64_t(it->second);
+  }
+  bool dense_ = true;
+  std::vector<int32_t> posTable_;  // node id -> position in tree.nodes (dense ids)
+  std::unordered_map<uint32_t, uint32_t> posHash_;  // the same for sparse ids
+  std::vector<Context*> ctx_;      // by position
+  std::vector<uint8_t> done_;      // by position
+  std::vector<uint32_t> chain_;
+  struct Lm {
+    const std::string* path = nullptr;
+    const Module* module = nullptr;
+  };
+  std::vector<Lm> lm_;  // by load-map id (small ids, as hpcrun writes them)
+  std::vector<std::pair<uint16_t, Lm>> lmSparse_;
+  std::vector<std::unique_ptr<std::string>> unknown_;
 };
 
 class Expander {
@@ -41,21 +56,14 @@ public:
   Expander(Cct& cct, Names& names, const StructureSource* structure);
   ~Expander();
 
-  // Pass 1. MT: thread-safe (the CCT, names and the instruction cache are concurrent).
-  Expected<NodeMap> unify(const ProfileTree& tree) const { return map(tree, true, nullptr); }
-  // Pass 2: the contexts of the nodes `wanted` (and of their ancestors) of a tree unify() has
-  // merged, found without creating any, so that no per-profile map is kept between the
-  // passes. Other nodes, and nodes not found, map to nullptr.
-  // MT: thread-safe among themselves; must not overlap unify() calls.
-  Expected<NodeMap> find(const ProfileTree& tree, std::span<const uint32_t> wanted) const {
-    return map(tree, false, &wanted);
-  }
+  // Merges one profile's tree into the CCT; out.find(id) then gives each node's context.
+  // MT: thread-safe (the CCT, names and the instruction cache are concurrent).
+  Status unify(const ProfileTree& tree, NodeContexts& out) const;
 
 private:
   struct Cache;
-  Expected<NodeMap> map(const ProfileTree& tree, bool create, const std::span<const uint32_t>* wanted) const;
   // The named function context of a GPU operation below its CPU launch context.
-  Context* gpuOperation(Context* launch, Placeholder p, bool create) const;
+  Context* gpuOperation(Context* launch, Placeholder p) const;
   // How an instruction hangs on a GPU-operation placeholder.
   enum class Gpu : uint8_t {
     No,
@@ -67,7 +75,7 @@ private:
     Sample,
   };
   Context* expandInstruction(Context* callSite, const std::string& modulePath, const Module* module,
-                             uint64_t offset, Gpu gpu, bool create) const;
+                             uint64_t offset, Gpu gpu) const;
   Cct& cct_;
   Names& names_;
   const StructureSource* structure_;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "analysis/io.hpp"
+#include "common/file.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
 
 namespace hpc::analysis {
@@ -88,6 +89,72 @@ public:
       for (const auto& r : tr.records) v.trace.push_back({r.time, r.cct_id});
     }
     return v;
+  }
+
+  // Each file read whole into a buffer the thread keeps, and decoded once.
+  Status read(ProfileData& out) override {
+    thread_local std::vector<uint8_t> buffer;
+    thread_local hpcrun::Profile p;
+    thread_local std::vector<int32_t> local;
+    HPC_RETURN_IF_ERROR(read_file_into(profile_, buffer));
+    hpcrun::CctView cct;
+    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(buffer, profile_.string(), p, cct, out.valuesStatus));
+    ProfileTree& t = out.tree;
+    const std::string* name = p.header_value("program-name");
+    t.programName = name ? *name : std::string();
+    t.idTuple.clear();
+    for (const auto& e : p.id_tuple)
+      t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
+    t.metrics.clear();
+    for (const auto& m : p.metrics)
+      if (m.formula.empty()) t.metrics.push_back(m.name);
+    t.loadMap.clear();
+    for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
+    t.nodes.resize(cct.count);
+    for (uint64_t i = 0; i < cct.count; ++i) {
+      const hpcrun::CctView::Node n = cct[i];
+      TreeNode& tn = t.nodes[i];
+      tn.id = n.id;
+      tn.parent = n.parent_id;
+      tn.unwound = n.unwound != 0;
+      if (n.lm_id == 0) {
+        tn.module = 0;
+        tn.offset = 0;
+        tn.placeholder = classify(n.lm_ip);
+      } else {
+        tn.module = n.lm_id;
+        tn.offset = n.lm_ip;
+        tn.placeholder = Placeholder::None;
+      }
+    }
+    t.hasTrace = !trace_.empty();
+
+    ProfileValues& v = out.values;
+    v.values.clear();
+    v.trace.clear();
+    if (!out.valuesStatus.ok()) return Status();
+    local = localMetricIds(p);
+    v.values.reserve(p.flat_values.size());
+    for (const auto& [node, mv] : p.flat_values) {
+      if (mv.metric_id >= p.metrics.size() || local[mv.metric_id] < 0) continue;
+      bool isInt = p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
+      double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
+      if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
+    }
+    if (!trace_.empty()) {
+      thread_local hpcrun::Trace tr;
+      thread_local std::vector<uint8_t> traceBuffer;  // apart: no zero-filling on growth
+      Status st = read_file_into(trace_, traceBuffer);
+      if (st.ok()) st = hpcrun::parse_trace(traceBuffer, trace_.string(), tr);
+      if (!st.ok()) {
+        v.values.clear();
+        out.valuesStatus = st;
+        return Status();
+      }
+      v.trace.reserve(tr.records.size());
+      for (const auto& r : tr.records) v.trace.push_back({r.time, r.cct_id});
+    }
+    return Status();
   }
 
 private:

@@ -88,7 +88,16 @@ struct ProfileValues {
   std::vector<TraceRecord> trace;
 };
 
-// One input profile. Each pass reads its own sections once.
+// A whole profile, as the pipeline reads it: once, in its first pass.
+struct ProfileData {
+  ProfileTree tree;
+  ProfileValues values;
+  // Not ok: the values or the trace are unreadable (the tree is fine); `values` is then
+  // empty and the profile stays in the database without values, with a warning.
+  Status valuesStatus;
+};
+
+// One input profile.
 class ProfileSource {
 public:
   virtual ~ProfileSource() = default;
@@ -96,6 +105,16 @@ public:
   // MT: each source is used by one task at a time.
   virtual Expected<ProfileTree> readTree() = 0;
   virtual Expected<ProfileValues> readValues() = 0;
+  // The tree, values and trace in one go, into `out` (its vectors' capacity reused); an
+  // error when the tree is unreadable. This default reads them apart.
+  virtual Status read(ProfileData& out) {
+    HPC_ASSIGN_OR_RETURN(out.tree, readTree());
+    Expected<ProfileValues> v = readValues();
+    out.valuesStatus = v.ok() ? Status() : v.status();
+    if (v.ok()) out.values = std::move(*v);
+    else out.values = {};
+    return Status();
+  }
 };
 
 // One step of the lexical nesting of an instruction, outermost first.

@@ -43,12 +43,12 @@ Status MemorySink::readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseR
   return Status();
 }
 
-Status MemorySink::writeContexts(std::span<const ContextColumn> cols) {
+Status MemorySink::writeContexts(const ColumnBatch& cols) {
   std::lock_guard lock(mu_);
-  for (const ContextColumn& c : cols) {
-    if (!columns.empty() && columns.back().ctx >= c.ctx)
+  for (size_t i = 0; i < cols.size(); ++i) {
+    if (!columns.empty() && columns.back().ctx >= cols.ctx[i])
       return Status::error("context columns out of order");
-    columns.push_back(c);
+    columns.push_back(cols.column(i));
   }
   return Status();
 }

@@ -15,7 +15,7 @@ public:
   Status writeProfile(uint32_t index, const std::vector<IdOut>& idTuple, const SparseRow& row) override;
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override;
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override;
-  Status writeContexts(std::span<const ContextColumn> columns) override;
+  Status writeContexts(const ColumnBatch& columns) override;
   Status writeSummary(const SparseRow& row) override;
   Status finish(const MetaInput& meta) override;
 

@@ -94,6 +94,8 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
     app0 = app0.substr(0, app0.find('-') == std::string::npos ? app0.size() : app0.find('-'));
     job.output = "hpctoolkit-" + app0 + "-database";
   }
+  // The spill of pass 1 goes beside the database (on its file system, not in memory).
+  opt.scratchDir = job.output.parent_path().empty() ? fs::path(".") : job.output.parent_path();
   return job;
 }
 

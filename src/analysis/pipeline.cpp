@@ -1,6 +1,9 @@
 #include "analysis/pipeline.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <tbb/enumerable_thread_specific.h>
+#include <unistd.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -9,7 +12,9 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -26,20 +31,32 @@ namespace {
 
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
+// -v: wall and CPU (user + system, all threads) time of each phase, and the peak resident
+// memory so far.
 class PhaseTimer {
 public:
-  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()) {}
   void lap(const char* what) {
     if (!on_) return;
     auto now = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s\n", what,
-                 std::chrono::duration<double>(now - t0_).count());
+    const double c = cpu();
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB)\n", what,
+                 std::chrono::duration<double>(now - t0_).count(), c - cpu0_, double(ru.ru_maxrss) / 1024);
     t0_ = now;
+    cpu0_ = c;
   }
 
 private:
+  static double cpu() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  }
   bool on_;
   std::chrono::steady_clock::time_point t0_;
+  double cpu0_;
 };
 
 }  // namespace
@@ -88,43 +105,124 @@ std::vector<std::vector<IdOut>> resolveIdTuples(const std::vector<std::vector<Id
   return out;
 }
 
+Expected<std::unique_ptr<Spill>> Spill::create(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> dirs;
+  if (!dir.empty()) dirs.push_back(dir);
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  dirs.push_back(ec ? std::filesystem::path("/tmp") : tmp);
+  std::string why;
+  for (const auto& d : dirs) {
+    int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      // No O_TMPFILE on this file system: a named file, unlinked at once.
+      std::string name = (d / "hpcprof-spill-XXXXXX").string();
+      fd = ::mkstemp(name.data());
+      if (fd >= 0) ::unlink(name.c_str());
+    }
+    if (fd >= 0) return std::unique_ptr<Spill>(new Spill(fd, d.string()));
+    why = d.string() + ": " + std::strerror(errno);
+  }
+  return Status::error("cannot create a temporary file for the profiles' values: " + why);
+}
+
+Spill::~Spill() { ::close(fd_); }
+
+Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
+  const uint64_t at = end_.fetch_add(bytes.size(), std::memory_order_relaxed);
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, off_t(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::error("temporary file in " + dir_ + ": write failed: " + std::strerror(errno));
+    done += size_t(n);
+  }
+  return at;
+}
+
+Status Spill::read(uint64_t at, std::span<uint8_t> into) const {
+  for (size_t done = 0; done < into.size();) {
+    ssize_t n = ::pread(fd_, into.data() + done, into.size() - done, off_t(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::error("temporary file in " + dir_ + ": read back failed");
+    done += size_t(n);
+  }
+  return Status();
+}
+
 void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
-                   const PipelineOptions& options, tbb::task_arena& arena, std::vector<Unified>& out) {
+                   Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
+                   std::vector<Unified>& out) {
   out.clear();
   out.resize(profiles.size());
   Progress progress(options.progress, "reading calling contexts", profiles.size());
+  struct Scratch {
+    ProfileData data;
+    NodeContexts nodes;
+    std::vector<uint8_t> record;
+  };
+  tbb::enumerable_thread_specific<Scratch> scratch;
+  auto unifyOne = [&](size_t i) {
+    Unified& u = out[i];
+    struct Tick {
+      Progress& p;
+      ~Tick() { p.tick(); }
+    } tick{progress};
+    Scratch& sc = scratch.local();
+    ProfileData& data = sc.data;
+    if (Status st = profiles[i]->read(data); !st.ok()) {
+      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                   st.message().c_str());
+      return;
+    }
+    ProfileTree& tree = data.tree;
+    if (!options.onlyExe.empty()) {
+      std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
+      if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
+        u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
+        return;
+      }
+    }
+    if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
+      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
+                   st.message().c_str());
+      return;
+    }
+    // Only the values and trace records go on to pass 2, each with its node's context.
+    if (data.valuesStatus.ok()) {
+      const ProfileValues& v = data.values;
+      std::vector<uint8_t>& rec = sc.record;
+      rec.resize(v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace));
+      auto* sv = reinterpret_cast<SpilledValue*>(rec.data());
+      uint32_t nv = 0;
+      for (const PointValue& p : v.values)
+        if (const Context* c = sc.nodes.find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
+      auto* st = reinterpret_cast<SpilledTrace*>(rec.data() + nv * sizeof(SpilledValue));
+      if (tree.hasTrace)
+        for (const TraceRecord& r : v.trace) *st++ = {r.time, sc.nodes.find(r.node)};
+      const size_t bytes = reinterpret_cast<uint8_t*>(st) - rec.data();
+      Expected<uint64_t> at = spill.append({rec.data(), bytes});
+      if (!at.ok()) {
+        u.valuesError = at.status().message();
+      } else {
+        u.spillAt = *at;
+        u.values = nv;
+        u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
+      }
+    } else {
+      u.valuesError = data.valuesStatus.message();
+    }
+    u.header.metrics = std::move(tree.metrics);
+    u.header.descs = std::move(tree.descs);
+    u.header.ids = std::move(tree.idTuple);
+    u.header.hasTrace = tree.hasTrace;
+    u.header.program = std::move(tree.programName);
+    u.header.state = ProfileState::Ok;
+  };
   arena.execute([&] {
     tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
-      Unified& u = out[i];
-      struct Tick {
-        Progress& p;
-        ~Tick() { p.tick(); }
-      } tick{progress};
-      auto tree = profiles[i]->readTree();
-      if (!tree.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     tree.status().message().c_str());
-        return;
-      }
-      if (!options.onlyExe.empty()) {
-        std::string prog = tree->programName.substr(tree->programName.rfind('/') + 1);
-        if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
-          u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
-          return;
-        }
-      }
-      auto map = expander.unify(*tree);
-      if (!map.ok()) {
-        std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                     map.status().message().c_str());
-        return;
-      }
-      u.header.metrics = std::move(tree->metrics);
-      u.header.descs = std::move(tree->descs);
-      u.header.ids = std::move(tree->idTuple);
-      u.header.hasTrace = tree->hasTrace;
-      u.header.program = std::move(tree->programName);
-      u.header.state = ProfileState::Ok;
+      // The thread's scratch is held across the whole profile: isolated, so that a wait
+      // inside (a measured binary analysed on first use) never runs another profile here.
+      tbb::this_task_arena::isolate([&] { unifyOne(i); });
     });
   });
 }
@@ -203,51 +301,39 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
                       std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out) {
   out.row.clear();
   out.trace.clear();
   out.hasTrace = u.header.hasTrace;
-  // Values first: only the nodes they and the trace name need their contexts found.
-  Expected<ProfileValues> values = source.readValues();
-  Expected<ProfileTree> tree = Status::error("unread");
-  if (values.ok()) tree = source.readTree();
-  Expected<NodeMap> nodes = Status::error("unread");
-  if (values.ok() && tree.ok()) {
-    std::vector<uint32_t> wanted;
-    wanted.reserve(values->values.size() + values->trace.size());
-    for (const PointValue& v : values->values) wanted.push_back(v.node);
-    if (u.header.hasTrace)
-      for (const TraceRecord& r : values->trace) wanted.push_back(r.node);
-    nodes = expander.find(*tree, wanted);
-  }
-  if (!nodes.ok()) {
-    const Status& why = !values.ok() ? values.status() : !tree.ok() ? tree.status() : nodes.status();
+  thread_local std::vector<uint8_t> rec;
+  rec.resize(u.values * sizeof(SpilledValue) + u.traces * sizeof(SpilledTrace));
+  Status read = u.valuesError.empty() ? spill.read(u.spillAt, rec) : Status::error(u.valuesError);
+  if (!read.ok()) {
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                 source.path().c_str(), why.message().c_str());
+                 source.path().c_str(), read.message().c_str());
     out.hasTrace = false;
     return Status();
   }
-  std::vector<ContextValue> points;
-  points.reserve(values->values.size());
-  for (const PointValue& v : values->values) {
-    Context* c = nodes->find(v.node);
-    if (!c || v.metric >= localToGlobal.size()) continue;
-    points.push_back({c->id(), localToGlobal[v.metric], v.value});
-  }
+  thread_local std::vector<ContextValue> points;
+  points.clear();
+  points.reserve(u.values);
+  const auto* sv = reinterpret_cast<const SpilledValue*>(rec.data());
+  for (uint32_t k = 0; k < u.values; ++k)
+    if (sv[k].metric < localToGlobal.size())
+      points.push_back({sv[k].ctx->id(), localToGlobal[sv[k].metric], sv[k].value});
   propagator.run(points, out.row);
   for (size_t j = 0; j < out.row.ctx.size(); ++j)
     nonzeros[out.row.ctx[j]].fetch_add(out.row.start[j + 1] - out.row.start[j], std::memory_order_relaxed);
   if (u.header.hasTrace) {
-    out.trace.reserve(values->trace.size());
-    for (const TraceRecord& r : values->trace) {
-      Context* c = nodes->find(r.node);
-      uint32_t ctx = c ? c->listed()->id() : 0;
-      out.trace.push_back({r.time, ctx});
-    }
-    std::stable_sort(out.trace.begin(), out.trace.end(),
-                     [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; });
+    const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
+    out.trace.resize(u.traces);
+    for (uint32_t k = 0; k < u.traces; ++k)
+      out.trace[k] = {st[k].time, st[k].ctx ? st[k].ctx->listed()->id() : 0};
+    auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
+    if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
+      std::stable_sort(out.trace.begin(), out.trace.end(), byTime);
   }
   return Status();
 }
@@ -259,12 +345,12 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
   return Status();
 }
 
-Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToGlobal, uint32_t index,
                         const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
-  PropagatedProfile p;
-  HPC_RETURN_IF_ERROR(computeProfile(source, expander, u, localToGlobal, propagator, nonzeros, p));
+  thread_local PropagatedProfile p;
+  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToGlobal, propagator, nonzeros, p));
   return writeProfile(sink, index, idTuple, p);
 }
 
@@ -278,8 +364,9 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   Names& names = analysis->names;
   Expander expander(cct, names, structure);
 
+  HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir));
   std::vector<Unified> unified;
-  unifyProfiles(profiles, expander, options, arena, unified);
+  unifyProfiles(profiles, expander, *spill, options, arena, unified);
   timer.lap("unify calling contexts");
 
   std::vector<const ProfileHeader*> headers;
@@ -328,7 +415,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                    [&](InFlight* f) {
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
-                                                         *profiles[i], expander, unified[i], plan.localToGlobal[i],
+                                                         *profiles[i], *spill, unified[i], plan.localToGlobal[i],
                                                          propagators.local(), nonzeros, f->p);
                                                      return f;
                                                    }) &
@@ -350,6 +437,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;
   topt.shape = &shape;
+  topt.verbose = options.verbose;
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   timer.lap("transpose, summary statistics");
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct PipelineOptions {
   bool progress = false;  // a progress line on stderr when it is a terminal
   std::vector<std::string> onlyExe;  // --only-exe: keep profiles of these programs only
   std::vector<PathReplacement> replacePaths;  // -R, applied to source file paths
+  // Where pass 1 keeps profiles' values until pass 2 (an unnamed temporary file); empty:
+  // the system's temporary directory.
+  std::filesystem::path scratchDir;
 };
 
 // The analysis state the database was written from; it outlives the run.

@@ -18,13 +18,14 @@ PropagationShape::PropagationShape(const Cct& cct) {
 }
 
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
-    : shape_(shape), numMetrics_(numMetrics), slotOf_(shape.size(), -1) {}
+    : shape_(shape), numMetrics_(numMetrics), slotOf_(shape.size(), -1), pending_((shape.size() + 63) / 64, 0) {}
 
 double* Propagator::slot(uint32_t ctx) {
   int32_t& s = slotOf_[ctx];
   if (s < 0) {
     s = int32_t(touched_.size());
     touched_.push_back(ctx);
+    pending_[ctx / 64] |= uint64_t(1) << (ctx % 64);
     values_.resize(values_.size() + size_t(numMetrics_) * kNumScopes, 0.0);
   }
   return &values_[size_t(s) * numMetrics_ * kNumScopes];
@@ -40,35 +41,38 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
   // Subtotals flow up once per context rather than once per value and ancestor: ids are
   // pre-order, so taking contexts in decreasing id order finishes every child before its
   // parent. Execution flows over every edge; function (and lex_aware, equal to it per
-  // profile) over lexical edges only, stopping at calls and inlined calls.
-  pending_.assign(touched_.begin(), touched_.end());
-  std::make_heap(pending_.begin(), pending_.end());
-  while (!pending_.empty()) {
-    std::pop_heap(pending_.begin(), pending_.end());
-    const uint32_t c = pending_.back();
-    pending_.pop_back();
-    const uint32_t up = shape_.parent(c);
-    if (up == c) continue;
-    if (slotOf_[up] < 0) {
-      slot(up);
-      pending_.push_back(up);
-      std::push_heap(pending_.begin(), pending_.end());
-    }
-    const double* from = &values_[size_t(slotOf_[c]) * width];
-    double* to = &values_[size_t(slotOf_[up]) * width];
-    const bool lexical = shape_.lexicalEdge(c);
-    for (uint32_t m = 0; m < width; m += kNumScopes) {
-      to[m + kExecution] += from[m + kExecution];
-      if (lexical) {
-        to[m + kFunction] += from[m + kFunction];
-        to[m + kLexAware] += from[m + kLexAware];
+  // profile) over lexical edges only, stopping at calls and inlined calls. The contexts not
+  // yet taken are a bitset (a parent has a smaller id, so it is found further down).
+  order_.clear();
+  for (size_t w = pending_.size(); w-- > 0;) {
+    while (pending_[w]) {
+      const uint32_t bit = 63 - uint32_t(__builtin_clzll(pending_[w]));
+      pending_[w] &= ~(uint64_t(1) << bit);
+      const uint32_t c = uint32_t(w * 64 + bit);
+      order_.push_back(c);
+      const uint32_t up = shape_.parent(c);
+      if (up == c) continue;
+      slot(up);  // marks it pending when new
+      const double* from = &values_[size_t(slotOf_[c]) * width];
+      double* to = &values_[size_t(slotOf_[up]) * width];
+      if (shape_.lexicalEdge(c)) {
+        for (uint32_t m = 0; m < width; m += kNumScopes) {
+          to[m + kExecution] += from[m + kExecution];
+          to[m + kFunction] += from[m + kFunction];
+          to[m + kLexAware] += from[m + kLexAware];
+        }
+      } else {
+        for (uint32_t m = 0; m < width; m += kNumScopes) to[m + kExecution] += from[m + kExecution];
       }
     }
   }
 
+  // Taken in decreasing order: written out in increasing order.
   out.clear();
-  std::sort(touched_.begin(), touched_.end());
-  for (uint32_t c : touched_) {
+  out.ctx.reserve(order_.size());
+  out.start.reserve(order_.size() + 1);
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    const uint32_t c = *it;
     const double* v = &values_[size_t(slotOf_[c]) * width];
     size_t before = out.value.size();
     for (uint32_t m = 0; m < width; ++m) {

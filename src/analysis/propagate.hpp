@@ -69,8 +69,9 @@ private:
   const PropagationShape& shape_;
   uint32_t numMetrics_;
   std::vector<int32_t> slotOf_;
-  std::vector<uint32_t> touched_;
-  std::vector<uint32_t> pending_;  // max-heap of contexts whose subtotals have not flowed up
+  std::vector<uint32_t> touched_;   // by slot
+  std::vector<uint64_t> pending_;   // bitset of contexts whose subtotals have not flowed up
+  std::vector<uint32_t> order_;     // contexts in the order their subtotals flowed up
   std::vector<double> values_;
 };
 

@@ -45,6 +45,41 @@ struct ContextColumn {
   std::vector<double> value;
 };
 
+// Columns of ascending contexts, flat (no storage of their own per column; the transpose
+// reuses it from round to round). Column i is context ctx[i]; its metrics are the slots
+// [slot[i], slot[i] + metrics[i]) of `metric`, and metric slot k owns the entries
+// [start[k], k + 1 < slot[i] + metrics[i] ? start[k + 1] : end[i]) of `profile` and `value`.
+struct ColumnBatch {
+  std::vector<uint32_t> ctx;
+  std::vector<uint64_t> slot, end;
+  std::vector<uint32_t> metrics;
+  std::vector<uint16_t> metric;  // by slot
+  std::vector<uint64_t> start;   // by slot
+  const uint32_t* profile = nullptr;
+  const double* value = nullptr;
+
+  size_t size() const { return ctx.size(); }
+  // Calls f(metric, profiles, values) for each metric of column i, in order.
+  template <typename F> void forEachMetric(size_t i, F&& f) const {
+    const uint64_t last = slot[i] + metrics[i];
+    for (uint64_t k = slot[i]; k < last; ++k) {
+      const uint64_t b = start[k], e = k + 1 < last ? start[k + 1] : end[i];
+      f(metric[k], std::span<const uint32_t>(profile + b, e - b), std::span<const double>(value + b, e - b));
+    }
+  }
+  ContextColumn column(size_t i) const {
+    ContextColumn c;
+    c.ctx = ctx[i];
+    forEachMetric(i, [&](uint16_t m, std::span<const uint32_t> p, std::span<const double> v) {
+      c.metric.push_back(m);
+      c.profile.insert(c.profile.end(), p.begin(), p.end());
+      c.value.insert(c.value.end(), v.begin(), v.end());
+      c.start.push_back(c.value.size());
+    });
+    return c;
+  }
+};
+
 // Everything meta.db and metrics/default.yaml describe. Mapping a ContextKey to a meta.db
 // Context: flags from function/file/module being set; propagation bit 0 set iff the
 // relation is Lexical (the "function" scope, index 0); hidden contexts are not listed,
@@ -78,7 +113,7 @@ public:
   // MT: thread-safe. Reads back the part of a written profile row with ctx in [lo, hi).
   virtual Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) = 0;
   // MT: externally synchronized; columns arrive in ascending context order.
-  virtual Status writeContexts(std::span<const ContextColumn> columns) = 0;
+  virtual Status writeContexts(const ColumnBatch& columns) = 0;
   // MT: externally synchronized; the summary profile (index 0), statistic ids.
   virtual Status writeSummary(const SparseRow& row) = 0;
   virtual Status finish(const MetaInput& meta) = 0;

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,17 +29,56 @@ struct ProfileHeader {
   bool hasTrace = false;
 };
 
-// What the first pass keeps of a profile until its second pass: its header only; the
-// second pass finds the profile's contexts again (Expander::find), so memory does not grow
-// with the number of profiles.
-struct Unified {
-  ProfileHeader header;
+// Pass 1 reads each profile whole, once; what pass 2 needs of it (its values and trace
+// records, each with the context of its node, no tree) goes to this temporary file, so that
+// memory does not grow with the number of profiles and no profile is decoded twice.
+class Spill {
+public:
+  // An unnamed file in `dir` (the system's temporary directory when empty), gone on close.
+  static Expected<std::unique_ptr<Spill>> create(const std::filesystem::path& dir);
+  ~Spill();
+  Spill(const Spill&) = delete;
+  Spill& operator=(const Spill&) = delete;
+  // MT: thread-safe. Where the bytes went.
+  Expected<uint64_t> append(std::span<const uint8_t> bytes);
+  // MT: thread-safe.
+  Status read(uint64_t at, std::span<uint8_t> into) const;
+
+private:
+  Spill(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}
+  int fd_;
+  std::string dir_;
+  std::atomic<uint64_t> end_{0};
 };
 
-// Pass 1 (class 1): unifies every profile's tree into the expander's CCT, in parallel
-// on `arena`; out[i] belongs to profiles[i]. Unreadable profiles are warned about.
+// A measured value or trace record as pass 1 spills it (contexts are valid for the whole
+// analysis; their ids are known after finalization).
+struct SpilledValue {
+  const Context* ctx = nullptr;
+  double value = 0;
+  uint32_t metric = 0;  // local metric id
+  uint32_t unused = 0;
+};
+struct SpilledTrace {
+  uint64_t time = 0;
+  const Context* ctx = nullptr;  // nullptr: no context (idle)
+};
+
+// What the first pass keeps of a profile until its second pass: its header and where its
+// values went in the spill file.
+struct Unified {
+  ProfileHeader header;
+  uint64_t spillAt = 0;
+  uint32_t values = 0, traces = 0;
+  std::string valuesError;  // non-empty: values or trace unreadable (the profile stays, empty)
+};
+
+// Pass 1 (class 1): reads every profile once, unifies its tree into the expander's CCT and
+// spills its values, in parallel on `arena`; out[i] belongs to profiles[i]. Unreadable
+// profiles are warned about.
 void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
-                   const PipelineOptions& options, tbb::task_arena& arena, std::vector<Unified>& out);
+                   Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
+                   std::vector<Unified>& out);
 
 // The database-wide facts derived from all profiles' headers, taken in profile order:
 // the same on every rank that sees the same headers.
@@ -56,24 +97,23 @@ struct Plan {
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
 // Pass 2 for one live profile, split in two for callers that write in profile order:
-// computeProfile reads, finds, propagates and counts into `nonzeros` (MT: thread-safe for
-// distinct profiles, one Propagator per thread); writeProfile writes the row and trace.
+// computeProfile reads its spilled values, propagates them and counts into `nonzeros` (MT:
+// thread-safe for distinct profiles, one Propagator per thread); writeProfile writes the
+// row and trace. Contexts must be finalized.
 struct PropagatedProfile {
   SparseRow row;
   std::vector<TracePoint> trace;
   bool hasTrace = false;
 };
-Status computeProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
                       std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out);
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p);
 
-// Pass 2 (class 2) for one live profile: reads its tree again and finds its contexts in the
-// unified (finalized) CCT, reads its values, propagates them and writes its profile.db row
-// and trace.db line; counts its values per context into `nonzeros`.
+// Pass 2 (class 2) for one live profile: computeProfile then writeProfile.
 // MT: thread-safe for distinct profiles (one Propagator per thread).
-Status propagateProfile(ProfileSource& source, const Expander& expander, const Unified& u,
+Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToGlobal,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink);

@@ -4,6 +4,8 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 
@@ -11,48 +13,59 @@ namespace hpc::analysis {
 
 namespace {
 
-constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(double) + 8;
+// A round's memory per value: the scattered entries (profile, metric, value), the column
+// they are sorted into (profile, value), and at most one metric slot (metric, start,
+// a summary statistic) each.
+constexpr uint64_t kBytesPerValue = 2 * (sizeof(uint32_t) + sizeof(double)) + sizeof(uint16_t) +
+                                    sizeof(uint16_t) + sizeof(uint64_t) + 16;
+// Rounds are kept small (about 13 MiB), whatever the budget, so that their buffers, reused
+// from round to round, stay in the CPU's caches and few pages are touched; the rows are read
+// on from where the last round stopped, so more rounds cost little more reading. Not
+// growing with the number of profiles, a round keeps peak memory flat in it.
+constexpr uint64_t kRoundValues = uint64_t(1) << 18;
 
-// Builds one context's column and its summary statistics from its entries, which are
-// in profile order.
-void buildColumn(uint32_t ctx, std::span<const uint32_t> prof, std::span<const uint16_t> met,
-                 std::span<const double> val, const MetricTable& metrics, ContextColumn& col,
-                 std::vector<std::pair<uint16_t, double>>& stats) {
-  // Entries grouped by metric, profile order kept within a metric: a counting sort, the
-  // propagated metric ids being few.
-  thread_local std::vector<uint32_t> order, count;
+// Builds column i of `out` from its context's entries (in profile order) in prof/met/val
+// [b, e): the entries grouped by metric, profile order kept within a metric, go to
+// outProf/outVal [b, e) and the metrics to the column's slots; its summary statistics go to
+// stats [statAt, statAt + returned count).
+uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, const uint32_t* prof, const uint16_t* met,
+                     const double* val, uint32_t* outProf, double* outVal, const MetricTable& metrics,
+                     ColumnBatch& out, std::pair<uint16_t, double>* stats) {
+  // A counting sort, the propagated metric ids being few.
+  thread_local std::vector<uint64_t> count;
   uint16_t maxMet = 0;
-  for (uint16_t m : met) maxMet = std::max(maxMet, m);
-  count.assign(size_t(maxMet) + 2, 0);
-  for (uint16_t m : met) ++count[size_t(m) + 1];
-  for (size_t m = 1; m < count.size(); ++m) count[m] += count[m - 1];
-  order.resize(prof.size());
-  for (uint32_t e = 0; e < uint32_t(prof.size()); ++e) order[count[met[e]]++] = e;
-  col.ctx = ctx;
-  col.metric.clear();
-  col.start.assign(1, 0);
-  col.profile.clear();
-  col.value.clear();
-  col.profile.reserve(prof.size());
-  col.value.reserve(prof.size());
-  stats.clear();
-  StatAccumulator acc;
-  for (size_t i = 0; i < order.size(); ++i) {
-    uint32_t e = order[i];
-    col.profile.push_back(prof[e]);
-    col.value.push_back(val[e]);
-    acc.add(val[e]);
-    bool last = i + 1 == order.size() || met[order[i + 1]] != met[e];
-    if (!last) continue;
-    col.metric.push_back(met[e]);
-    col.start.push_back(col.value.size());
-    for (uint32_t k = 0; k < metrics.kinds().size(); ++k) {
-      double s = acc.get(metrics.kinds()[k]);
-      if (s != 0) stats.emplace_back(metrics.statId(met[e], k), s);
-    }
-    acc = StatAccumulator();
+  for (uint64_t k = b; k < e; ++k) maxMet = std::max(maxMet, met[k]);
+  count.assign(size_t(maxMet) + 1, 0);
+  for (uint64_t k = b; k < e; ++k) ++count[met[k]];
+  uint64_t slot = out.slot[i], at = b;
+  for (uint32_t m = 0; m <= maxMet; ++m) {
+    if (!count[m]) continue;
+    out.metric[slot] = uint16_t(m);
+    out.start[slot] = at;
+    ++slot;
+    const uint64_t n = count[m];
+    count[m] = at;
+    at += n;
   }
-  std::sort(stats.begin(), stats.end());
+  out.metrics[i] = uint32_t(slot - out.slot[i]);
+  out.end[i] = e;
+  for (uint64_t k = b; k < e; ++k) {
+    const uint64_t to = count[met[k]]++;
+    outProf[to] = prof[k];
+    outVal[to] = val[k];
+  }
+  uint32_t nstats = 0;
+  for (uint64_t k = out.slot[i]; k < slot; ++k) {
+    const uint64_t vb = out.start[k], ve = k + 1 < slot ? out.start[k + 1] : e;
+    StatAccumulator acc;
+    for (uint64_t x = vb; x < ve; ++x) acc.add(outVal[x]);
+    for (uint32_t kind = 0; kind < metrics.kinds().size(); ++kind) {
+      double s = acc.get(metrics.kinds()[kind]);
+      if (s != 0) stats[nstats++] = {metrics.statId(out.metric[k], kind), s};
+    }
+  }
+  std::sort(stats, stats + nstats);
+  return nstats;
 }
 
 }  // namespace
@@ -66,80 +79,167 @@ Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numPro
   return sink.writeSummary(summary);
 }
 
+namespace {
+
+// An array that keeps its storage from round to round and is never zero-filled (every slot
+// used is written before it is read).
+template <typename T>
+class Scratch {
+public:
+  T* get(uint64_t n) {
+    if (n > capacity_) {
+      data_.reset(new T[n]);
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+private:
+  std::unique_ptr<T[]> data_;
+  uint64_t capacity_ = 0;
+};
+
+}  // namespace
+
 Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                       const std::vector<uint64_t>& nonzeros, uint32_t first, uint32_t last,
                       const TransposeOptions& opt, SparseRow& summary) {
-  const uint64_t perRound = std::max<uint64_t>(1, opt.budgetBytes / kBytesPerValue);
-  const uint32_t batch = std::max(1u, opt.threads);
-  tbb::task_arena arena(int(std::max(1u, opt.threads)));
+  const uint64_t perRound = std::max<uint64_t>(1, std::min(opt.budgetBytes / kBytesPerValue, kRoundValues));
+  const uint32_t threads = std::max(1u, opt.threads);
+  // Rows are read a few at a time per thread, so that each thread has rows to scatter.
+  const uint32_t batch = threads == 1 ? 1 : 4 * threads;
+  tbb::task_arena arena{int(threads)};
+
+  // Storage of one round, reused by the next.
+  Scratch<uint32_t> profBuf;
+  Scratch<uint16_t> metBuf;
+  Scratch<double> valBuf;
+  std::vector<uint64_t> offset, cursor;
+  Scratch<uint32_t> outProfBuf;
+  Scratch<double> outValBuf;
+  Scratch<std::pair<uint16_t, double>> statsBuf;
+  std::vector<uint32_t> statCount;
+  ColumnBatch batchCols;
+  const uint64_t maxSlots = std::max<uint64_t>(1, metrics.numProp());
+  std::vector<SparseRow> rows(batch);
+  std::vector<Status> errors(batch);
+  std::vector<uint32_t> split;  // the contexts [split[t], split[t + 1]) are thread t's to scatter
+  std::atomic<bool> overflow{false};
+  uint32_t rounds = 0;
+  uint64_t values = 0;
 
   for (uint32_t lo = first; lo < last;) {
     uint32_t hi = lo;
     uint64_t total = 0;
     while (hi < last && (hi == lo || total + nonzeros[hi] <= perRound)) total += nonzeros[hi++];
+    ++rounds;
+    values += total;
 
-    std::vector<uint64_t> offset(hi - lo + 1, 0);
+    offset.assign(hi - lo + 1, 0);
     for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
-    std::vector<uint64_t> cursor(offset.begin(), offset.end() - 1);
-    // Every slot is written before it is read: no zero-filling.
-    std::unique_ptr<uint32_t[]> prof(new uint32_t[total]);
-    std::unique_ptr<uint16_t[]> met(new uint16_t[total]);
-    std::unique_ptr<double[]> val(new double[total]);
+    cursor.assign(offset.begin(), offset.end() - 1);
+    uint32_t* prof = profBuf.get(total);
+    uint16_t* met = metBuf.get(total);
+    double* val = valBuf.get(total);
+    // Each thread scatters the values of a context range of about equal size: no two write
+    // the same column, and each column gets its values in profile order.
+    split.assign(1, lo);
+    for (uint32_t t = 1; t < threads; ++t) {
+      const uint64_t target = total * t / threads;
+      uint32_t c = split.back();
+      while (c < hi && offset[c - lo] < target) ++c;
+      split.push_back(c);
+    }
+    split.push_back(hi);
 
-    // Rows are read in parallel batches but placed in profile order.
-    std::vector<SparseRow> rows(batch);
-    std::vector<Status> errors(batch);
-    for (uint32_t p0 = 1; p0 < numProfiles; p0 += batch) {
-      uint32_t n = std::min(batch, numProfiles - p0);
-      arena.execute([&] {
-        tbb::parallel_for(0u, n, [&](uint32_t i) { errors[i] = sink.readProfile(p0 + i, lo, hi, rows[i]); });
-      });
+    auto scatter = [&](uint32_t t, uint32_t n, uint32_t p0) {
+      const uint32_t clo = split[t], chi = split[t + 1];
+      if (clo >= chi) return;
       for (uint32_t i = 0; i < n; ++i) {
-        HPC_RETURN_IF_ERROR(errors[i]);
         const SparseRow& r = rows[i];
-        for (size_t j = 0; j < r.ctx.size(); ++j) {
-          uint32_t c = r.ctx[j];
-          if (c < lo || c >= hi) continue;
-          for (uint64_t k = r.start[j]; k < r.start[j + 1]; ++k) {
-            uint64_t& at = cursor[c - lo];
-            if (at >= offset[c - lo + 1])
-              return Status::error("profile " + std::to_string(p0 + i) +
-                                   ": more values read back than were written");
+        size_t j = size_t(std::lower_bound(r.ctx.begin(), r.ctx.end(), clo) - r.ctx.begin());
+        for (; j < r.ctx.size() && r.ctx[j] < chi; ++j) {
+          uint64_t& at = cursor[r.ctx[j] - lo];
+          const uint64_t b = r.start[j], e = r.start[j + 1];
+          if (at + (e - b) > offset[r.ctx[j] - lo + 1]) {
+            overflow = true;
+            return;
+          }
+          for (uint64_t k = b; k < e; ++k, ++at) {
             prof[at] = p0 + i;
             met[at] = r.metric[k];
             val[at] = r.value[k];
-            ++at;
           }
         }
       }
+    };
+    for (uint32_t p0 = 1; p0 < numProfiles; p0 += batch) {
+      const uint32_t n = std::min(batch, numProfiles - p0);
+      if (threads == 1) {
+        errors[0] = sink.readProfile(p0, lo, hi, rows[0]);
+        HPC_RETURN_IF_ERROR(errors[0]);
+        scatter(0, 1, p0);
+      } else {
+        arena.execute([&] {
+          tbb::parallel_for(0u, n, [&](uint32_t i) { errors[i] = sink.readProfile(p0 + i, lo, hi, rows[i]); });
+        });
+        for (uint32_t i = 0; i < n; ++i) HPC_RETURN_IF_ERROR(errors[i]);
+        arena.execute([&] { tbb::parallel_for(0u, threads, [&](uint32_t t) { scatter(t, n, p0); }); });
+      }
+      if (overflow) return Status::error("profiles " + std::to_string(p0) + ".." + std::to_string(p0 + n - 1) +
+                                         ": more values read back than were written");
     }
 
-    std::vector<ContextColumn> columns;
-    std::vector<uint32_t> nonEmpty;
-    for (uint32_t c = lo; c < hi; ++c)
-      if (offset[c - lo + 1] > offset[c - lo]) nonEmpty.push_back(c);
-    columns.resize(nonEmpty.size());
-    std::vector<std::vector<std::pair<uint16_t, double>>> stats(nonEmpty.size());
-    arena.execute([&] {
-      tbb::parallel_for(size_t(0), nonEmpty.size(), [&](size_t i) {
-        uint32_t c = nonEmpty[i];
-        uint64_t b = offset[c - lo], e = cursor[c - lo];
-        buildColumn(c, {prof.get() + b, e - b}, {met.get() + b, e - b}, {val.get() + b, e - b},
-                    metrics, columns[i], stats[i]);
-      });
-    });
-    HPC_RETURN_IF_ERROR(sink.writeContexts(columns));
-    for (size_t i = 0; i < nonEmpty.size(); ++i) {
-      if (stats[i].empty()) continue;
-      summary.ctx.push_back(nonEmpty[i]);
-      for (auto& [m, v] : stats[i]) {
-        summary.metric.push_back(m);
-        summary.value.push_back(v);
+    // Columns: each gets at most min(entries, propagated metrics) metric slots.
+    ColumnBatch& cols = batchCols;
+    cols.ctx.clear();
+    cols.slot.clear();
+    uint64_t slots = 0;
+    for (uint32_t c = lo; c < hi; ++c) {
+      const uint64_t n = offset[c - lo + 1] - offset[c - lo];
+      if (!n) continue;
+      cols.ctx.push_back(c);
+      cols.slot.push_back(slots);
+      slots += std::min<uint64_t>(n, maxSlots);
+    }
+    const size_t ncols = cols.ctx.size();
+    cols.end.resize(ncols);
+    cols.metrics.resize(ncols);
+    cols.metric.resize(slots);
+    cols.start.resize(slots);
+    uint32_t* outProf = outProfBuf.get(total);
+    double* outVal = outValBuf.get(total);
+    cols.profile = outProf;
+    cols.value = outVal;
+    const size_t kinds = metrics.kinds().size();
+    std::pair<uint16_t, double>* statBuf = statsBuf.get(slots * kinds);
+    statCount.resize(ncols);
+    auto build = [&](size_t i) {
+      const uint32_t c = cols.ctx[i];
+      statCount[i] = buildColumn(i, offset[c - lo], cursor[c - lo], prof, met, val, outProf, outVal, metrics, cols,
+                                 statBuf + cols.slot[i] * kinds);
+    };
+    if (threads == 1) {
+      for (size_t i = 0; i < ncols; ++i) build(i);
+    } else {
+      arena.execute([&] { tbb::parallel_for(size_t(0), ncols, build); });
+    }
+    HPC_RETURN_IF_ERROR(sink.writeContexts(cols));
+    for (size_t i = 0; i < ncols; ++i) {
+      if (!statCount[i]) continue;
+      summary.ctx.push_back(cols.ctx[i]);
+      const auto* st = statBuf + cols.slot[i] * kinds;
+      for (uint32_t k = 0; k < statCount[i]; ++k) {
+        summary.metric.push_back(st[k].first);
+        summary.value.push_back(st[k].second);
       }
       summary.start.push_back(summary.value.size());
     }
     lo = hi;
   }
+  if (opt.verbose)
+    std::fprintf(stderr, "hpcprof: transposed %llu values of contexts [%u, %u) in %u rounds\n",
+                 static_cast<unsigned long long>(values), first, last, rounds);
   return Status();
 }
 

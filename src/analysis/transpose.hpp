@@ -15,6 +15,7 @@ struct TransposeOptions {
   uint64_t budgetBytes = uint64_t(1) << 30;
   unsigned threads = 1;
   const PropagationShape* shape = nullptr;  // for the lex_aware summaries
+  bool verbose = false;  // -v: say how many values and rounds
 };
 
 // nonzeros[c]: how many (profile, metric) values context c has over all profiles.

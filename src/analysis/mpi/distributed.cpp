@@ -171,8 +171,9 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   Cct cct;
   Names names;
   Expander expander(cct, names, job.structure.get());
+  HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(opt.scratchDir));
   std::vector<Unified> unified;
-  unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, opt, arena, unified);
+  unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, *spill, opt, arena, unified);
   report.unify = lap.next();
 
   // Every rank derives the same plan from every profile's header.
@@ -214,7 +215,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], expander, unified[i - first], plan.localToGlobal[i],
+      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToGlobal[i],
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), nonzeros, sink);
     });
   });

@@ -214,6 +214,7 @@ Status RankSink::placeProfiles() {
   // Every rank reads rows back in the transpose: all learn every block.
   std::vector<uint8_t> all = comm_.allgather(records.buffer());
   blocks_.assign(numProfiles_, {});
+  cursors_.assign(numProfiles_, {});
   ids_.assign(numProfiles_, {});
   lines_.assign(numProfiles_ - 1, {});
   WireReader in(all);
@@ -246,7 +247,7 @@ Status RankSink::readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow
   db::ProfileValues v;
   HPC_RETURN_IF_ERROR(db::read_profile_block(
       [this](uint64_t at, std::span<uint8_t> into) { return profileDb_->read(at, into); }, blocks_[index], lo,
-      hi, v));
+      hi, v, cursors_[index]));
   out.ctx = std::move(v.key);
   out.start = std::move(v.start);
   out.metric = std::move(v.sub);
@@ -254,15 +255,18 @@ Status RankSink::readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow
   return Status();
 }
 
-Status RankSink::writeContexts(std::span<const ContextColumn> columns) {
-  for (const ContextColumn& c : columns) {
-    if (c.ctx >= numContexts_) return Status::error("context " + std::to_string(c.ctx) + " out of range");
-    db::ContextValues v;
-    v.key = c.metric;
-    v.start = c.start;
-    v.sub = c.profile;
-    v.value = c.value;
-    columns_.emplace_back(c.ctx, contexts_.add(v));
+Status RankSink::writeContexts(const ColumnBatch& columns) {
+  db::ContextValues v;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const uint32_t ctx = columns.ctx[i];
+    if (ctx >= numContexts_) return Status::error("context " + std::to_string(ctx) + " out of range");
+      v.clear();
+      columns.forEachMetric(i, [&](uint16_t m, std::span<const uint32_t> p, std::span<const double> x) {
+        v.sub.insert(v.sub.end(), p.begin(), p.end());
+        v.value.insert(v.value.end(), x.begin(), x.end());
+        v.close(m);
+      });
+    columns_.emplace_back(ctx, contexts_.add(v));
   }
   return Status();
 }

@@ -36,7 +36,7 @@ public:
   // MT: thread-safe. Any profile, after placeProfiles().
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override;
   // MT: externally synchronized. This rank's context range, ascending.
-  Status writeContexts(std::span<const ContextColumn> columns) override;
+  Status writeContexts(const ColumnBatch& columns) override;
   // Rank 0 only: the whole summary row.
   Status writeSummary(const SparseRow& row) override;
   // Collective: rank 0 completes the files and writes meta.db; all close their files.
@@ -68,6 +68,7 @@ private:
   std::vector<Row> rows_;
   // After placeProfiles(): every profile's block (index order) and, on rank 0, the rest.
   std::vector<db::BlockRef> blocks_;
+  std::vector<db::RowCursor> cursors_;  // by profile: where the transpose's reading stopped
   std::vector<std::vector<IdOut>> ids_;
   std::vector<db::TraceRef> lines_;
   uint64_t rowsEnd_ = 0, linesEnd_ = 0, minTime_ = UINT64_MAX, maxTime_ = 0;

@@ -208,7 +208,9 @@ public:
   // no id tuple): pass idTuple = nullopt and flags = 1.
   Status write(uint32_t index, uint32_t flags, const std::optional<std::vector<Identifier>>& idTuple,
                const ProfileValues& values);
-  // MT: thread-safe. Reads back the part of written row `index` with ctxId in [lo, hi).
+  // MT: thread-safe for distinct indices. Reads back the part of written row `index` with
+  // ctxId in [lo, hi); ascending ranges (each starting where the last ended) read each index
+  // entry about once.
   Status read(uint32_t index, uint32_t lo, uint32_t hi, ProfileValues& out) const;
   // MT: externally synchronized. Profiles never written are empty.
   Status finish();
@@ -238,9 +240,12 @@ private:
     uint64_t nValues = 0, pValues = 0, pMetricIndices = 0;
     uint16_t nMetrics = 0;
   };
+  struct Stage;  // blocks gathered into large writes
+  Status flush();
   std::unique_ptr<StreamFile> out_;
   std::vector<Block> blocks_;
   int64_t last_ = -1;
+  std::unique_ptr<Stage> stage_;
 };
 
 // trace.db: begin() with the number of trace lines, then lines by index.

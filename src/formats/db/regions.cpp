@@ -168,4 +168,79 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   return Status();
 }
 
+Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
+                          ProfileValues& out, RowCursor& cursor) {
+  out.clear();
+  if (b.nKeys == 0 || lo >= hi) return Status();
+  thread_local std::vector<uint8_t> idx, vals;  // capacity reused across rows
+  uint8_t e12[12];
+  auto entryCtx = [&](uint64_t i, uint32_t& ctx) -> Status {
+    HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * i, {e12, 12}));
+    ctx = ByteView({e12, 12}, "profile.db").load<uint32_t, std::endian::little>(0);
+    return Status();
+  };
+  // The first entry with ctx >= lo: where the last range ended, else by binary search.
+  uint64_t first = 0;
+  if (cursor.valid && cursor.hi == lo) {
+    first = cursor.key;
+  } else {
+    for (uint64_t l = 0, r = b.nKeys; l < r;) {
+      uint64_t m = (l + r) / 2;
+      uint32_t ctx = 0;
+      HPC_RETURN_IF_ERROR(entryCtx(m, ctx));
+      if (ctx < lo) l = first = m + 1; else r = m;
+    }
+  }
+  // The entries [first, last) with ctx < hi, read in chunks; `end` is the start of the
+  // values after them.
+  idx.clear();
+  uint64_t last = first, endValue = b.nValues;
+  // Ranges of a transpose hold about as many entries each: read a little more than the last
+  // one had, then more if that was not enough.
+  uint64_t chunk = cursor.valid && cursor.hi == lo ? cursor.last + cursor.last / 4 + 8 : 512;
+  for (bool more = true; more && last < b.nKeys; chunk *= 2) {
+    const uint64_t n = std::min(chunk, b.nKeys - last);
+    const size_t at = idx.size();
+    idx.resize(at + 12 * n);
+    HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * last, {idx.data() + at, 12 * n}));
+    ByteView iv({idx.data() + at, 12 * n}, "profile.db");
+    uint64_t k = 0;
+    for (; k < n; ++k)
+      if (iv.load<uint32_t, std::endian::little>(12 * k) >= hi) {
+        endValue = iv.load<uint64_t, std::endian::little>(12 * k + 4);
+        more = false;
+        break;
+      }
+    idx.resize(at + 12 * k);
+    last += k;
+  }
+  cursor = {true, hi, last, last - first};
+  if (first >= last) return Status();
+  ByteView iv(idx, "profile.db");
+  auto startAt = [&](uint64_t i) {  // i relative to first
+    return i < last - first ? iv.load<uint64_t, std::endian::little>(12 * i + 4) : endValue;
+  };
+  const uint64_t s = startAt(0), e = std::min(endValue, b.nValues);
+  if (s > e) return Status::error("profile.db: value index not ascending at block " + std::to_string(b.pIdx));
+  vals.resize(10 * (e - s));
+  HPC_RETURN_IF_ERROR(read(b.pValues + 10 * s, vals));
+  ByteView vv(vals, "profile.db");
+  out.sub.resize(e - s);
+  out.value.resize(e - s);
+  for (uint64_t j = 0; j < e - s; ++j) {
+    out.sub[j] = vv.load<uint16_t, std::endian::little>(10 * j);
+    out.value[j] = vv.load<double, std::endian::little>(10 * j + 2);
+  }
+  out.key.resize(last - first);
+  out.start.resize(last - first + 1);
+  for (uint64_t i = 0; i < last - first; ++i) {
+    const uint64_t z = std::min(std::max(startAt(i + 1), startAt(i)), e);
+    if (startAt(i) < s || startAt(i) > e)
+      return Status::error("profile.db: value index not ascending at block " + std::to_string(b.pIdx));
+    out.key[i] = iv.load<uint32_t, std::endian::little>(12 * i);
+    out.start[i + 1] = z - s;
+  }
+  return Status();
+}
+
 }  // namespace hpc::db

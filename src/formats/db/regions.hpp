@@ -74,4 +74,16 @@ using ReadAt = std::function<Status(uint64_t offset, std::span<uint8_t> into)>;
 Status read_profile_block(const ReadAt& read, const BlockRef& block, uint32_t lo, uint32_t hi,
                           ProfileValues& out);
 
+// Where reading one block in ascending context ranges stopped: a range starting where the
+// last one ended goes on from there, reading only its own part of the index (a transpose
+// in many rounds then reads each index entry about once, not once a round).
+struct RowCursor {
+  bool valid = false;
+  uint32_t hi = 0;   // the end of the last range read
+  uint64_t key = 0;  // the block's first index entry with ctxId >= hi
+  uint64_t last = 0;  // how many entries the last range had (the next is read about as many)
+};
+Status read_profile_block(const ReadAt& read, const BlockRef& block, uint32_t lo, uint32_t hi,
+                          ProfileValues& out, RowCursor& cursor);
+
 }  // namespace hpc::db

@@ -76,6 +76,7 @@ struct ProfileDbWriter::Info {
   detail::BlockPtrs ptrs;
   uint32_t flags = 0;
   std::optional<std::vector<Identifier>> idTuple;
+  mutable RowCursor cursor;  // where read() of this row stopped
 };
 
 ProfileDbWriter::ProfileDbWriter() = default;
@@ -95,7 +96,8 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
   if (!out_ || index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   // Reserved 8-aligned, so the block's size does not depend on where it lands.
   uint64_t at = out_->reserve(detail::block_size(values, 4));
-  ByteWriter placed;
+  thread_local ByteWriter placed;  // its storage reused from row to row
+  placed.buffer().clear();
   detail::BlockPtrs b = detail::put_block(placed, values, 4, at);
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));
   Info& info = infos_[index];
@@ -113,7 +115,7 @@ Status ProfileDbWriter::read(uint32_t index, uint32_t lo, uint32_t hi, ProfileVa
   const Info& info = infos_[index];
   BlockRef b{info.nValues, info.nCtxs, info.ptrs.pValues, info.ptrs.pIdx};
   return read_profile_block([this](uint64_t at, std::span<uint8_t> into) { return out_->read(at, into); },
-                            b, lo, hi, out);
+                            b, lo, hi, out, info.cursor);
 }
 
 Status ProfileDbWriter::finish() {
@@ -132,10 +134,27 @@ Status ProfileDbWriter::finish() {
 }
 
 // ---- cct.db
+// Blocks are reserved one after the other by this writer alone, so they lie end to end but
+// for the 8-byte alignment: they are gathered, gaps zero-filled as the file's holes would be,
+// and written a MiB at a time instead of one write per context.
+struct CctDbWriter::Stage {
+  static constexpr size_t kFlushBytes = size_t(1) << 20;
+  ByteWriter buf;
+  uint64_t at = 0;  // file offset of buf's first byte
+};
+
 CctDbWriter::CctDbWriter() = default;
 CctDbWriter::~CctDbWriter() = default;
 
+Status CctDbWriter::flush() {
+  if (stage_->buf.size()) HPC_RETURN_IF_ERROR(write_buf(*out_, stage_->at, stage_->buf));
+  stage_->at += stage_->buf.size();
+  stage_->buf.buffer().clear();
+  return Status();
+}
+
 Status CctDbWriter::begin(const std::filesystem::path& file, uint32_t numContexts) {
+  stage_ = std::make_unique<Stage>();
   out_ = std::make_unique<StreamFile>(file);
   HPC_RETURN_IF_ERROR(out_->open());
   blocks_.assign(numContexts, Block{});
@@ -147,16 +166,22 @@ Status CctDbWriter::write(uint32_t ctxId, const ContextValues& values) {
   if (!out_ || ctxId >= blocks_.size() || int64_t(ctxId) <= last_)
     return Status::error("cct.db: context " + std::to_string(ctxId) + " out of range or order");
   last_ = ctxId;
-  uint64_t at = out_->reserve(detail::block_size(values, 2));
-  ByteWriter placed;
-  detail::BlockPtrs b = detail::put_block(placed, values, 2, at);
-  HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));
+  const uint64_t size = detail::block_size(values, 2);
+  uint64_t at = out_->reserve(size);
+  Stage& st = *stage_;
+  if (st.buf.size() == 0) st.at = at;
+  if (at < st.at + st.buf.size() || at - (st.at + st.buf.size()) >= 8)
+    return Status::error("cct.db: blocks not contiguous");  // reserve() is ours alone
+  st.buf.zeros(at - (st.at + st.buf.size()));
+  detail::BlockPtrs b = detail::put_block(st.buf, values, 2, at);
   blocks_[ctxId] = {values.size(), b.pValues, b.pIdx, uint16_t(values.key.size())};
+  if (st.buf.size() >= Stage::kFlushBytes) return flush();
   return Status();
 }
 
 Status CctDbWriter::finish() {
   if (!out_) return Status::error("cct.db: finish() before begin()");
+  HPC_RETURN_IF_ERROR(flush());
   std::vector<BlockRef> refs;
   refs.reserve(blocks_.size());
   for (const Block& b : blocks_) refs.push_back({b.nValues, b.nMetrics, b.pValues, b.pMetricIndices});
@@ -180,10 +205,12 @@ Status TraceDbWriter::begin(const std::filesystem::path& file, uint32_t numTrace
 
 Status TraceDbWriter::write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line) {
   if (!out_ || index >= headers_.size()) return Status::error("trace.db: trace index out of range");
-  ByteWriter w;
-  for (auto& e : line) {
-    w.le<uint64_t>(e.timestamp);
-    w.le<uint32_t>(e.ctxId);
+  thread_local ByteWriter w;  // its storage reused from line to line
+  w.buffer().clear();
+  w.zeros(12 * line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    w.patch_le<uint64_t>(12 * i, line[i].timestamp);
+    w.patch_le<uint32_t>(12 * i + 8, line[i].ctxId);
   }
   uint64_t at = out_->reserve(w.size());
   HPC_RETURN_IF_ERROR(write_buf(*out_, at, w));

@@ -150,6 +150,46 @@ struct ReadParts {
   bool values = true;
 };
 
+// The cct section of a profile held in memory, checked (count and bounds) but not decoded:
+// hpcprof decodes each node once, straight into its own form.
+struct CctView {
+  struct Node {
+    uint32_t id = 0, parent_id = 0;
+    uint16_t lm_id = 0;
+    uint8_t unwound = 1;
+    uint64_t lm_ip = 0;
+  };
+  const uint8_t* data = nullptr;  // the first node's 19 bytes
+  uint64_t count = 0;
+  Node operator[](uint64_t i) const {
+    const uint8_t* b = data + i * 19;
+    Node n;
+    n.id = load<uint32_t>(b);
+    n.parent_id = load<uint32_t>(b + 4);
+    n.lm_id = load<uint16_t>(b + 8);
+    n.lm_ip = load<uint64_t>(b + 10);
+    n.unwound = b[18];
+    return n;
+  }
+
+private:
+  template <typename T> static T load(const uint8_t* b) {
+    T v;
+    __builtin_memcpy(&v, b, sizeof v);
+    if constexpr (sizeof(T) == 2) return T(__builtin_bswap16(v));
+    else if constexpr (sizeof(T) == 4) return T(__builtin_bswap32(v));
+    else return T(__builtin_bswap64(v));
+  }
+};
+
+// hpcprof's one pass over a profile in memory. Fills `p` as parse_profile(ReadParts{.nodes =
+// false}) does, values flat in p.flat_values (p's vectors are cleared, capacity kept), and
+// `cct` with the checked cct section, which stays in `bytes`. Returns an error when anything
+// but the values is unreadable (the tree is unusable); an error in the values alone goes to
+// `values_status`, with p.flat_values left empty.
+Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
+                          Status& values_status);
+
 // `name` labels errors ("<name>: offset 0x..: expected ...").
 Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,
                                 ReadParts parts = {});
@@ -158,6 +198,8 @@ Expected<std::vector<uint8_t>> encode_profile(const Profile& p);
 Status write_profile(const Profile& p, const std::filesystem::path& path);
 
 Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& name);
+// The same into `t`, whose records' capacity is reused.
+Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trace& t);
 Expected<Trace> read_trace(const std::filesystem::path& path);
 Expected<std::vector<uint8_t>> encode_trace(const Trace& t);
 Status write_trace(const Trace& t, const std::filesystem::path& path);

@@ -240,7 +240,10 @@ Status read_flat_values(const ByteView& v, SectionCursor& c, uint64_t values_at,
   return Status();
 }
 
-Status read_sparse(const ByteView& v, const Footer& f, Profile& p, ReadParts parts) {
+Status read_sparse_values(const ByteView& v, const Footer& f, SectionCursor& c, Profile& p, ReadParts parts);
+
+// values_error: where an error after the id tuple goes (the values alone unreadable), or null.
+Status read_sparse(const ByteView& v, const Footer& f, Profile& p, ReadParts parts, Status* values_error = nullptr) {
   SectionCursor c(v, f.start[kSparse], f.end[kSparse], kSectionNames[kSparse]);
   HPC_ASSIGN_OR_RETURN(uint16_t nids, c.be<uint16_t>("id tuple length"));
   HPC_RETURN_IF_ERROR(c.check_count(nids, 18, "id tuple entry"));
@@ -253,6 +256,16 @@ Status read_sparse(const ByteView& v, const Footer& f, Profile& p, ReadParts par
     p.id_tuple.push_back(e);
   }
   if (!parts.values) return Status();
+  if (values_error) {
+    p.flat_values.clear();
+    *values_error = read_sparse_values(v, f, c, p, parts);
+    if (!values_error->ok()) p.flat_values.clear();
+    return Status();
+  }
+  return read_sparse_values(v, f, c, p, parts);
+}
+
+Status read_sparse_values(const ByteView& v, const Footer& f, SectionCursor& c, Profile& p, ReadParts parts) {
   HPC_ASSIGN_OR_RETURN(uint64_t nvals, c.be<uint64_t>("non-zero value count"));
   HPC_ASSIGN_OR_RETURN(uint32_t nnodes, c.be<uint32_t>("non-zero node count"));
   HPC_RETURN_IF_ERROR(c.check_count(nvals, 10, "value"));
@@ -319,6 +332,36 @@ Status read_sparse(const ByteView& v, const Footer& f, Profile& p, ReadParts par
 }
 
 }  // namespace
+
+Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
+                          Status& values_status) {
+  ByteView v(bytes, name);
+  HPC_ASSIGN_OR_RETURN(Footer f, read_footer(v));
+  p.version.clear();
+  p.header.clear();
+  p.load_modules.clear();
+  p.nodes.clear();
+  p.metrics.clear();
+  p.id_kinds.clear();
+  p.id_tuple.clear();
+  p.value_order.clear();
+  p.flat_values.clear();
+  HPC_RETURN_IF_ERROR(read_header(v, f, p));
+  HPC_RETURN_IF_ERROR(read_loadmap(v, f, p));
+  // The cct section as read_cct checks it, left undecoded.
+  SectionCursor c(v, f.start[kCct], f.end[kCct], kSectionNames[kCct]);
+  HPC_ASSIGN_OR_RETURN(uint64_t n, c.be<uint64_t>("cct node count"));
+  HPC_RETURN_IF_ERROR(c.check_count(n, 19, "cct node"));
+  const uint64_t at = c.offset(), end = at + n * 19;
+  if (end != f.end[kCct])
+    return v.error(end, std::string("expected the end of the cct section (at ") + hex(f.end[kCct]) +
+                            "), found " + std::to_string(f.end[kCct] - end) + " more bytes");
+  cct.data = bytes.data() + at;
+  cct.count = n;
+  HPC_RETURN_IF_ERROR(read_metrics(v, f, p));
+  HPC_RETURN_IF_ERROR(read_id_dictionary(v, f, p));
+  return read_sparse(v, f, p, {.nodes = false, .values = true}, &values_status);
+}
 
 Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,
                                 ReadParts parts) {

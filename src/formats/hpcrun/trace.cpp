@@ -10,12 +10,19 @@
 namespace hpc::hpcrun {
 
 Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& name) {
+  Trace t;
+  HPC_RETURN_IF_ERROR(parse_trace(bytes, name, t));
+  return t;
+}
+
+Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trace& t) {
   ByteView v(bytes, name);
+  t.flags = 0;
+  t.records.clear();
   HPC_RETURN_IF_ERROR(v.check(0, 24, "the 24-byte trace magic/version/endian"));
   const uint8_t* b = bytes.data();
   if (std::memcmp(b, enc::kTraceMagic, 18) != 0)
     return v.error(0, "expected magic \"HPCRUN-trace______\"");
-  Trace t;
   t.version.assign(reinterpret_cast<const char*>(b) + 18, 5);
   if (t.version.substr(0, 3) != "01.")
     return v.error(18, "unsupported trace version \"" + t.version + "\"");
@@ -35,10 +42,10 @@ Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& n
   for (auto& r : t.records) {
     r.time = v.load<uint64_t, std::endian::big>(off);
     r.cct_id = v.load<uint32_t, std::endian::big>(off + 8);
-    if (rec == 16) r.metric_id = v.load<uint32_t, std::endian::big>(off + 12);
+    r.metric_id = rec == 16 ? v.load<uint32_t, std::endian::big>(off + 12) : 0;
     off += rec;
   }
-  return t;
+  return Status();
 }
 
 Expected<Trace> read_trace(const std::filesystem::path& path) {
