@@ -106,8 +106,11 @@ public:
     for (const auto& e : p.id_tuple)
       t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
     t.metrics.clear();
-    for (const auto& m : p.metrics)
+    t.descs.clear();
+    for (const auto& m : p.metrics) {
       if (m.formula.empty()) t.metrics.push_back(m.name);
+      t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
+    }
     t.loadMap.clear();
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
     t.nodes.resize(cct.count);
