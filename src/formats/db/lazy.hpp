@@ -23,8 +23,9 @@ void release_pages(const uint8_t* p, size_t n);
 
 // Releases touched pages of one mapping [base, base + size) in batches: a madvise per small
 // range costs more (TLB flushes) than the pages it frees, so ranges are merged until `limit`
-// bytes, then dropped at once, widened by the kernel's fault-around window (a read maps up
-// to 64 KiB around it, reaching back into ranges already dropped).
+// bytes, then dropped at once, widened by what one read fault may map around it: 64 KiB of
+// fault-around, and on Linux 6.18+ the whole large folio of the page cache (up to 2 MiB,
+// from readahead), which reaches back into ranges already dropped.
 class PageReleaser {
 public:
   PageReleaser(const uint8_t* base, size_t size, size_t limit = 256u << 10) : base_(base), end_(base + size), limit_(limit) {}
@@ -38,7 +39,7 @@ public:
     if (size_t(hi_ - lo_) >= limit_) flush();
   }
   void flush() {
-    constexpr size_t kFaultAround = 64u << 10;
+    constexpr size_t kFaultAround = 2u << 20;  // a PMD-sized folio
     if (lo_) {
       const uint8_t* a = size_t(lo_ - base_) > kFaultAround ? lo_ - kFaultAround : base_;
       const uint8_t* b = size_t(end_ - hi_) > kFaultAround ? hi_ + kFaultAround : end_;
