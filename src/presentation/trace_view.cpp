@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -29,6 +31,45 @@ uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth) {
 namespace {
 
 constexpr size_t kPiece = 16u << 10;  // TraceEncoder's output pieces: about this size
+
+// Trace lines up to this size are read with pread into a request buffer instead of through
+// the mapping: a read fault maps a whole page-cache folio (up to 2 MiB on Linux 6.18), so
+// sweeping lines through the mapping keeps megabytes resident per thread. Longer lines,
+// whose sweeps touch few of their pages, are read through the mapping.
+constexpr size_t kCopyLine = 1u << 20;
+
+// Reads trace lines of trace.db into one buffer; falls back to the mapped view.
+class LineReader {
+public:
+  explicit LineReader(const Experiment& e, const db::LazyTraceDb& t)
+      : trace_(t), fd_(::open((e.dir() / "trace.db").c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~LineReader() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  // The line, and whether it came through the mapping (its pages then need releasing).
+  db::TraceLineView read(uint32_t li, bool& mapped) {
+    const db::TraceLineView& l = trace_.line(li);
+    mapped = true;
+    if (fd_ < 0 || l.bytes() > kCopyLine || l.bytes() == 0) return l;
+    buf_.resize(l.bytes());
+    const off_t at = off_t(l.data() - trace_.data());
+    size_t got = 0;
+    while (got < buf_.size()) {
+      ssize_t n = ::pread(fd_, buf_.data() + got, buf_.size() - got, at + off_t(got));
+      if (n <= 0) return l;  // the mapping still has it
+      got += size_t(n);
+    }
+    mapped = false;
+    return db::TraceLineView(buf_.data(), l.size(), l.profIndex());
+  }
+
+private:
+  const db::LazyTraceDb& trace_;
+  int fd_;
+  std::vector<uint8_t> buf_;
+};
 
 // ctxId -> colour key memo of fixed size (direct-mapped): a request's scratch stays bounded
 // however many contexts its lines visit, and a row's few hot contexts stay in it.
@@ -101,10 +142,12 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
   const uint32_t count = q.line1 - q.line0, nrows = std::min(count, q.rows);
   const Instants at(q.t0, q.t1, q.width);
   db::PageReleaser pages(trace->data(), trace->bytes());  // the lines' pages leave the process as it goes
+  LineReader lines(e, *trace);
   TraceRow row;
   for (uint32_t r = 0; r < nrows; ++r) {
     uint32_t li = q.line0 + uint32_t((uint64_t(2 * r + 1) * count) / (2 * uint64_t(nrows)));
-    const db::TraceLineView& tr = trace->line(li);
+    bool mapped = true;
+    const db::TraceLineView tr = lines.read(li, mapped);
     row.line = li, row.profIndex = tr.profIndex();
     row.runs.clear();
     uint32_t x0 = 0;  // pixels before x0 are in runs
@@ -118,7 +161,7 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
       x0 = x + 1;
     });
     if (x0 < q.width) put(kTraceIdle, q.width - x0);
-    pages.touched(tr.data(), tr.bytes());
+    if (mapped) pages.touched(tr.data(), tr.bytes());
     if (!each(row)) break;
   }
   return Status();
