@@ -46,49 +46,17 @@ public:
       : path_(profile.string()), profile_(std::move(profile)), trace_(std::move(trace)) {}
   const std::string& path() const override { return path_; }
 
+  // The tree or the values alone, for callers that want one part: both come from read().
   Expected<ProfileTree> readTree() override {
-    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_, {.nodes = true, .values = false}));
-    ProfileTree t;
-    if (auto* name = p.header_value("program-name")) t.programName = *name;
-    for (const auto& e : p.id_tuple)
-      t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
-    for (const auto& m : p.metrics) {
-      if (m.formula.empty()) t.metrics.push_back(m.name);
-      t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
-    }
-    for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
-    t.nodes.reserve(p.nodes.size());
-    for (const auto& n : p.nodes) {
-      TreeNode tn{n.id, n.parent_id, n.lm_id, n.lm_ip, Placeholder::None, n.unwound != 0};
-      if (n.lm_id == 0) {
-        tn.placeholder = classify(n.lm_ip);
-        tn.offset = 0;
-      }
-      t.nodes.push_back(tn);
-    }
-    t.hasTrace = !trace_.empty();
-    return t;
+    ProfileData d;
+    HPC_RETURN_IF_ERROR(read(d));
+    return std::move(d.tree);
   }
-
-  // Reads the values section alone (the tree comes from readTree): only in-flight
-  // profiles stay in memory.
   Expected<ProfileValues> readValues() override {
-    HPC_ASSIGN_OR_RETURN(hpcrun::Profile p, hpcrun::read_profile(profile_, {.nodes = false, .values = true}));
-    ProfileValues v;
-    std::vector<int32_t> local = localMetricIds(p);
-    v.values.reserve(p.flat_values.size());
-    for (const auto& [node, mv] : p.flat_values) {
-      if (mv.metric_id >= p.metrics.size() || local[mv.metric_id] < 0) continue;
-      bool isInt = p.metrics[mv.metric_id].flags.val_fmt == hpcrun::kValFmtInt;
-      double x = isInt ? static_cast<double>(mv.bits) : mv.as_real();
-      if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
-    }
-    if (!trace_.empty()) {
-      HPC_ASSIGN_OR_RETURN(hpcrun::Trace tr, hpcrun::read_trace(trace_));
-      v.trace.reserve(tr.records.size());
-      for (const auto& r : tr.records) v.trace.push_back({r.time, r.cct_id});
-    }
-    return v;
+    ProfileData d;
+    HPC_RETURN_IF_ERROR(read(d));
+    HPC_RETURN_IF_ERROR(d.valuesStatus);
+    return std::move(d.values);
   }
 
   // Each file read whole into a buffer the thread keeps, and decoded once.
