@@ -24,6 +24,31 @@ using hpc::measurement::test::Symbolizer;
 
 namespace {
 
+// Contexts of a database by id, with their parent and function name ("name [module]" cut
+// to the name).
+struct ContextIndex {
+  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
+  explicit ContextIndex(const hpc::db::Database& d) {
+    std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
+      std::string fn;
+      if (c.function != hpc::db::kNone && d.meta.functions[c.function].name) {
+        fn = *d.meta.functions[c.function].name;
+        fn = fn.substr(0, fn.find(" ["));
+      }
+      ctx[c.ctxId] = {parent, fn};
+      for (auto& k : c.children) walk(k, c.ctxId);
+    };
+    for (auto& e : d.meta.entryPoints)
+      for (auto& c : e.children) walk(c, e.ctxId);
+  }
+  // Whether context `id` is `fn` or lies below a context of `fn`.
+  bool inFunction(uint32_t id, const std::string& fn) const {
+    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
+      if (it->second.second == fn) return true;
+    return false;
+  }
+};
+
 const std::string kBin = HPC_BINARY_DIR "/bin/";
 const std::string kWl = HPC_BINARY_DIR "/measurement-workloads/";
 const std::string kConformance =
@@ -279,24 +304,9 @@ TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
   auto d = hpc::db::read_database(db);
   ASSERT_TRUE(d.ok()) << d.status().message();
 
-  // Contexts by id with their parent and function name.
-  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
-  std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
-    std::string fn;
-    if (c.function != hpc::db::kNone && d->meta.functions[c.function].name) {
-      fn = *d->meta.functions[c.function].name;  // "name [module]"
-      fn = fn.substr(0, fn.find(" ["));
-    }
-    ctx[c.ctxId] = {parent, fn};
-    for (auto& k : c.children) walk(k, c.ctxId);
-  };
-  for (auto& e : d->meta.entryPoints)
-    for (auto& c : e.children) walk(c, e.ctxId);
-  auto inFunction = [&](uint32_t id, const std::string& fn) {
-    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
-      if (it->second.second == fn) return true;
-    return false;
-  };
+  const ContextIndex index(*d);
+  const auto& ctx = index.ctx;
+  auto inFunction = [&](uint32_t id, const std::string& fn) { return index.inFunction(id, fn); };
 
   // GKER:COUNT at the execution (inclusive) scope of the enqueue_kernels contexts, per profile.
   uint16_t count = UINT16_MAX;
@@ -442,23 +452,9 @@ TEST(OpenCLParams, LaunchParametersCopiesAndAllocationsReachTheDatabase) {
   EXPECT_EQ(kernelMem["scale"].first, 256);  // __local float st[64]
   ASSERT_GE(workGroup, 512);
 
-  std::map<uint32_t, std::pair<uint32_t, std::string>> ctx;
-  std::function<void(const hpc::db::Context&, uint32_t)> walk = [&](const hpc::db::Context& c, uint32_t parent) {
-    std::string fn;
-    if (c.function != hpc::db::kNone && d->meta.functions[c.function].name) {
-      fn = *d->meta.functions[c.function].name;
-      fn = fn.substr(0, fn.find(" ["));
-    }
-    ctx[c.ctxId] = {parent, fn};
-    for (auto& k : c.children) walk(k, c.ctxId);
-  };
-  for (auto& e : d->meta.entryPoints)
-    for (auto& c : e.children) walk(c, e.ctxId);
-  auto inFunction = [&](uint32_t id, const std::string& fn) {
-    for (auto it = ctx.find(id); it != ctx.end(); it = ctx.find(it->second.first))
-      if (it->second.second == fn) return true;
-    return false;
-  };
+  const ContextIndex index(*d);
+  const auto& ctx = index.ctx;
+  auto inFunction = [&](uint32_t id, const std::string& fn) { return index.inFunction(id, fn); };
   auto pointMetric = [&](const std::string& name) {
     for (auto& m : d->meta.metrics)
       if (m.name == name)
