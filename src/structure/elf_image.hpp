@@ -58,7 +58,8 @@ public:
   const Section* section_named(std::string_view name) const;
 
   // Lets the kernel drop the file's pages from this process (they are read again on the
-  // next access): memory does not grow with the code already analysed. MT: thread-safe.
+  // next access): memory does not grow with the code already analysed. Also returns the
+  // free pages of malloc's arenas to the system (malloc_trim). MT: thread-safe.
   void release_pages() const;
   // release_pages() once this process holds more than a slack of file pages beyond what it
   // held after the last release (or at opening; checked through /proc/self/statm). The slack
