@@ -120,6 +120,11 @@ void ElfImage::release_pages() const {
   malloc_trim(0);
 }
 
+void ElfImage::drop_symbols() {
+  std::vector<SymbolFunction>().swap(functions_);
+  std::vector<std::pair<uint64_t, uint64_t>>().swap(fdes_);
+}
+
 void ElfImage::release_pages_if_over() const {
   size_t checks = checks_.fetch_add(1, std::memory_order_relaxed) + 1;
   size_t slack = slack_.load(std::memory_order_relaxed);

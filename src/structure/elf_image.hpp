@@ -77,6 +77,9 @@ public:
   const std::vector<SymbolFunction>& functions() const { return functions_; }
   // Start addresses of FDEs in .eh_frame: procedure entries that survive stripping.
   const std::vector<std::pair<uint64_t, uint64_t>>& fde_ranges() const { return fdes_; }
+  // Frees functions() and fde_ranges() (both empty afterwards): once the procedures are
+  // known they are not needed, and they grow with the binary (some 80 bytes a procedure).
+  void drop_symbols();
 
 private:
   ElfImage() = default;
