@@ -60,7 +60,9 @@ bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
 }
 
 // libdw keeps what it has read until dwarf_end: the handle is renewed after about this many
-// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too.
+// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too. The
+// budget is shared: libdw's handle is renewed past a quarter of it, units are evicted past
+// the other three quarters (libdw's caches held half the budget again before).
 constexpr size_t kLibdwRowBytes = 64;
 
 }  // namespace
@@ -105,7 +107,7 @@ struct DebugInfo::Impl {
     if (patched) elf_end(patched);
   }
   Dwarf* dwarf() const {
-    if (dw && libdwBytes > cacheLimit / 2) {
+    if (dw && libdwBytes > cacheLimit / 4) {
       dwarf_end(dw);
       dw = nullptr;
     }
@@ -460,7 +462,7 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   // Units still in a view stay alive through it whatever the cache does: evicting them frees
   // nothing and has the next procedure of the same units read them again. The least recent
   // of the others go.
-  for (auto it = lru.end(); cacheBytes > cacheLimit && it != lru.begin();) {
+  for (auto it = lru.end(); cacheBytes > cacheLimit - cacheLimit / 4 && it != lru.begin();) {
     --it;
     auto victim = cache.find(*it);
     if (*it == cu || victim->second.unit.use_count() > 1) continue;
