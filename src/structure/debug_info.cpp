@@ -60,7 +60,9 @@ bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
 }
 
 // libdw keeps what it has read until dwarf_end: the handle is renewed after about this many
-// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too.
+// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too. The
+// budget is shared: libdw's handle is renewed past a quarter of it, units are evicted past
+// the other three quarters (libdw's caches held half the budget again before).
 constexpr size_t kLibdwRowBytes = 64;
 
 }  // namespace
@@ -91,6 +93,7 @@ struct DebugInfo::Impl {
   mutable std::mutex mu;  // everything below, and every libdw call
   mutable Dwarf* dw = nullptr;
   mutable size_t libdwBytes = 0;
+  mutable uint32_t scanned = 0;  // units whose headers `dw` has read (it reads them in order)
   mutable std::list<uint32_t> lru;  // most recent first
   struct Cached {
     std::shared_ptr<const DebugUnit> unit;
@@ -105,13 +108,14 @@ struct DebugInfo::Impl {
     if (patched) elf_end(patched);
   }
   Dwarf* dwarf() const {
-    if (dw && libdwBytes > cacheLimit / 2) {
+    if (dw && libdwBytes > cacheLimit / 4) {
       dwarf_end(dw);
       dw = nullptr;
     }
     if (!dw) {
       dw = dwarf_begin_elf(patched ? patched : elf, DWARF_C_READ, nullptr);
       libdwBytes = 0;
+      scanned = 0;
     }
     return dw;
   }
@@ -444,7 +448,19 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   }
   auto u = std::make_shared<DebugUnit>();
   Dwarf_Die die;
-  if (Dwarf* d = dwarf(); d && dwarf_offdie(d, cus[cu], &die)) {
+  Dwarf* d = dwarf();
+  // A new handle finds a unit by reading the header of every unit before it. On a large
+  // binary each header is on its own pages (mapped with their neighbours, 64 KiB a fault):
+  // 10,000 units map some 600 MiB of the file at once. They are read in steps of
+  // kHeaderStep units, with the pages let go in between.
+  constexpr uint32_t kHeaderStep = 64;
+  for (; d && scanned + kHeaderStep < cu; scanned += kHeaderStep) {
+    Dwarf_Die skip;
+    dwarf_offdie(d, cus[scanned + kHeaderStep], &skip);
+    image->release_pages_if_over();
+  }
+  scanned = std::max(scanned, cu);
+  if (d && dwarf_offdie(d, cus[cu], &die)) {
     DebugLoader loader(owner, *u);
     libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes;
     if (!linesOnly) loader.unit(&die);
@@ -460,7 +476,7 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   // Units still in a view stay alive through it whatever the cache does: evicting them frees
   // nothing and has the next procedure of the same units read them again. The least recent
   // of the others go.
-  for (auto it = lru.end(); cacheBytes > cacheLimit && it != lru.begin();) {
+  for (auto it = lru.end(); cacheBytes > cacheLimit - cacheLimit / 4 && it != lru.begin();) {
     --it;
     auto victim = cache.find(*it);
     if (*it == cu || victim->second.unit.use_count() > 1) continue;

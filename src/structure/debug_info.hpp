@@ -69,8 +69,9 @@ class DebugInfo {
 public:
   // A binary without DWARF gives an empty DebugInfo, not an error. CPU binaries are only
   // indexed here (units and their address ranges, subprogram names): a unit's line table
-  // and inline trees are read when a view first needs them and kept in a cache of at most
-  // `cache_bytes`, so memory does not grow with the debug information. Cubins are read
+  // and inline trees are read when a view first needs them and kept in a cache: the units
+  // and libdw's own caches together stay within about `cache_bytes` (three quarters and a
+  // quarter), so memory does not grow with the debug information. Cubins are read
   // whole. `image` must outlive every call to view() and lines_at().
   static Expected<std::unique_ptr<DebugInfo>> load(const ElfImage& image, size_t cache_bytes = size_t(256) << 20);
   ~DebugInfo();

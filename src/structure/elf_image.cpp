@@ -2,6 +2,7 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -114,6 +115,14 @@ void ElfImage::release_pages() const {
   auto hi = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
   // A private read-only file mapping: dropped pages come back from the file unchanged.
   madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  // Memory freed inside malloc's arenas (DWARF units evicted, procedures written) stays
+  // resident until trimmed: with two threads, about a third of the heap at -j2.
+  malloc_trim(0);
+}
+
+void ElfImage::drop_symbols() {
+  std::vector<SymbolFunction>().swap(functions_);
+  std::vector<std::pair<uint64_t, uint64_t>>().swap(fdes_);
 }
 
 void ElfImage::release_pages_if_over() const {

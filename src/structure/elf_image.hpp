@@ -58,7 +58,8 @@ public:
   const Section* section_named(std::string_view name) const;
 
   // Lets the kernel drop the file's pages from this process (they are read again on the
-  // next access): memory does not grow with the code already analysed. MT: thread-safe.
+  // next access): memory does not grow with the code already analysed. Also returns the
+  // free pages of malloc's arenas to the system (malloc_trim). MT: thread-safe.
   void release_pages() const;
   // release_pages() once this process holds more than a slack of file pages beyond what it
   // held after the last release (or at opening; checked through /proc/self/statm). The slack
@@ -76,6 +77,9 @@ public:
   const std::vector<SymbolFunction>& functions() const { return functions_; }
   // Start addresses of FDEs in .eh_frame: procedure entries that survive stripping.
   const std::vector<std::pair<uint64_t, uint64_t>>& fde_ranges() const { return fdes_; }
+  // Frees functions() and fde_ranges() (both empty afterwards): once the procedures are
+  // known they are not needed, and they grow with the binary (some 80 bytes a procedure).
+  void drop_symbols();
 
 private:
   ElfImage() = default;

@@ -151,6 +151,9 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
     });
   }
   if (p->cuda && opt.gpucfg) gpu_control_flow(*p, path, opt, warnings);
+  // Only the procedures are needed from here on (nvdisasm has had the symbol indices).
+  p->image->drop_symbols();
+  p->fns.shrink_to_fit();
   return p;
 }
 
