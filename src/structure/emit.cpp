@@ -130,6 +130,15 @@ struct StructureFileWriter::Impl {
   Builder builder{shell};
   std::unique_ptr<sf::Writer> out;
   std::optional<uint32_t> file;  // the open <F>
+
+  // Closes the open <F> and opens `f`'s when the next procedure is in another file.
+  Status enter_file(uint32_t f) {
+    if (file == f) return Status();
+    if (file) HPC_RETURN_IF_ERROR(out->close());
+    HPC_RETURN_IF_ERROR(out->open(builder.file(f)));
+    file = f;
+    return Status();
+  }
 };
 
 Expected<std::unique_ptr<StructureFileWriter>> StructureFileWriter::create(
@@ -151,21 +160,13 @@ StructureFileWriter::~StructureFileWriter() = default;
 
 Status StructureFileWriter::add(const Procedure& p) {
   Impl& m = *impl_;
-  if (m.file != p.file) {
-    if (m.file) HPC_RETURN_IF_ERROR(m.out->close());
-    HPC_RETURN_IF_ERROR(m.out->open(m.builder.file(p.file)));
-    m.file = p.file;
-  }
+  HPC_RETURN_IF_ERROR(m.enter_file(p.file));
   return m.out->write_tree(m.builder.procedure(p));
 }
 
 Status StructureFileWriter::add_formatted(const FormattedProcedure& f) {
   Impl& m = *impl_;
-  if (m.file != f.file) {
-    if (m.file) HPC_RETURN_IF_ERROR(m.out->close());
-    HPC_RETURN_IF_ERROR(m.out->open(m.builder.file(f.file)));
-    m.file = f.file;
-  }
+  HPC_RETURN_IF_ERROR(m.enter_file(f.file));
   HPC_RETURN_IF_ERROR(m.out->write_fragment(f.text, sf::Kind::Procedure, m.builder.next()));
   m.builder.skip(f.elements);
   return Status();
