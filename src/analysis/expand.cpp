@@ -213,7 +213,16 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
   return leafCtx;
 }
 
-Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
+namespace {
+
+bool sameNode(const TreeNode& a, const TreeNode& b) {
+  return a.id == b.id && a.parent == b.parent && a.offset == b.offset && a.module == b.module &&
+         a.placeholder == b.placeholder && a.unwound == b.unwound;
+}
+
+}  // namespace
+
+Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
   using Lm = NodeContexts::Lm;
   constexpr uint16_t kDenseLm = 4096;
@@ -260,15 +269,29 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     out.posTable_.assign(size_t(maxId) + 1, -1);
     for (size_t i = 0; i < n; ++i) {
       int32_t& slot = out.posTable_[tree.nodes[i].id];
-      if (slot >= 0) return duplicate(tree.nodes[i].id);
+      if (slot >= 0) {
+        out.prevNodes_.clear();
+        return duplicate(tree.nodes[i].id);
+      }
       slot = int32_t(i);
     }
   } else {
     out.posHash_.reserve(n);
     for (size_t i = 0; i < n; ++i)
-      if (!out.posHash_.emplace(tree.nodes[i].id, uint32_t(i)).second) return duplicate(tree.nodes[i].id);
+      if (!out.posHash_.emplace(tree.nodes[i].id, uint32_t(i)).second) {
+        out.prevNodes_.clear();
+        return duplicate(tree.nodes[i].id);
+      }
   }
 
+  // The previous profile's contexts become the template; this profile's go in ctx_.
+  std::swap(out.ctx_, out.prevCtx_);
+  const std::vector<TreeNode>& prev = out.prevNodes_;
+  const std::vector<Context*>& prevCtx = out.prevCtx_;
+  const size_t m = tree.loadMap == out.prevLoadMap_ ? std::min(n, std::min(prev.size(), prevCtx.size())) : 0;
+  auto matched = [&](size_t at) -> uint8_t {
+    return at < m && out.ctx_[at] == prevCtx[at] && sameNode(tree.nodes[at], prev[at]) ? 2 : 1;
+  };
   std::vector<Context*>& ctx = out.ctx_;
   std::vector<uint8_t>& done = out.done_;
   ctx.assign(n, nullptr);
@@ -276,19 +299,33 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
+  auto fail = [&](Status st) {
+    out.prevNodes_.clear();  // no template from a profile left half unified
+    return st;
+  };
   for (size_t s = 0; s < n; ++s) {
     if (done[s]) continue;
+    const TreeNode& node = tree.nodes[s];
+    // As in the template, under a parent that is: the template's context.
+    if (s < m && node.parent && sameNode(node, prev[s])) {
+      const int64_t pp = out.posOf(node.parent);
+      if (pp >= 0 && done[size_t(pp)] == 2) {
+        ctx[s] = prevCtx[s];
+        done[s] = 2;
+        continue;
+      }
+    }
     // The common case, handled as below but without the chain: an instruction whose parent
     // is resolved (hpcrun lists parents first) to a context that is not the root and not a
     // GPU operation.
-    if (const TreeNode& node = tree.nodes[s]; node.placeholder == Placeholder::None && node.parent) {
+    if (node.placeholder == Placeholder::None && node.parent) {
       const int64_t pp = out.posOf(node.parent);
       if (pp >= 0 && done[size_t(pp)]) {
         Context* parent = ctx[size_t(pp)];
         if (parent && parent != root && !isGpuPlaceholder(tree.nodes[size_t(pp)].placeholder)) {
           const Lm& lm = moduleOf(node.module);
           ctx[s] = expandInstruction(parent, *lm.path, lm.module, node.offset, Gpu::No);
-          done[s] = 1;
+          done[s] = matched(s);
           continue;
         }
       }
@@ -299,7 +336,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     for (int64_t at = int64_t(s); at >= 0 && !done[size_t(at)];) {
       chain.push_back(uint32_t(at));
       if (chain.size() > n)
-        return Status::error("calling-context tree has a cycle at node " + std::to_string(tree.nodes[size_t(at)].id));
+        return fail(Status::error("calling-context tree has a cycle at node " +
+                                  std::to_string(tree.nodes[size_t(at)].id)));
       const TreeNode& t = tree.nodes[size_t(at)];
       at = t.parent ? out.posOf(t.parent) : -1;
     }
@@ -343,9 +381,12 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       }
       }
       ctx[*it] = self;
-      done[*it] = 1;
+      done[*it] = matched(*it);
     }
   }
+  // This profile is the next one's template.
+  std::swap(out.prevNodes_, tree.nodes);
+  if (tree.loadMap != out.prevLoadMap_) out.prevLoadMap_ = tree.loadMap;
   return Status();
 }
 

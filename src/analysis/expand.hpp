@@ -39,7 +39,14 @@ private:
   std::vector<int32_t> posTable_;  // node id -> position in tree.nodes (dense ids)
   std::unordered_map<uint32_t, uint32_t> posHash_;  // the same for sparse ids
   std::vector<Context*> ctx_;      // by position
-  std::vector<uint8_t> done_;      // by position
+  std::vector<uint8_t> done_;      // by position: 0 to do, 1 done, 2 done as in the template
+  // The template: the previous profile this thread unified, its nodes and their contexts.
+  // Threads of one program list mostly the same nodes in the same order, and a node equal
+  // to the template's at its position, under a parent that matched, has the template's
+  // context: no lookup in the shared tree.
+  std::vector<TreeNode> prevNodes_;
+  std::vector<Context*> prevCtx_;
+  std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
   struct Lm {
     const std::string* path = nullptr;
@@ -57,8 +64,9 @@ public:
   ~Expander();
 
   // Merges one profile's tree into the CCT; out.find(id) then gives each node's context.
+  // tree.nodes is taken as out's template for the next profile (left with stale nodes).
   // MT: thread-safe (the CCT, names and the instruction cache are concurrent).
-  Status unify(const ProfileTree& tree, NodeContexts& out) const;
+  Status unify(ProfileTree& tree, NodeContexts& out) const;
 
 private:
   struct Cache;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/expand.hpp"
 #include "analysis/io.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/transpose.hpp"
@@ -311,6 +312,53 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     EXPECT_EQ(a.columns[i].value, b.columns[i].value);
   }
   EXPECT_EQ(a.ids[3][1].logical, 2u);
+}
+
+// A thread unifies each profile against the previous one it saw (the template); every
+// node must get the context a fresh unification gives it, whatever differs between the two.
+TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, &structure);
+  using P = Placeholder;
+  std::vector<ProfileTree> trees;
+  trees.push_back(smallTree());
+  trees.push_back(smallTree());  // identical: all from the template
+  trees.push_back(smallTree());
+  trees.back().nodes[3].offset = 0x11a6;  // a call site moved: its subtree differs
+  trees.push_back(smallTree());
+  trees.back().nodes[8].parent = 22;  // a node moved to another parent
+  trees.push_back(smallTree());
+  trees.back().loadMap = {{1, "/bin/other"}};  // same ids, another binary
+  trees.push_back(smallTree());
+  trees.back().nodes.insert(trees.back().nodes.begin() + 4, TreeNode{50, 22, 1, 0x1160, P::None});  // shifted
+  trees.push_back(smallTree());
+  std::swap(trees.back().nodes[4], trees.back().nodes[9]);  // reordered
+  trees.push_back(smallTree());
+  std::swap(trees.back().nodes[3], trees.back().nodes[12]);  // a child listed before its parent
+  trees.push_back(smallTree());
+  trees.back().nodes[2].placeholder = P::Thread;  // another entry: everything below differs
+  trees.push_back(smallTree());
+  trees.back().nodes.resize(7);  // shorter
+  trees.push_back(smallTree());
+
+  NodeContexts reused;
+  for (size_t i = 0; i < trees.size(); ++i) {
+    ProfileTree fresh = trees[i], viaTemplate = trees[i];
+    NodeContexts alone;
+    ASSERT_TRUE(expander.unify(fresh, alone).ok());
+    ASSERT_TRUE(expander.unify(viaTemplate, reused).ok());
+    for (const TreeNode& n : trees[i].nodes)
+      EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
+  }
+  // A different binary under the same load-map id is a different context.
+  NodeContexts a, b;
+  ProfileTree t0 = trees[0], t4 = trees[4];
+  ASSERT_TRUE(expander.unify(t0, a).ok());
+  ASSERT_TRUE(expander.unify(t4, b).ok());
+  EXPECT_NE(a.find(24), b.find(24));
+  EXPECT_EQ(a.find(20), b.find(20));
 }
 
 }  // namespace
