@@ -222,7 +222,7 @@ bool sameNode(const TreeNode& a, const TreeNode& b) {
 
 }  // namespace
 
-Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
+Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
   using Lm = NodeContexts::Lm;
   constexpr uint16_t kDenseLm = 4096;
@@ -257,6 +257,13 @@ Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
     return *lm;
   };
 
+  // The template's nodes again: every context is known, and so is every node's position.
+  const bool sameLoadMap = tree.loadMap == out.prevLoadMap_;
+  if (tree.nodesId != 0 && tree.nodesId == out.templateId_ && sameLoadMap) return Status();
+  const uint64_t templateId = out.templateId_;
+  out.templateId_ = 0;  // until this tree is done
+  if (!sameLoadMap) out.prevLoadMap_ = tree.loadMap;
+
   // Node id -> position in tree.nodes: a table when ids are dense, else a hash map.
   const size_t n = tree.nodes.size();
   uint32_t maxId = 0;
@@ -269,26 +276,22 @@ Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
     out.posTable_.assign(size_t(maxId) + 1, -1);
     for (size_t i = 0; i < n; ++i) {
       int32_t& slot = out.posTable_[tree.nodes[i].id];
-      if (slot >= 0) {
-        out.prevNodes_.clear();
-        return duplicate(tree.nodes[i].id);
-      }
+      if (slot >= 0) return duplicate(tree.nodes[i].id);
       slot = int32_t(i);
     }
   } else {
     out.posHash_.reserve(n);
     for (size_t i = 0; i < n; ++i)
-      if (!out.posHash_.emplace(tree.nodes[i].id, uint32_t(i)).second) {
-        out.prevNodes_.clear();
-        return duplicate(tree.nodes[i].id);
-      }
+      if (!out.posHash_.emplace(tree.nodes[i].id, uint32_t(i)).second) return duplicate(tree.nodes[i].id);
   }
 
   // The previous profile's contexts become the template; this profile's go in ctx_.
   std::swap(out.ctx_, out.prevCtx_);
-  const std::vector<TreeNode>& prev = out.prevNodes_;
+  const std::vector<TreeNode>& prev = tree.previousNodes;
   const std::vector<Context*>& prevCtx = out.prevCtx_;
-  const size_t m = tree.loadMap == out.prevLoadMap_ ? std::min(n, std::min(prev.size(), prevCtx.size())) : 0;
+  const size_t m = templateId != 0 && tree.previousNodesId == templateId && sameLoadMap
+                       ? std::min(n, std::min(prev.size(), prevCtx.size()))
+                       : 0;
   auto matched = [&](size_t at) -> uint8_t {
     return at < m && out.ctx_[at] == prevCtx[at] && sameNode(tree.nodes[at], prev[at]) ? 2 : 1;
   };
@@ -299,10 +302,6 @@ Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
-  auto fail = [&](Status st) {
-    out.prevNodes_.clear();  // no template from a profile left half unified
-    return st;
-  };
   for (size_t s = 0; s < n; ++s) {
     if (done[s]) continue;
     const TreeNode& node = tree.nodes[s];
@@ -336,8 +335,8 @@ Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
     for (int64_t at = int64_t(s); at >= 0 && !done[size_t(at)];) {
       chain.push_back(uint32_t(at));
       if (chain.size() > n)
-        return fail(Status::error("calling-context tree has a cycle at node " +
-                                  std::to_string(tree.nodes[size_t(at)].id)));
+        return Status::error("calling-context tree has a cycle at node " +
+                             std::to_string(tree.nodes[size_t(at)].id));
       const TreeNode& t = tree.nodes[size_t(at)];
       at = t.parent ? out.posOf(t.parent) : -1;
     }
@@ -384,9 +383,7 @@ Status Expander::unify(ProfileTree& tree, NodeContexts& out) const {
       done[*it] = matched(*it);
     }
   }
-  // This profile is the next one's template.
-  std::swap(out.prevNodes_, tree.nodes);
-  if (tree.loadMap != out.prevLoadMap_) out.prevLoadMap_ = tree.loadMap;
+  out.templateId_ = tree.nodesId;  // the next tree's template
   return Status();
 }
 

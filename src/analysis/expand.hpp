@@ -40,11 +40,12 @@ private:
   std::unordered_map<uint32_t, uint32_t> posHash_;  // the same for sparse ids
   std::vector<Context*> ctx_;      // by position
   std::vector<uint8_t> done_;      // by position: 0 to do, 1 done, 2 done as in the template
-  // The template: the previous profile this thread unified, its nodes and their contexts.
-  // Threads of one program list mostly the same nodes in the same order, and a node equal
-  // to the template's at its position, under a parent that matched, has the template's
-  // context: no lookup in the shared tree.
-  std::vector<TreeNode> prevNodes_;
+  // The template: the tree unified last (ProfileTree::nodesId), its load map and the
+  // contexts of its nodes (ctx_ until the next tree, then prevCtx_). Threads of one program
+  // list mostly the same nodes in the same order; a node equal to the template's at its
+  // position, under a parent that matched, has the template's context: no lookup in the
+  // shared tree. A tree with the template's nodes has all its contexts.
+  uint64_t templateId_ = 0;
   std::vector<Context*> prevCtx_;
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
@@ -64,9 +65,9 @@ public:
   ~Expander();
 
   // Merges one profile's tree into the CCT; out.find(id) then gives each node's context.
-  // tree.nodes is taken as out's template for the next profile (left with stale nodes).
+  // The tree's nodes (or its previousNodes, by nodesId) may be out's template.
   // MT: thread-safe (the CCT, names and the instruction cache are concurrent).
-  Status unify(ProfileTree& tree, NodeContexts& out) const;
+  Status unify(const ProfileTree& tree, NodeContexts& out) const;
 
 private:
   struct Cache;

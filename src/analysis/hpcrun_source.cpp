@@ -1,4 +1,5 @@
 // Adapter: .hpcrun/.hpctrace files (hpc_fmt_hpcrun) -> the pipeline's ProfileSource.
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -40,6 +41,26 @@ std::vector<int32_t> localMetricIds(const hpcrun::Profile& p) {
   return local;
 }
 
+void decode(const hpcrun::CctView& cct, std::vector<TreeNode>& nodes) {
+  nodes.resize(cct.count);
+  for (uint64_t i = 0; i < cct.count; ++i) {
+    const hpcrun::CctView::Node n = cct[i];
+    TreeNode& tn = nodes[i];
+    tn.id = n.id;
+    tn.parent = n.parent_id;
+    tn.unwound = n.unwound != 0;
+    if (n.lm_id == 0) {
+      tn.module = 0;
+      tn.offset = 0;
+      tn.placeholder = classify(n.lm_ip);
+    } else {
+      tn.module = n.lm_id;
+      tn.offset = n.lm_ip;
+      tn.placeholder = Placeholder::None;
+    }
+  }
+}
+
 class HpcrunProfile final : public ProfileSource {
 public:
   HpcrunProfile(fs::path profile, fs::path trace)
@@ -59,15 +80,22 @@ public:
     return std::move(d.values);
   }
 
-  // Each file read whole into a buffer the thread keeps, and decoded once.
+  // Each file read whole into a buffer the caller keeps, and decoded once; nodes the same
+  // as those of the file read last into `out` are not decoded again.
   Status read(ProfileData& out) override {
-    thread_local std::vector<uint8_t> buffer;
     thread_local hpcrun::Profile p;
     thread_local std::vector<int32_t> local;
-    HPC_RETURN_IF_ERROR(read_file_into(profile_, buffer));
-    hpcrun::CctView cct;
-    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(buffer, profile_.string(), p, cct, out.valuesStatus));
     ProfileTree& t = out.tree;
+    std::swap(out.bytes, out.previousBytes);
+    const size_t previousAt = out.nodesAt, previousLength = out.nodesLength;
+    out.nodesLength = 0;
+    const uint64_t previousId = t.nodesId;
+    t.nodesId = 0;  // until decoded
+    HPC_RETURN_IF_ERROR(read_file_into(profile_, out.bytes));
+    hpcrun::CctView cct;
+    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(out.bytes, profile_.string(), p, cct, out.valuesStatus));
+    out.nodesAt = size_t(cct.data - out.bytes.data());
+    out.nodesLength = size_t(cct.count) * hpcrun::CctView::kNodeBytes;
     const std::string* name = p.header_value("program-name");
     t.programName = name ? *name : std::string();
     t.idTuple.clear();
@@ -81,22 +109,15 @@ public:
     }
     t.loadMap.clear();
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
-    t.nodes.resize(cct.count);
-    for (uint64_t i = 0; i < cct.count; ++i) {
-      const hpcrun::CctView::Node n = cct[i];
-      TreeNode& tn = t.nodes[i];
-      tn.id = n.id;
-      tn.parent = n.parent_id;
-      tn.unwound = n.unwound != 0;
-      if (n.lm_id == 0) {
-        tn.module = 0;
-        tn.offset = 0;
-        tn.placeholder = classify(n.lm_ip);
-      } else {
-        tn.module = n.lm_id;
-        tn.offset = n.lm_ip;
-        tn.placeholder = Placeholder::None;
-      }
+    if (previousId != 0 && previousLength == out.nodesLength &&
+        std::memcmp(out.previousBytes.data() + previousAt, cct.data, previousLength) == 0) {
+      t.nodesId = previousId;  // t.nodes are these nodes already
+    } else {
+      std::swap(t.nodes, t.previousNodes);
+      t.previousNodesId = previousId;
+      decode(cct, t.nodes);
+      static std::atomic<uint64_t> lastId{0};
+      t.nodesId = lastId.fetch_add(1, std::memory_order_relaxed) + 1;
     }
     t.hasTrace = !trace_.empty();
 

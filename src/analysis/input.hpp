@@ -69,6 +69,13 @@ struct ProfileTree {
   std::vector<std::pair<uint16_t, std::string>> loadMap;  // (id, path)
   std::vector<TreeNode> nodes;
   bool hasTrace = false;
+  // For unification's template (expand.hpp): `nodesId` names the content of `nodes` (0:
+  // unnamed, never reused). A reader that reads into the same ProfileTree again and finds
+  // the same nodes as last time may keep `nodes` and its id without decoding; before it
+  // decodes new ones it moves the old ones, with their id, to previousNodes.
+  uint64_t nodesId = 0;
+  std::vector<TreeNode> previousNodes;
+  uint64_t previousNodesId = 0;
 };
 
 struct PointValue {
@@ -95,6 +102,10 @@ struct ProfileData {
   // Not ok: the values or the trace are unreadable (the tree is fine); `values` is then
   // empty and the profile stays in the database without values, with a warning.
   Status valuesStatus;
+  // The reader's: the file last read and the one before, and where the encoded nodes are in
+  // each, so that the next read can tell whether its nodes are the same.
+  std::vector<uint8_t> bytes, previousBytes;
+  size_t nodesAt = 0, nodesLength = 0;
 };
 
 // One input profile.
@@ -109,6 +120,7 @@ public:
   // error when the tree is unreadable. This default reads them apart.
   virtual Status read(ProfileData& out) {
     HPC_ASSIGN_OR_RETURN(out.tree, readTree());
+    out.tree.nodesId = 0;
     Expected<ProfileValues> v = readValues();
     out.valuesStatus = v.ok() ? Status() : v.status();
     if (v.ok()) out.values = std::move(*v);

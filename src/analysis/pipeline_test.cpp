@@ -326,6 +326,8 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   trees.push_back(smallTree());
   trees.push_back(smallTree());  // identical: all from the template
   trees.push_back(smallTree());
+  trees.back().loadMap = {{1, "/bin/other"}};  // the same nodes in another binary
+  trees.push_back(smallTree());
   trees.back().nodes[3].offset = 0x11a6;  // a call site moved: its subtree differs
   trees.push_back(smallTree());
   trees.back().nodes[8].parent = 22;  // a node moved to another parent
@@ -343,18 +345,33 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   trees.back().nodes.resize(7);  // shorter
   trees.push_back(smallTree());
 
+  // As a reader fills one ProfileTree: new nodes get a new id, the old ones become
+  // previousNodes; the same nodes again keep theirs (the whole tree from the template).
   NodeContexts reused;
+  ProfileTree read;
   for (size_t i = 0; i < trees.size(); ++i) {
-    ProfileTree fresh = trees[i], viaTemplate = trees[i];
+    const bool same = i > 0 && trees[i].nodes.size() == trees[i - 1].nodes.size() &&
+                      std::equal(trees[i].nodes.begin(), trees[i].nodes.end(), trees[i - 1].nodes.begin(),
+                                 [](const TreeNode& a, const TreeNode& b) {
+                                   return a.id == b.id && a.parent == b.parent && a.offset == b.offset &&
+                                          a.module == b.module && a.placeholder == b.placeholder;
+                                 });
+    read.loadMap = trees[i].loadMap;
+    if (!same) {
+      read.previousNodes = read.nodes;
+      read.previousNodesId = read.nodesId;
+      read.nodes = trees[i].nodes;
+      read.nodesId = i + 1;
+    }
     NodeContexts alone;
-    ASSERT_TRUE(expander.unify(fresh, alone).ok());
-    ASSERT_TRUE(expander.unify(viaTemplate, reused).ok());
+    ASSERT_TRUE(expander.unify(trees[i], alone).ok());
+    ASSERT_TRUE(expander.unify(read, reused).ok());
     for (const TreeNode& n : trees[i].nodes)
       EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
   }
   // A different binary under the same load-map id is a different context.
   NodeContexts a, b;
-  ProfileTree t0 = trees[0], t4 = trees[4];
+  ProfileTree t0 = trees[0], t4 = trees[2];
   ASSERT_TRUE(expander.unify(t0, a).ok());
   ASSERT_TRUE(expander.unify(t4, b).ok());
   EXPECT_NE(a.find(24), b.find(24));

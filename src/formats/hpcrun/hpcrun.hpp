@@ -159,10 +159,11 @@ struct CctView {
     uint8_t unwound = 1;
     uint64_t lm_ip = 0;
   };
+  static constexpr size_t kNodeBytes = 19;
   const uint8_t* data = nullptr;  // the first node's 19 bytes
   uint64_t count = 0;
   Node operator[](uint64_t i) const {
-    const uint8_t* b = data + i * 19;
+    const uint8_t* b = data + i * kNodeBytes;
     Node n;
     n.id = load<uint32_t>(b);
     n.parent_id = load<uint32_t>(b + 4);
