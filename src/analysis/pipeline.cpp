@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -303,9 +304,8 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
 
 Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
-                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out) {
-  out.row.clear();
-  out.trace.clear();
+                      PropagatedProfile& out) {
+  out.trace.clear();  // the row is cleared or overwritten whole: no zero-filling of storage it has
   out.hasTrace = u.header.hasTrace;
   thread_local std::vector<uint8_t> rec;
   rec.resize(u.values * sizeof(SpilledValue) + u.traces * sizeof(SpilledTrace));
@@ -313,6 +313,7 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   if (!read.ok()) {
     std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
                  source.path().c_str(), read.message().c_str());
+    out.row.clear();
     out.hasTrace = false;
     return Status();
   }
@@ -324,8 +325,6 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
     if (sv[k].metric < localToGlobal.size())
       points.push_back({sv[k].ctx->id(), localToGlobal[sv[k].metric], sv[k].value});
   propagator.run(points, out.row);
-  for (size_t j = 0; j < out.row.ctx.size(); ++j)
-    nonzeros[out.row.ctx[j]].fetch_add(out.row.start[j + 1] - out.row.start[j], std::memory_order_relaxed);
   if (u.header.hasTrace) {
     const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
     out.trace.resize(u.traces);
@@ -347,11 +346,17 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
 
 Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToGlobal, uint32_t index,
-                        const std::vector<IdOut>& idTuple, Propagator& propagator,
-                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink) {
+                        const std::vector<IdOut>& idTuple, Propagator& propagator, DatabaseSink& sink) {
   thread_local PropagatedProfile p;
-  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToGlobal, propagator, nonzeros, p));
+  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToGlobal, propagator, p));
   return writeProfile(sink, index, idTuple, p);
+}
+
+std::vector<uint64_t> sumCounts(tbb::enumerable_thread_specific<Propagator>& propagators, uint32_t contexts) {
+  std::vector<uint64_t> counts(contexts, 0);
+  for (const Propagator& p : propagators)
+    for (uint32_t c = 0; c < contexts; ++c) counts[c] += p.counts()[c];
+  return counts;
 }
 
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
@@ -385,7 +390,6 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
 
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
-  std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
@@ -398,6 +402,8 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   };
   const size_t tokens = 2 * size_t(std::max(1u, options.threads));
   size_t next = 0;
+  std::mutex spareMu;
+  std::vector<std::unique_ptr<InFlight>> spare;
   arena.execute([&] {
     tbb::parallel_pipeline(
         tokens,
@@ -407,7 +413,15 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                               fc.stop();
                                               return nullptr;
                                             }
-                                            auto* f = new InFlight;
+                                            InFlight* f = nullptr;
+                                            {
+                                              std::lock_guard lock(spareMu);
+                                              if (!spare.empty()) {
+                                                f = spare.back().release();
+                                                spare.pop_back();
+                                              }
+                                            }
+                                            if (!f) f = new InFlight;
                                             f->k = next++;
                                             return f;
                                           }) &
@@ -416,7 +430,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
                                                          *profiles[i], *spill, unified[i], plan.localToGlobal[i],
-                                                         propagators.local(), nonzeros, f->p);
+                                                         propagators.local(), f->p);
                                                      return f;
                                                    }) &
             tbb::make_filter<InFlight*, void>(tbb::filter_mode::serial_in_order, [&](InFlight* f) {
@@ -425,14 +439,15 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                  ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
                                  : f->status;
               progress.tick();
+              std::lock_guard lock(spareMu);
+              spare.push_back(std::move(owned));  // its rows' storage serves another profile
             }));
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
   timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.
-  std::vector<uint64_t> counts(nonzeros.size());
-  for (size_t c = 0; c < counts.size(); ++c) counts[c] = nonzeros[c].load();
+  const std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
   TransposeOptions topt;
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;

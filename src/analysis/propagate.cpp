@@ -18,21 +18,11 @@ PropagationShape::PropagationShape(const Cct& cct) {
 }
 
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
-    : shape_(shape), numMetrics_(numMetrics), slotOf_(shape.size(), -1), pending_((shape.size() + 63) / 64, 0) {}
-
-double* Propagator::slot(uint32_t ctx) {
-  int32_t& s = slotOf_[ctx];
-  if (s < 0) {
-    s = int32_t(touched_.size());
-    touched_.push_back(ctx);
-    pending_[ctx / 64] |= uint64_t(1) << (ctx % 64);
-    values_.resize(values_.size() + size_t(numMetrics_) * kNumScopes, 0.0);
-  }
-  return &values_[size_t(s) * numMetrics_ * kNumScopes];
-}
+    : shape_(shape), numMetrics_(numMetrics), width_(numMetrics * kNumScopes), slotOf_(shape.size(), -1),
+      pending_((shape.size() + 63) / 64, 0), counts_(shape.size(), 0) {}
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
-  const uint32_t width = numMetrics_ * kNumScopes;
+  const uint32_t width = width_;
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
     double* v = slot(p.ctx) + size_t(p.metric) * kNumScopes;
@@ -52,9 +42,8 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
       order_.push_back(c);
       const uint32_t up = shape_.parent(c);
       if (up == c) continue;
-      slot(up);  // marks it pending when new
+      double* to = slot(up);  // marks it pending when new; may move values_
       const double* from = &values_[size_t(slotOf_[c]) * width];
-      double* to = &values_[size_t(slotOf_[up]) * width];
       if (shape_.lexicalEdge(c)) {
         for (uint32_t m = 0; m < width; m += kNumScopes) {
           to[m + kExecution] += from[m + kExecution];
@@ -67,29 +56,44 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
     }
   }
 
-  // Taken in decreasing order: written out in increasing order.
-  out.clear();
-  out.ctx.reserve(order_.size());
-  out.start.reserve(order_.size() + 1);
+  // Taken in decreasing order: written out in increasing order, into scratch sized for the
+  // most there can be (every entry written, kept only when non-zero), then copied out.
+  const size_t most = order_.size() * width;
+  if (rowMetric_.size() < most) {
+    rowMetric_.resize(most);
+    rowValue_.resize(most);
+  }
+  if (rowCtx_.size() < order_.size() + 1) {
+    rowCtx_.resize(order_.size() + 1);
+    rowStart_.resize(order_.size() + 2);
+  }
+  uint16_t* metricOut = rowMetric_.data();
+  double* valueOut = rowValue_.data();
+  uint32_t* ctxOut = rowCtx_.data();
+  uint64_t* startOut = rowStart_.data();
+  size_t at = 0, k = 0;
+  startOut[0] = 0;
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
     const uint32_t c = *it;
     const double* v = &values_[size_t(slotOf_[c]) * width];
-    size_t before = out.value.size();
+    const size_t before = at;
     for (uint32_t m = 0; m < width; ++m) {
-      if (v[m] == 0) continue;
-      out.metric.push_back(uint16_t(m));
-      out.value.push_back(v[m]);
+      metricOut[at] = uint16_t(m);
+      valueOut[at] = v[m];
+      at += v[m] != 0;
     }
-    if (out.value.size() != before) {
-      out.ctx.push_back(c);
-      out.start.push_back(out.value.size());
-    }
+    ctxOut[k] = c;
+    startOut[k + 1] = at;
+    k += at != before;
+    counts_[c] += at - before;
     slotOf_[c] = -1;
   }
-  touched_.clear();
-  values_.clear();
+  out.ctx.assign(ctxOut, ctxOut + k);
+  out.start.assign(startOut, startOut + k + 1);
+  out.metric.assign(metricOut, metricOut + at);
+  out.value.assign(valueOut, valueOut + at);
+  used_ = 0;
 }
-
 
 void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseRow& summary,
                      uint32_t statsPerProp) {

@@ -2,6 +2,7 @@
 // of the reference: point, function, lex_aware and execution (class 2 work).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -63,16 +64,36 @@ public:
 
   // MT: externally synchronized (one thread at a time per Propagator).
   void run(std::span<const ContextValue> points, SparseRow& out);
+  // Values written per context by all runs so far (the transpose's plan, once the
+  // propagators' counts are summed).
+  const std::vector<uint64_t>& counts() const { return counts_; }
 
 private:
-  double* slot(uint32_t ctx);
+  // The context's width_ values, zeroed and marked pending when new.
+  double* slot(uint32_t ctx) {
+    int32_t s = slotOf_[ctx];
+    if (s < 0) {
+      s = int32_t(used_++);
+      slotOf_[ctx] = s;
+      pending_[ctx / 64] |= uint64_t(1) << (ctx % 64);
+      const size_t end = size_t(used_) * width_;
+      if (end > values_.size()) values_.resize(std::max(end, 2 * values_.size()));  // grows, never shrinks
+      std::fill_n(&values_[size_t(s) * width_], width_, 0.0);
+    }
+    return &values_[size_t(s) * width_];
+  }
   const PropagationShape& shape_;
-  uint32_t numMetrics_;
+  uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;
-  std::vector<uint32_t> touched_;   // by slot
+  uint32_t used_ = 0;               // slots in use
   std::vector<uint64_t> pending_;   // bitset of contexts whose subtotals have not flowed up
   std::vector<uint32_t> order_;     // contexts in the order their subtotals flowed up
-  std::vector<double> values_;
+  std::vector<double> values_;      // width_ per slot; its size only grows
+  std::vector<uint64_t> counts_;    // by context
+  std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
+  std::vector<uint64_t> rowStart_;
+  std::vector<uint16_t> rowMetric_;
+  std::vector<double> rowValue_;
 };
 
 // The reference's lex_aware differs from function only in summaries: there a loop takes

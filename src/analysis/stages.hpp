@@ -2,6 +2,7 @@
 // the profiles and exchange what lies between them (see mpi/README.md).
 #pragma once
 
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/task_arena.h>
 
 #include <atomic>
@@ -97,9 +98,9 @@ struct Plan {
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
 // Pass 2 for one live profile, split in two for callers that write in profile order:
-// computeProfile reads its spilled values, propagates them and counts into `nonzeros` (MT:
-// thread-safe for distinct profiles, one Propagator per thread); writeProfile writes the
-// row and trace. Contexts must be finalized.
+// computeProfile reads its spilled values and propagates them (the propagator counts the
+// values per context; MT: thread-safe for distinct profiles, one Propagator per thread);
+// writeProfile writes the row and trace. Contexts must be finalized.
 struct PropagatedProfile {
   SparseRow row;
   std::vector<TracePoint> trace;
@@ -107,7 +108,7 @@ struct PropagatedProfile {
 };
 Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
-                      std::span<std::atomic<uint64_t>> nonzeros, PropagatedProfile& out);
+                      PropagatedProfile& out);
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p);
 
@@ -116,6 +117,8 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
 Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToGlobal,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
-                        std::span<std::atomic<uint64_t>> nonzeros, DatabaseSink& sink);
+                        DatabaseSink& sink);
+// The values per context written by all of these propagators.
+std::vector<uint64_t> sumCounts(tbb::enumerable_thread_specific<Propagator>& propagators, uint32_t contexts);
 
 }  // namespace hpc::analysis

@@ -209,14 +209,13 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo), arena);
   HPC_RETURN_IF_ERROR(comm.agree(sink.begin(numProfiles, cct.size(), plan.anyTrace)));
-  std::vector<std::atomic<uint64_t>> nonzeros(cct.size());
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(khi - klo);
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
       errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToGlobal[i],
-                                         uint32_t(k + 1), plan.idTuples[k], propagators.local(), nonzeros, sink);
+                                         uint32_t(k + 1), plan.idTuples[k], propagators.local(), sink);
     });
   });
   Status st;
@@ -228,8 +227,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   report.place = lap.next();
 
   // Class 3 and cct.db: contiguous context ranges of about equal numbers of values.
-  std::vector<uint64_t> counts(nonzeros.size());
-  for (size_t c = 0; c < counts.size(); ++c) counts[c] = nonzeros[c].load();
+  std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
   comm.allreduceSum(counts);
   const std::vector<size_t> ranges = partitionByWeight(counts, comm.size());
   const uint32_t lo = uint32_t(ranges[size_t(rank)]), hi = uint32_t(ranges[size_t(rank) + 1]);

@@ -1,6 +1,9 @@
 // Sparse value blocks and identifier tuples, shared by the whole-file and streaming writers.
 #pragma once
 
+#include <bit>
+#include <cstring>
+
 #include "common/bytes.hpp"
 #include "formats/db/db.hpp"
 
@@ -10,37 +13,58 @@ struct BlockPtrs {
   uint64_t pValues = 0, pIdx = 0;
 };
 
-// Appends {Val}[] then (aligned to idxAlign) {Idx}[]; `base` is the file offset of w's
-// current end. Empty blocks get null pointers. Sized once, then filled in place.
-template <typename Key, typename Sub>
-BlockPtrs put_block(ByteWriter& w, const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
-  BlockPtrs b;
-  if (v.key.empty()) return b;
-  constexpr size_t kVal = sizeof(Sub) + sizeof(double), kIdx = sizeof(Key) + sizeof(uint64_t);
-  const uint64_t valueBytes = v.size() * kVal;
-  const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
-  size_t at = w.size();
-  w.zeros(valueBytes + pad + v.key.size() * kIdx);
-  b.pValues = base;
-  for (size_t i = 0; i < v.size(); ++i, at += kVal) {
-    w.patch_le<Sub>(at, v.sub[i]);
-    w.patch_le<double>(at + sizeof(Sub), v.value[i]);
-  }
-  at += pad;
-  b.pIdx = base + valueBytes + pad;
-  for (size_t i = 0; i < v.key.size(); ++i, at += kIdx) {
-    w.patch_le<Key>(at, v.key[i]);
-    w.patch_le<uint64_t>(at + sizeof(Key), v.start[i]);
-  }
-  return b;
-}
-
-// The bytes put_block appends at a base aligned to idxAlign.
+// The bytes put_block appends at a base aligned to idxAlign (at any base: an upper bound).
 template <typename Key, typename Sub>
 uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign) {
   if (v.key.empty()) return 0;
   const uint64_t valueBytes = v.size() * (sizeof(Sub) + sizeof(double));
   return (valueBytes + idxAlign - 1) / idxAlign * idxAlign + v.key.size() * (sizeof(Key) + sizeof(uint64_t));
+}
+
+// The bytes encode_block writes at `base`.
+template <typename Key, typename Sub>
+uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
+  if (v.key.empty()) return 0;
+  const uint64_t valueBytes = v.size() * (sizeof(Sub) + sizeof(double));
+  const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
+  return valueBytes + pad + v.key.size() * (sizeof(Key) + sizeof(uint64_t));
+}
+
+
+// Writes {Val}[] then (aligned to idxAlign) {Idx}[] to `out`, block_size() bytes, every
+// one of them (padding zeroed); `base` is the file offset of out[0]. Empty blocks get null
+// pointers and no bytes.
+template <typename Key, typename Sub>
+BlockPtrs encode_block(uint8_t* out, const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
+  BlockPtrs b;
+  if (v.key.empty()) return b;
+  constexpr size_t kVal = sizeof(Sub) + sizeof(double), kIdx = sizeof(Key) + sizeof(uint64_t);
+  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  const uint64_t valueBytes = v.size() * kVal;
+  const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
+  b.pValues = base;
+  uint8_t* at = out;
+  for (size_t i = 0; i < v.size(); ++i, at += kVal) {
+    std::memcpy(at, &v.sub[i], sizeof(Sub));
+    std::memcpy(at + sizeof(Sub), &v.value[i], sizeof(double));
+  }
+  std::memset(at, 0, pad);
+  at += pad;
+  b.pIdx = base + valueBytes + pad;
+  for (size_t i = 0; i < v.key.size(); ++i, at += kIdx) {
+    std::memcpy(at, &v.key[i], sizeof(Key));
+    std::memcpy(at + sizeof(Key), &v.start[i], sizeof(uint64_t));
+  }
+  return b;
+}
+
+// Appends encode_block's bytes to w; `base` is the file offset of w's current end.
+template <typename Key, typename Sub>
+BlockPtrs put_block(ByteWriter& w, const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
+  if (v.key.empty()) return {};
+  const size_t at = w.size();
+  w.zeros(block_size(v, idxAlign, base));
+  return encode_block(w.buffer().data() + at, v, idxAlign, base);
 }
 
 // The 0x20-byte {PSVB}/{CSVB} header at `at` (count fields are u32 / u16 by layout).

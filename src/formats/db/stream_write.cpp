@@ -96,10 +96,11 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
   if (!out_ || index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   // Reserved 8-aligned, so the block's size does not depend on where it lands.
   uint64_t at = out_->reserve(detail::block_size(values, 4));
-  thread_local ByteWriter placed;  // its storage reused from row to row
-  placed.buffer().clear();
-  detail::BlockPtrs b = detail::put_block(placed, values, 4, at);
-  HPC_RETURN_IF_ERROR(write_buf(*out_, at, placed));
+  thread_local std::vector<uint8_t> placed;  // its storage reused from row to row, never zero-filled again
+  const size_t n = detail::block_size(values, 4, at);
+  if (placed.size() < n) placed.resize(n);
+  detail::BlockPtrs b = detail::encode_block(placed.data(), values, 4, at);
+  HPC_RETURN_IF_ERROR(out_->write(at, std::span<const uint8_t>(placed.data(), n)));
   Info& info = infos_[index];
   info.nValues = values.size();
   info.nCtxs = values.key.size();

@@ -38,12 +38,28 @@ Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trac
     return v.error(v.size() - body % rec,
                    "expected whole " + std::to_string(rec) + "-byte trace records, found " +
                        std::to_string(body % rec) + " trailing bytes (truncated file?)");
-  t.records.resize(body / rec);  // bounded by the file size
-  for (auto& r : t.records) {
-    r.time = v.load<uint64_t, std::endian::big>(off);
-    r.cct_id = v.load<uint32_t, std::endian::big>(off + 8);
-    r.metric_id = rec == 16 ? v.load<uint32_t, std::endian::big>(off + 12) : 0;
-    off += rec;
+  t.records.resize(body / rec);  // bounded by the file size, so every record is whole
+  const uint8_t* at = b + off;
+  auto be64 = [](const uint8_t* p) {
+    uint64_t x;
+    std::memcpy(&x, p, 8);
+    return __builtin_bswap64(x);
+  };
+  auto be32 = [](const uint8_t* p) {
+    uint32_t x;
+    std::memcpy(&x, p, 4);
+    return __builtin_bswap32(x);
+  };
+  if (rec == 16) {
+    for (auto& r : t.records) {
+      r = {be64(at), be32(at + 8), be32(at + 12)};
+      at += 16;
+    }
+  } else {
+    for (auto& r : t.records) {
+      r = {be64(at), be32(at + 8), 0};
+      at += 12;
+    }
   }
   return Status();
 }
