@@ -126,13 +126,7 @@ public:
     std::vector<db::Identifier> ids;
     for (const IdOut& i : idTuple)
       ids.push_back({static_cast<uint8_t>(i.kind), uint16_t(i.isPhysical ? 1 : 0), i.logical, i.physical});
-    // Copied into storage the thread keeps (profiles are written one after the other).
-    thread_local db::ProfileValues v;
-    v.key.assign(row.ctx.begin(), row.ctx.end());
-    v.start.assign(row.start.begin(), row.start.end());
-    v.sub.assign(row.metric.begin(), row.metric.end());
-    v.value.assign(row.value.begin(), row.value.end());
-    return profiles_.write(index, 0, ids, v);
+    return profiles_.write(index, 0, ids, db::ProfileValuesView{row.ctx, row.start, row.metric, row.value});
   }
 
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override {

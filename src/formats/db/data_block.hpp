@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "common/bytes.hpp"
 #include "formats/db/db.hpp"
@@ -14,16 +15,20 @@ struct BlockPtrs {
 };
 
 // The bytes put_block appends at a base aligned to idxAlign (at any base: an upper bound).
-template <typename Key, typename Sub>
-uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign) {
+template <typename V>
+uint64_t block_size(const V& v, size_t idxAlign) {
+  using Key = std::remove_cvref_t<decltype(v.key[0])>;
+  using Sub = std::remove_cvref_t<decltype(v.sub[0])>;
   if (v.key.empty()) return 0;
   const uint64_t valueBytes = v.size() * (sizeof(Sub) + sizeof(double));
   return (valueBytes + idxAlign - 1) / idxAlign * idxAlign + v.key.size() * (sizeof(Key) + sizeof(uint64_t));
 }
 
 // The bytes encode_block writes at `base`.
-template <typename Key, typename Sub>
-uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
+template <typename V>
+uint64_t block_size(const V& v, size_t idxAlign, uint64_t base) {
+  using Key = std::remove_cvref_t<decltype(v.key[0])>;
+  using Sub = std::remove_cvref_t<decltype(v.sub[0])>;
   if (v.key.empty()) return 0;
   const uint64_t valueBytes = v.size() * (sizeof(Sub) + sizeof(double));
   const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
@@ -34,8 +39,10 @@ uint64_t block_size(const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
 // Writes {Val}[] then (aligned to idxAlign) {Idx}[] to `out`, block_size() bytes, every
 // one of them (padding zeroed); `base` is the file offset of out[0]. Empty blocks get null
 // pointers and no bytes.
-template <typename Key, typename Sub>
-BlockPtrs encode_block(uint8_t* out, const Sparse<Key, Sub>& v, size_t idxAlign, uint64_t base) {
+template <typename V>
+BlockPtrs encode_block(uint8_t* out, const V& v, size_t idxAlign, uint64_t base) {
+  using Key = std::remove_cvref_t<decltype(v.key[0])>;
+  using Sub = std::remove_cvref_t<decltype(v.sub[0])>;
   BlockPtrs b;
   if (v.key.empty()) return b;
   constexpr size_t kVal = sizeof(Sub) + sizeof(double), kIdx = sizeof(Key) + sizeof(uint64_t);

@@ -120,6 +120,14 @@ struct Sparse {
   bool operator==(const Sparse&) const = default;
 };
 using ProfileValues = Sparse<uint32_t, uint16_t>;  // ctxId -> (metricId, value)
+// The same, held by the caller (written without a copy).
+struct ProfileValuesView {
+  std::span<const uint32_t> key;
+  std::span<const uint64_t> start;  // key.size() + 1 entries
+  std::span<const uint16_t> sub;
+  std::span<const double> value;
+  size_t size() const { return value.size(); }
+};
 using ContextValues = Sparse<uint16_t, uint32_t>;  // metricId -> (profIndex, value)
 
 struct Identifier {
@@ -208,6 +216,8 @@ public:
   // no id tuple): pass idTuple = nullopt and flags = 1.
   Status write(uint32_t index, uint32_t flags, const std::optional<std::vector<Identifier>>& idTuple,
                const ProfileValues& values);
+  Status write(uint32_t index, uint32_t flags, const std::optional<std::vector<Identifier>>& idTuple,
+               const ProfileValuesView& values);
   // MT: thread-safe for distinct indices. Reads back the part of written row `index` with
   // ctxId in [lo, hi); ascending ranges (each starting where the last ended) read each index
   // entry about once.

@@ -170,9 +170,15 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
 
 Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
                           ProfileValues& out, RowCursor& cursor) {
-  out.clear();
-  if (b.nKeys == 0 || lo >= hi) return Status();
-  thread_local std::vector<uint8_t> idx, vals;  // capacity reused across rows
+  // out's vectors are resized, not cleared: no zero-filling of storage they have.
+  if (b.nKeys == 0 || lo >= hi) {
+    out.clear();
+    return Status();
+  }
+  // Storage reused across rows, only grown (never zero-filled again); idxUsed bytes of idx
+  // hold entries.
+  thread_local std::vector<uint8_t> idx, vals;
+  size_t idxUsed = 0;
   uint8_t e12[12];
   auto entryCtx = [&](uint64_t i, uint32_t& ctx) -> Status {
     HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * i, {e12, 12}));
@@ -193,15 +199,14 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   }
   // The entries [first, last) with ctx < hi, read in chunks; `end` is the start of the
   // values after them.
-  idx.clear();
   uint64_t last = first, endValue = b.nValues;
   // Ranges of a transpose hold about as many entries each: read a little more than the last
   // one had, then more if that was not enough.
   uint64_t chunk = cursor.valid && cursor.hi == lo ? cursor.last + cursor.last / 4 + 8 : 512;
   for (bool more = true; more && last < b.nKeys; chunk *= 2) {
     const uint64_t n = std::min(chunk, b.nKeys - last);
-    const size_t at = idx.size();
-    idx.resize(at + 12 * n);
+    const size_t at = idxUsed;
+    if (idx.size() < at + 12 * n) idx.resize(std::max(at + 12 * n, 2 * idx.size()));
     HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * last, {idx.data() + at, 12 * n}));
     ByteView iv({idx.data() + at, 12 * n}, "profile.db");
     uint64_t k = 0;
@@ -211,20 +216,23 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
         more = false;
         break;
       }
-    idx.resize(at + 12 * k);
+    idxUsed = at + 12 * k;
     last += k;
   }
   cursor = {true, hi, last, last - first};
-  if (first >= last) return Status();
-  ByteView iv(idx, "profile.db");
+  if (first >= last) {
+    out.clear();
+    return Status();
+  }
+  ByteView iv({idx.data(), idxUsed}, "profile.db");
   auto startAt = [&](uint64_t i) {  // i relative to first
     return i < last - first ? iv.load<uint64_t, std::endian::little>(12 * i + 4) : endValue;
   };
   const uint64_t s = startAt(0), e = std::min(endValue, b.nValues);
   if (s > e) return Status::error("profile.db: value index not ascending at block " + std::to_string(b.pIdx));
-  vals.resize(10 * (e - s));
-  HPC_RETURN_IF_ERROR(read(b.pValues + 10 * s, vals));
-  ByteView vv(vals, "profile.db");
+  if (vals.size() < 10 * (e - s)) vals.resize(10 * (e - s));
+  HPC_RETURN_IF_ERROR(read(b.pValues + 10 * s, {vals.data(), 10 * (e - s)}));
+  ByteView vv({vals.data(), 10 * (e - s)}, "profile.db");
   out.sub.resize(e - s);
   out.value.resize(e - s);
   for (uint64_t j = 0; j < e - s; ++j) {
@@ -233,6 +241,7 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   }
   out.key.resize(last - first);
   out.start.resize(last - first + 1);
+  out.start[0] = 0;
   for (uint64_t i = 0; i < last - first; ++i) {
     const uint64_t z = std::min(std::max(startAt(i + 1), startAt(i)), e);
     if (startAt(i) < s || startAt(i) > e)

@@ -93,7 +93,15 @@ Status ProfileDbWriter::begin(const std::filesystem::path& file, uint32_t numPro
 Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
                               const std::optional<std::vector<Identifier>>& idTuple,
                               const ProfileValues& values) {
+  return write(index, flags, idTuple, ProfileValuesView{values.key, values.start, values.sub, values.value});
+}
+
+Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
+                              const std::optional<std::vector<Identifier>>& idTuple,
+                              const ProfileValuesView& values) {
   if (!out_ || index >= infos_.size()) return Status::error("profile.db: profile index out of range");
+  if (values.start.size() != values.key.size() + 1 || values.sub.size() != values.value.size())
+    return Status::error("profile.db: profile " + std::to_string(index) + ": inconsistent sparse row");
   // Reserved 8-aligned, so the block's size does not depend on where it lands.
   uint64_t at = out_->reserve(detail::block_size(values, 4));
   thread_local std::vector<uint8_t> placed;  // its storage reused from row to row, never zero-filled again
@@ -111,7 +119,6 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
 }
 
 Status ProfileDbWriter::read(uint32_t index, uint32_t lo, uint32_t hi, ProfileValues& out) const {
-  out.clear();
   if (index >= infos_.size()) return Status::error("profile.db: profile index out of range");
   const Info& info = infos_[index];
   BlockRef b{info.nValues, info.nCtxs, info.ptrs.pValues, info.ptrs.pIdx};
