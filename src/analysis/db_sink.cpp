@@ -154,14 +154,11 @@ public:
   }
 
   Status writeContexts(const ColumnBatch& columns) override {
-    db::ContextValues& v = column_;  // copied into, its storage kept
     for (size_t i = 0; i < columns.size(); ++i) {
-      v.clear();
-      columns.forEachMetric(i, [&](uint16_t m, std::span<const uint32_t> p, std::span<const double> x) {
-        v.sub.insert(v.sub.end(), p.begin(), p.end());
-        v.value.insert(v.value.end(), x.begin(), x.end());
-        v.close(m);
-      });
+      const uint64_t first = columns.slot[i], n = columns.metrics[i];
+      const uint64_t b = n ? columns.start[first] : columns.end[i], e = columns.end[i];
+      db::ContextValuesView v{{columns.metric.data() + first, n}, {columns.start.data() + first, n}, b,
+                              {columns.profile + b, e - b}, {columns.value + b, e - b}};
       HPC_RETURN_IF_ERROR(contexts_.write(columns.ctx[i], v));
     }
     return Status();
@@ -183,7 +180,6 @@ private:
   db::ProfileDbWriter profiles_;
   db::CctDbWriter contexts_;
   db::TraceDbWriter trace_;
-  db::ContextValues column_;
   bool traces_ = false;
 };
 

@@ -52,15 +52,21 @@ BlockPtrs encode_block(uint8_t* out, const V& v, size_t idxAlign, uint64_t base)
   b.pValues = base;
   uint8_t* at = out;
   for (size_t i = 0; i < v.size(); ++i, at += kVal) {
-    std::memcpy(at, &v.sub[i], sizeof(Sub));
-    std::memcpy(at + sizeof(Sub), &v.value[i], sizeof(double));
+    const Sub sub = v.sub[i];
+    const double value = v.value[i];
+    std::memcpy(at, &sub, sizeof(Sub));
+    std::memcpy(at + sizeof(Sub), &value, sizeof(double));
   }
   std::memset(at, 0, pad);
   at += pad;
   b.pIdx = base + valueBytes + pad;
+  uint64_t first = 0;  // views may hold starts from elsewhere
+  if constexpr (requires { v.base; }) first = v.base;
   for (size_t i = 0; i < v.key.size(); ++i, at += kIdx) {
-    std::memcpy(at, &v.key[i], sizeof(Key));
-    std::memcpy(at + sizeof(Key), &v.start[i], sizeof(uint64_t));
+    const Key key = v.key[i];
+    const uint64_t start = v.start[i] - first;
+    std::memcpy(at, &key, sizeof(Key));
+    std::memcpy(at + sizeof(Key), &start, sizeof(uint64_t));
   }
   return b;
 }

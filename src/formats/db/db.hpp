@@ -129,6 +129,16 @@ struct ProfileValuesView {
   size_t size() const { return value.size(); }
 };
 using ContextValues = Sparse<uint16_t, uint32_t>;  // metricId -> (profIndex, value)
+// The same, held by the caller (written without a copy): metric key[k]'s values start at
+// start[k] - base in sub/value.
+struct ContextValuesView {
+  std::span<const uint16_t> key;
+  std::span<const uint64_t> start;  // key.size() entries
+  uint64_t base = 0;
+  std::span<const uint32_t> sub;
+  std::span<const double> value;
+  size_t size() const { return value.size(); }
+};
 
 struct Identifier {
   uint8_t kind = 0;
@@ -243,6 +253,7 @@ public:
   Status begin(const std::filesystem::path& file, uint32_t numContexts);
   // ctxIds strictly ascending across calls; contexts not written are empty.
   Status write(uint32_t ctxId, const ContextValues& values);
+  Status write(uint32_t ctxId, const ContextValuesView& values);
   Status finish();
 
 private:

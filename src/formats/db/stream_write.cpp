@@ -20,7 +20,10 @@ public:
   }
   Status open() {
     HPC_RETURN_IF_ERROR(out_.begin());
-    fd_ = ::open(out_.temp_path().c_str(), O_RDWR | O_TRUNC);
+    // begin() made it, empty. No O_TRUNC: on ext4 truncating a file to nothing marks it to be
+    // written back to disk on close (auto_da_alloc), which made closing the database's files
+    // wait for tens of MB of writes.
+    fd_ = ::open(out_.temp_path().c_str(), O_RDWR);
     if (fd_ < 0) return Status::error(out_.temp_path().string() + ": cannot open: " + std::strerror(errno));
     return Status();
   }
@@ -147,7 +150,8 @@ Status ProfileDbWriter::finish() {
 // and written a MiB at a time instead of one write per context.
 struct CctDbWriter::Stage {
   static constexpr size_t kFlushBytes = size_t(1) << 20;
-  ByteWriter buf;
+  std::vector<uint8_t> buf;  // only grown: `used` bytes hold blocks
+  size_t used = 0;
   uint64_t at = 0;  // file offset of buf's first byte
 };
 
@@ -155,9 +159,9 @@ CctDbWriter::CctDbWriter() = default;
 CctDbWriter::~CctDbWriter() = default;
 
 Status CctDbWriter::flush() {
-  if (stage_->buf.size()) HPC_RETURN_IF_ERROR(write_buf(*out_, stage_->at, stage_->buf));
-  stage_->at += stage_->buf.size();
-  stage_->buf.buffer().clear();
+  if (stage_->used) HPC_RETURN_IF_ERROR(out_->write(stage_->at, std::span<const uint8_t>(stage_->buf.data(), stage_->used)));
+  stage_->at += stage_->used;
+  stage_->used = 0;
   return Status();
 }
 
@@ -171,19 +175,29 @@ Status CctDbWriter::begin(const std::filesystem::path& file, uint32_t numContext
 }
 
 Status CctDbWriter::write(uint32_t ctxId, const ContextValues& values) {
+  return write(ctxId, ContextValuesView{values.key, values.start, 0, values.sub, values.value});
+}
+
+Status CctDbWriter::write(uint32_t ctxId, const ContextValuesView& values) {
   if (!out_ || ctxId >= blocks_.size() || int64_t(ctxId) <= last_)
     return Status::error("cct.db: context " + std::to_string(ctxId) + " out of range or order");
+  if (values.start.size() < values.key.size() || values.sub.size() != values.value.size())
+    return Status::error("cct.db: context " + std::to_string(ctxId) + ": inconsistent sparse column");
   last_ = ctxId;
   const uint64_t size = detail::block_size(values, 2);
   uint64_t at = out_->reserve(size);
   Stage& st = *stage_;
-  if (st.buf.size() == 0) st.at = at;
-  if (at < st.at + st.buf.size() || at - (st.at + st.buf.size()) >= 8)
+  if (st.used == 0) st.at = at;
+  if (at < st.at + st.used || at - (st.at + st.used) >= 8)
     return Status::error("cct.db: blocks not contiguous");  // reserve() is ours alone
-  st.buf.zeros(at - (st.at + st.buf.size()));
-  detail::BlockPtrs b = detail::put_block(st.buf, values, 2, at);
+  const size_t gap = size_t(at - (st.at + st.used));
+  const size_t n = detail::block_size(values, 2, at);
+  if (st.buf.size() < st.used + gap + n) st.buf.resize(std::max(st.used + gap + n, 2 * st.buf.size()));
+  std::memset(st.buf.data() + st.used, 0, gap);
+  detail::BlockPtrs b = detail::encode_block(st.buf.data() + st.used + gap, values, 2, at);
+  st.used += gap + n;
   blocks_[ctxId] = {values.size(), b.pValues, b.pIdx, uint16_t(values.key.size())};
-  if (st.buf.size() >= Stage::kFlushBytes) return flush();
+  if (st.used >= Stage::kFlushBytes) return flush();
   return Status();
 }
 
