@@ -2,12 +2,17 @@
 // many thread profiles sharing one calling-context shape (as threads of one program
 // do), a few percent of nodes with non-zero values, and a trace per thread. Each node hangs
 // below one of the 24 before it, so paths are deep (about 800 on average at 20,000 nodes).
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000]
+// With `shuffled`, each profile numbers and lists the same tree in its own order (a walk
+// with the children taken at random), as hpcrun numbers nodes in the order a thread first
+// reached them: no two profiles' node lists are alike.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <random>
+#include <vector>
 #include <string>
 
 #include "formats/hpcrun/hpcrun.hpp"
@@ -31,6 +36,7 @@ int main(int argc, char** argv) {
   int nodes = argc > 3 ? std::atoi(argv[3]) : 20000;
   int percent = argc > 4 ? std::atoi(argv[4]) : 3;
   int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
+  const bool shuffled = argc > 6 && std::string(argv[6]) == "shuffled";
   fs::create_directories(dir);
 
   Profile shape;
@@ -52,8 +58,34 @@ int main(int argc, char** argv) {
     uint32_t parent = i <= 3 ? 2 : uint32_t(std::max<int64_t>(2, i - 1 - int64_t(rng() % 24)));
     shape.nodes.push_back({uint32_t(i), parent, uint16_t(1 + rng() % 8), 0x1000 + (rng() % 40000) * 4, 1, {}});
   }
+  // children[i]: positions of node i's children, for the shuffled walks.
+  std::vector<std::vector<uint32_t>> children(shape.nodes.size());
+  for (size_t i = 1; i < shape.nodes.size(); ++i) children[shape.nodes[i].parent_id - 1].push_back(uint32_t(i));
   for (int p = 0; p < profiles; ++p) {
     Profile prof = shape;
+    std::vector<uint32_t> idOf(shape.nodes.size());  // shape position -> this profile's id
+    if (shuffled) {
+      // A depth-first walk from the root, children in random order: parents come first.
+      std::vector<uint32_t> stack{0}, order;
+      while (!stack.empty()) {
+        uint32_t at = stack.back();
+        stack.pop_back();
+        order.push_back(at);
+        std::vector<uint32_t> kids = children[at];
+        std::shuffle(kids.begin(), kids.end(), rng);
+        stack.insert(stack.end(), kids.begin(), kids.end());
+      }
+      for (size_t k = 0; k < order.size(); ++k) idOf[order[k]] = uint32_t(k + 1);
+      prof.nodes.clear();
+      for (uint32_t at : order) {
+        auto n = shape.nodes[at];
+        n.id = idOf[at];
+        n.parent_id = n.parent_id ? idOf[n.parent_id - 1] : 0;
+        prof.nodes.push_back(n);
+      }
+    } else {
+      for (size_t k = 0; k < idOf.size(); ++k) idOf[k] = uint32_t(k + 1);
+    }
     prof.id_tuple = {{uint16_t(kIdNode | (1u << 14)), 0x5eed, 0}, {kIdThread, uint64_t(p), uint64_t(p)}};
     for (auto& n : prof.nodes)
       if (n.lm_id && int(rng() % 100) < percent) {
@@ -70,7 +102,7 @@ int main(int argc, char** argv) {
     uint64_t t = 1700000000000000000ull;
     for (int k = 0; k < traceLen; ++k) {
       t += 5000000 + rng() % 100000;
-      tr.records.push_back({t, uint32_t(3 + rng() % (nodes - 2)), 0});
+      tr.records.push_back({t, idOf[2 + rng() % (nodes - 2)], 0});
     }
     if (auto s = write_trace(tr, dir / (std::string(name) + ".hpctrace")); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.message().c_str());

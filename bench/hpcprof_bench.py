@@ -2,11 +2,13 @@
 """hpcprof throughput, scaling and memory on synthetic measurements (bench/gen_measurements).
 
 Prints, from one run: the time to read the input bytes from the page cache (the floor),
-hpcprof wall time at -j1 and -j2, input MB/s per core, the -j1 -> -j2 speedup, peak memory
-at N, 2N and 4N profiles (it should not grow with the profile count), the database size
-against a dense matrix of the same values, and hpcprof -v's per-phase times at -j1 for N.
+hpcprof wall time at -j1 and -j2 and both against the floor (the target is 3x), CPU time at
+-j1, input MB/s per core, the -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it
+should not grow with the profile count), the database size against a dense matrix of the
+same values, hpcprof's fixed cost (a run on one tiny profile: process start, restart with
+huge pages, output set-up) and hpcprof -v's per-phase times at -j1 for N.
 
-usage: bench/hpcprof_bench.py BUILD_DIR [profiles=400] [nodes=20000]
+usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
 import os
 import re
@@ -19,7 +21,9 @@ import time
 from pathlib import Path
 
 
-def run(cmd):
+def run(cmd, out=None):
+    if out is not None:
+        shutil.rmtree(out, ignore_errors=True)  # replacing an old database is not analysis
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
@@ -60,13 +64,17 @@ def n_contexts(db):
 
 def main():
     build = Path(sys.argv[1])
-    profiles = int(sys.argv[2]) if len(sys.argv) > 2 else 400
+    profiles = int(sys.argv[2]) if len(sys.argv) > 2 else 500
     nodes = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
     gen, prof = build / "bin/gen_measurements", build / "bin/hpcprof"
     tmp = Path(tempfile.mkdtemp(prefix="hpcprof-bench-"))
     try:
         rows = {}
         breakdown = None
+        shuffled = None
+        tiny = tmp / "tiny"
+        subprocess.run([gen, tiny, "1", "100", "3", "10"], check=True, stdout=subprocess.DEVNULL)
+        fixed = min(run([prof, "--foreign", "-j1", "-o", tmp / "dtiny", tiny], tmp / "dtiny") for _ in range(5))
         for n in (profiles, 2 * profiles, 4 * profiles):
             meas = tmp / f"m{n}"
             subprocess.run([gen, meas, str(n), str(nodes), "3", "2000"], check=True,
@@ -76,7 +84,7 @@ def main():
             res = {}
             for j in (1, 2):
                 out = tmp / f"d{n}j{j}"
-                res[j] = min(run([prof, "--foreign", f"-j{j}", "-o", out, meas]) for _ in range(2))
+                res[j] = min(run([prof, "--foreign", f"-j{j}", "-o", out, meas], out) for _ in range(3))
             if breakdown is None:
                 breakdown = (t_read, phases([prof, "--foreign", "-j1", "-o", tmp / "phases", meas]))
             db = tmp / f"d{n}j1"
@@ -84,18 +92,38 @@ def main():
             dense = n_contexts(db) * 4 * (n + 1) * 8  # contexts x (metric x 4 scopes) x profiles
             rows[n] = (nbytes, t_read, res, dbsize, dense)
             shutil.rmtree(meas)
+            if n == profiles:
+                # The same tree listed in each profile's own order (as hpcrun numbers nodes in
+                # the order a thread reaches them): no profile's node list repeats the last one's.
+                sh = tmp / f"s{n}"
+                subprocess.run([gen, sh, str(n), str(nodes), "3", "2000", "shuffled"], check=True,
+                               stdout=subprocess.DEVNULL)
+                read_all(sh)
+                s_read, s_bytes = min(read_all(sh) for _ in range(3))
+                s_res = {j: min(run([prof, "--foreign", f"-j{j}", "-o", tmp / f"ds{j}", sh], tmp / f"ds{j}")
+                                for _ in range(3)) for j in (1, 2)}
+                shuffled = (n, s_bytes, s_read, s_res,
+                            phases([prof, "--foreign", "-j1", "-o", tmp / "sphases", sh]))
+                shutil.rmtree(sh)
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
         print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
               f"CPU s is steadier)")
+        print(f"fixed cost (one profile of 100 nodes): {fixed[0]:.3f} s wall, {fixed[2]:.3f} s CPU")
         print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} {'CPU s j1':>8} "
-              f"{'MB/s/core j1':>12} {'speedup':>7} {'x read':>6} {'CPU x read':>10} {'peak MiB j1':>11} "
-              f"{'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8}")
+              f"{'MB/s/core j1':>12} {'speedup':>7} {'x read j1':>9} {'x read j2':>9} {'CPU x read':>10} "
+              f"{'peak MiB j1':>11} {'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8}")
         for n, (nbytes, t_read, res, dbsize, dense) in rows.items():
             mb = nbytes / 1e6
             (w1, m1, c1), (w2, m2, _) = res[1], res[2]
-            print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.2f} {w2:>7.2f} {c1:>8.2f} {mb / w1:>12.1f} "
-                  f"{w1 / w2:>7.2f} {w1 / t_read:>6.1f} {c1 / t_read:>10.1f} {m1:>11.1f} {m2:>11.1f} "
-                  f"{dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
+            print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.3f} {w2:>7.3f} {c1:>8.3f} {mb / w1:>12.1f} "
+                  f"{w1 / w2:>7.2f} {w1 / t_read:>9.1f} {w2 / t_read:>9.1f} {c1 / t_read:>10.1f} {m1:>11.1f} "
+                  f"{m2:>11.1f} {dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
+        n, s_bytes, s_read, s_res, s_ph = shuffled
+        (w1, m1, c1), (w2, m2, _) = s_res[1], s_res[2]
+        print(f"shuffled node order, {n} profiles: {s_bytes / 1e6:.1f} MB, read {s_read:.3f} s, -j1 {w1:.3f} s "
+              f"({w1 / s_read:.1f} x read, CPU {c1:.3f} s = {c1 / s_read:.1f} x), -j2 {w2:.3f} s "
+              f"({w2 / s_read:.1f} x read), peak {m1:.1f} / {m2:.1f} MiB; "
+              + ", ".join(f"{name} {cpu:.3f} s CPU" for name, _, cpu in s_ph if cpu is not None and name.startswith("unify")))
         t_read, ph = breakdown
         print(f"-j1 phases at {profiles} profiles (x read = phase time / time to read the input):")
         for name, secs, cpu in ph:
