@@ -22,7 +22,17 @@ Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
       pending_((shape.size() + 63) / 64, 0), counts_(shape.size(), 0) {}
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
-  const uint32_t width = width_;
+  // The common widths (one or two metrics) unrolled by the compiler.
+  switch (width_) {
+  case kNumScopes: return runWidth<kNumScopes>(points, out);
+  case 2 * kNumScopes: return runWidth<2 * kNumScopes>(points, out);
+  default: return runWidth<0>(points, out);
+  }
+}
+
+template <uint32_t kWidth>
+void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) {
+  const uint32_t width = kWidth ? kWidth : width_;
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
     double* v = slot(p.ctx) + size_t(p.metric) * kNumScopes;

@@ -69,6 +69,8 @@ public:
   const std::vector<uint64_t>& counts() const { return counts_; }
 
 private:
+  // run() for a width known at compile time (0: width_).
+  template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
   // The context's width_ values, zeroed and marked pending when new.
   double* slot(uint32_t ctx) {
     int32_t s = slotOf_[ctx];
