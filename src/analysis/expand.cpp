@@ -289,9 +289,13 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   std::swap(out.ctx_, out.prevCtx_);
   const std::vector<TreeNode>& prev = tree.previousNodes;
   const std::vector<Context*>& prevCtx = out.prevCtx_;
-  const size_t m = templateId != 0 && tree.previousNodesId == templateId && sameLoadMap
-                       ? std::min(n, std::min(prev.size(), prevCtx.size()))
-                       : 0;
+  // Template positions [0, m); m drops to 0 when the first kProbe nodes show that this
+  // profile lists its nodes in an order of its own (then comparing would only cost).
+  size_t m = templateId != 0 && tree.previousNodesId == templateId && sameLoadMap
+                 ? std::min(n, std::min(prev.size(), prevCtx.size()))
+                 : 0;
+  constexpr size_t kProbe = 256;
+  size_t hits = 0;
   auto matched = [&](size_t at) -> uint8_t {
     return at < m && out.ctx_[at] == prevCtx[at] && sameNode(tree.nodes[at], prev[at]) ? 2 : 1;
   };
@@ -303,6 +307,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
   for (size_t s = 0; s < n; ++s) {
+    if (s == kProbe && 2 * hits < kProbe) m = 0;
     if (done[s]) continue;
     const TreeNode& node = tree.nodes[s];
     // As in the template, under a parent that is: the template's context.
@@ -311,6 +316,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (pp >= 0 && done[size_t(pp)] == 2) {
         ctx[s] = prevCtx[s];
         done[s] = 2;
+        ++hits;
         continue;
       }
     }
@@ -322,8 +328,11 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (pp >= 0 && done[size_t(pp)]) {
         Context* parent = ctx[size_t(pp)];
         if (parent && parent != root && !isGpuPlaceholder(tree.nodes[size_t(pp)].placeholder)) {
-          const Lm& lm = moduleOf(node.module);
-          ctx[s] = expandInstruction(parent, *lm.path, lm.module, node.offset, Gpu::No);
+          // Inline: the module already met in this profile, the instruction already known.
+          const Lm* lm = node.module < out.lm_.size() && out.lm_[node.module].module ? &out.lm_[node.module]
+                                                                                      : &moduleOf(node.module);
+          Context* leaf = cache_->find(Cache::hash(parent, lm->module, node.offset), parent, lm->module, node.offset);
+          ctx[s] = leaf ? leaf : expandInstruction(parent, *lm->path, lm->module, node.offset, Gpu::No);
           done[s] = matched(s);
           continue;
         }
