@@ -64,7 +64,8 @@ bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
 // libdw keeps what it has read until dwarf_end: the handle is renewed once its caches may
 // exceed a quarter of the budget (units are evicted past the other three quarters). They
 // hold the line tables libdw read (Dwarf_Line is some 48 bytes; most tables are read by
-// line_table.cpp instead) and, for each unit, its header and abbreviations. A new handle
+// line_table.cpp instead) and, for each unit, its header and abbreviations (measured with
+// mallinfo2: 1.8 KiB a unit on many-units, 16 KiB on hpcprof's C++ units). A new handle
 // reads every unit header before the one asked for, so renewals are kept rare.
 constexpr size_t kLibdwRowBytes = 64;
 constexpr size_t kLibdwUnitBytes = size_t(16) << 10;
