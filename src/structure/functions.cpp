@@ -98,6 +98,7 @@ void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image
 
 std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugInfo& debug) {
   std::vector<FunctionSpec> fns;
+  fns.reserve(image.functions().size());
   for (const auto& s : image.functions())
     fns.push_back({s.name, s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt, false, !s.plt});
 
