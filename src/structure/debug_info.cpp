@@ -64,11 +64,13 @@ bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
 // libdw keeps what it has read until dwarf_end: the handle is renewed once its caches may
 // exceed a quarter of the budget (units are evicted past the other three quarters). They
 // hold the line tables libdw read (Dwarf_Line is some 48 bytes; most tables are read by
-// line_table.cpp instead) and, for each unit, its header and abbreviations (measured with
-// mallinfo2: 1.8 KiB a unit on many-units, 16 KiB on hpcprof's C++ units). A new handle
-// reads every unit header before the one asked for, so renewals are kept rare.
+// line_table.cpp instead) and, for each unit, its header and abbreviations: measured with
+// mallinfo2, 1.8 KiB a unit on many-units and 16 KiB on hpcprof's C++ units, 3.3 and 2.7
+// times the unit's table in .debug_abbrev, so counted as 512 bytes plus 4 times that table.
+// A new handle reads every unit header before the one asked for, so renewals are kept rare.
 constexpr size_t kLibdwRowBytes = 64;
-constexpr size_t kLibdwUnitBytes = size_t(16) << 10;
+constexpr size_t kLibdwUnitBytes = 512;
+constexpr size_t kLibdwPerAbbrevByte = 4;
 
 }  // namespace
 
@@ -79,6 +81,7 @@ struct DebugInfo::Impl {
 
   std::shared_ptr<DebugUnit> global;  // read whole (cubins); in every view
   std::vector<Dwarf_Off> cus;         // units read on demand, by DIE offset
+  std::vector<uint32_t> libdwUnitBytes;  // what libdw keeps of each unit once read (estimate)
   struct CuSpan {
     uint64_t lo, hi;
     uint32_t cu;
@@ -504,7 +507,7 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   scanned = std::max(scanned, cu);
   if (d && dwarf_offdie(d, cus[cu], &die)) {
     DebugLoader loader(owner, *u, false, lineSections ? &*lineSections : nullptr);
-    libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes + kLibdwUnitBytes;
+    libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes + libdwUnitBytes[cu];
     if (!linesOnly) loader.unit(&die);
   }
   u->finish();
@@ -567,6 +570,7 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     m.global->finish();
     return d;
   }
+  std::vector<Dwarf_Off> abbrevAt;  // each unit's abbreviation table in .debug_abbrev
   // CPU code: an index of the units by address. Line tables are read without libdw where
   // the sections lie plainly in the file.
   if (m.copy.empty() && image.is_x86_64()) {
@@ -587,6 +591,12 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     auto idx = static_cast<uint32_t>(m.cus.size());
     if (idx % 64 == 63) image.release_pages_if_over();
     m.cus.push_back(dwarf_dieoffset(&cudie));
+    Dwarf_Off abbrev = 0, next = 0;
+    size_t headerSize = 0;
+    if (dwarf_next_unit(dw, dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie), &next, &headerSize, nullptr, &abbrev,
+                        nullptr, nullptr, nullptr, nullptr) != 0)
+      abbrev = 0;
+    abbrevAt.push_back(abbrev);
     std::vector<Range> rs;
     Dwarf_Addr base = 0, lo = 0, hi = 0;
     for (ptrdiff_t off = 0; (off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0;)
@@ -614,6 +624,18 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   std::sort(m.cuSpans.begin(), m.cuSpans.end(), [](const Impl::CuSpan& a, const Impl::CuSpan& b) {
     return a.lo != b.lo ? a.lo < b.lo : a.cu < b.cu;
   });
+  // A unit's abbreviation table ends where the next one starts (or the section does).
+  std::vector<Dwarf_Off> starts = abbrevAt;
+  const Section* abbrevs = image.section_named(".debug_abbrev");
+  starts.push_back(abbrevs ? std::max<Dwarf_Off>(abbrevs->size, 1) : 1);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  m.libdwUnitBytes.reserve(abbrevAt.size());
+  for (Dwarf_Off at : abbrevAt) {
+    auto next = std::upper_bound(starts.begin(), starts.end(), at);
+    uint64_t table = next == starts.end() ? 0 : *next - at;
+    m.libdwUnitBytes.push_back(static_cast<uint32_t>(std::min<uint64_t>(kLibdwUnitBytes + kLibdwPerAbbrevByte * table, UINT32_MAX)));
+  }
   return d;
 }
 
