@@ -11,8 +11,10 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <optional>
 
 #include "structure/elf_image.hpp"
+#include "structure/line_table.hpp"
 
 namespace hpc::structure {
 
@@ -59,11 +61,16 @@ bool row_before(const DebugUnit::Row& a, const DebugUnit::Row& b) {
   return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
 }
 
-// libdw keeps what it has read until dwarf_end: the handle is renewed after about this many
-// bytes of line rows (Dwarf_Line is some 64 bytes) so that its caches stay bounded too. The
-// budget is shared: libdw's handle is renewed past a quarter of it, units are evicted past
-// the other three quarters (libdw's caches held half the budget again before).
+// libdw keeps what it has read until dwarf_end: the handle is renewed once its caches may
+// exceed a quarter of the budget (units are evicted past the other three quarters). They
+// hold the line tables libdw read (Dwarf_Line is some 48 bytes; most tables are read by
+// line_table.cpp instead) and, for each unit, its header and abbreviations: measured with
+// mallinfo2, 1.8 KiB a unit on many-units and 16 KiB on hpcprof's C++ units, 3.3 and 2.7
+// times the unit's table in .debug_abbrev, so counted as 512 bytes plus 4 times that table.
+// A new handle reads every unit header before the one asked for, so renewals are kept rare.
 constexpr size_t kLibdwRowBytes = 64;
+constexpr size_t kLibdwUnitBytes = 512;
+constexpr size_t kLibdwPerAbbrevByte = 4;
 
 }  // namespace
 
@@ -74,6 +81,7 @@ struct DebugInfo::Impl {
 
   std::shared_ptr<DebugUnit> global;  // read whole (cubins); in every view
   std::vector<Dwarf_Off> cus;         // units read on demand, by DIE offset
+  std::vector<uint32_t> libdwUnitBytes;  // what libdw keeps of each unit once read (estimate)
   struct CuSpan {
     uint64_t lo, hi;
     uint32_t cu;
@@ -89,6 +97,7 @@ struct DebugInfo::Impl {
   std::vector<uint8_t> copy;  // relocated debug sections, when the binary needs them
   Elf* patched = nullptr;
   size_t cacheLimit = 0;
+  std::optional<LineTableSections> lineSections;  // line tables read without libdw
 
   mutable std::mutex mu;  // everything below, and every libdw call
   mutable Dwarf* dw = nullptr;
@@ -260,17 +269,22 @@ std::vector<SourceLoc> DebugInfo::lines_at(const std::vector<uint64_t>& addrs) c
 class DebugLoader {
 public:
   // `summary`: subprograms with names and ranges only, no inline trees, no line rows.
-  DebugLoader(DebugInfo& d, DebugUnit& u, bool summary = false) : d_(d), u_(u), summary_(summary) {}
+  // `sections`: where line tables can be read without libdw (nullptr: through libdw).
+  DebugLoader(DebugInfo& d, DebugUnit& u, bool summary = false, const LineTableSections* sections = nullptr)
+      : d_(d), u_(u), summary_(summary), sections_(sections) {}
 
+  // After unit_lines(cu), whose file table it reuses.
   void unit(Dwarf_Die* cu) {
     files_ = nullptr;
     nfiles_ = 0;
-    dwarf_getsrcfiles(cu, &files_, &nfiles_);
+    // File attributes are not read in a summary.
+    if (!summary_ && !own_) dwarf_getsrcfiles(cu, &files_, &nfiles_);
     walk(cu, nullptr, -1, 0);
   }
 
-  // The unit's own line table.
+  // The unit's own line table. Returns the rows libdw now holds (0 if read without it).
   size_t unit_lines(Dwarf_Die* cu) {
+    if (sections_ && own_lines(cu)) return 0;
     Dwarf_Lines* lines = nullptr;
     size_t n = 0;
     if (dwarf_getsrclines(cu, &lines, &n) != 0) return 0;
@@ -292,6 +306,32 @@ public:
   }
 
 private:
+  // The line table read by line_table.cpp, as add_lines would have it from libdw.
+  bool own_lines(Dwarf_Die* cu) {
+    Dwarf_Attribute a;
+    Dwarf_Word offset = 0;
+    if (!dwarf_attr(cu, DW_AT_stmt_list, &a) || dwarf_formudata(&a, &offset) != 0) return false;
+    const char* compDir = nullptr;
+    if (dwarf_attr(cu, DW_AT_comp_dir, &a)) compDir = dwarf_formstring(&a);
+    uint8_t addressSize = 0;
+    Dwarf_Die cudie;
+    if (!dwarf_diecu(cu, &cudie, &addressSize, nullptr)) return false;
+    LineTable t;
+    if (!read_line_table(*sections_, offset, compDir, addressSize, t)) return false;
+    own_ = true;
+    ownFiles_ = std::move(t.files);
+    ownIds_.assign(ownFiles_.size(), UINT32_MAX);
+    // In libdw's order of rows, as add_lines interns them.
+    u_.rows.reserve(u_.rows.size() + t.rows.size());
+    for (const auto& r : t.rows)
+      u_.rows.push_back({r.addr, own_file(r.file), static_cast<uint32_t>(r.line < 0 ? 0 : r.line), r.end});
+    return true;
+  }
+  uint32_t own_file(uint64_t idx) {
+    if (idx >= ownFiles_.size()) return 0;
+    if (ownIds_[idx] == UINT32_MAX) ownIds_[idx] = d_.intern_file(ownFiles_[idx]);
+    return ownIds_[idx];
+  }
   void add_lines(Dwarf_Lines* lines, size_t n) {
     u_.rows.reserve(u_.rows.size() + n);
     const char* lastName = nullptr;
@@ -317,6 +357,7 @@ private:
     Dwarf_Attribute a;
     Dwarf_Word idx = 0;
     if (!dwarf_attr_integrate(die, attr, &a) || dwarf_formudata(&a, &idx) != 0) return 0;
+    if (own_) return own_file(idx);
     if (!files_ || idx >= nfiles_) return 0;
     const char* f = dwarf_filesrc(files_, idx, nullptr, nullptr);
     return d_.intern_file(f ? f : "");
@@ -411,6 +452,10 @@ private:
   std::unordered_map<const char*, std::string> demangled_;
   Dwarf_Files* files_ = nullptr;
   size_t nfiles_ = 0;
+  const LineTableSections* sections_;
+  bool own_ = false;  // the line table was read by line_table.cpp: its files below
+  std::vector<std::string> ownFiles_;
+  std::vector<uint32_t> ownIds_;  // interned on first use
 };
 
 std::vector<const SubprogramInfo*> DebugInfo::all_subprograms() const {
@@ -461,8 +506,8 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   }
   scanned = std::max(scanned, cu);
   if (d && dwarf_offdie(d, cus[cu], &die)) {
-    DebugLoader loader(owner, *u);
-    libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes;
+    DebugLoader loader(owner, *u, false, lineSections ? &*lineSections : nullptr);
+    libdwBytes += loader.unit_lines(&die) * kLibdwRowBytes + libdwUnitBytes[cu];
     if (!linesOnly) loader.unit(&die);
   }
   u->finish();
@@ -472,7 +517,6 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::read(DebugInfo& owner, uint32_
   lru.push_front(cu);
   cache.emplace(cu, Cached{u, lru.begin()});
   cacheBytes += u->bytes;
-  libdwBytes += u->bytes;  // the DIEs libdw read for it, roughly
   // Units still in a view stay alive through it whatever the cache does: evicting them frees
   // nothing and has the next procedure of the same units read them again. The least recent
   // of the others go.
@@ -526,12 +570,33 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     m.global->finish();
     return d;
   }
-  // CPU code: an index of the units by address.
+  std::vector<Dwarf_Off> abbrevAt;  // each unit's abbreviation table in .debug_abbrev
+  // CPU code: an index of the units by address. Line tables are read without libdw where
+  // the sections lie plainly in the file.
+  if (m.copy.empty() && image.is_x86_64()) {
+    auto plain = [&](const char* name, std::span<const uint8_t>& out) {
+      const Section* s = image.section_named(name);
+      if (!s) return true;
+      if (s->type == SHT_NOBITS || (s->flags & SHF_COMPRESSED) || s->offset + s->size > image.file_bytes().size())
+        return false;
+      out = image.file_bytes().subspan(s->offset, s->size);
+      return true;
+    };
+    LineTableSections secs;
+    if (plain(".debug_line", secs.line) && plain(".debug_line_str", secs.line_str) && plain(".debug_str", secs.str))
+      m.lineSections = secs;
+  }
   while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
     if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
     auto idx = static_cast<uint32_t>(m.cus.size());
     if (idx % 64 == 63) image.release_pages_if_over();
     m.cus.push_back(dwarf_dieoffset(&cudie));
+    Dwarf_Off abbrev = 0, next = 0;
+    size_t headerSize = 0;
+    if (dwarf_next_unit(dw, dwarf_dieoffset(&cudie) - dwarf_cuoffset(&cudie), &next, &headerSize, nullptr, &abbrev,
+                        nullptr, nullptr, nullptr, nullptr) != 0)
+      abbrev = 0;
+    abbrevAt.push_back(abbrev);
     std::vector<Range> rs;
     Dwarf_Addr base = 0, lo = 0, hi = 0;
     for (ptrdiff_t off = 0; (off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0;)
@@ -539,7 +604,7 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     if (rs.empty()) {
       // No ranges on the unit: its line table's sequences say where its code is.
       DebugUnit lines;
-      DebugLoader(*d, lines).unit_lines(&cudie);
+      DebugLoader(*d, lines, false, m.lineSections ? &*m.lineSections : nullptr).unit_lines(&cudie);
       uint64_t start = 0;
       bool open = false;
       for (const auto& r : lines.rows) {
@@ -559,6 +624,18 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   std::sort(m.cuSpans.begin(), m.cuSpans.end(), [](const Impl::CuSpan& a, const Impl::CuSpan& b) {
     return a.lo != b.lo ? a.lo < b.lo : a.cu < b.cu;
   });
+  // A unit's abbreviation table ends where the next one starts (or the section does).
+  std::vector<Dwarf_Off> starts = abbrevAt;
+  const Section* abbrevs = image.section_named(".debug_abbrev");
+  starts.push_back(abbrevs ? std::max<Dwarf_Off>(abbrevs->size, 1) : 1);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  m.libdwUnitBytes.reserve(abbrevAt.size());
+  for (Dwarf_Off at : abbrevAt) {
+    auto next = std::upper_bound(starts.begin(), starts.end(), at);
+    uint64_t table = next == starts.end() ? 0 : *next - at;
+    m.libdwUnitBytes.push_back(static_cast<uint32_t>(std::min<uint64_t>(kLibdwUnitBytes + kLibdwPerAbbrevByte * table, UINT32_MAX)));
+  }
   return d;
 }
 

@@ -61,12 +61,9 @@ public:
   // next access): memory does not grow with the code already analysed. Also returns the
   // free pages of malloc's arenas to the system (malloc_trim). MT: thread-safe.
   void release_pages() const;
-  // release_pages() once this process holds more than a slack of file pages beyond what it
-  // held after the last release (or at opening; checked through /proc/self/statm). The slack
-  // starts at 16 MiB and doubles, up to 64 MiB, each time a release comes within 256 checks
-  // of the previous one: pages read again right after a release (libdw re-scanning unit
-  // headers) would otherwise be dropped and faulted in over and over. Cheap enough to call
-  // every few procedures. MT: thread-safe.
+  // release_pages() once this process holds more than 16 MiB of file pages beyond what it
+  // held after the last release (or at opening; checked through /proc/self/statm). Cheap
+  // enough to call every few procedures. MT: thread-safe.
   void release_pages_if_over() const;
 
   // Bytes of [addr, addr+len) from an allocated section with file contents, clipped to it.
@@ -91,8 +88,6 @@ private:
   std::string path_;
   std::unique_ptr<MappedFile> file_;
   mutable std::atomic<size_t> file_pages_floor_{0};  // file pages resident after the last release
-  mutable std::atomic<size_t> slack_{size_t(16) << 20};
-  mutable std::atomic<size_t> checks_{0};  // since the last release
   Elf* elf_ = nullptr;
   uint16_t machine_ = 0;
   bool relocatable_ = false;  // symbol values are section-relative

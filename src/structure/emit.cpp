@@ -1,6 +1,7 @@
 // Structure -> structure file, through the format library's model and writer.
-#include <map>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
@@ -197,17 +198,21 @@ Status StructureFileWriter::finish() {
   return m.out->finish();
 }
 
-std::vector<size_t> file_order(const std::vector<uint32_t>& files) {
-  std::map<uint32_t, std::vector<size_t>> byFile;
-  std::vector<uint32_t> order;
+std::vector<uint32_t> file_order(const std::vector<uint32_t>& files) {
+  // Files ranked by first appearance, then a stable counting sort by rank.
+  std::unordered_map<uint32_t, uint32_t> rank;
+  std::vector<uint32_t> start;  // procedures per rank, then where each rank's go
+  std::vector<uint32_t> ranks(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    auto& v = byFile[files[i]];
-    if (v.empty()) order.push_back(files[i]);
-    v.push_back(i);
+    auto [it, fresh] = rank.try_emplace(files[i], static_cast<uint32_t>(start.size()));
+    if (fresh) start.push_back(0);
+    ranks[i] = it->second;
+    ++start[it->second];
   }
-  std::vector<size_t> out;
-  out.reserve(files.size());
-  for (uint32_t f : order) out.insert(out.end(), byFile[f].begin(), byFile[f].end());
+  uint32_t at = 0;
+  for (auto& n : start) at += std::exchange(n, at);
+  std::vector<uint32_t> out(files.size());
+  for (size_t i = 0; i < files.size(); ++i) out[start[ranks[i]]++] = static_cast<uint32_t>(i);
   return out;
 }
 
@@ -215,7 +220,7 @@ Status write_structure_file(const Structure& s, const std::string& path) {
   HPC_ASSIGN_OR_RETURN(auto w, StructureFileWriter::create(path, s.binary_path, s.debug, s.gpu, s.gpu_cfg));
   std::vector<uint32_t> files;
   for (const auto& p : s.procedures) files.push_back(p.file);
-  for (size_t i : file_order(files)) HPC_RETURN_IF_ERROR(w->add(s.procedures[i]));
+  for (uint32_t i : file_order(files)) HPC_RETURN_IF_ERROR(w->add(s.procedures[i]));
   return w->finish();
 }
 

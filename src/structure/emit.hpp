@@ -1,6 +1,7 @@
 // Structure -> structure file (reference/hpc-structure.dtd), through src/formats.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,6 @@ private:
 
 // The reference's order of procedures given each one's file id: files in order of first
 // appearance, each file's procedures in their given order. Returns indices into `files`.
-std::vector<size_t> file_order(const std::vector<uint32_t>& files);
+std::vector<uint32_t> file_order(const std::vector<uint32_t>& files);
 
 }  // namespace hpc::structure

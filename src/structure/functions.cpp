@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "structure/debug_info.hpp"
 #include "structure/elf_image.hpp"
@@ -97,6 +98,7 @@ void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image
 
 std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugInfo& debug) {
   std::vector<FunctionSpec> fns;
+  fns.reserve(image.functions().size());
   for (const auto& s : image.functions())
     fns.push_back({s.name, s.name, s.addr, s.size ? s.addr + s.size : 0, s.plt, false, !s.plt});
 
@@ -114,12 +116,16 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
     if (!inPlt(lo) && !covered(lo)) extra.push_back({address_name(lo), address_name(lo), lo, hi, false});
   // DWARF subprograms matter only where stripped symbols leave code without a procedure or
   // an FDE without a name; reading their names costs a pass over all the DIEs.
-  std::vector<FunctionSpec> known = fns;
-  known.insert(known.end(), extra.begin(), extra.end());
-  std::sort(known.begin(), known.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
-  for (auto& f : known) f.sized = f.end != 0;
+  auto unbounded = [&] {
+    // A copy: for binaries with a .symtab (millions of symbols) it is never made.
+    std::vector<FunctionSpec> known = fns;
+    known.insert(known.end(), extra.begin(), extra.end());
+    std::sort(known.begin(), known.end(), [](const FunctionSpec& a, const FunctionSpec& b) { return a.begin < b.begin; });
+    for (auto& f : known) f.sized = f.end != 0;
+    return has_unbounded_code(known, image);
+  };
   std::vector<const SubprogramInfo*> subs;
-  if (image.is_cuda() || !extra.empty() || (!image.section_named(".symtab") && has_unbounded_code(known, image)))
+  if (image.is_cuda() || !extra.empty() || (!image.section_named(".symtab") && unbounded()))
     subs = debug.all_subprograms();
   for (const SubprogramInfo* sp : subs) {
     uint64_t lo = sp->ranges.front().first, hi = sp->ranges.front().second;
@@ -143,6 +149,64 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
   for (auto& f : fns) f.sized = f.end != 0;
   set_extents(fns, image);
   return fns;
+}
+
+Expected<ProcedureTable> ProcedureTable::make(const std::vector<FunctionSpec>& fns) {
+  ProcedureTable t;
+  size_t bytes = 0;
+  for (const auto& f : fns)
+    bytes += 1 + f.name.size() + 1 + (f.link_name != f.name ? f.link_name.size() + 1 : 0) +
+             (f.end - f.begin >= kLong ? 8 : 0);
+  if (bytes > UINT32_MAX) return Status::error("more than 4 GiB of procedure names");
+  t.entries_.reserve(fns.size());
+  t.names_.reserve(bytes);
+  auto put = [&](std::string_view s) {
+    t.names_.insert(t.names_.end(), s.begin(), s.end());
+    t.names_.push_back('\0');
+  };
+  for (const auto& f : fns) {
+    uint64_t length = f.end - f.begin;
+    t.entries_.push_back({f.begin, length >= kLong ? kLong : static_cast<uint32_t>(length),
+                          static_cast<uint32_t>(t.names_.size())});
+    bool ownLink = f.link_name != f.name;
+    t.names_.push_back(static_cast<char>((f.plt ? kPlt : 0) | (f.sized ? kSized : 0) | (f.mangled ? kMangled : 0) |
+                                         (ownLink ? kOwnLink : 0)));
+    put(f.name);
+    if (ownLink) put(f.link_name);
+    if (length >= kLong) {
+      char end[8];
+      std::memcpy(end, &f.end, 8);
+      t.names_.insert(t.names_.end(), end, end + 8);
+    }
+  }
+  return t;
+}
+
+uint64_t ProcedureTable::end(size_t i) const {
+  const Entry& e = entries_[i];
+  if (e.length != kLong) return e.begin + e.length;
+  const char* p = names_.data() + e.record;
+  uint8_t flags = static_cast<uint8_t>(*p++);
+  p += std::strlen(p) + 1;
+  if (flags & kOwnLink) p += std::strlen(p) + 1;
+  uint64_t end = 0;
+  std::memcpy(&end, p, 8);
+  return end;
+}
+
+FunctionSpec ProcedureTable::at(size_t i) const {
+  const Entry& e = entries_[i];
+  const char* p = names_.data() + e.record;
+  auto flags = static_cast<uint8_t>(*p++);
+  FunctionSpec f;
+  f.name = p;
+  f.link_name = flags & kOwnLink ? std::string(p + f.name.size() + 1) : f.name;
+  f.begin = e.begin;
+  f.end = end(i);
+  f.plt = flags & kPlt;
+  f.sized = flags & kSized;
+  f.mangled = flags & kMangled;
+  return f;
 }
 
 }  // namespace hpc::structure

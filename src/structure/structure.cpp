@@ -68,7 +68,8 @@ void for_each_index(const Options& opt, size_t n, const F& fn) {
 struct Prepared {
   std::unique_ptr<ElfImage> image;
   std::shared_ptr<const DebugInfo> debug;
-  std::vector<FunctionSpec> fns;
+  std::vector<FunctionSpec> fns;  // until the procedures are known
+  ProcedureTable procs;           // then
   std::unordered_set<uint64_t> noreturn;
   bool cuda = false;
   bool gpu_cfg = false;                   // nvdisasm ran
@@ -153,7 +154,8 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
   if (p->cuda && opt.gpucfg) gpu_control_flow(*p, path, opt, warnings);
   // Only the procedures are needed from here on (nvdisasm has had the symbol indices).
   p->image->drop_symbols();
-  p->fns.shrink_to_fit();
+  HPC_ASSIGN_OR_RETURN(p->procs, ProcedureTable::make(p->fns));
+  std::vector<FunctionSpec>().swap(p->fns);
   return p;
 }
 
@@ -168,11 +170,11 @@ Expected<Structure> analyze_prepared(std::unique_ptr<Prepared> prep, const std::
   s.debug = prep->debug;
   s.gpu = prep->cuda;
   s.gpu_cfg = prep->gpu_cfg;
-  const auto& fns = prep->fns;
+  const ProcedureTable& fns = prep->procs;
   s.procedures.resize(fns.size());
   std::atomic<size_t> done{0};
   for_each_index(opt, fns.size(), [&](size_t i) {
-    s.procedures[i] = analyze_procedure(ctx, fns[i]);
+    s.procedures[i] = analyze_procedure(ctx, fns.at(i));
     size_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
     if (opt.progress) opt.progress(n, fns.size());
   });
@@ -189,7 +191,9 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
 namespace {
 
 // Formatted procedures waiting for their turn in the output: in memory up to `window` bytes,
-// beyond it in an unlinked temporary file next to the output. MT: externally synchronized.
+// beyond it in an unlinked temporary file next to the output. A spilled procedure costs 8
+// bytes of memory (its offset); its length, file and id count head its record in the file.
+// MT: externally synchronized.
 class FragmentStore {
 public:
   FragmentStore(std::filesystem::path near, size_t window, size_t procedures)
@@ -206,22 +210,19 @@ public:
       memory_.emplace(i, std::move(f));
       return Status();
     }
+    if (f.text.size() > UINT32_MAX || f.elements > UINT32_MAX) return Status::error("procedure too large to spill");
     if (fd_ < 0) HPC_RETURN_IF_ERROR(open_spill());
     if (spilled_.empty()) spilled_.resize(n_);
-    Spilled& rec = spilled_[i];
-    rec.offset = end_;
-    rec.length = static_cast<uint32_t>(f.text.size());
-    rec.file = f.file;
-    rec.elements = static_cast<uint32_t>(f.elements);
-    if (f.text.size() > UINT32_MAX || f.elements > UINT32_MAX) return Status::error("procedure too large to spill");
+    spilled_[i] = end_ + 1;
+    uint32_t head[3] = {static_cast<uint32_t>(f.text.size()), f.file, static_cast<uint32_t>(f.elements)};
+    buffer_.append(reinterpret_cast<const char*>(head), sizeof head);
     buffer_ += f.text;  // written 1 MiB at a time
-    end_ += f.text.size();
-    if (buffer_.size() >= kBuffer) HPC_RETURN_IF_ERROR(flush());
-    rec.present = true;
+    end_ += sizeof head + f.text.size();
     spilled_bytes_ += f.text.size();
+    if (buffer_.size() >= kBuffer) HPC_RETURN_IF_ERROR(flush());
     return Status();
   }
-  bool has(size_t i) const { return memory_.count(i) != 0 || (!spilled_.empty() && spilled_[i].present); }
+  bool has(size_t i) const { return memory_.count(i) != 0 || (!spilled_.empty() && spilled_[i] != 0); }
   Expected<FormattedProcedure> take(size_t i) {
     if (auto it = memory_.find(i); it != memory_.end()) {
       FormattedProcedure f = std::move(it->second);
@@ -229,25 +230,41 @@ public:
       held_ -= f.text.size();
       return f;
     }
-    Spilled& rec = spilled_.at(i);
-    if (rec.offset + rec.length > flushed_) HPC_RETURN_IF_ERROR(flush());
+    uint64_t at = spilled_.at(i) - 1;
+    // The head and, for most procedures, the whole text in one read.
+    uint32_t head[3];
+    scratch_.resize(kFirstRead);
+    HPC_ASSIGN_OR_RETURN(size_t got, read_at(at, scratch_.data(), scratch_.size(), sizeof head));
+    std::memcpy(head, scratch_.data(), sizeof head);
     FormattedProcedure f;
-    f.file = rec.file;
-    f.elements = rec.elements;
-    f.text.resize(rec.length);
-    for (size_t done = 0; done < f.text.size();) {
-      ssize_t n = ::pread(fd_, f.text.data() + done, f.text.size() - done, static_cast<off_t>(rec.offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Status::error(spill_name_ + ": cannot read back: " + (n < 0 ? std::strerror(errno) : "short file"));
-      done += static_cast<size_t>(n);
+    f.file = head[1];
+    f.elements = head[2];
+    size_t have = std::min<size_t>(head[0], got - sizeof head);
+    f.text.assign(scratch_.data() + sizeof head, have);
+    if (have < head[0]) {
+      f.text.resize(head[0]);
+      HPC_RETURN_IF_ERROR(read_at(at + sizeof head + have, f.text.data() + have, head[0] - have, head[0] - have).status());
     }
-    rec.present = false;
+    spilled_[i] = 0;
     return f;
   }
   uint64_t spilled_bytes() const { return spilled_bytes_; }
 
 private:
   static constexpr size_t kBuffer = size_t(1) << 20;
+  static constexpr size_t kFirstRead = size_t(16) << 10;
+  // Up to `len` bytes at `offset`, at least `need` (the buffer is flushed first if it holds them).
+  Expected<size_t> read_at(uint64_t offset, char* to, size_t len, size_t need) {
+    if (offset + need > flushed_) HPC_RETURN_IF_ERROR(flush());
+    size_t done = 0;
+    while (done < need) {
+      ssize_t n = ::pread(fd_, to + done, len - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::error(spill_name_ + ": cannot read back: " + (n < 0 ? std::strerror(errno) : "short file"));
+      done += static_cast<size_t>(n);
+    }
+    return done;
+  }
   Status flush() {
     for (size_t done = 0; done < buffer_.size();) {
       ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done, static_cast<off_t>(flushed_ + done));
@@ -269,19 +286,15 @@ private:
     spill_name_ = name;
     return Status();
   }
-  struct Spilled {
-    uint64_t offset = 0;
-    uint32_t length = 0, file = 0, elements = 0;
-    bool present = false;
-  };
   std::filesystem::path near_;
   size_t window_, n_;
   size_t held_ = 0;
   std::unordered_map<size_t, FormattedProcedure> memory_;
-  std::vector<Spilled> spilled_;  // by procedure, once anything is spilled
+  std::vector<uint64_t> spilled_;  // by procedure, once anything is spilled: offset + 1, 0 if not there
   int fd_ = -1;
   uint64_t end_ = 0, flushed_ = 0, spilled_bytes_ = 0;
-  std::string buffer_;  // spilled bytes from flushed_ to end_
+  std::string buffer_;   // spilled bytes from flushed_ to end_
+  std::string scratch_;  // the first read of a record
   std::string spill_name_;
 };
 
@@ -292,31 +305,33 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
   HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
   auto failed = [&](Status st) { return st.ok() ? st : st.prepend(output); };
   AnalysisContext ctx = prep->context();
-  const auto& fns = prep->fns;
+  const ProcedureTable& fns = prep->procs;
   const DebugInfo& debug = *prep->debug;
   // Analysis order: by compilation unit (the one covering the entry; code without DWARF
   // last), by address within it, so that a unit is read once and dropped when its
   // procedures are done, whatever the budget.
-  std::vector<size_t> work(fns.size());
+  std::vector<uint32_t> work(fns.size());
   {
     std::vector<uint32_t> unit(fns.size());
     for (size_t i = 0; i < fns.size(); ++i) {
-      work[i] = i;
-      unit[i] = debug.unit_of(fns[i].begin, fns[i].end);
+      work[i] = static_cast<uint32_t>(i);
+      unit[i] = debug.unit_of(fns.begin(i), fns.end(i));
     }
     std::stable_sort(work.begin(), work.end(), [&](size_t a, size_t b) { return unit[a] < unit[b]; });
   }
   // Output order: a CPU procedure's file is that of its entry's line, known before analysis,
   // so the output order is too and procedures are written as soon as their turn comes.
   // GPU procedures may take their file from another line: their order is known at the end.
-  std::vector<size_t> order;
+  std::vector<uint32_t> order;
   if (!prep->cuda) {
     std::vector<uint64_t> entries;
     entries.reserve(fns.size());
-    for (size_t i : work) entries.push_back(fns[i].begin);
+    for (uint32_t i : work) entries.push_back(fns.begin(i));
     std::vector<SourceLoc> locs = debug.lines_at(entries);
+    std::vector<uint64_t>().swap(entries);
     std::vector<uint32_t> files(fns.size());
     for (size_t k = 0; k < work.size(); ++k) files[work[k]] = locs[k].file;
+    std::vector<SourceLoc>().swap(locs);
     order = file_order(files);
     prep->image->release_pages();
   }
@@ -355,7 +370,7 @@ Status write_binary_structure(const std::string& path, const Options& opt, const
             tbb::make_filter<size_t, std::pair<size_t, Expected<FormattedProcedure>>>(
                 tbb::filter_mode::parallel,
                 [&](size_t i) {
-                  Procedure p = analyze_procedure(ctx, fns[i]);
+                  Procedure p = analyze_procedure(ctx, fns.at(i));
                   auto f = formatter.format(p);
                   size_t k = done.fetch_add(1, std::memory_order_relaxed) + 1;
                   if (opt.progress) opt.progress(k, fns.size());
