@@ -57,9 +57,14 @@ def phases(cmd):
 
 
 def n_contexts(db):
-    b = (Path(db) / "cct.db").read_bytes()
-    p = struct.unpack_from("<Q", b, 0x18)[0]
-    return struct.unpack_from("<I", b, p + 8)[0]
+    # Only the header: reading the whole file would grow this process, and a child forked
+    # from it reports the parent's resident size at the fork as its own peak (ru_maxrss
+    # keeps the pre-exec high-water mark).
+    with open(Path(db) / "cct.db", "rb") as f:
+        f.seek(0x18)
+        p = struct.unpack("<Q", f.read(8))[0]
+        f.seek(p + 8)
+        return struct.unpack("<I", f.read(4))[0]
 
 
 def main():
