@@ -303,6 +303,21 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   std::vector<uint8_t>& done = out.done_;
   ctx.assign(n, nullptr);
   done.assign(n, 0);
+  const bool keyed = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
+  std::vector<int32_t>& keyedOf = out.keyedOf_;
+  if (keyed) keyedOf.assign(n, -1);
+  size_t keyedHits = 0;
+  const uint32_t keyedRoots = keyed ? uint32_t(out.keyedStart_.size() - 2) : 0;
+  // The template position of node s's match among the children of template position tp.
+  auto keyedMatch = [&](uint32_t tp, const TreeNode& node) -> int32_t {
+    for (uint32_t k = out.keyedStart_[tp], e = out.keyedStart_[tp + 1]; k < e; ++k) {
+      const NodeContexts::KeyedChild& c = out.keyedChild_[k];
+      if (c.offset == node.offset && c.module == node.module && c.placeholder == node.placeholder &&
+          c.unwound == node.unwound)
+        return int32_t(c.pos);
+    }
+    return -1;
+  };
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
@@ -317,7 +332,27 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         ctx[s] = prevCtx[s];
         done[s] = 2;
         ++hits;
+        if (keyed && keyedOf[size_t(pp)] >= 0) keyedOf[s] = keyedMatch(uint32_t(keyedOf[size_t(pp)]), node);
         continue;
+      }
+    }
+    // Keyed template: the parent matched a template node, this node one of its children.
+    if (keyed) {
+      int32_t tp = -1;
+      if (!node.parent) {
+        tp = int32_t(keyedRoots);
+      } else {
+        const int64_t pp = out.posOf(node.parent);
+        if (pp >= 0 && done[size_t(pp)]) tp = keyedOf[size_t(pp)];
+      }
+      if (tp >= 0) {
+        if (const int32_t f = keyedMatch(uint32_t(tp), node); f >= 0) {
+          ctx[s] = out.keyedCtx_[size_t(f)];
+          keyedOf[s] = f;
+          done[s] = matched(s);
+          ++keyedHits;
+          continue;
+        }
       }
     }
     // The common case, handled as below but without the chain: an instruction whose parent
@@ -393,6 +428,31 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
   }
   out.templateId_ = tree.nodesId;  // the next tree's template
+  // A new keyed template from this tree when the positional one gave up on it and the keyed
+  // one (if any) matched under half of it.
+  if (n >= kProbe && m == 0 && 2 * keyedHits < n) {
+    out.keyed_ = true;
+    out.keyedLoadMap_ = tree.loadMap;
+    out.keyedCtx_.assign(ctx.begin(), ctx.end());
+    // Children by parent position (roots under the extra position n), by counting.
+    std::vector<uint32_t>& start = out.keyedStart_;
+    start.assign(n + 2, 0);
+    auto parentPos = [&](const TreeNode& t) -> size_t {
+      if (!t.parent) return n;
+      const int64_t pp = out.posOf(t.parent);
+      return pp < 0 ? n + 1 : size_t(pp);  // n + 1: orphans, never matched
+    };
+    for (size_t i = 0; i < n; ++i)
+      if (const size_t pp = parentPos(tree.nodes[i]); pp <= n) ++start[pp + 1];
+    for (size_t p = 0; p <= n; ++p) start[p + 1] += start[p];
+    out.keyedChild_.resize(start[n + 1]);
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      const TreeNode& t = tree.nodes[i];
+      if (const size_t pp = parentPos(t); pp <= n)
+        out.keyedChild_[fill[pp]++] = {t.offset, t.module, t.placeholder, t.unwound, uint32_t(i)};
+    }
+  }
   return Status();
 }
 

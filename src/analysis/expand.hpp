@@ -47,6 +47,24 @@ private:
   // shared tree. A tree with the template's nodes has all its contexts.
   uint64_t templateId_ = 0;
   std::vector<Context*> prevCtx_;
+  // The keyed template, for profiles that list their nodes in orders of their own (hpcrun
+  // numbers a thread's nodes in the order it reaches them): a tree unified before, its
+  // contexts, and each node's children by key. A node whose parent matched a template node
+  // and whose key (module, offset, kind) is that of one of its children has that child's
+  // context. Kept while it serves (rebuilt from a profile on which it matched under half).
+  struct KeyedChild {
+    uint64_t offset;
+    uint16_t module;
+    Placeholder placeholder;
+    bool unwound;
+    uint32_t pos;  // in the template
+  };
+  bool keyed_ = false;
+  std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
+  std::vector<Context*> keyedCtx_;      // by template position
+  std::vector<uint32_t> keyedStart_;    // children of template position p: [start[p], start[p+1]); the last entry is the roots'
+  std::vector<KeyedChild> keyedChild_;
+  std::vector<int32_t> keyedOf_;        // this profile: position -> template position, -1 when unmatched
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
   struct Lm {

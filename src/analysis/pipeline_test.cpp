@@ -10,6 +10,7 @@
 #include "analysis/transpose.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace hpc::analysis {
 namespace {
@@ -376,6 +377,73 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   ASSERT_TRUE(expander.unify(t4, b).ok());
   EXPECT_NE(a.find(24), b.find(24));
   EXPECT_EQ(a.find(20), b.find(20));
+}
+
+// Profiles listing one tree each in an order of its own (ids as a thread numbers its nodes)
+// go through the keyed template; every node must still get a fresh unification's context.
+TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, &structure);
+  using P = Placeholder;
+  // A shape of 600 nodes: root, main thread, then instructions below recent nodes.
+  std::mt19937 rng(11);
+  std::vector<uint32_t> parentOf(600, 0);
+  for (uint32_t i = 2; i < 600; ++i) parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 1, 8);
+  std::vector<uint64_t> offsetOf(600);
+  for (auto& o : offsetOf) o = 0x1129 + rng() % 0x80;
+  std::vector<std::vector<uint32_t>> kids(600);
+  for (uint32_t i = 1; i < 600; ++i) kids[parentOf[i]].push_back(i);
+  auto profile = [&](unsigned seed, uint64_t changedOffset) {
+    std::mt19937 order(seed);
+    std::vector<uint32_t> stack{0}, seq, idOf(600);
+    while (!stack.empty()) {
+      uint32_t at = stack.back();
+      stack.pop_back();
+      seq.push_back(at);
+      std::vector<uint32_t> k = kids[at];
+      std::shuffle(k.begin(), k.end(), order);
+      stack.insert(stack.end(), k.begin(), k.end());
+    }
+    for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
+    ProfileTree t;
+    t.loadMap = {{1, "/bin/small"}};
+    for (uint32_t at : seq) {
+      TreeNode n;
+      n.id = idOf[at];
+      n.parent = at ? idOf[parentOf[at]] : 0;
+      n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
+      n.module = at > 1 ? 1 : 0;
+      n.offset = at > 1 ? (at == 300 && changedOffset ? changedOffset : offsetOf[at]) : 0;
+      t.nodes.push_back(n);
+    }
+    return t;
+  };
+  std::vector<ProfileTree> trees;
+  for (unsigned k = 0; k < 6; ++k) trees.push_back(profile(100 + k, k == 3 ? 0x1190 : 0));
+
+  NodeContexts reused;
+  ProfileTree read;
+  for (size_t i = 0; i < trees.size(); ++i) {
+    read.loadMap = trees[i].loadMap;
+    read.previousNodes = read.nodes;
+    read.previousNodesId = read.nodesId;
+    read.nodes = trees[i].nodes;
+    read.nodesId = i + 1;
+    NodeContexts alone;
+    ASSERT_TRUE(expander.unify(trees[i], alone).ok());
+    ASSERT_TRUE(expander.unify(read, reused).ok());
+    for (const TreeNode& n : trees[i].nodes)
+      EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
+  }
+  // The changed call site moved its subtree elsewhere.
+  NodeContexts a, b;
+  ASSERT_TRUE(expander.unify(trees[0], a).ok());
+  ASSERT_TRUE(expander.unify(trees[3], b).ok());
+  size_t differ = 0;
+  for (size_t k = 0; k < trees[0].nodes.size(); ++k) differ += a.find(trees[0].nodes[k].id) != b.find(trees[3].nodes[k].id);
+  EXPECT_GT(differ, 0u);
 }
 
 }  // namespace
