@@ -7,69 +7,14 @@
 #include <map>
 
 #include "structure/debug_info.hpp"
+#include "structure/dwarf_reader.hpp"
 
 namespace hpc::structure {
 namespace {
 
 constexpr uint8_t kNvInlinedCall = 0x90;
 
-class Cursor {
-public:
-  Cursor(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
-  bool ok() const { return ok_; }
-  bool done() const { return p_ >= end_; }
-  const uint8_t* pos() const { return p_; }
-  uint64_t fixed(int n) {
-    if (end_ - p_ < n) return fail();
-    uint64_t v = 0;
-    for (int k = 0; k < n; ++k) v |= uint64_t(p_[k]) << (8 * k);
-    p_ += n;
-    return v;
-  }
-  uint64_t uleb() {
-    uint64_t v = 0;
-    for (int shift = 0; p_ < end_ && shift < 64; shift += 7) {
-      uint8_t b = *p_++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    return fail();
-  }
-  int64_t sleb() {
-    int64_t v = 0;
-    int shift = 0;
-    while (p_ < end_ && shift < 64) {
-      uint8_t b = *p_++;
-      v |= int64_t(b & 0x7f) << shift;
-      shift += 7;
-      if (!(b & 0x80)) {
-        if (shift < 64 && (b & 0x40)) v |= -(int64_t(1) << shift);
-        return v;
-      }
-    }
-    return static_cast<int64_t>(fail());
-  }
-  std::string cstr() {
-    const uint8_t* s = p_;
-    while (p_ < end_ && *p_) ++p_;
-    if (p_ >= end_) return fail(), std::string();
-    return std::string(reinterpret_cast<const char*>(s), reinterpret_cast<const char*>(p_++));
-  }
-  void skip(uint64_t n) {
-    if (static_cast<uint64_t>(end_ - p_) < n) fail();
-    else p_ += n;
-  }
-
-private:
-  uint64_t fail() {
-    ok_ = false;
-    p_ = end_;
-    return 0;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-  bool ok_ = true;
-};
+using Cursor = DwarfReader;
 
 struct Row {
   uint64_t addr;
@@ -156,10 +101,11 @@ bool read_nv_inline_unit(Cursor& c, DebugInfo& d, std::span<const uint8_t> strs,
   std::vector<uint64_t> opLen(opBase, 0);
   for (uint64_t k = 1; k < opBase; ++k) opLen[k] = unit.fixed(1);
   std::vector<std::string> dirs{""};
-  for (std::string s; !(s = unit.cstr()).empty();) dirs.push_back(s);
+  for (const char* s; (s = unit.cstr()) && *s;) dirs.push_back(s);
   std::vector<uint32_t> fileIds{0};
   auto addFile = [&](Cursor& at) {
-    std::string name = at.cstr();
+    const char* n = at.cstr();
+    std::string name = n ? n : "";
     uint64_t dir = at.uleb();
     at.uleb();
     at.uleb();
