@@ -315,6 +315,35 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
   EXPECT_EQ(a.ids[3][1].logical, 2u);
 }
 
+// Unifies `trees` in order into one NodeContexts, as a reader fills one ProfileTree (new
+// nodes get a new id, the old ones become previousNodes; the same nodes again keep theirs),
+// and expects every node's context to be the one a fresh unification gives it.
+void expectContextsOfFreshUnifications(const Expander& expander, const std::vector<ProfileTree>& trees) {
+  auto sameNodes = [](const ProfileTree& a, const ProfileTree& b) {
+    return a.nodes.size() == b.nodes.size() &&
+           std::equal(a.nodes.begin(), a.nodes.end(), b.nodes.begin(), [](const TreeNode& x, const TreeNode& y) {
+             return x.id == y.id && x.parent == y.parent && x.offset == y.offset && x.module == y.module &&
+                    x.placeholder == y.placeholder;
+           });
+  };
+  NodeContexts reused;
+  ProfileTree read;
+  for (size_t i = 0; i < trees.size(); ++i) {
+    read.loadMap = trees[i].loadMap;
+    if (i == 0 || !sameNodes(trees[i], trees[i - 1])) {
+      read.previousNodes = read.nodes;
+      read.previousNodesId = read.nodesId;
+      read.nodes = trees[i].nodes;
+      read.nodesId = i + 1;
+    }
+    NodeContexts alone;
+    ASSERT_TRUE(expander.unify(trees[i], alone).ok());
+    ASSERT_TRUE(expander.unify(read, reused).ok());
+    for (const TreeNode& n : trees[i].nodes)
+      EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
+  }
+}
+
 // A thread unifies each profile against the previous one it saw (the template); every
 // node must get the context a fresh unification gives it, whatever differs between the two.
 TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
@@ -346,30 +375,7 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   trees.back().nodes.resize(7);  // shorter
   trees.push_back(smallTree());
 
-  // As a reader fills one ProfileTree: new nodes get a new id, the old ones become
-  // previousNodes; the same nodes again keep theirs (the whole tree from the template).
-  NodeContexts reused;
-  ProfileTree read;
-  for (size_t i = 0; i < trees.size(); ++i) {
-    const bool same = i > 0 && trees[i].nodes.size() == trees[i - 1].nodes.size() &&
-                      std::equal(trees[i].nodes.begin(), trees[i].nodes.end(), trees[i - 1].nodes.begin(),
-                                 [](const TreeNode& a, const TreeNode& b) {
-                                   return a.id == b.id && a.parent == b.parent && a.offset == b.offset &&
-                                          a.module == b.module && a.placeholder == b.placeholder;
-                                 });
-    read.loadMap = trees[i].loadMap;
-    if (!same) {
-      read.previousNodes = read.nodes;
-      read.previousNodesId = read.nodesId;
-      read.nodes = trees[i].nodes;
-      read.nodesId = i + 1;
-    }
-    NodeContexts alone;
-    ASSERT_TRUE(expander.unify(trees[i], alone).ok());
-    ASSERT_TRUE(expander.unify(read, reused).ok());
-    for (const TreeNode& n : trees[i].nodes)
-      EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
-  }
+  expectContextsOfFreshUnifications(expander, trees);
   // A different binary under the same load-map id is a different context.
   NodeContexts a, b;
   ProfileTree t0 = trees[0], t4 = trees[2];
@@ -423,20 +429,7 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
   std::vector<ProfileTree> trees;
   for (unsigned k = 0; k < 6; ++k) trees.push_back(profile(100 + k, k == 3 ? 0x1190 : 0));
 
-  NodeContexts reused;
-  ProfileTree read;
-  for (size_t i = 0; i < trees.size(); ++i) {
-    read.loadMap = trees[i].loadMap;
-    read.previousNodes = read.nodes;
-    read.previousNodesId = read.nodesId;
-    read.nodes = trees[i].nodes;
-    read.nodesId = i + 1;
-    NodeContexts alone;
-    ASSERT_TRUE(expander.unify(trees[i], alone).ok());
-    ASSERT_TRUE(expander.unify(read, reused).ok());
-    for (const TreeNode& n : trees[i].nodes)
-      EXPECT_EQ(reused.find(n.id), alone.find(n.id)) << "profile " << i << " node " << n.id;
-  }
+  expectContextsOfFreshUnifications(expander, trees);
   // The changed call site moved its subtree elsewhere.
   NodeContexts a, b;
   ASSERT_TRUE(expander.unify(trees[0], a).ok());
