@@ -4,14 +4,25 @@ function(hpc_add_gtest name)
   if(NOT HPC_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(A "" "" "SOURCES;LIBS" ${ARGN})
+  # SERIAL: a gtest filter for tests that must run alone (timing accuracy: another test's
+  # load on the 2 cores would be part of what they measure); ctest runs them with RUN_SERIAL.
+  cmake_parse_arguments(A "" "SERIAL" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     HPC_SHARED_DIR="${HPC_SHARED_DIR}" HPC_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     HPC_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT 600)
+  if(A_SERIAL)
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                         TEST_FILTER "-${A_SERIAL}" TEST_LIST ${name}_PARALLEL
+                         PROPERTIES TIMEOUT 600)
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                         TEST_FILTER "${A_SERIAL}" TEST_LIST ${name}_SERIAL
+                         PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
+  else()
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                         PROPERTIES TIMEOUT 600)
+  endif()
 endfunction()
 
 # hpc_add_fuzzer(NAME SOURCE src.cpp LIBS ...): defines LLVMFuzzerTestOneInput.
