@@ -1,5 +1,6 @@
 // hpcprof: command line of the reference (see shared/reference/man/hpcprof.rst).
 #include <malloc.h>
+#include <sys/prctl.h>
 #include <tbb/global_control.h>
 
 #include <unistd.h>
@@ -26,7 +27,13 @@ namespace {
 // start again, once, where the kernel gives huge pages on request. HPCPROF_NO_HUGEPAGES=1
 // keeps the process as it is.
 void restartWithHugePages(char** argv) {
-  if (std::getenv("HPCPROF_NO_HUGEPAGES") || std::getenv("HPCPROF_RESTARTED")) return;
+  if (std::getenv("HPCPROF_RESTARTED")) {
+    // Started from /proc/self/exe, the process is named "exe" (top, pgrep): name it again.
+    const char* slash = std::strrchr(argv[0], '/');
+    ::prctl(PR_SET_NAME, slash ? slash + 1 : argv[0], 0, 0, 0);
+    return;
+  }
+  if (std::getenv("HPCPROF_NO_HUGEPAGES")) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   std::string t = tunables ? tunables : "";
   if (t.find("glibc.malloc.hugetlb") != std::string::npos) return;
@@ -57,6 +64,11 @@ int main(int argc, char** argv) {
   // the heap instead of a fresh mapping each (page faults, a TLB flush per unmap).
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // One heap for all threads: a thread's own arena is mapped apart from the main heap, grows
+  // by mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
+  // one (unify at -j2 took 0.11 s against 0.05 s with one arena; 500 profiles). The threads
+  // allocate little after their first profile, so they seldom meet on its lock.
+  mallopt(M_ARENA_MAX, 1);
   auto parsed = parseCommandLine(argc, argv, "hpcprof");
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;
   const CommandLine& cl = std::get<CommandLine>(parsed);
