@@ -185,11 +185,13 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
     ctx = ByteView({e12, 12}, "profile.db").load<uint32_t, std::endian::little>(0);
     return Status();
   };
-  // The first entry with ctx >= lo: where the last range ended, else by binary search.
+  // The first entry with ctx >= lo: where the last range ended, the first entry for a range
+  // from context 0 (a transpose's first round: a search of 12-byte reads was 13 preads a
+  // profile, half of all reads at 500 profiles), else by binary search.
   uint64_t first = 0;
   if (cursor.valid && cursor.hi == lo) {
     first = cursor.key;
-  } else {
+  } else if (lo != 0) {
     for (uint64_t l = 0, r = b.nKeys; l < r;) {
       uint64_t m = (l + r) / 2;
       uint32_t ctx = 0;
