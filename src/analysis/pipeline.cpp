@@ -390,6 +390,10 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
 
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
+  // The rows by context range for the transpose, in buffers of a round's size in all.
+  HPC_ASSIGN_OR_RETURN(std::unique_ptr<RowBuckets> buckets,
+                       RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget, kTransposeRoundBytes),
+                                          options.scratchDir));
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
@@ -438,12 +442,14 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
               errors[f->k] = f->status.ok()
                                  ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
                                  : f->status;
+              if (errors[f->k].ok()) errors[f->k] = buckets->add(uint32_t(f->k + 1), f->p.row);
               progress.tick();
               std::lock_guard lock(spareMu);
               spare.push_back(std::move(owned));  // its rows' storage serves another profile
             }));
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
+  HPC_RETURN_IF_ERROR(buckets->finish());
   timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.
@@ -453,7 +459,11 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.threads = options.threads;
   topt.shape = &shape;
   topt.verbose = options.verbose;
+  topt.buckets = buckets.get();
+  std::unique_ptr<uint8_t[]> workspace = buckets->releaseMemory(topt.workspaceBytes);
+  topt.workspace = workspace.get();
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
+  buckets.reset();
   timer.lap("transpose, summary statistics");
 
   MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths, &plan.metricDescs};

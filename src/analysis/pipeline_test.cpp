@@ -268,6 +268,67 @@ TEST(Transpose, StatsInProfileOrder) {
   EXPECT_EQ(sink.columns[0].profile, (std::vector<uint32_t>{1, 2, 3}));
 }
 
+// The transpose from RowBuckets (hpcprof) and from rows read back from the sink
+// (hpcprof-mpi) gives the same columns and summary: random rows with three metrics, bucket
+// buffers small enough that chunks are written out and that some pieces are larger than a
+// buffer, rounds of several buckets, of one bucket and of part of one, at 1 and 2 threads.
+TEST(Transpose, BucketsGiveTheSameColumns) {
+  const uint32_t contexts = 20000, profiles = 40;
+  MetricTable metrics({"a", "b", "c"}, true);
+  std::mt19937 rng(5);
+  std::vector<SparseRow> rows(profiles + 1);
+  std::vector<uint64_t> counts(contexts, 0);
+  for (uint32_t p = 1; p <= profiles; ++p) {
+    SparseRow& r = rows[p];
+    const bool dense = p % 4 == 0;  // every context, every metric: pieces larger than a buffer
+    for (uint32_t c = 0; c < contexts; ++c) {
+      if (!dense && rng() % 9) continue;
+      for (uint16_t m = 0; m < metrics.numProp(); ++m)
+        if (dense || rng() % 3 == 0) r.metric.push_back(m), r.value.push_back(double(1 + rng() % 100));
+      if (r.value.size() == r.start.back()) continue;
+      r.ctx.push_back(c);
+      r.start.push_back(r.value.size());
+      counts[c] += r.start.back() - r.start[r.start.size() - 2];
+    }
+  }
+  // 16 buckets of 1250 contexts, about 2.3 MB of values each: rounds of 8 MiB take several
+  // buckets, of 2.5 MiB one, of 1 MiB part of one.
+  for (uint64_t budget : {uint64_t(8) << 20, uint64_t(5) << 19, uint64_t(1) << 20}) {
+    for (unsigned threads : {1u, 2u}) {
+      MemorySink plain, bucketed;
+      ASSERT_TRUE(plain.begin(profiles + 1, contexts, false).ok());
+      ASSERT_TRUE(bucketed.begin(profiles + 1, contexts, false).ok());
+      auto buckets = RowBuckets::create(contexts, 1 << 20, "");
+      ASSERT_TRUE(buckets.ok()) << buckets.status().message();
+      for (uint32_t p = 1; p <= profiles; ++p) {
+        ASSERT_TRUE(plain.writeProfile(p, {}, rows[p]).ok());
+        ASSERT_TRUE(bucketed.writeProfile(p, {}, rows[p]).ok());
+        ASSERT_TRUE((*buckets)->add(p, rows[p]).ok());
+      }
+      ASSERT_TRUE((*buckets)->finish().ok());
+      TransposeOptions opt;
+      opt.budgetBytes = budget;
+      opt.threads = threads;
+      ASSERT_TRUE(transpose(plain, metrics, profiles + 1, counts, opt).ok());
+      opt.buckets = buckets->get();
+      std::unique_ptr<uint8_t[]> workspace = (*buckets)->releaseMemory(opt.workspaceBytes);
+      opt.workspace = workspace.get();
+      ASSERT_TRUE(transpose(bucketed, metrics, profiles + 1, counts, opt).ok());
+      ASSERT_EQ(plain.columns.size(), bucketed.columns.size()) << budget;
+      ASSERT_GT(plain.columns.size(), 2000u);
+      for (size_t i = 0; i < plain.columns.size(); ++i) {
+        EXPECT_EQ(plain.columns[i].ctx, bucketed.columns[i].ctx) << budget << " " << i;
+        EXPECT_EQ(plain.columns[i].metric, bucketed.columns[i].metric) << budget << " " << i;
+        EXPECT_EQ(plain.columns[i].start, bucketed.columns[i].start) << budget << " " << i;
+        EXPECT_EQ(plain.columns[i].profile, bucketed.columns[i].profile) << budget << " " << i;
+        EXPECT_EQ(plain.columns[i].value, bucketed.columns[i].value) << budget << " " << i;
+      }
+      EXPECT_EQ(plain.rows[0].ctx, bucketed.rows[0].ctx);
+      EXPECT_EQ(plain.rows[0].value, bucketed.rows[0].value);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hpc::analysis
 

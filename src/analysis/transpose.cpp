@@ -1,5 +1,7 @@
 #include "analysis/transpose.hpp"
 
+#include "analysis/stages.hpp"
+
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -27,7 +29,7 @@ constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
 // 260 k in 6.8 MiB when they were sorted into a copy (2000 profiles: 1.57 -> 1.19 s at -j1,
 // peak 40 -> 39 MiB; 16 MiB rounds gained 0.1 s more for 12 MiB more). Not growing with the
 // number of profiles, a round keeps peak memory flat in it.
-constexpr uint64_t kRoundBytes = uint64_t(8) << 20;
+constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,
 // profile order kept within a metric, and gives the column its metric slots; its summary
@@ -82,6 +84,92 @@ uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uin
 }
 
 }  // namespace
+
+// Buckets are at least this many bytes of buffer each (fewer, larger reads and writes), and
+// at most this many in all (rounds are made of whole buckets where they can be).
+constexpr uint64_t kMinChunkBytes = uint64_t(64) << 10;
+constexpr uint32_t kMaxBuckets = 256;
+
+Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
+                                                         const std::filesystem::path& scratchDir) {
+  std::unique_ptr<RowBuckets> b(new RowBuckets);
+  HPC_ASSIGN_OR_RETURN(b->file_, Spill::create(scratchDir));
+  contexts = std::max(1u, contexts);
+  const uint64_t n = std::clamp<uint64_t>(memoryBytes / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
+  b->width_ = uint32_t((uint64_t(contexts) + n - 1) / n);
+  const uint32_t buckets = (contexts + b->width_ - 1) / b->width_;
+  b->chunkBytes_ = std::max<uint64_t>(kMinChunkBytes, memoryBytes / buckets) & ~uint64_t(7);
+  b->memory_.reset(new uint8_t[buckets * b->chunkBytes_]);  // not zero-filled: pages touched as used
+  b->used_.assign(buckets, 0);
+  b->chunks_.resize(buckets);
+  return b;
+}
+
+RowBuckets::~RowBuckets() = default;
+
+Status RowBuckets::write(uint32_t bucket, std::span<const uint8_t> bytes) {
+  HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(bytes));
+  chunks_[bucket].emplace_back(at, bytes.size());
+  return Status();
+}
+
+Status RowBuckets::flush(uint32_t bucket) {
+  if (!used_[bucket]) return Status();
+  HPC_RETURN_IF_ERROR(write(bucket, {memory_.get() + bucket * chunkBytes_, size_t(used_[bucket])}));
+  used_[bucket] = 0;
+  return Status();
+}
+
+Status RowBuckets::add(uint32_t profile, const SparseRow& row) {
+  size_t j = 0;
+  while (j < row.ctx.size()) {
+    const uint32_t bucket = bucketOf(row.ctx[j]);
+    if (bucket >= used_.size()) return Status::error("transpose: context beyond the tree");
+    const uint32_t limit = firstContext(bucket + 1);
+    size_t k = j;
+    while (k < row.ctx.size() && row.ctx[k] < limit) ++k;
+    const uint64_t entries = k - j, v0 = row.start[j], values = row.start[k] - v0;
+    const size_t bytes = rowPieceBytes(entries, values);
+    if (used_[bucket] + bytes > chunkBytes_) HPC_RETURN_IF_ERROR(flush(bucket));
+    const bool large = bytes > chunkBytes_;
+    if (large) large_.resize(bytes);
+    uint8_t* p = large ? large_.data() : memory_.get() + bucket * chunkBytes_ + used_[bucket];
+    const uint32_t head[4] = {profile, uint32_t(entries), uint32_t(values), 0};
+    std::memcpy(p, head, sizeof head);
+    auto* ctx = reinterpret_cast<uint32_t*>(p + 16);
+    auto* end = ctx + entries;
+    for (uint64_t e = 0; e < entries; ++e) {
+      ctx[e] = row.ctx[j + e];
+      end[e] = uint32_t(row.start[j + e + 1] - v0);
+    }
+    std::memcpy(p + 16 + 8 * entries, row.value.data() + v0, 8 * values);
+    std::memcpy(p + 16 + 8 * entries + 8 * values, row.metric.data() + v0, 2 * values);
+    std::memset(p + 16 + 8 * entries + 10 * values, 0, bytes - (16 + 8 * entries + 10 * values));
+    if (large) HPC_RETURN_IF_ERROR(write(bucket, {large_.data(), bytes}));
+    else used_[bucket] += bytes;
+    j = k;
+  }
+  return Status();
+}
+
+Status RowBuckets::finish() {
+  for (uint32_t b = 0; b < used_.size(); ++b) HPC_RETURN_IF_ERROR(flush(b));
+  std::vector<uint8_t>().swap(large_);
+  return Status();
+}
+
+std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
+  bytes = memory_ ? used_.size() * chunkBytes_ : 0;
+  return std::move(memory_);
+}
+
+Status RowBuckets::readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into) const {
+  const auto [at, bytes] = chunks_[bucket][k];
+  if (into.size() < bytes) into.resize(bytes);
+  HPC_RETURN_IF_ERROR(file_->read(at, {into.data(), size_t(bytes)}));
+  into.resize(bytes);
+  return Status();
+}
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                  const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt) {
@@ -151,15 +239,31 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
       bytes += bytesOf(nonzeros[hi]);
       total += nonzeros[hi++];
     }
+    // With buckets, a round ends at a bucket's start where it can, so that no bucket is read
+    // for two rounds (a bucket too large for one round is read for each of its rounds).
+    if (opt.buckets && hi < last) {
+      const uint32_t cut = std::max(lo, opt.buckets->firstContext(opt.buckets->bucketOf(hi)));
+      if (cut > lo)
+        for (; hi > cut; --hi) total -= nonzeros[hi - 1];
+    }
     ++rounds;
     values += total;
 
     offset.assign(hi - lo + 1, 0);
     for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
     cursor.assign(offset.begin(), offset.end() - 1);
-    uint32_t* prof = profBuf.get(total);
-    uint16_t* met = metBuf.get(total);
-    double* val = valBuf.get(total);
+    uint32_t* prof;
+    uint16_t* met;
+    double* val;
+    if (opt.workspace && total * kBytesPerValue <= opt.workspaceBytes) {
+      val = reinterpret_cast<double*>(opt.workspace);
+      prof = reinterpret_cast<uint32_t*>(opt.workspace + sizeof(double) * total);
+      met = reinterpret_cast<uint16_t*>(opt.workspace + (sizeof(double) + sizeof(uint32_t)) * total);
+    } else {
+      prof = profBuf.get(total);
+      met = metBuf.get(total);
+      val = valBuf.get(total);
+    }
     // Each thread scatters the values of a context range of about equal size: no two write
     // the same column, and each column gets its values in profile order.
     split.assign(1, lo);
@@ -192,7 +296,46 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
         }
       }
     };
-    for (uint32_t p0 = 1; p0 < numProfiles; p0 += batch) {
+    // From the buckets: each thread takes whole buckets, whose contexts no other has.
+    auto scatterBucket = [&](uint32_t b) {
+      return opt.buckets->forEachPiece(b, [&](const RowBuckets::Piece& piece) {
+        uint64_t v = 0;
+        for (uint32_t e = 0; e < piece.entries; ++e) {
+          const uint32_t c = piece.ctx[e];
+          const uint64_t n = piece.end[e] - v;
+          if (c >= lo && c < hi) {
+            uint64_t& at = cursor[c - lo];
+            if (at + n > offset[c - lo + 1]) {
+              overflow = true;
+              return;
+            }
+            for (uint64_t k = v; k < piece.end[e]; ++k, ++at) {
+              prof[at] = piece.profile;
+              met[at] = piece.metric[k];
+              val[at] = piece.value[k];
+            }
+          }
+          v = piece.end[e];
+        }
+      });
+    };
+    // A round of whole buckets reads them; a round of part of a bucket (one too large for a
+    // round) reads a piece of every row back instead of the whole bucket once per round.
+    const RowBuckets* bk = opt.buckets;
+    const bool fromBuckets = bk && lo == bk->firstContext(bk->bucketOf(lo)) &&
+                             (hi == last || hi == bk->firstContext(bk->bucketOf(hi)));
+    if (fromBuckets) {
+      const uint32_t b0 = bk->bucketOf(lo), b1 = bk->bucketOf(hi - 1) + 1;
+      if (threads == 1) {
+        for (uint32_t b = b0; b < b1; ++b) HPC_RETURN_IF_ERROR(scatterBucket(b));
+      } else {
+        std::vector<Status> st(b1 - b0);
+        arena.execute([&] { tbb::parallel_for(b0, b1, [&](uint32_t b) { st[b - b0] = scatterBucket(b); }); });
+        for (const Status& e : st) HPC_RETURN_IF_ERROR(e);
+      }
+      if (overflow) return Status::error("transpose: more values kept than were counted");
+    }
+    for (uint32_t p0 = 1; !fromBuckets && p0 < numProfiles; p0 += batch) {
       const uint32_t n = std::min(batch, numProfiles - p0);
       if (threads == 1) {
         errors[0] = sink.readProfile(p0, lo, hi, rows[0]);

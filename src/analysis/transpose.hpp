@@ -4,6 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "analysis/metrics.hpp"
@@ -11,11 +15,106 @@
 
 namespace hpc::analysis {
 
+class Spill;
+
+// The propagated rows, kept by context range ("bucket") as pass 2 writes them to profile.db,
+// so that the transpose reads each round's values in a few large reads instead of a piece of
+// every row of profile.db per round (rows x rounds small reads, which grows as the square of
+// the profile count). Each bucket's pieces gather in a buffer (all buffers together within a
+// bound) and go to a temporary file a buffer at a time, in profile order.
+class RowBuckets {
+public:
+  // One bucket's part of one profile's row.
+  struct Piece {
+    uint32_t profile = 0;
+    uint32_t entries = 0;
+    const uint32_t* ctx = nullptr;    // entries contexts, ascending
+    const uint32_t* end = nullptr;    // entry k's values end at end[k] (the first starts at 0)
+    const double* value = nullptr;
+    const uint16_t* metric = nullptr;
+  };
+
+  static Expected<std::unique_ptr<RowBuckets>> create(uint32_t contexts, uint64_t memoryBytes,
+                                                      const std::filesystem::path& scratchDir);
+  ~RowBuckets();
+  RowBuckets(const RowBuckets&) = delete;
+  RowBuckets& operator=(const RowBuckets&) = delete;
+
+  // MT: one thread at a time, profiles in increasing order.
+  Status add(uint32_t profile, const SparseRow& row);
+  // Writes out what the buffers hold. MT: after the last add().
+  Status finish();
+  // The buffers' memory, after finish(): the transpose's rounds reuse it rather than touch
+  // fresh pages (dear on a virtual machine). Its size in bytes goes to `bytes`.
+  std::unique_ptr<uint8_t[]> releaseMemory(uint64_t& bytes);
+
+  uint32_t bucketOf(uint32_t ctx) const { return ctx / width_; }
+  uint32_t firstContext(uint32_t bucket) const { return bucket * width_; }
+  uint32_t buckets() const { return uint32_t(chunks_.size()); }
+  // Calls f(const Piece&) for each piece of the bucket, in profile order. MT: thread-safe
+  // after finish().
+  template <typename F> Status forEachPiece(uint32_t bucket, F&& f) const;
+
+private:
+  RowBuckets() = default;
+  Status flush(uint32_t bucket);
+  Status write(uint32_t bucket, std::span<const uint8_t> bytes);
+  Status readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into) const;
+
+  uint32_t width_ = 1;       // contexts per bucket
+  uint64_t chunkBytes_ = 0;  // a bucket's buffer, written out when full
+  std::unique_ptr<Spill> file_;
+  std::unique_ptr<uint8_t[]> memory_;  // bucket b's buffer at b * chunkBytes_
+  std::vector<uint64_t> used_;         // bytes in each buffer
+  std::vector<uint8_t> large_;         // a piece larger than a buffer, written by itself
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> chunks_;  // (offset, bytes) per bucket
+};
+
+// A piece's bytes (native order, 8-byte aligned): profile, entries, values, 0 (4 x uint32);
+// ctx and end (uint32 each) per entry; the values (double); their metrics (uint16), padded
+// to 8 bytes.
+inline size_t rowPieceBytes(uint64_t entries, uint64_t values) {
+  return 16 + 8 * entries + 8 * values + ((2 * values + 7) & ~uint64_t(7));
+}
+
+template <typename F> Status RowBuckets::forEachPiece(uint32_t bucket, F&& f) const {
+  thread_local std::vector<uint8_t> buf;
+  for (size_t k = 0; k < chunks_[bucket].size(); ++k) {
+    HPC_RETURN_IF_ERROR(readChunk(bucket, k, buf));
+    for (size_t at = 0; at + 16 <= buf.size();) {
+      uint32_t head[4];
+      std::memcpy(head, buf.data() + at, sizeof head);
+      const size_t bytes = rowPieceBytes(head[1], head[2]);
+      if (at + bytes > buf.size()) return Status::error("transpose: temporary file: piece overruns its chunk");
+      const uint8_t* p = buf.data() + at + 16;
+      Piece piece;
+      piece.profile = head[0];
+      piece.entries = head[1];
+      piece.ctx = reinterpret_cast<const uint32_t*>(p);
+      piece.end = piece.ctx + head[1];
+      piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
+      piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
+      f(piece);
+      at += bytes;
+    }
+  }
+  return Status();
+}
+
+// A transpose round's memory, whatever the budget (within it): see transpose.cpp.
+constexpr uint64_t kTransposeRoundBytes = uint64_t(8) << 20;
+
 struct TransposeOptions {
   uint64_t budgetBytes = uint64_t(1) << 30;
   unsigned threads = 1;
   const PropagationShape* shape = nullptr;  // for the lex_aware summaries
   bool verbose = false;  // -v: say how many values and rounds
+  // The rows by context range, when pass 2 kept them (hpcprof); else each round reads a
+  // piece of every row back from the sink (hpcprof-mpi, whose ranks share profile.db).
+  const RowBuckets* buckets = nullptr;
+  // Memory the rounds may use for their values (RowBuckets::releaseMemory), if any.
+  uint8_t* workspace = nullptr;
+  uint64_t workspaceBytes = 0;
 };
 
 // nonzeros[c]: how many (profile, metric) values context c has over all profiles.
