@@ -2,7 +2,8 @@
 """hpcprof throughput, scaling and memory on synthetic measurements (bench/gen_measurements).
 
 Prints, from one run: the time to read the input bytes from the page cache (the floor),
-hpcprof wall time at -j1 and -j2 and both against the floor (the target is 3x), CPU time at
+hpcprof wall time at -j1 and -j2 and both against the floor (the target is 3x), the time to
+write the database's bytes to a new file and -j2 against reading plus writing, CPU time at
 -j1, input MB/s per core, the -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it
 should not grow with the profile count), the database size against a dense matrix of the
 same values, hpcprof's fixed cost (a run on one tiny profile: process start, restart with
@@ -42,6 +43,22 @@ def read_all(d):
             while chunk := fh.read(1 << 20):
                 n += len(chunk)
     return time.perf_counter() - t0, n
+
+
+def write_new(d, nbytes):
+    """Wall time to write nbytes into a new file of d in 1 MiB writes (as a database's files are
+    written: fresh page-cache pages, no fsync), the file removed after."""
+    buf = b"\x5a" * (1 << 20)
+    path = Path(d) / "write-floor"
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    left = nbytes
+    while left > 0:
+        left -= os.write(fd, buf[:min(left, len(buf))])
+    os.close(fd)
+    t = time.perf_counter() - t0
+    path.unlink()
+    return t
 
 
 def phases(cmd):
@@ -95,7 +112,8 @@ def main():
             db = tmp / f"d{n}j1"
             dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
             dense = n_contexts(db) * 4 * (n + 1) * 8  # contexts x (metric x 4 scopes) x profiles
-            rows[n] = (nbytes, t_read, res, dbsize, dense)
+            t_write = min(write_new(tmp, dbsize) for _ in range(3))
+            rows[n] = (nbytes, t_read, res, dbsize, dense, t_write)
             shutil.rmtree(meas)
             if n == profiles:
                 # The same tree listed in each profile's own order (as hpcrun numbers nodes in
@@ -116,13 +134,17 @@ def main():
         print(f"fixed cost (one profile of 100 nodes): {fixed[0]:.3f} s wall, {fixed[2]:.3f} s CPU")
         print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} {'CPU s j1':>8} "
               f"{'MB/s/core j1':>12} {'speedup':>7} {'x read j1':>9} {'x read j2':>9} {'CPU x read':>10} "
-              f"{'peak MiB j1':>11} {'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8}")
-        for n, (nbytes, t_read, res, dbsize, dense) in rows.items():
+              f"{'peak MiB j1':>11} {'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8} {'write db s':>10} "
+              f"{'x r+w j2':>8}")
+        for n, (nbytes, t_read, res, dbsize, dense, t_write) in rows.items():
             mb = nbytes / 1e6
             (w1, m1, c1), (w2, m2, _) = res[1], res[2]
             print(f"{n:>8} {mb:>9.1f} {t_read:>7.3f} {w1:>7.3f} {w2:>7.3f} {c1:>8.3f} {mb / w1:>12.1f} "
                   f"{w1 / w2:>7.2f} {w1 / t_read:>9.1f} {w2 / t_read:>9.1f} {c1 / t_read:>10.1f} {m1:>11.1f} "
-                  f"{m2:>11.1f} {dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f}")
+                  f"{m2:>11.1f} {dbsize / 1e6:>6.1f} {dense / 1e6:>8.1f} {t_write:>10.3f} "
+                  f"{w2 / (t_read + t_write):>8.1f}")
+        print("(write db s: the time to write the database's bytes to a new file, same run; x r+w j2: -j2 time "
+              "over reading the input plus writing the database, the I/O no analysis can skip)")
         n, s_bytes, s_read, s_res, s_ph = shuffled
         (w1, m1, c1), (w2, m2, _) = s_res[1], s_res[2]
         print(f"shuffled node order, {n} profiles: {s_bytes / 1e6:.1f} MB, read {s_read:.3f} s, -j1 {w1:.3f} s "
