@@ -280,7 +280,7 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
   std::vector<uint64_t> counts(contexts, 0);
   for (uint32_t p = 1; p <= profiles; ++p) {
     SparseRow& r = rows[p];
-    const bool dense = p % 4 == 0;  // every context, every metric: pieces larger than a buffer
+    const bool dense = p % 8 == 0;  // every context, every metric: pieces larger than a buffer
     for (uint32_t c = 0; c < contexts; ++c) {
       if (!dense && rng() % 9) continue;
       for (uint16_t m = 0; m < metrics.numProp(); ++m)
@@ -291,14 +291,14 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
       counts[c] += r.start.back() - r.start[r.start.size() - 2];
     }
   }
-  // 16 buckets of 1250 contexts, about 2.3 MB of values each: rounds of 8 MiB take several
-  // buckets, of 2.5 MiB one, of 1 MiB part of one.
-  for (uint64_t budget : {uint64_t(8) << 20, uint64_t(5) << 19, uint64_t(1) << 20}) {
+  // 32 buckets of 625 contexts, about 1.3 MB of a round each: rounds of 4 MiB (the most
+  // there are) take three buckets, of 2 MiB one, of 1 MiB part of one.
+  for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20}) {
     for (unsigned threads : {1u, 2u}) {
       MemorySink plain, bucketed;
       ASSERT_TRUE(plain.begin(profiles + 1, contexts, false).ok());
       ASSERT_TRUE(bucketed.begin(profiles + 1, contexts, false).ok());
-      auto buckets = RowBuckets::create(contexts, 1 << 20, "");
+      auto buckets = RowBuckets::create(contexts, 2 << 20, "");
       ASSERT_TRUE(buckets.ok()) << buckets.status().message();
       for (uint32_t p = 1; p <= profiles; ++p) {
         ASSERT_TRUE(plain.writeProfile(p, {}, rows[p]).ok());

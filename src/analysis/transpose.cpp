@@ -21,14 +21,15 @@ namespace {
 constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(double);
 constexpr uint64_t kBytesPerSlot = sizeof(uint16_t) + sizeof(uint64_t);
 constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
-// Rounds are kept to about 8 MiB, whatever the budget, so that their buffers, reused from
-// round to round, stay few pages (a fresh page is dear: a fault, and on a virtual machine
-// often the host's too); the rows are read on from where the last round stopped. Each round
-// reads a piece of every row (two small reads), so fewer, fuller rounds read less often: at
-// 14 bytes a value (the columns sorted in place) a round holds about 600 k values, against
-// 260 k in 6.8 MiB when they were sorted into a copy (2000 profiles: 1.57 -> 1.19 s at -j1,
-// peak 40 -> 39 MiB; 16 MiB rounds gained 0.1 s more for 12 MiB more). Not growing with the
-// number of profiles, a round keeps peak memory flat in it.
+// Rounds are kept to about 4 MiB (kTransposeRoundBytes), whatever the budget, so that their
+// arrays, reused from round to round, are few pages (a fresh page is dear: a fault, and on a
+// virtual machine often the host's too); in hpcprof they are the memory the row buckets
+// filled in pass 2. At 14 bytes a value (the columns sorted in place) a round holds about
+// 300 k values. A round of whole buckets reads them in a few large reads, so more rounds cost
+// little (500 and 2000 profiles: as fast as 8 and 16 MiB rounds, 4 and 12 MiB less peak). A
+// round of part of a bucket, and hpcprof-mpi's, read a piece of every row from profile.db
+// instead, on from where the last round stopped (two small reads a row). Not growing with
+// the number of profiles, a round keeps peak memory flat in it.
 constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,

@@ -102,7 +102,7 @@ template <typename F> Status RowBuckets::forEachPiece(uint32_t bucket, F&& f) co
 }
 
 // A transpose round's memory, whatever the budget (within it): see transpose.cpp.
-constexpr uint64_t kTransposeRoundBytes = uint64_t(8) << 20;
+constexpr uint64_t kTransposeRoundBytes = uint64_t(4) << 20;
 
 struct TransposeOptions {
   uint64_t budgetBytes = uint64_t(1) << 30;
