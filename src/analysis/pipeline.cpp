@@ -404,7 +404,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
     Status status;
     PropagatedProfile p;
   };
-  const size_t tokens = 2 * size_t(std::max(1u, options.threads));
+  const size_t tokens = 3 * size_t(std::max(1u, options.threads));
   size_t next = 0;
   std::mutex spareMu;
   std::vector<std::unique_ptr<InFlight>> spare;
@@ -437,11 +437,18 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                          propagators.local(), f->p);
                                                      return f;
                                                    }) &
+            // Two serial stages, each in profile order, that run at the same time on different
+            // profiles: profile.db and trace.db, then the transpose's buckets.
+            tbb::make_filter<InFlight*, InFlight*>(tbb::filter_mode::serial_in_order,
+                                                   [&](InFlight* f) {
+                                                     errors[f->k] = f->status.ok()
+                                                                        ? writeProfile(sink, uint32_t(f->k + 1),
+                                                                                       plan.idTuples[f->k], f->p)
+                                                                        : f->status;
+                                                     return f;
+                                                   }) &
             tbb::make_filter<InFlight*, void>(tbb::filter_mode::serial_in_order, [&](InFlight* f) {
               std::unique_ptr<InFlight> owned(f);
-              errors[f->k] = f->status.ok()
-                                 ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
-                                 : f->status;
               if (errors[f->k].ok()) errors[f->k] = buckets->add(uint32_t(f->k + 1), f->p.row);
               progress.tick();
               std::lock_guard lock(spareMu);
