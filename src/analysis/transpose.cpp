@@ -240,8 +240,8 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
       bytes += bytesOf(nonzeros[hi]);
       total += nonzeros[hi++];
     }
-    // With buckets, a round ends at a bucket's start where it can, so that no bucket is read
-    // for two rounds (a bucket too large for one round is read for each of its rounds).
+    // With buckets, a round ends at a bucket's start where it can, so that it reads whole
+    // buckets (a bucket too large for one round is taken in rounds that read rows instead).
     if (opt.buckets && hi < last) {
       const uint32_t cut = std::max(lo, opt.buckets->firstContext(opt.buckets->bucketOf(hi)));
       if (cut > lo)
