@@ -230,7 +230,7 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
   std::vector<Status> errors(batch);
   std::vector<uint32_t> split;  // the contexts [split[t], split[t + 1]) are thread t's to scatter
   std::atomic<bool> overflow{false};
-  uint32_t rounds = 0;
+  uint32_t rounds = 0, bucketRounds = 0;
   uint64_t values = 0;
 
   for (uint32_t lo = first; lo < last;) {
@@ -326,6 +326,7 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
     const bool fromBuckets = bk && lo == bk->firstContext(bk->bucketOf(lo)) &&
                              (hi == last || hi == bk->firstContext(bk->bucketOf(hi)));
     if (fromBuckets) {
+      ++bucketRounds;
       const uint32_t b0 = bk->bucketOf(lo), b1 = bk->bucketOf(hi - 1) + 1;
       if (threads == 1) {
         for (uint32_t b = b0; b < b1; ++b) HPC_RETURN_IF_ERROR(scatterBucket(b));
@@ -398,8 +399,8 @@ Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t n
     lo = hi;
   }
   if (opt.verbose)
-    std::fprintf(stderr, "hpcprof: transposed %llu values of contexts [%u, %u) in %u rounds\n",
-                 static_cast<unsigned long long>(values), first, last, rounds);
+    std::fprintf(stderr, "hpcprof: transposed %llu values of contexts [%u, %u) in %u rounds (%u from row buckets)\n",
+                 static_cast<unsigned long long>(values), first, last, rounds, bucketRounds);
   return Status();
 }
 
