@@ -164,12 +164,11 @@ std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
   return std::move(memory_);
 }
 
-Status RowBuckets::readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into) const {
-  const auto [at, bytes] = chunks_[bucket][k];
+Status RowBuckets::readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into, size_t& bytes) const {
+  const auto [at, n] = chunks_[bucket][k];
+  bytes = size_t(n);
   if (into.size() < bytes) into.resize(bytes);
-  HPC_RETURN_IF_ERROR(file_->read(at, {into.data(), size_t(bytes)}));
-  into.resize(bytes);
-  return Status();
+  return file_->read(at, {into.data(), bytes});
 }
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,

@@ -59,7 +59,9 @@ private:
   RowBuckets() = default;
   Status flush(uint32_t bucket);
   Status write(uint32_t bucket, std::span<const uint8_t> bytes);
-  Status readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into) const;
+  // Chunk k of the bucket into the first `bytes` of `into` (only ever grown: no zero-filling
+  // each time a chunk is longer than the last).
+  Status readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into, size_t& bytes) const;
 
   uint32_t width_ = 1;       // contexts per bucket
   uint64_t chunkBytes_ = 0;  // a bucket's buffer, written out when full
@@ -80,12 +82,13 @@ inline size_t rowPieceBytes(uint64_t entries, uint64_t values) {
 template <typename F> Status RowBuckets::forEachPiece(uint32_t bucket, F&& f) const {
   thread_local std::vector<uint8_t> buf;
   for (size_t k = 0; k < chunks_[bucket].size(); ++k) {
-    HPC_RETURN_IF_ERROR(readChunk(bucket, k, buf));
-    for (size_t at = 0; at + 16 <= buf.size();) {
+    size_t size = 0;
+    HPC_RETURN_IF_ERROR(readChunk(bucket, k, buf, size));
+    for (size_t at = 0; at + 16 <= size;) {
       uint32_t head[4];
       std::memcpy(head, buf.data() + at, sizeof head);
       const size_t bytes = rowPieceBytes(head[1], head[2]);
-      if (at + bytes > buf.size()) return Status::error("transpose: temporary file: piece overruns its chunk");
+      if (at + bytes > size) return Status::error("transpose: temporary file: piece overruns its chunk");
       const uint8_t* p = buf.data() + at + 16;
       Piece piece;
       piece.profile = head[0];
