@@ -271,7 +271,8 @@ TEST(Transpose, StatsInProfileOrder) {
 // The transpose from RowBuckets (hpcprof) and from rows read back from the sink
 // (hpcprof-mpi) gives the same columns and summary: random rows with three metrics, bucket
 // buffers small enough that chunks are written out and that some pieces are larger than a
-// buffer, rounds of several buckets, of one bucket and of part of one, at 1 and 2 threads.
+// buffer, rounds of several buckets, of one bucket and of part of one, at 1 and 2 threads
+// (at 2, rounds from buckets are filled side by side and written in order).
 TEST(Transpose, BucketsGiveTheSameColumns) {
   const uint32_t contexts = 20000, profiles = 40;
   MetricTable metrics({"a", "b", "c"}, true);
@@ -291,9 +292,10 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
       counts[c] += r.start.back() - r.start[r.start.size() - 2];
     }
   }
-  // 32 buckets of 625 contexts, about 1.3 MB of a round each: rounds of 4 MiB (the most
-  // there are) take three buckets, of 2 MiB one, of 1 MiB part of one.
-  for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20}) {
+  // 64 buckets of 313 contexts, about 0.65 MB of a round each: rounds of 4 MiB (the most
+  // there are) take six buckets, of 2 MiB three, of 1 MiB one, of 512 KiB part of one; at 2
+  // threads (rounds filled side by side, each in half the memory) half as many.
+  for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20, uint64_t(512) << 10}) {
     for (unsigned threads : {1u, 2u}) {
       MemorySink plain, bucketed;
       ASSERT_TRUE(plain.begin(profiles + 1, contexts, false).ok());

@@ -3,12 +3,14 @@
 #include "analysis/stages.hpp"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <numeric>
 
 namespace hpc::analysis {
@@ -31,6 +33,8 @@ constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
 // instead, on from where the last round stopped (two small reads a row). Not growing with
 // the number of profiles, a round keeps peak memory flat in it.
 constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
+// A round of whole buckets reads their chunks this much at a time (more if one is larger).
+constexpr uint64_t kWindowBytes = uint64_t(256) << 10;
 
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,
 // profile order kept within a metric, and gives the column its metric slots; its summary
@@ -88,7 +92,7 @@ uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uin
 
 // Buckets are at least this many bytes of buffer each (fewer, larger reads and writes), and
 // at most this many in all (rounds are made of whole buckets where they can be).
-constexpr uint64_t kMinChunkBytes = uint64_t(64) << 10;
+constexpr uint64_t kMinChunkBytes = uint64_t(32) << 10;
 constexpr uint32_t kMaxBuckets = 256;
 
 Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
@@ -164,11 +168,9 @@ std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
   return std::move(memory_);
 }
 
-Status RowBuckets::readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into, size_t& bytes) const {
+Status RowBuckets::readChunk(uint32_t bucket, size_t k, uint8_t* into) const {
   const auto [at, n] = chunks_[bucket][k];
-  bytes = size_t(n);
-  if (into.size() < bytes) into.resize(bytes);
-  return file_->read(at, {into.data(), bytes});
+  return file_->read(at, {into, size_t(n)});
 }
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
@@ -200,207 +202,353 @@ private:
   uint64_t capacity_ = 0;
 };
 
+// Contexts [lo, hi) and their number of values.
+struct Round {
+  uint32_t lo = 0, hi = 0;
+  uint64_t total = 0;
+};
+
+// A round's storage, reused by the next round it serves.
+struct RoundWork {
+  Round round;
+  uint8_t* workspace = nullptr;  // memory for the values, if any (else the Scratch arrays)
+  uint64_t workspaceBytes = 0;
+  Scratch<uint32_t> profBuf;
+  Scratch<uint16_t> metBuf;
+  Scratch<double> valBuf;
+  uint32_t* prof = nullptr;
+  uint16_t* met = nullptr;
+  double* val = nullptr;
+  std::vector<uint64_t> offset, cursor;  // by context of the round: its values' start, next free
+  std::vector<uint32_t> split;  // the contexts [split[t], split[t + 1]) are thread t's to scatter
+  Scratch<std::pair<uint16_t, double>> statsBuf;
+  std::pair<uint16_t, double>* stats = nullptr;
+  std::vector<uint32_t> statCount;
+  ColumnBatch cols;
+  std::vector<std::pair<uint32_t, size_t>> chunkList;  // (bucket, chunk) to read
+  std::vector<uint64_t> chunkAt;                       // where each chunk of a window goes
+  Scratch<uint8_t> window;
+  std::vector<SparseRow> rows;
+  std::vector<Status> errors;
+};
+
+// The transpose of one context range: plans rounds, fills each (from the row buckets or from
+// profile.db rows), sorts its columns and writes them in context order.
+class Transposer {
+public:
+  Transposer(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
+             const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt)
+      : sink_(sink), metrics_(metrics), numProfiles_(numProfiles), nonzeros_(nonzeros), opt_(opt),
+        threads_(std::max(1u, opt.threads)), arena_(int(threads_)),
+        maxSlots_(std::max<uint64_t>(1, metrics.numProp())), kinds_(metrics.kinds().size()) {}
+
+  Status run(uint32_t first, uint32_t last, SparseRow& summary);
+
+private:
+  // A context's memory in a round: its values and, at most, a metric slot per value.
+  uint64_t bytesOf(uint64_t n) const {
+    return n * kBytesPerValue + std::min(n, maxSlots_) * (kBytesPerSlot + kinds_ * kBytesPerStat);
+  }
+  std::vector<Round> plan(uint32_t first, uint32_t last, uint64_t roundBytes) const;
+  // Fills w's columns with round r's values in profile order; `threads` share the work.
+  Status gather(const Round& r, RoundWork& w, uint32_t threads);
+  Status gatherBuckets(RoundWork& w, uint32_t threads);
+  Status gatherRows(RoundWork& w, uint32_t threads);
+  void build(RoundWork& w, uint32_t threads);
+  Status emit(RoundWork& w, SparseRow& summary);
+  // Runs f(t) for t in [0, n) on `threads` threads (in order on this one when 1).
+  template <typename F> void forEach(uint32_t threads, size_t n, F&& f) {
+    if (threads <= 1) {
+      for (size_t t = 0; t < n; ++t) f(t);
+    } else {
+      arena_.execute([&] { tbb::parallel_for(size_t(0), n, [&](size_t t) { f(t); }); });
+    }
+  }
+
+  DatabaseSink& sink_;
+  const MetricTable& metrics_;
+  const uint32_t numProfiles_;
+  const std::vector<uint64_t>& nonzeros_;
+  const TransposeOptions& opt_;
+  const uint32_t threads_;
+  tbb::task_arena arena_;
+  const uint64_t maxSlots_;
+  const size_t kinds_;
+  std::atomic<bool> overflow_{false};
+};
+
+std::vector<Round> Transposer::plan(uint32_t first, uint32_t last, uint64_t roundBytes) const {
+  std::vector<Round> rounds;
+  const RowBuckets* bk = opt_.buckets;
+  for (uint32_t lo = first; lo < last;) {
+    Round r{lo, lo, 0};
+    uint64_t bytes = 0;
+    while (r.hi < last && (r.hi == lo || bytes + bytesOf(nonzeros_[r.hi]) <= roundBytes)) {
+      bytes += bytesOf(nonzeros_[r.hi]);
+      r.total += nonzeros_[r.hi++];
+    }
+    // With buckets, a round ends at a bucket's start where it can, so that a bucket is read
+    // once; a bucket too large for one round is read by each of its rounds.
+    if (bk && r.hi < last) {
+      const uint32_t cut = std::max(lo, bk->firstContext(bk->bucketOf(r.hi)));
+      if (cut > lo)
+        for (; r.hi > cut; --r.hi) r.total -= nonzeros_[r.hi - 1];
+    }
+    rounds.push_back(r);
+    lo = r.hi;
+  }
+  return rounds;
+}
+
+Status Transposer::gather(const Round& r, RoundWork& w, uint32_t threads) {
+  w.round = r;
+  const uint32_t lo = r.lo, hi = r.hi;
+  w.offset.assign(hi - lo + 1, 0);
+  for (uint32_t c = lo; c < hi; ++c) w.offset[c - lo + 1] = w.offset[c - lo] + nonzeros_[c];
+  w.cursor.assign(w.offset.begin(), w.offset.end() - 1);
+  if (w.workspace && r.total * kBytesPerValue <= w.workspaceBytes) {
+    w.val = reinterpret_cast<double*>(w.workspace);
+    w.prof = reinterpret_cast<uint32_t*>(w.workspace + sizeof(double) * r.total);
+    w.met = reinterpret_cast<uint16_t*>(w.workspace + (sizeof(double) + sizeof(uint32_t)) * r.total);
+  } else {
+    w.prof = w.profBuf.get(r.total);
+    w.met = w.metBuf.get(r.total);
+    w.val = w.valBuf.get(r.total);
+  }
+  // Each thread scatters the values of a context range of about equal size: no two write
+  // the same column, and each column gets its values in profile order.
+  w.split.assign(1, lo);
+  for (uint32_t t = 1; t < threads; ++t) {
+    const uint64_t target = r.total * t / threads;
+    uint32_t c = w.split.back();
+    while (c < hi && w.offset[c - lo] < target) ++c;
+    w.split.push_back(c);
+  }
+  w.split.push_back(hi);
+  return opt_.buckets ? gatherBuckets(w, threads) : gatherRows(w, threads);
+}
+
+Status Transposer::gatherBuckets(RoundWork& w, uint32_t threads) {
+  // The chunks of every bucket the round touches are read a window at a time (by all
+  // threads), then each thread scatters the pieces' entries of its own context range.
+  const RowBuckets& bk = *opt_.buckets;
+  const uint32_t lo = w.round.lo;
+  auto scatter = [&](uint32_t t, std::span<const uint8_t> bytes) {
+    const uint32_t clo = w.split[t], chi = w.split[t + 1];
+    if (clo >= chi) return Status();
+    return RowBuckets::forEachPiece(bytes, [&](const RowBuckets::Piece& piece) {
+      uint32_t e = uint32_t(std::lower_bound(piece.ctx, piece.ctx + piece.entries, clo) - piece.ctx);
+      for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < chi; ++e) {
+        const uint32_t c = piece.ctx[e];
+        uint64_t& at = w.cursor[c - lo];
+        if (at + (piece.end[e] - v) > w.offset[c - lo + 1]) {
+          overflow_ = true;
+          return;
+        }
+        for (; v < piece.end[e]; ++v, ++at) {
+          w.prof[at] = piece.profile;
+          w.met[at] = piece.metric[v];
+          w.val[at] = piece.value[v];
+        }
+      }
+    });
+  };
+  w.chunkList.clear();
+  for (uint32_t b = bk.bucketOf(lo); b <= bk.bucketOf(w.round.hi - 1); ++b)
+    for (size_t k = 0; k < bk.chunks(b).size(); ++k) w.chunkList.emplace_back(b, k);
+  for (size_t c0 = 0; c0 < w.chunkList.size();) {
+    // A window: chunks up to kWindowBytes (at least one), each at its place in it.
+    w.chunkAt.clear();
+    uint64_t bytes = 0;
+    size_t c1 = c0;
+    for (; c1 < w.chunkList.size(); ++c1) {
+      const uint64_t n = bk.chunks(w.chunkList[c1].first)[w.chunkList[c1].second].second;
+      if (c1 > c0 && bytes + n > kWindowBytes) break;
+      w.chunkAt.push_back(bytes);
+      bytes += n;
+    }
+    uint8_t* in = w.window.get(bytes);
+    w.errors.assign(std::max<size_t>(c1 - c0, threads), Status());
+    forEach(threads, c1 - c0, [&](size_t i) {
+      w.errors[i] = bk.readChunk(w.chunkList[c0 + i].first, w.chunkList[c0 + i].second, in + w.chunkAt[i]);
+    });
+    for (size_t i = 0; i < c1 - c0; ++i) HPC_RETURN_IF_ERROR(w.errors[i]);
+    forEach(threads, threads, [&](size_t t) { w.errors[t] = scatter(uint32_t(t), {in, size_t(bytes)}); });
+    for (uint32_t t = 0; t < threads; ++t) HPC_RETURN_IF_ERROR(w.errors[t]);
+    if (overflow_) return Status::error("transpose: more values kept than were counted");
+    c0 = c1;
+  }
+  return Status();
+}
+
+Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
+  // A piece of every row, read back from the sink a few rows at a time per thread, so that
+  // each thread has rows to scatter.
+  const uint32_t lo = w.round.lo, hi = w.round.hi;
+  const uint32_t batch = threads == 1 ? 1 : 4 * threads;
+  w.rows.resize(batch);
+  w.errors.resize(batch);
+  auto scatter = [&](uint32_t t, uint32_t n, uint32_t p0) {
+    const uint32_t clo = w.split[t], chi = w.split[t + 1];
+    if (clo >= chi) return;
+    for (uint32_t i = 0; i < n; ++i) {
+      const SparseRow& r = w.rows[i];
+      size_t j = size_t(std::lower_bound(r.ctx.begin(), r.ctx.end(), clo) - r.ctx.begin());
+      for (; j < r.ctx.size() && r.ctx[j] < chi; ++j) {
+        uint64_t& at = w.cursor[r.ctx[j] - lo];
+        const uint64_t b = r.start[j], e = r.start[j + 1];
+        if (at + (e - b) > w.offset[r.ctx[j] - lo + 1]) {
+          overflow_ = true;
+          return;
+        }
+        for (uint64_t k = b; k < e; ++k, ++at) {
+          w.prof[at] = p0 + i;
+          w.met[at] = r.metric[k];
+          w.val[at] = r.value[k];
+        }
+      }
+    }
+  };
+  for (uint32_t p0 = 1; p0 < numProfiles_; p0 += batch) {
+    const uint32_t n = std::min(batch, numProfiles_ - p0);
+    forEach(threads, n, [&](size_t i) { w.errors[i] = sink_.readProfile(p0 + uint32_t(i), lo, hi, w.rows[i]); });
+    for (uint32_t i = 0; i < n; ++i) HPC_RETURN_IF_ERROR(w.errors[i]);
+    forEach(threads, threads, [&](size_t t) { scatter(uint32_t(t), n, p0); });
+    if (overflow_)
+      return Status::error("profiles " + std::to_string(p0) + ".." + std::to_string(p0 + n - 1) +
+                           ": more values read back than were written");
+  }
+  return Status();
+}
+
+void Transposer::build(RoundWork& w, uint32_t threads) {
+  // Columns: each gets at most min(entries, propagated metrics) metric slots.
+  const uint32_t lo = w.round.lo;
+  ColumnBatch& cols = w.cols;
+  cols.ctx.clear();
+  cols.slot.clear();
+  uint64_t slots = 0;
+  for (uint32_t c = lo; c < w.round.hi; ++c) {
+    const uint64_t n = w.offset[c - lo + 1] - w.offset[c - lo];
+    if (!n) continue;
+    cols.ctx.push_back(c);
+    cols.slot.push_back(slots);
+    slots += std::min<uint64_t>(n, maxSlots_);
+  }
+  const size_t ncols = cols.ctx.size();
+  cols.end.resize(ncols);
+  cols.metrics.resize(ncols);
+  cols.metric.resize(slots);
+  cols.start.resize(slots);
+  cols.profile = w.prof;
+  cols.value = w.val;
+  w.stats = w.statsBuf.get(slots * kinds_);
+  w.statCount.resize(ncols);
+  forEach(threads, ncols, [&](size_t i) {
+    const uint32_t c = cols.ctx[i];
+    w.statCount[i] = buildColumn(i, w.offset[c - lo], w.cursor[c - lo], w.prof, w.met, w.val, metrics_, cols,
+                                 w.stats + cols.slot[i] * kinds_);
+  });
+}
+
+Status Transposer::emit(RoundWork& w, SparseRow& summary) {
+  const ColumnBatch& cols = w.cols;
+  HPC_RETURN_IF_ERROR(sink_.writeContexts(cols));
+  for (size_t i = 0; i < cols.size(); ++i) {
+    if (!w.statCount[i]) continue;
+    summary.ctx.push_back(cols.ctx[i]);
+    const auto* st = w.stats + cols.slot[i] * kinds_;
+    for (uint32_t k = 0; k < w.statCount[i]; ++k) {
+      summary.metric.push_back(st[k].first);
+      summary.value.push_back(st[k].second);
+    }
+    summary.start.push_back(summary.value.size());
+  }
+  return Status();
+}
+
+Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
+  // From the row buckets, rounds are independent until they are written: each thread fills
+  // and sorts whole rounds of its own (its data stay in its core's caches) while the rounds
+  // are written in context order, each thread's rounds in its share of the workspace. From
+  // profile.db rows (hpcprof-mpi) rounds go one after the other, each read by all threads
+  // (a row is read on from where the last round stopped).
+  const bool pipelined = opt_.buckets && threads_ > 1;
+  const uint32_t lanes = pipelined ? threads_ : 1;
+  const uint64_t share = (opt_.workspace ? opt_.workspaceBytes / lanes : 0) & ~uint64_t(7);
+  uint64_t roundBytes = std::max<uint64_t>(1, std::min(opt_.budgetBytes, kRoundBytes));
+  if (pipelined) roundBytes = std::max<uint64_t>(1, roundBytes / lanes);
+  const std::vector<Round> rounds = plan(first, last, roundBytes);
+  std::vector<std::unique_ptr<RoundWork>> work(lanes);
+  for (uint32_t k = 0; k < lanes; ++k) {
+    work[k] = std::make_unique<RoundWork>();
+    if (share) {
+      work[k]->workspace = opt_.workspace + k * share;
+      work[k]->workspaceBytes = share;
+    }
+  }
+  uint64_t values = 0;
+  for (const Round& r : rounds) values += r.total;
+
+  if (!pipelined) {
+    for (const Round& r : rounds) {
+      HPC_RETURN_IF_ERROR(gather(r, *work[0], threads_));
+      build(*work[0], threads_);
+      HPC_RETURN_IF_ERROR(emit(*work[0], summary));
+    }
+  } else {
+    std::vector<RoundWork*> free;
+    for (auto& w : work) free.push_back(w.get());
+    std::mutex freeMu;
+    size_t next = 0;
+    Status failed;
+    struct Item {
+      RoundWork* w = nullptr;
+      Status status;
+    };
+    arena_.execute([&] {
+      tbb::parallel_pipeline(
+          lanes,
+          tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> Item {
+                                         if (next == rounds.size() || !failed.ok()) {
+                                           fc.stop();
+                                           return {};
+                                         }
+                                         std::lock_guard lock(freeMu);
+                                         Item it{free.back(), Status()};
+                                         free.pop_back();
+                                         it.w->round = rounds[next++];
+                                         return it;
+                                       }) &
+              tbb::make_filter<Item, Item>(tbb::filter_mode::parallel,
+                                           [&](Item it) {
+                                             it.status = gather(it.w->round, *it.w, 1);
+                                             if (it.status.ok()) build(*it.w, 1);
+                                             return it;
+                                           }) &
+              tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item it) {
+                if (failed.ok()) failed = it.status.ok() ? emit(*it.w, summary) : it.status;
+                std::lock_guard lock(freeMu);
+                free.push_back(it.w);
+              }));
+    });
+    HPC_RETURN_IF_ERROR(failed);
+  }
+  if (opt_.verbose)
+    std::fprintf(stderr, "hpcprof: transposed %llu values of contexts [%u, %u) in %zu rounds%s\n",
+                 static_cast<unsigned long long>(values), first, last, rounds.size(),
+                 opt_.buckets ? " from row buckets" : "");
+  return Status();
+}
+
 }  // namespace
 
 Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                       const std::vector<uint64_t>& nonzeros, uint32_t first, uint32_t last,
                       const TransposeOptions& opt, SparseRow& summary) {
-  const uint64_t roundBytes = std::max<uint64_t>(1, std::min(opt.budgetBytes, kRoundBytes));
-  const uint32_t threads = std::max(1u, opt.threads);
-  // Rows are read a few at a time per thread, so that each thread has rows to scatter.
-  const uint32_t batch = threads == 1 ? 1 : 4 * threads;
-  tbb::task_arena arena{int(threads)};
-
-  // Storage of one round, reused by the next.
-  Scratch<uint32_t> profBuf;
-  Scratch<uint16_t> metBuf;
-  Scratch<double> valBuf;
-  std::vector<uint64_t> offset, cursor;
-  Scratch<std::pair<uint16_t, double>> statsBuf;
-  std::vector<uint32_t> statCount;
-  ColumnBatch batchCols;
-  const uint64_t maxSlots = std::max<uint64_t>(1, metrics.numProp());
-  const size_t kinds = metrics.kinds().size();
-  // A context's memory in a round: its values and, at most, a metric slot per value.
-  auto bytesOf = [&](uint64_t n) {
-    return n * kBytesPerValue + std::min(n, maxSlots) * (kBytesPerSlot + kinds * kBytesPerStat);
-  };
-  std::vector<SparseRow> rows(batch);
-  std::vector<Status> errors(batch);
-  std::vector<uint32_t> split;  // the contexts [split[t], split[t + 1]) are thread t's to scatter
-  std::atomic<bool> overflow{false};
-  uint32_t rounds = 0, bucketRounds = 0;
-  uint64_t values = 0;
-
-  for (uint32_t lo = first; lo < last;) {
-    uint32_t hi = lo;
-    uint64_t total = 0, bytes = 0;
-    while (hi < last && (hi == lo || bytes + bytesOf(nonzeros[hi]) <= roundBytes)) {
-      bytes += bytesOf(nonzeros[hi]);
-      total += nonzeros[hi++];
-    }
-    // With buckets, a round ends at a bucket's start where it can, so that it reads whole
-    // buckets (a bucket too large for one round is taken in rounds that read rows instead).
-    if (opt.buckets && hi < last) {
-      const uint32_t cut = std::max(lo, opt.buckets->firstContext(opt.buckets->bucketOf(hi)));
-      if (cut > lo)
-        for (; hi > cut; --hi) total -= nonzeros[hi - 1];
-    }
-    ++rounds;
-    values += total;
-
-    offset.assign(hi - lo + 1, 0);
-    for (uint32_t c = lo; c < hi; ++c) offset[c - lo + 1] = offset[c - lo] + nonzeros[c];
-    cursor.assign(offset.begin(), offset.end() - 1);
-    uint32_t* prof;
-    uint16_t* met;
-    double* val;
-    if (opt.workspace && total * kBytesPerValue <= opt.workspaceBytes) {
-      val = reinterpret_cast<double*>(opt.workspace);
-      prof = reinterpret_cast<uint32_t*>(opt.workspace + sizeof(double) * total);
-      met = reinterpret_cast<uint16_t*>(opt.workspace + (sizeof(double) + sizeof(uint32_t)) * total);
-    } else {
-      prof = profBuf.get(total);
-      met = metBuf.get(total);
-      val = valBuf.get(total);
-    }
-    // Each thread scatters the values of a context range of about equal size: no two write
-    // the same column, and each column gets its values in profile order.
-    split.assign(1, lo);
-    for (uint32_t t = 1; t < threads; ++t) {
-      const uint64_t target = total * t / threads;
-      uint32_t c = split.back();
-      while (c < hi && offset[c - lo] < target) ++c;
-      split.push_back(c);
-    }
-    split.push_back(hi);
-
-    auto scatter = [&](uint32_t t, uint32_t n, uint32_t p0) {
-      const uint32_t clo = split[t], chi = split[t + 1];
-      if (clo >= chi) return;
-      for (uint32_t i = 0; i < n; ++i) {
-        const SparseRow& r = rows[i];
-        size_t j = size_t(std::lower_bound(r.ctx.begin(), r.ctx.end(), clo) - r.ctx.begin());
-        for (; j < r.ctx.size() && r.ctx[j] < chi; ++j) {
-          uint64_t& at = cursor[r.ctx[j] - lo];
-          const uint64_t b = r.start[j], e = r.start[j + 1];
-          if (at + (e - b) > offset[r.ctx[j] - lo + 1]) {
-            overflow = true;
-            return;
-          }
-          for (uint64_t k = b; k < e; ++k, ++at) {
-            prof[at] = p0 + i;
-            met[at] = r.metric[k];
-            val[at] = r.value[k];
-          }
-        }
-      }
-    };
-    // From the buckets: each thread takes whole buckets, whose contexts no other has.
-    auto scatterBucket = [&](uint32_t b) {
-      return opt.buckets->forEachPiece(b, [&](const RowBuckets::Piece& piece) {
-        uint64_t v = 0;
-        for (uint32_t e = 0; e < piece.entries; ++e) {
-          const uint32_t c = piece.ctx[e];
-          const uint64_t n = piece.end[e] - v;
-          if (c >= lo && c < hi) {
-            uint64_t& at = cursor[c - lo];
-            if (at + n > offset[c - lo + 1]) {
-              overflow = true;
-              return;
-            }
-            for (uint64_t k = v; k < piece.end[e]; ++k, ++at) {
-              prof[at] = piece.profile;
-              met[at] = piece.metric[k];
-              val[at] = piece.value[k];
-            }
-          }
-          v = piece.end[e];
-        }
-      });
-    };
-    // A round of whole buckets reads them; a round of part of a bucket (one too large for a
-    // round) reads a piece of every row back instead of the whole bucket once per round.
-    const RowBuckets* bk = opt.buckets;
-    const bool fromBuckets = bk && lo == bk->firstContext(bk->bucketOf(lo)) &&
-                             (hi == last || hi == bk->firstContext(bk->bucketOf(hi)));
-    if (fromBuckets) {
-      ++bucketRounds;
-      const uint32_t b0 = bk->bucketOf(lo), b1 = bk->bucketOf(hi - 1) + 1;
-      if (threads == 1) {
-        for (uint32_t b = b0; b < b1; ++b) HPC_RETURN_IF_ERROR(scatterBucket(b));
-      } else {
-        std::vector<Status> st(b1 - b0);
-        arena.execute([&] { tbb::parallel_for(b0, b1, [&](uint32_t b) { st[b - b0] = scatterBucket(b); }); });
-        for (const Status& e : st) HPC_RETURN_IF_ERROR(e);
-      }
-      if (overflow) return Status::error("transpose: more values kept than were counted");
-    }
-    for (uint32_t p0 = 1; !fromBuckets && p0 < numProfiles; p0 += batch) {
-      const uint32_t n = std::min(batch, numProfiles - p0);
-      if (threads == 1) {
-        errors[0] = sink.readProfile(p0, lo, hi, rows[0]);
-        HPC_RETURN_IF_ERROR(errors[0]);
-        scatter(0, 1, p0);
-      } else {
-        arena.execute([&] {
-          tbb::parallel_for(0u, n, [&](uint32_t i) { errors[i] = sink.readProfile(p0 + i, lo, hi, rows[i]); });
-        });
-        for (uint32_t i = 0; i < n; ++i) HPC_RETURN_IF_ERROR(errors[i]);
-        arena.execute([&] { tbb::parallel_for(0u, threads, [&](uint32_t t) { scatter(t, n, p0); }); });
-      }
-      if (overflow) return Status::error("profiles " + std::to_string(p0) + ".." + std::to_string(p0 + n - 1) +
-                                         ": more values read back than were written");
-    }
-
-    // Columns: each gets at most min(entries, propagated metrics) metric slots.
-    ColumnBatch& cols = batchCols;
-    cols.ctx.clear();
-    cols.slot.clear();
-    uint64_t slots = 0;
-    for (uint32_t c = lo; c < hi; ++c) {
-      const uint64_t n = offset[c - lo + 1] - offset[c - lo];
-      if (!n) continue;
-      cols.ctx.push_back(c);
-      cols.slot.push_back(slots);
-      slots += std::min<uint64_t>(n, maxSlots);
-    }
-    const size_t ncols = cols.ctx.size();
-    cols.end.resize(ncols);
-    cols.metrics.resize(ncols);
-    cols.metric.resize(slots);
-    cols.start.resize(slots);
-    cols.profile = prof;
-    cols.value = val;
-    std::pair<uint16_t, double>* statBuf = statsBuf.get(slots * kinds);
-    statCount.resize(ncols);
-    auto build = [&](size_t i) {
-      const uint32_t c = cols.ctx[i];
-      statCount[i] = buildColumn(i, offset[c - lo], cursor[c - lo], prof, met, val, metrics, cols,
-                                 statBuf + cols.slot[i] * kinds);
-    };
-    if (threads == 1) {
-      for (size_t i = 0; i < ncols; ++i) build(i);
-    } else {
-      arena.execute([&] { tbb::parallel_for(size_t(0), ncols, build); });
-    }
-    HPC_RETURN_IF_ERROR(sink.writeContexts(cols));
-    for (size_t i = 0; i < ncols; ++i) {
-      if (!statCount[i]) continue;
-      summary.ctx.push_back(cols.ctx[i]);
-      const auto* st = statBuf + cols.slot[i] * kinds;
-      for (uint32_t k = 0; k < statCount[i]; ++k) {
-        summary.metric.push_back(st[k].first);
-        summary.value.push_back(st[k].second);
-      }
-      summary.start.push_back(summary.value.size());
-    }
-    lo = hi;
-  }
-  if (opt.verbose)
-    std::fprintf(stderr, "hpcprof: transposed %llu values of contexts [%u, %u) in %u rounds (%u from row buckets)\n",
-                 static_cast<unsigned long long>(values), first, last, rounds, bucketRounds);
-  return Status();
+  Transposer t(sink, metrics, numProfiles, nonzeros, opt);
+  return t.run(first, last, summary);
 }
 
 }  // namespace hpc::analysis

@@ -51,17 +51,18 @@ public:
   uint32_t bucketOf(uint32_t ctx) const { return ctx / width_; }
   uint32_t firstContext(uint32_t bucket) const { return bucket * width_; }
   uint32_t buckets() const { return uint32_t(chunks_.size()); }
-  // Calls f(const Piece&) for each piece of the bucket, in profile order. MT: thread-safe
+  // Where the bucket's chunks are in the temporary file, in profile order: (offset, bytes).
+  const std::vector<std::pair<uint64_t, uint64_t>>& chunks(uint32_t bucket) const { return chunks_[bucket]; }
+  // The bytes of a chunk into `into` (chunks(bucket)[k].second of them). MT: thread-safe
   // after finish().
-  template <typename F> Status forEachPiece(uint32_t bucket, F&& f) const;
+  Status readChunk(uint32_t bucket, size_t k, uint8_t* into) const;
+  // Calls f(const Piece&) for each piece in bytes read from whole chunks, in their order.
+  template <typename F> static Status forEachPiece(std::span<const uint8_t> bytes, F&& f);
 
 private:
   RowBuckets() = default;
   Status flush(uint32_t bucket);
   Status write(uint32_t bucket, std::span<const uint8_t> bytes);
-  // Chunk k of the bucket into the first `bytes` of `into` (only ever grown: no zero-filling
-  // each time a chunk is longer than the last).
-  Status readChunk(uint32_t bucket, size_t k, std::vector<uint8_t>& into, size_t& bytes) const;
 
   uint32_t width_ = 1;       // contexts per bucket
   uint64_t chunkBytes_ = 0;  // a bucket's buffer, written out when full
@@ -79,27 +80,22 @@ inline size_t rowPieceBytes(uint64_t entries, uint64_t values) {
   return 16 + 8 * entries + 8 * values + ((2 * values + 7) & ~uint64_t(7));
 }
 
-template <typename F> Status RowBuckets::forEachPiece(uint32_t bucket, F&& f) const {
-  thread_local std::vector<uint8_t> buf;
-  for (size_t k = 0; k < chunks_[bucket].size(); ++k) {
-    size_t size = 0;
-    HPC_RETURN_IF_ERROR(readChunk(bucket, k, buf, size));
-    for (size_t at = 0; at + 16 <= size;) {
-      uint32_t head[4];
-      std::memcpy(head, buf.data() + at, sizeof head);
-      const size_t bytes = rowPieceBytes(head[1], head[2]);
-      if (at + bytes > size) return Status::error("transpose: temporary file: piece overruns its chunk");
-      const uint8_t* p = buf.data() + at + 16;
-      Piece piece;
-      piece.profile = head[0];
-      piece.entries = head[1];
-      piece.ctx = reinterpret_cast<const uint32_t*>(p);
-      piece.end = piece.ctx + head[1];
-      piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
-      piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
-      f(piece);
-      at += bytes;
-    }
+template <typename F> Status RowBuckets::forEachPiece(std::span<const uint8_t> bytes, F&& f) {
+  for (size_t at = 0; at + 16 <= bytes.size();) {
+    uint32_t head[4];
+    std::memcpy(head, bytes.data() + at, sizeof head);
+    const size_t n = rowPieceBytes(head[1], head[2]);
+    if (at + n > bytes.size()) return Status::error("transpose: temporary file: piece overruns its chunk");
+    const uint8_t* p = bytes.data() + at + 16;
+    Piece piece;
+    piece.profile = head[0];
+    piece.entries = head[1];
+    piece.ctx = reinterpret_cast<const uint32_t*>(p);
+    piece.end = piece.ctx + head[1];
+    piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
+    piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
+    f(piece);
+    at += n;
   }
   return Status();
 }
