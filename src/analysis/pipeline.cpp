@@ -1,6 +1,7 @@
 #include "analysis/pipeline.hpp"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <sys/resource.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cctype>
 #include <chrono>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -138,6 +140,38 @@ Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
     done += size_t(n);
   }
   return at;
+}
+
+Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> pieces) {
+  uint64_t total = 0;
+  for (const auto& p : pieces) total += p.size();
+  const uint64_t start = end_.fetch_add(total, std::memory_order_relaxed);
+  std::vector<iovec> iov;
+  size_t k = 0;      // the piece being written
+  size_t skip = 0;   // of its bytes, written already
+  uint64_t at = start;
+  while (k < pieces.size()) {
+    iov.clear();
+    for (size_t j = k; j < pieces.size() && iov.size() < IOV_MAX; ++j) {
+      const size_t from = j == k ? skip : 0;
+      if (pieces[j].size() > from)
+        iov.push_back({const_cast<uint8_t*>(pieces[j].data() + from), pieces[j].size() - from});
+    }
+    if (iov.empty()) break;
+    ssize_t n = ::pwritev(fd_, iov.data(), int(iov.size()), off_t(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::error("temporary file in " + dir_ + ": write failed: " + std::strerror(errno));
+    at += uint64_t(n);
+    // Past the bytes written: whole pieces, then part of one.
+    size_t left = size_t(n);
+    while (k < pieces.size() && left >= pieces[k].size() - skip) {
+      left -= pieces[k].size() - skip;
+      skip = 0;
+      ++k;
+    }
+    skip += left;
+  }
+  return start;
 }
 
 Status Spill::read(uint64_t at, std::span<uint8_t> into) const {

@@ -42,6 +42,9 @@ public:
   Spill& operator=(const Spill&) = delete;
   // MT: thread-safe. Where the bytes went.
   Expected<uint64_t> append(std::span<const uint8_t> bytes);
+  // MT: thread-safe. The pieces end to end, in one write where the system allows (a write
+  // costs several microseconds on a virtual machine, whatever its size); where the first went.
+  Expected<uint64_t> append(std::span<const std::span<const uint8_t>> pieces);
   // MT: thread-safe.
   Status read(uint64_t at, std::span<uint8_t> into) const;
 

@@ -119,9 +119,22 @@ Status RowBuckets::write(uint32_t bucket, std::span<const uint8_t> bytes) {
 }
 
 Status RowBuckets::flush(uint32_t bucket) {
-  if (!used_[bucket]) return Status();
-  HPC_RETURN_IF_ERROR(write(bucket, {memory_.get() + bucket * chunkBytes_, size_t(used_[bucket])}));
-  used_[bucket] = 0;
+  // With the full buffer go all those at least half full, in one write (a write's fixed cost
+  // is several microseconds on a virtual machine: 2000 profiles made 5,700 writes of 32 KiB).
+  std::vector<uint32_t> which;
+  std::vector<std::span<const uint8_t>> pieces;
+  for (uint32_t b = 0; b < used_.size(); ++b) {
+    if (!used_[b] || (b != bucket && bucket != kAll && used_[b] < chunkBytes_ / 2)) continue;
+    which.push_back(b);
+    pieces.emplace_back(memory_.get() + b * chunkBytes_, size_t(used_[b]));
+  }
+  if (pieces.empty()) return Status();
+  HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(pieces));
+  for (size_t k = 0; k < which.size(); ++k) {
+    chunks_[which[k]].emplace_back(at, pieces[k].size());
+    at += pieces[k].size();
+    used_[which[k]] = 0;
+  }
   return Status();
 }
 
@@ -158,7 +171,7 @@ Status RowBuckets::add(uint32_t profile, const SparseRow& row) {
 }
 
 Status RowBuckets::finish() {
-  for (uint32_t b = 0; b < used_.size(); ++b) HPC_RETURN_IF_ERROR(flush(b));
+  HPC_RETURN_IF_ERROR(flush(kAll));
   std::vector<uint8_t>().swap(large_);
   return Status();
 }

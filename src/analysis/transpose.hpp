@@ -61,6 +61,8 @@ public:
 
 private:
   RowBuckets() = default;
+  // Writes out the bucket's buffer (kAll: every buffer) and others well filled.
+  static constexpr uint32_t kAll = ~0u;
   Status flush(uint32_t bucket);
   Status write(uint32_t bucket, std::span<const uint8_t> bytes);
 
