@@ -1,8 +1,10 @@
 // Streaming writers for hpcprof: space is reserved at the end of the file under a
-// lock and filled with pwrite, so rows may be written from many threads in any order.
+// lock and filled with pwrite, so rows may be written from many threads in any order;
+// blocks that continue the last one are gathered into one write.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
 
 #include "common/file.hpp"
@@ -37,15 +39,45 @@ public:
   }
   // MT: thread-safe for disjoint ranges.
   Status write(uint64_t at, std::span<const uint8_t> b) {
-    size_t done = 0;
-    while (done < b.size()) {
-      ssize_t n = ::pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
-      if (n <= 0) return Status::error(out_.target().string() + ": write failed: " + std::strerror(errno));
-      done += size_t(n);
+    if (b.size() <= kStageBytes / 2) return put(at, b.size(), [&](uint8_t* p) { std::memcpy(p, b.data(), b.size()); });
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
     }
+    return pwriteAll(at, b);
+  }
+  // The n bytes at `at`, made by fill(p): straight into the write-combining buffer when they
+  // continue what it holds (blocks reserved one after the other lie end to end but for the
+  // 8-byte alignment; the gap is zero-filled as the file's hole would be). A write costs
+  // several microseconds on a virtual machine, whatever its size: 2000 profiles' rows and
+  // trace lines were 4000 writes. MT: thread-safe for disjoint ranges.
+  template <typename F> Status put(uint64_t at, size_t n, F&& fill) {
+    std::lock_guard lock(stageMu_);
+    const uint64_t end = stageAt_ + stageUsed_;
+    if (stageUsed_ && at >= end && at - end < 8 && stageUsed_ + (at - end) + n <= kStageBytes) {
+      std::memset(stage_.get() + stageUsed_, 0, size_t(at - end));
+      fill(stage_.get() + (at - stageAt_));
+      stageUsed_ = size_t(at - stageAt_) + n;
+      return Status();
+    }
+    HPC_RETURN_IF_ERROR(flushLocked());
+    if (n > kStageBytes / 2) {
+      thread_local std::vector<uint8_t> one;  // only grown
+      if (one.size() < n) one.resize(n);
+      fill(one.data());
+      return pwriteAll(at, {one.data(), n});
+    }
+    if (!stage_) stage_.reset(new uint8_t[kStageBytes]);
+    stageAt_ = at;
+    fill(stage_.get());
+    stageUsed_ = n;
     return Status();
   }
-  Status read(uint64_t at, std::span<uint8_t> b) const {
+  Status read(uint64_t at, std::span<uint8_t> b) {
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
+    }
     size_t done = 0;
     while (done < b.size()) {
       ssize_t n = ::pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
@@ -57,21 +89,42 @@ public:
   Status commit(std::string_view footer) {
     uint64_t at = reserve(footer.size());
     HPC_RETURN_IF_ERROR(write(at, {reinterpret_cast<const uint8_t*>(footer.data()), footer.size()}));
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
+    }
     if (::close(fd_) != 0) return Status::error(out_.target().string() + ": close failed");
     fd_ = -1;
     return out_.commit();
   }
 
 private:
+  static constexpr size_t kStageBytes = size_t(512) << 10;
+  Status pwriteAll(uint64_t at, std::span<const uint8_t> b) {
+    size_t done = 0;
+    while (done < b.size()) {
+      ssize_t n = ::pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
+      if (n <= 0) return Status::error(out_.target().string() + ": write failed: " + std::strerror(errno));
+      done += size_t(n);
+    }
+    return Status();
+  }
+  Status flushLocked() {
+    if (!stageUsed_) return Status();
+    const size_t n = stageUsed_;
+    stageUsed_ = 0;
+    return pwriteAll(stageAt_, {stage_.get(), n});
+  }
+
   AtomicOutput out_;
   int fd_ = -1;
   std::mutex mu_;
   uint64_t end_ = 0;
+  std::mutex stageMu_;
+  std::unique_ptr<uint8_t[]> stage_;
+  uint64_t stageAt_ = 0;
+  size_t stageUsed_ = 0;
 };
-
-namespace {
-Status write_buf(StreamFile& f, uint64_t at, const ByteWriter& w) { return f.write(at, w.buffer()); }
-}  // namespace
 
 // ---- profile.db
 struct ProfileDbWriter::Info {
@@ -107,11 +160,9 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
     return Status::error("profile.db: profile " + std::to_string(index) + ": inconsistent sparse row");
   // Reserved 8-aligned, so the block's size does not depend on where it lands.
   uint64_t at = out_->reserve(detail::block_size(values, 4));
-  thread_local std::vector<uint8_t> placed;  // its storage reused from row to row, never zero-filled again
   const size_t n = detail::block_size(values, 4, at);
-  if (placed.size() < n) placed.resize(n);
-  detail::BlockPtrs b = detail::encode_block(placed.data(), values, 4, at);
-  HPC_RETURN_IF_ERROR(out_->write(at, std::span<const uint8_t>(placed.data(), n)));
+  detail::BlockPtrs b;
+  HPC_RETURN_IF_ERROR(out_->put(at, n, [&](uint8_t* p) { b = detail::encode_block(p, values, 4, at); }));
   Info& info = infos_[index];
   info.nValues = values.size();
   info.nCtxs = values.key.size();
@@ -227,16 +278,17 @@ Status TraceDbWriter::begin(const std::filesystem::path& file, uint32_t numTrace
 
 Status TraceDbWriter::write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line) {
   if (!out_ || index >= headers_.size()) return Status::error("trace.db: trace index out of range");
-  thread_local ByteWriter w;  // its storage reused from line to line
-  w.buffer().clear();
-  w.zeros(12 * line.size());
-  for (size_t i = 0; i < line.size(); ++i) {
-    w.patch_le<uint64_t>(12 * i, line[i].timestamp);
-    w.patch_le<uint32_t>(12 * i + 8, line[i].ctxId);
-  }
-  uint64_t at = out_->reserve(w.size());
-  HPC_RETURN_IF_ERROR(write_buf(*out_, at, w));
-  headers_[index] = {profIndex, at, at + w.size()};
+  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  const uint64_t n = 12 * uint64_t(line.size());
+  const uint64_t at = out_->reserve(n);
+  HPC_RETURN_IF_ERROR(out_->put(at, size_t(n), [&](uint8_t* p) {
+    for (const TraceElem& e : line) {
+      std::memcpy(p, &e.timestamp, 8);
+      std::memcpy(p + 8, &e.ctxId, 4);
+      p += 12;
+    }
+  }));
+  headers_[index] = {profIndex, at, at + n};
   if (!line.empty()) {
     std::lock_guard lock(mu_);
     min_ = std::min(min_, line.front().timestamp);
