@@ -190,12 +190,27 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
   out.clear();
   out.resize(profiles.size());
   Progress progress(options.progress, "reading calling contexts", profiles.size());
+  // Each thread gathers its profiles' records and spills them a few at a time (a write costs
+  // several microseconds on a virtual machine, whatever its size).
+  constexpr size_t kGatherBytes = size_t(256) << 10;
   struct Scratch {
     ProfileData data;
     NodeContexts nodes;
-    std::vector<uint8_t> record;
+    std::vector<uint8_t> record;  // only grown: the records [0, used)
+    size_t used = 0;
+    std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
   };
   tbb::enumerable_thread_specific<Scratch> scratch;
+  auto spillGathered = [&](Scratch& sc) {
+    if (sc.pending.empty()) return;
+    Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
+    for (const auto& [i, offset] : sc.pending) {
+      if (at.ok()) out[i].spillAt = *at + offset;
+      else out[i].valuesError = at.status().message();
+    }
+    sc.pending.clear();
+    sc.used = 0;
+  };
   auto unifyOne = [&](size_t i) {
     Unified& u = out[i];
     struct Tick {
@@ -225,24 +240,22 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     // Only the values and trace records go on to pass 2, each with its node's context.
     if (data.valuesStatus.ok()) {
       const ProfileValues& v = data.values;
-      std::vector<uint8_t>& rec = sc.record;
-      rec.resize(v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace));
-      auto* sv = reinterpret_cast<SpilledValue*>(rec.data());
+      const size_t most = v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace);
+      if (sc.used + most > std::max(kGatherBytes, most)) spillGathered(sc);
+      if (sc.record.size() < sc.used + most) sc.record.resize(std::max(sc.used + most, kGatherBytes));
+      uint8_t* rec = sc.record.data() + sc.used;
+      auto* sv = reinterpret_cast<SpilledValue*>(rec);
       uint32_t nv = 0;
       for (const PointValue& p : v.values)
         if (const Context* c = sc.nodes.find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
-      auto* st = reinterpret_cast<SpilledTrace*>(rec.data() + nv * sizeof(SpilledValue));
+      auto* st = reinterpret_cast<SpilledTrace*>(rec + nv * sizeof(SpilledValue));
       if (tree.hasTrace)
         for (const TraceRecord& r : v.trace) *st++ = {r.time, sc.nodes.find(r.node)};
-      const size_t bytes = reinterpret_cast<uint8_t*>(st) - rec.data();
-      Expected<uint64_t> at = spill.append({rec.data(), bytes});
-      if (!at.ok()) {
-        u.valuesError = at.status().message();
-      } else {
-        u.spillAt = *at;
-        u.values = nv;
-        u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
-      }
+      // Spilled with the thread's next few (spillAt is set then).
+      sc.pending.emplace_back(i, sc.used);
+      sc.used = size_t(reinterpret_cast<uint8_t*>(st) - sc.record.data());
+      u.values = nv;
+      u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
     } else {
       u.valuesError = data.valuesStatus.message();
     }
@@ -260,6 +273,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
       tbb::this_task_arena::isolate([&] { unifyOne(i); });
     });
   });
+  for (Scratch& sc : scratch) spillGathered(sc);
 }
 
 // The database's metrics for metrics/default.yaml as the measurements describe them, in
