@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 #include <system_error>
 
 #include "analysis/io.hpp"
@@ -9,12 +10,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void addProfile(Inputs& in, const fs::path& p) {
+// `traces`: the directory's .hpctrace files, when it was listed (no stat per profile).
+void addProfile(Inputs& in, const fs::path& p, const std::set<fs::path>* traces = nullptr) {
   fs::path trace = p;
   trace.replace_extension(".hpctrace");
   std::error_code ec;
   in.profiles.push_back(p);
-  in.traces.push_back(fs::is_regular_file(trace, ec) ? trace : fs::path());
+  const bool found = traces ? traces->count(trace) != 0 : fs::is_regular_file(trace, ec);
+  in.traces.push_back(found ? trace : fs::path());
 }
 
 }  // namespace
@@ -32,12 +35,16 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     if (!fs::is_directory(m, ec))
       return Status::error(m.string() + ": no such measurement directory or profile");
     std::vector<fs::path> found;
-    for (const auto& e : fs::directory_iterator(m, ec))
-      if (e.is_regular_file() && e.path().extension() == ".hpcrun") found.push_back(e.path());
+    std::set<fs::path> traces;
+    for (const auto& e : fs::directory_iterator(m, ec)) {
+      if (!e.is_regular_file()) continue;
+      if (e.path().extension() == ".hpcrun") found.push_back(e.path());
+      else if (e.path().extension() == ".hpctrace") traces.insert(e.path());
+    }
     if (ec) return Status::error(m.string() + ": cannot list: " + ec.message());
     // Name order: the database's profile order must not depend on the file system.
     std::sort(found.begin(), found.end());
-    for (const fs::path& p : found) addProfile(in, p);
+    for (const fs::path& p : found) addProfile(in, p, &traces);
     if (ignoreStructs) continue;
     fs::path sdir = m / "structs";
     std::vector<fs::path> structs;

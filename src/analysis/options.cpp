@@ -69,6 +69,7 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
 
   for (size_t i = 0; i < inputs.profiles.size(); ++i) {
     job.profiles.push_back(openHpcrunProfile(inputs.profiles[i], inputs.traces[i]));
+    if (tool == "hpcprof") continue;  // the sizes weigh hpcprof-mpi's shares only
     std::error_code ec;
     uint64_t bytes = fs::file_size(inputs.profiles[i], ec);
     if (ec) bytes = 0;

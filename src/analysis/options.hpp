@@ -30,7 +30,7 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
 // the database path and the pipeline's options.
 struct Job {
   std::vector<std::unique_ptr<ProfileSource>> profiles;
-  std::vector<uint64_t> profileBytes;  // size of each .hpcrun (and .hpctrace) file
+  std::vector<uint64_t> profileBytes;  // size of each .hpcrun (and .hpctrace) file; hpcprof-mpi only
   std::unique_ptr<StructureSource> structure;
   std::filesystem::path output;
   PipelineOptions options;
