@@ -438,10 +438,12 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
 
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
-  // The rows by context range for the transpose, in buffers of a round's size in all.
+  // The rows by context range for the transpose, each thread's apart (a lane), in buffers of
+  // a round's size per lane.
+  const uint32_t lanes = std::max(1u, options.threads);
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<RowBuckets> buckets,
-                       RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget, kTransposeRoundBytes),
-                                          options.scratchDir));
+                       RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget, kTransposeRoundBytes * lanes),
+                                          options.scratchDir, lanes));
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
@@ -483,21 +485,19 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                      f->status = computeProfile(
                                                          *profiles[i], *spill, unified[i], plan.localToGlobal[i],
                                                          propagators.local(), f->p);
+                                                     // Split while the row is in this core's cache.
+                                                     const int lane = tbb::this_task_arena::current_thread_index();
+                                                     if (f->status.ok() && lane >= 0 && uint32_t(lane) < lanes)
+                                                       f->status = buckets->add(uint32_t(lane), uint32_t(f->k + 1), f->p.row);
+                                                     else if (f->status.ok())
+                                                       f->status = Status::error("propagation: a thread outside the arena");
                                                      return f;
                                                    }) &
-            // Two serial stages, each in profile order, that run at the same time on different
-            // profiles: profile.db and trace.db, then the transpose's buckets.
-            tbb::make_filter<InFlight*, InFlight*>(tbb::filter_mode::serial_in_order,
-                                                   [&](InFlight* f) {
-                                                     errors[f->k] = f->status.ok()
-                                                                        ? writeProfile(sink, uint32_t(f->k + 1),
-                                                                                       plan.idTuples[f->k], f->p)
-                                                                        : f->status;
-                                                     return f;
-                                                   }) &
+            // profile.db and trace.db in profile order.
             tbb::make_filter<InFlight*, void>(tbb::filter_mode::serial_in_order, [&](InFlight* f) {
               std::unique_ptr<InFlight> owned(f);
-              if (errors[f->k].ok()) errors[f->k] = buckets->add(uint32_t(f->k + 1), f->p.row);
+              errors[f->k] = f->status.ok() ? writeProfile(sink, uint32_t(f->k + 1), plan.idTuples[f->k], f->p)
+                                            : f->status;
               progress.tick();
               std::lock_guard lock(spareMu);
               spare.push_back(std::move(owned));  // its rows' storage serves another profile

@@ -272,7 +272,8 @@ TEST(Transpose, StatsInProfileOrder) {
 // (hpcprof-mpi) gives the same columns and summary: random rows with three metrics, bucket
 // buffers small enough that chunks are written out and that some pieces are larger than a
 // buffer, rounds of several buckets, of one bucket and of part of one, at 1 and 2 threads
-// (at 2, rounds from buckets are filled side by side and written in order).
+// (at 2, two lanes of buckets, one with two runs, and rounds filled side by side and
+// written in order).
 TEST(Transpose, BucketsGiveTheSameColumns) {
   const uint32_t contexts = 20000, profiles = 40;
   MetricTable metrics({"a", "b", "c"}, true);
@@ -294,18 +295,22 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
   }
   // 64 buckets of 313 contexts, about 0.65 MB of a round each: rounds of 4 MiB (the most
   // there are) take six buckets, of 2 MiB three, of 1 MiB one, of 512 KiB part of one; at 2
-  // threads (rounds filled side by side, each in half the memory) half as many.
+  // threads (two lanes of 64 buckets; rounds filled side by side, each in half the budget)
+  // the budgets of 2 MiB and less give rounds half as large.
   for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20, uint64_t(512) << 10}) {
     for (unsigned threads : {1u, 2u}) {
       MemorySink plain, bucketed;
       ASSERT_TRUE(plain.begin(profiles + 1, contexts, false).ok());
       ASSERT_TRUE(bucketed.begin(profiles + 1, contexts, false).ok());
-      auto buckets = RowBuckets::create(contexts, 2 << 20, "");
+      // A lane per thread, as hpcprof keeps them: at 2, odd and even profiles apart, and
+      // lane 1 given profile 23 before 21 (a second run, merged like a lane of its own).
+      auto buckets = RowBuckets::create(contexts, uint64_t(threads) << 21, "", threads);
       ASSERT_TRUE(buckets.ok()) << buckets.status().message();
-      for (uint32_t p = 1; p <= profiles; ++p) {
+      for (uint32_t q = 1; q <= profiles; ++q) {
+        const uint32_t p = threads == 2 && (q == 21 || q == 23) ? 44 - q : q;
         ASSERT_TRUE(plain.writeProfile(p, {}, rows[p]).ok());
         ASSERT_TRUE(bucketed.writeProfile(p, {}, rows[p]).ok());
-        ASSERT_TRUE((*buckets)->add(p, rows[p]).ok());
+        ASSERT_TRUE((*buckets)->add(threads == 2 ? p % 2 : 0, p, rows[p]).ok());
       }
       ASSERT_TRUE((*buckets)->finish().ok());
       TransposeOptions opt;

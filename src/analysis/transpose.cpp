@@ -33,8 +33,6 @@ constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
 // instead, on from where the last round stopped (two small reads a row). Not growing with
 // the number of profiles, a round keeps peak memory flat in it.
 constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
-// A round of whole buckets reads their chunks this much at a time (more if one is larger).
-constexpr uint64_t kWindowBytes = uint64_t(256) << 10;
 
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,
 // profile order kept within a metric, and gives the column its metric slots; its summary
@@ -96,62 +94,72 @@ constexpr uint64_t kMinChunkBytes = uint64_t(32) << 10;
 constexpr uint32_t kMaxBuckets = 256;
 
 Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
-                                                         const std::filesystem::path& scratchDir) {
+                                                         const std::filesystem::path& scratchDir, uint32_t lanes) {
   std::unique_ptr<RowBuckets> b(new RowBuckets);
   HPC_ASSIGN_OR_RETURN(b->file_, Spill::create(scratchDir));
   contexts = std::max(1u, contexts);
-  const uint64_t n = std::clamp<uint64_t>(memoryBytes / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
+  lanes = std::max(1u, lanes);
+  const uint64_t perLane = memoryBytes / lanes;
+  const uint64_t n = std::clamp<uint64_t>(perLane / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
   b->width_ = uint32_t((uint64_t(contexts) + n - 1) / n);
-  const uint32_t buckets = (contexts + b->width_ - 1) / b->width_;
-  b->chunkBytes_ = std::max<uint64_t>(kMinChunkBytes, memoryBytes / buckets) & ~uint64_t(7);
-  b->memory_.reset(new uint8_t[buckets * b->chunkBytes_]);  // not zero-filled: pages touched as used
-  b->used_.assign(buckets, 0);
-  b->chunks_.resize(buckets);
+  b->buckets_ = (contexts + b->width_ - 1) / b->width_;
+  b->chunkBytes_ = std::max<uint64_t>(kMinChunkBytes, perLane / b->buckets_) & ~uint64_t(7);
+  // Not zero-filled: pages are touched as they are used.
+  b->memory_.reset(new uint8_t[uint64_t(lanes) * b->buckets_ * b->chunkBytes_]);
+  b->lanes_.resize(lanes);
+  for (Lane& l : b->lanes_) {
+    l.used.assign(b->buckets_, 0);
+    l.chunks.resize(b->buckets_);
+  }
   return b;
 }
 
 RowBuckets::~RowBuckets() = default;
 
-Status RowBuckets::write(uint32_t bucket, std::span<const uint8_t> bytes) {
-  HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(bytes));
-  chunks_[bucket].emplace_back(at, bytes.size());
-  return Status();
-}
-
-Status RowBuckets::flush(uint32_t bucket) {
-  // With the full buffer go all those at least half full, in one write (a write's fixed cost
-  // is several microseconds on a virtual machine: 2000 profiles made 5,700 writes of 32 KiB).
+Status RowBuckets::flush(uint32_t lane, uint32_t bucket) {
+  // With the full buffer go all the lane's buffers at least half full, in one write (a
+  // write's fixed cost is several microseconds on a virtual machine: 2000 profiles made 5,700
+  // writes of 32 KiB).
+  Lane& l = lanes_[lane];
   std::vector<uint32_t> which;
   std::vector<std::span<const uint8_t>> pieces;
-  for (uint32_t b = 0; b < used_.size(); ++b) {
-    if (!used_[b] || (b != bucket && bucket != kAll && used_[b] < chunkBytes_ / 2)) continue;
+  for (uint32_t b = 0; b < buckets_; ++b) {
+    if (!l.used[b] || (b != bucket && bucket != kAll && l.used[b] < chunkBytes_ / 2)) continue;
     which.push_back(b);
-    pieces.emplace_back(memory_.get() + b * chunkBytes_, size_t(used_[b]));
+    pieces.emplace_back(buffer(lane, b), size_t(l.used[b]));
   }
   if (pieces.empty()) return Status();
   HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(pieces));
   for (size_t k = 0; k < which.size(); ++k) {
-    chunks_[which[k]].emplace_back(at, pieces[k].size());
+    l.chunks[which[k]].push_back({at, pieces[k].size(), l.run});
     at += pieces[k].size();
-    used_[which[k]] = 0;
+    l.used[which[k]] = 0;
   }
   return Status();
 }
 
-Status RowBuckets::add(uint32_t profile, const SparseRow& row) {
+Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
+  if (lane >= lanes_.size()) return Status::error("transpose: no such lane");
+  Lane& l = lanes_[lane];
+  if (profile < l.last) {
+    // Out of the lane's order: what it holds ends the run, a new one begins.
+    HPC_RETURN_IF_ERROR(flush(lane, kAll));
+    ++l.run;
+  }
+  l.last = profile;
   size_t j = 0;
   while (j < row.ctx.size()) {
     const uint32_t bucket = bucketOf(row.ctx[j]);
-    if (bucket >= used_.size()) return Status::error("transpose: context beyond the tree");
+    if (bucket >= buckets_) return Status::error("transpose: context beyond the tree");
     const uint32_t limit = firstContext(bucket + 1);
     size_t k = j;
     while (k < row.ctx.size() && row.ctx[k] < limit) ++k;
     const uint64_t entries = k - j, v0 = row.start[j], values = row.start[k] - v0;
     const size_t bytes = rowPieceBytes(entries, values);
-    if (used_[bucket] + bytes > chunkBytes_) HPC_RETURN_IF_ERROR(flush(bucket));
+    if (l.used[bucket] + bytes > chunkBytes_) HPC_RETURN_IF_ERROR(flush(lane, bucket));
     const bool large = bytes > chunkBytes_;
-    if (large) large_.resize(bytes);
-    uint8_t* p = large ? large_.data() : memory_.get() + bucket * chunkBytes_ + used_[bucket];
+    if (large) l.large.resize(bytes);
+    uint8_t* p = large ? l.large.data() : buffer(lane, bucket) + l.used[bucket];
     const uint32_t head[4] = {profile, uint32_t(entries), uint32_t(values), 0};
     std::memcpy(p, head, sizeof head);
     auto* ctx = reinterpret_cast<uint32_t*>(p + 16);
@@ -163,27 +171,33 @@ Status RowBuckets::add(uint32_t profile, const SparseRow& row) {
     std::memcpy(p + 16 + 8 * entries, row.value.data() + v0, 8 * values);
     std::memcpy(p + 16 + 8 * entries + 8 * values, row.metric.data() + v0, 2 * values);
     std::memset(p + 16 + 8 * entries + 10 * values, 0, bytes - (16 + 8 * entries + 10 * values));
-    if (large) HPC_RETURN_IF_ERROR(write(bucket, {large_.data(), bytes}));
-    else used_[bucket] += bytes;
+    if (large) {
+      const std::span<const uint8_t> one[1] = {{l.large.data(), bytes}};
+      HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(one));
+      l.chunks[bucket].push_back({at, bytes, l.run});
+    } else {
+      l.used[bucket] += bytes;
+    }
     j = k;
   }
   return Status();
 }
 
 Status RowBuckets::finish() {
-  HPC_RETURN_IF_ERROR(flush(kAll));
-  std::vector<uint8_t>().swap(large_);
+  for (uint32_t lane = 0; lane < lanes_.size(); ++lane) {
+    HPC_RETURN_IF_ERROR(flush(lane, kAll));
+    std::vector<uint8_t>().swap(lanes_[lane].large);
+  }
   return Status();
 }
 
 std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
-  bytes = memory_ ? used_.size() * chunkBytes_ : 0;
+  bytes = memory_ ? uint64_t(lanes_.size()) * buckets_ * chunkBytes_ : 0;
   return std::move(memory_);
 }
 
-Status RowBuckets::readChunk(uint32_t bucket, size_t k, uint8_t* into) const {
-  const auto [at, n] = chunks_[bucket][k];
-  return file_->read(at, {into, size_t(n)});
+Status RowBuckets::readChunk(const Chunk& chunk, uint8_t* into) const {
+  return file_->read(chunk.offset, {into, size_t(chunk.bytes)});
 }
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
@@ -238,9 +252,7 @@ struct RoundWork {
   std::pair<uint16_t, double>* stats = nullptr;
   std::vector<uint32_t> statCount;
   ColumnBatch cols;
-  std::vector<std::pair<uint32_t, size_t>> chunkList;  // (bucket, chunk) to read
-  std::vector<uint64_t> chunkAt;                       // where each chunk of a window goes
-  Scratch<uint8_t> window;
+  std::vector<std::vector<uint8_t>> laneBuf;  // a chunk of each lane's pieces
   std::vector<SparseRow> rows;
   std::vector<Status> errors;
 };
@@ -265,7 +277,7 @@ private:
   std::vector<Round> plan(uint32_t first, uint32_t last, uint64_t roundBytes) const;
   // Fills w's columns with round r's values in profile order; `threads` share the work.
   Status gather(const Round& r, RoundWork& w, uint32_t threads);
-  Status gatherBuckets(RoundWork& w, uint32_t threads);
+  Status gatherBuckets(RoundWork& w);
   Status gatherRows(RoundWork& w, uint32_t threads);
   void build(RoundWork& w, uint32_t threads);
   Status emit(RoundWork& w, SparseRow& summary);
@@ -338,58 +350,74 @@ Status Transposer::gather(const Round& r, RoundWork& w, uint32_t threads) {
     w.split.push_back(c);
   }
   w.split.push_back(hi);
-  return opt_.buckets ? gatherBuckets(w, threads) : gatherRows(w, threads);
+  return opt_.buckets ? gatherBuckets(w) : gatherRows(w, threads);
 }
 
-Status Transposer::gatherBuckets(RoundWork& w, uint32_t threads) {
-  // The chunks of every bucket the round touches are read a window at a time (by all
-  // threads), then each thread scatters the pieces' entries of its own context range.
+Status Transposer::gatherBuckets(RoundWork& w) {
+  // Bucket by bucket, each lane's pieces (in its profile order) are read a chunk at a time
+  // and merged by profile, so that every column gets its values in profile order.
   const RowBuckets& bk = *opt_.buckets;
-  const uint32_t lo = w.round.lo;
-  auto scatter = [&](uint32_t t, std::span<const uint8_t> bytes) {
-    const uint32_t clo = w.split[t], chi = w.split[t + 1];
-    if (clo >= chi) return Status();
-    return RowBuckets::forEachPiece(bytes, [&](const RowBuckets::Piece& piece) {
-      uint32_t e = uint32_t(std::lower_bound(piece.ctx, piece.ctx + piece.entries, clo) - piece.ctx);
-      for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < chi; ++e) {
+  const uint32_t lo = w.round.lo, hi = w.round.hi;
+  // A stream: one run of one lane, its chunks [next, end) of the lane's list, read into a
+  // buffer of its own.
+  struct Stream {
+    const RowBuckets::Chunks* chunks = nullptr;
+    size_t next = 0, end = 0;
+    size_t buf = 0;             // its buffer in w.laneBuf
+    size_t pos = 0, size = 0;   // in the buffer
+  };
+  auto load = [&](Stream& st) {
+    st.pos = st.size = 0;
+    if (st.next == st.end) return Status();
+    const RowBuckets::Chunk& chunk = (*st.chunks)[st.next++];
+    std::vector<uint8_t>& buf = w.laneBuf[st.buf];
+    if (buf.size() < chunk.bytes) buf.resize(chunk.bytes);  // only grown
+    st.size = size_t(chunk.bytes);
+    return bk.readChunk(chunk, buf.data());
+  };
+  std::vector<Stream> streams;
+  for (uint32_t b = bk.bucketOf(lo); b <= bk.bucketOf(hi - 1); ++b) {
+    streams.clear();
+    for (uint32_t lane = 0; lane < bk.lanes(); ++lane) {
+      const RowBuckets::Chunks& chunks = bk.chunks(lane, b);
+      for (size_t k = 0; k < chunks.size();) {
+        size_t e = k;
+        while (e < chunks.size() && chunks[e].run == chunks[k].run) ++e;
+        if (w.laneBuf.size() <= streams.size()) w.laneBuf.resize(streams.size() + 1);
+        Stream st{&chunks, k, e, streams.size()};
+        HPC_RETURN_IF_ERROR(load(st));
+        streams.push_back(st);
+        k = e;
+      }
+    }
+    for (;;) {
+      Stream* best = nullptr;
+      uint32_t bestProfile = 0;
+      for (Stream& st : streams) {
+        if (st.pos >= st.size) continue;
+        uint32_t profile;
+        std::memcpy(&profile, w.laneBuf[st.buf].data() + st.pos, sizeof profile);
+        if (!best || profile < bestProfile) best = &st, bestProfile = profile;
+      }
+      if (!best) break;
+      const std::vector<uint8_t>& buf = w.laneBuf[best->buf];
+      HPC_ASSIGN_OR_RETURN(auto at, RowBuckets::pieceAt({buf.data() + best->pos, best->size - best->pos}));
+      const RowBuckets::Piece& piece = at.first;
+      uint32_t e = uint32_t(std::lower_bound(piece.ctx, piece.ctx + piece.entries, lo) - piece.ctx);
+      for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
         const uint32_t c = piece.ctx[e];
-        uint64_t& at = w.cursor[c - lo];
-        if (at + (piece.end[e] - v) > w.offset[c - lo + 1]) {
-          overflow_ = true;
-          return;
-        }
-        for (; v < piece.end[e]; ++v, ++at) {
-          w.prof[at] = piece.profile;
-          w.met[at] = piece.metric[v];
-          w.val[at] = piece.value[v];
+        uint64_t& to = w.cursor[c - lo];
+        if (to + (piece.end[e] - v) > w.offset[c - lo + 1])
+          return Status::error("transpose: more values kept than were counted");
+        for (; v < piece.end[e]; ++v, ++to) {
+          w.prof[to] = piece.profile;
+          w.met[to] = piece.metric[v];
+          w.val[to] = piece.value[v];
         }
       }
-    });
-  };
-  w.chunkList.clear();
-  for (uint32_t b = bk.bucketOf(lo); b <= bk.bucketOf(w.round.hi - 1); ++b)
-    for (size_t k = 0; k < bk.chunks(b).size(); ++k) w.chunkList.emplace_back(b, k);
-  for (size_t c0 = 0; c0 < w.chunkList.size();) {
-    // A window: chunks up to kWindowBytes (at least one), each at its place in it.
-    w.chunkAt.clear();
-    uint64_t bytes = 0;
-    size_t c1 = c0;
-    for (; c1 < w.chunkList.size(); ++c1) {
-      const uint64_t n = bk.chunks(w.chunkList[c1].first)[w.chunkList[c1].second].second;
-      if (c1 > c0 && bytes + n > kWindowBytes) break;
-      w.chunkAt.push_back(bytes);
-      bytes += n;
+      best->pos += at.second;
+      if (best->pos >= best->size) HPC_RETURN_IF_ERROR(load(*best));
     }
-    uint8_t* in = w.window.get(bytes);
-    w.errors.assign(std::max<size_t>(c1 - c0, threads), Status());
-    forEach(threads, c1 - c0, [&](size_t i) {
-      w.errors[i] = bk.readChunk(w.chunkList[c0 + i].first, w.chunkList[c0 + i].second, in + w.chunkAt[i]);
-    });
-    for (size_t i = 0; i < c1 - c0; ++i) HPC_RETURN_IF_ERROR(w.errors[i]);
-    forEach(threads, threads, [&](size_t t) { w.errors[t] = scatter(uint32_t(t), {in, size_t(bytes)}); });
-    for (uint32_t t = 0; t < threads; ++t) HPC_RETURN_IF_ERROR(w.errors[t]);
-    if (overflow_) return Status::error("transpose: more values kept than were counted");
-    c0 = c1;
   }
   return Status();
 }
@@ -489,8 +517,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   const bool pipelined = opt_.buckets && threads_ > 1;
   const uint32_t lanes = pipelined ? threads_ : 1;
   const uint64_t share = (opt_.workspace ? opt_.workspaceBytes / lanes : 0) & ~uint64_t(7);
-  uint64_t roundBytes = std::max<uint64_t>(1, std::min(opt_.budgetBytes, kRoundBytes));
-  if (pipelined) roundBytes = std::max<uint64_t>(1, roundBytes / lanes);
+  const uint64_t roundBytes = std::max<uint64_t>(1, std::min(opt_.budgetBytes / lanes, kRoundBytes));
   const std::vector<Round> rounds = plan(first, last, roundBytes);
   std::vector<std::unique_ptr<RoundWork>> work(lanes);
   for (uint32_t k = 0; k < lanes; ++k) {

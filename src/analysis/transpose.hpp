@@ -20,8 +20,10 @@ class Spill;
 // The propagated rows, kept by context range ("bucket") as pass 2 writes them to profile.db,
 // so that the transpose reads each round's values in a few large reads instead of a piece of
 // every row of profile.db per round (rows x rounds small reads, which grows as the square of
-// the profile count). Each bucket's pieces gather in a buffer (all buffers together within a
-// bound) and go to a temporary file a buffer at a time, in profile order.
+// the profile count). Each thread ("lane") keeps the rows it propagated, so that they are
+// split while in its core's cache: each bucket's pieces gather in a buffer of the lane's (all
+// buffers together within a bound) and go to a temporary file a few buffers at a time, in
+// the lane's profile order; the transpose merges the lanes' pieces by profile.
 class RowBuckets {
 public:
   // One bucket's part of one profile's row.
@@ -33,15 +35,25 @@ public:
     const double* value = nullptr;
     const uint16_t* metric = nullptr;
   };
+  // Where a lane's pieces of a bucket are in the temporary file. A lane's profiles come in
+  // increasing order ("a run"); should one come lower, the lane starts a new run, and each run
+  // is merged as if it were a lane of its own.
+  struct Chunk {
+    uint64_t offset = 0, bytes = 0;
+    uint32_t run = 0;
+  };
+  using Chunks = std::vector<Chunk>;
 
   static Expected<std::unique_ptr<RowBuckets>> create(uint32_t contexts, uint64_t memoryBytes,
-                                                      const std::filesystem::path& scratchDir);
+                                                      const std::filesystem::path& scratchDir,
+                                                      uint32_t lanes = 1);
   ~RowBuckets();
   RowBuckets(const RowBuckets&) = delete;
   RowBuckets& operator=(const RowBuckets&) = delete;
 
-  // MT: one thread at a time, profiles in increasing order.
-  Status add(uint32_t profile, const SparseRow& row);
+  // MT: one thread at a time per lane, profiles in increasing order within a lane (a profile
+  // goes to one lane).
+  Status add(uint32_t lane, uint32_t profile, const SparseRow& row);
   // Writes out what the buffers hold. MT: after the last add().
   Status finish();
   // The buffers' memory, after finish(): the transpose's rounds reuse it rather than touch
@@ -50,29 +62,38 @@ public:
 
   uint32_t bucketOf(uint32_t ctx) const { return ctx / width_; }
   uint32_t firstContext(uint32_t bucket) const { return bucket * width_; }
-  uint32_t buckets() const { return uint32_t(chunks_.size()); }
-  // Where the bucket's chunks are in the temporary file, in profile order: (offset, bytes).
-  const std::vector<std::pair<uint64_t, uint64_t>>& chunks(uint32_t bucket) const { return chunks_[bucket]; }
-  // The bytes of a chunk into `into` (chunks(bucket)[k].second of them). MT: thread-safe
-  // after finish().
-  Status readChunk(uint32_t bucket, size_t k, uint8_t* into) const;
-  // Calls f(const Piece&) for each piece in bytes read from whole chunks, in their order.
-  template <typename F> static Status forEachPiece(std::span<const uint8_t> bytes, F&& f);
+  uint32_t buckets() const { return buckets_; }
+  uint32_t lanes() const { return uint32_t(lanes_.size()); }
+  // Where the lane's pieces of the bucket are in the temporary file, in profile order.
+  const Chunks& chunks(uint32_t lane, uint32_t bucket) const { return lanes_[lane].chunks[bucket]; }
+  // The bytes of a chunk into `into`. MT: thread-safe after finish().
+  Status readChunk(const Chunk& chunk, uint8_t* into) const;
+  // The piece at the start of `bytes` (read from whole chunks) and its size in bytes; an
+  // error when it overruns them.
+  static Expected<std::pair<Piece, size_t>> pieceAt(std::span<const uint8_t> bytes);
 
 private:
+  struct Lane {
+    std::vector<uint64_t> used;   // bytes in each bucket's buffer
+    std::vector<uint8_t> large;   // a piece larger than a buffer, written by itself
+    std::vector<Chunks> chunks;   // by bucket
+    uint32_t run = 0;
+    uint32_t last = 0;            // the profile added last
+  };
   RowBuckets() = default;
-  // Writes out the bucket's buffer (kAll: every buffer) and others well filled.
+  uint8_t* buffer(uint32_t lane, uint32_t bucket) const {
+    return memory_.get() + (uint64_t(lane) * buckets_ + bucket) * chunkBytes_;
+  }
+  // Writes out the lane's buffer of the bucket (kAll: every buffer) and others well filled.
   static constexpr uint32_t kAll = ~0u;
-  Status flush(uint32_t bucket);
-  Status write(uint32_t bucket, std::span<const uint8_t> bytes);
+  Status flush(uint32_t lane, uint32_t bucket);
 
   uint32_t width_ = 1;       // contexts per bucket
-  uint64_t chunkBytes_ = 0;  // a bucket's buffer, written out when full
+  uint32_t buckets_ = 0;
+  uint64_t chunkBytes_ = 0;  // a buffer, written out when full
   std::unique_ptr<Spill> file_;
-  std::unique_ptr<uint8_t[]> memory_;  // bucket b's buffer at b * chunkBytes_
-  std::vector<uint64_t> used_;         // bytes in each buffer
-  std::vector<uint8_t> large_;         // a piece larger than a buffer, written by itself
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> chunks_;  // (offset, bytes) per bucket
+  std::unique_ptr<uint8_t[]> memory_;  // the buffers, lane by lane, bucket by bucket
+  std::vector<Lane> lanes_;
 };
 
 // A piece's bytes (native order, 8-byte aligned): profile, entries, values, 0 (4 x uint32);
@@ -82,24 +103,21 @@ inline size_t rowPieceBytes(uint64_t entries, uint64_t values) {
   return 16 + 8 * entries + 8 * values + ((2 * values + 7) & ~uint64_t(7));
 }
 
-template <typename F> Status RowBuckets::forEachPiece(std::span<const uint8_t> bytes, F&& f) {
-  for (size_t at = 0; at + 16 <= bytes.size();) {
-    uint32_t head[4];
-    std::memcpy(head, bytes.data() + at, sizeof head);
-    const size_t n = rowPieceBytes(head[1], head[2]);
-    if (at + n > bytes.size()) return Status::error("transpose: temporary file: piece overruns its chunk");
-    const uint8_t* p = bytes.data() + at + 16;
-    Piece piece;
-    piece.profile = head[0];
-    piece.entries = head[1];
-    piece.ctx = reinterpret_cast<const uint32_t*>(p);
-    piece.end = piece.ctx + head[1];
-    piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
-    piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
-    f(piece);
-    at += n;
-  }
-  return Status();
+inline Expected<std::pair<RowBuckets::Piece, size_t>> RowBuckets::pieceAt(std::span<const uint8_t> bytes) {
+  uint32_t head[4];
+  if (bytes.size() < sizeof head) return Status::error("transpose: temporary file: piece overruns its chunk");
+  std::memcpy(head, bytes.data(), sizeof head);
+  const size_t n = rowPieceBytes(head[1], head[2]);
+  if (n > bytes.size()) return Status::error("transpose: temporary file: piece overruns its chunk");
+  const uint8_t* p = bytes.data() + 16;
+  Piece piece;
+  piece.profile = head[0];
+  piece.entries = head[1];
+  piece.ctx = reinterpret_cast<const uint32_t*>(p);
+  piece.end = piece.ctx + head[1];
+  piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
+  piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
+  return std::pair<Piece, size_t>{piece, n};
 }
 
 // A transpose round's memory, whatever the budget (within it): see transpose.cpp.
