@@ -23,15 +23,16 @@ namespace {
 constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(double);
 constexpr uint64_t kBytesPerSlot = sizeof(uint16_t) + sizeof(uint64_t);
 constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
-// Rounds are kept to about 4 MiB (kTransposeRoundBytes), whatever the budget, so that their
-// arrays, reused from round to round, are few pages (a fresh page is dear: a fault, and on a
-// virtual machine often the host's too); in hpcprof they are the memory the row buckets
-// filled in pass 2. At 14 bytes a value (the columns sorted in place) a round holds about
-// 300 k values. A round of whole buckets reads them in a few large reads, so more rounds cost
-// little (500 and 2000 profiles: as fast as 8 and 16 MiB rounds, 4 and 12 MiB less peak). A
-// round of part of a bucket, and hpcprof-mpi's, read a piece of every row from profile.db
-// instead, on from where the last round stopped (two small reads a row). Not growing with
-// the number of profiles, a round keeps peak memory flat in it.
+// Rounds are kept to about 4 MiB (kTransposeRoundBytes) per thread, whatever the budget, so
+// that their arrays, reused from round to round, are few pages (a fresh page is dear: a
+// fault, and on a virtual machine often the host's too); in hpcprof they are the memory the
+// row buckets filled in pass 2, a lane's for each thread. At 14 bytes a value (the columns
+// sorted in place) a round holds about 300 k values. A round reads the chunks of the buckets
+// it covers (all of a bucket larger than a round, once per round), so more rounds cost
+// little (500 and 2000 profiles: as fast as 8 and 16 MiB rounds, 4 and 12 MiB less peak).
+// hpcprof-mpi's rounds read a piece of every row from profile.db instead, on from where the
+// last round stopped (two small reads a row). Not growing with the number of profiles, a
+// round keeps peak memory flat in it.
 constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,
@@ -88,8 +89,8 @@ uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uin
 
 }  // namespace
 
-// Buckets are at least this many bytes of buffer each (fewer, larger reads and writes), and
-// at most this many in all (rounds are made of whole buckets where they can be).
+// A lane's buckets are at least this many bytes of buffer each (fewer, larger reads and
+// writes), and at most this many (rounds are made of whole buckets where they can be).
 constexpr uint64_t kMinChunkBytes = uint64_t(32) << 10;
 constexpr uint32_t kMaxBuckets = 256;
 

@@ -120,7 +120,7 @@ inline Expected<std::pair<RowBuckets::Piece, size_t>> RowBuckets::pieceAt(std::s
   return std::pair<Piece, size_t>{piece, n};
 }
 
-// A transpose round's memory, whatever the budget (within it): see transpose.cpp.
+// A transpose round's memory per thread, whatever the budget (within it): see transpose.cpp.
 constexpr uint64_t kTransposeRoundBytes = uint64_t(4) << 20;
 
 struct TransposeOptions {
