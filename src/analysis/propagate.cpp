@@ -33,49 +33,70 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
 template <uint32_t kWidth>
 void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = kWidth ? kWidth : width_;
+  // The contexts touched: the points' and all their ancestors, marked in a bitset (a walk up
+  // stops at the first context marked already).
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
-    double* v = slot(p.ctx) + size_t(p.metric) * kNumScopes;
+    for (uint32_t c = p.ctx;;) {
+      uint64_t& word = pending_[c / 64];
+      const uint64_t bit = uint64_t(1) << (c % 64);
+      if (word & bit) break;
+      word |= bit;
+      const uint32_t up = shape_.parent(c);
+      if (up == c) break;
+      c = up;
+    }
+  }
+  // Slots in increasing context order, so that the sweeps below run through memory in order
+  // (a context's parent has a smaller id, and often a near one).
+  order_.clear();
+  for (size_t w = 0; w < pending_.size(); ++w) {
+    for (uint64_t bits = pending_[w]; bits; bits &= bits - 1) {
+      const uint32_t c = uint32_t(w * 64 + uint32_t(__builtin_ctzll(bits)));
+      slotOf_[c] = int32_t(order_.size());
+      order_.push_back(c);
+    }
+    pending_[w] = 0;
+  }
+  const size_t n = order_.size();
+  if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
+  std::fill_n(values_.data(), n * width, 0.0);
+  double* values = values_.data();
+  for (const ContextValue& p : points) {
+    if (p.value == 0) continue;
+    double* v = values + size_t(slotOf_[p.ctx]) * width + size_t(p.metric) * kNumScopes;
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
-  // Subtotals flow up once per context rather than once per value and ancestor: ids are
-  // pre-order, so taking contexts in decreasing id order finishes every child before its
-  // parent. Execution flows over every edge; function (and lex_aware, equal to it per
-  // profile) over lexical edges only, stopping at calls and inlined calls. The contexts not
-  // yet taken are a bitset (a parent has a smaller id, so it is found further down).
-  order_.clear();
-  for (size_t w = pending_.size(); w-- > 0;) {
-    while (pending_[w]) {
-      const uint32_t bit = 63 - uint32_t(__builtin_clzll(pending_[w]));
-      pending_[w] &= ~(uint64_t(1) << bit);
-      const uint32_t c = uint32_t(w * 64 + bit);
-      order_.push_back(c);
-      const uint32_t up = shape_.parent(c);
-      if (up == c) continue;
-      double* to = slot(up);  // marks it pending when new; may move values_
-      const double* from = &values_[size_t(slotOf_[c]) * width];
-      if (shape_.lexicalEdge(c)) {
-        for (uint32_t m = 0; m < width; m += kNumScopes) {
-          to[m + kExecution] += from[m + kExecution];
-          to[m + kFunction] += from[m + kFunction];
-          to[m + kLexAware] += from[m + kLexAware];
-        }
-      } else {
-        for (uint32_t m = 0; m < width; m += kNumScopes) to[m + kExecution] += from[m + kExecution];
+  // Subtotals flow up once per context, children first (decreasing ids: a parent's id is
+  // smaller). Execution flows over every edge; function (and lex_aware, equal to it per
+  // profile) over lexical edges only, stopping at calls and inlined calls.
+  for (size_t k = n; k-- > 0;) {
+    const uint32_t c = order_[k];
+    const uint32_t up = shape_.parent(c);
+    if (up == c) continue;
+    double* to = values + size_t(slotOf_[up]) * width;
+    const double* from = values + k * width;
+    if (shape_.lexicalEdge(c)) {
+      for (uint32_t m = 0; m < width; m += kNumScopes) {
+        to[m + kExecution] += from[m + kExecution];
+        to[m + kFunction] += from[m + kFunction];
+        to[m + kLexAware] += from[m + kLexAware];
       }
+    } else {
+      for (uint32_t m = 0; m < width; m += kNumScopes) to[m + kExecution] += from[m + kExecution];
     }
   }
 
-  // Taken in decreasing order: written out in increasing order, into scratch sized for the
-  // most there can be (every entry written, kept only when non-zero), then copied out.
-  const size_t most = order_.size() * width;
+  // The row, in increasing context order, into scratch sized for the most there can be (every
+  // entry written, kept only when non-zero), then copied out.
+  const size_t most = n * width;
   if (rowMetric_.size() < most) {
     rowMetric_.resize(most);
     rowValue_.resize(most);
   }
-  if (rowCtx_.size() < order_.size() + 1) {
-    rowCtx_.resize(order_.size() + 1);
-    rowStart_.resize(order_.size() + 2);
+  if (rowCtx_.size() < n + 1) {
+    rowCtx_.resize(n + 1);
+    rowStart_.resize(n + 2);
   }
   uint16_t* metricOut = rowMetric_.data();
   double* valueOut = rowValue_.data();
@@ -83,9 +104,9 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   uint64_t* startOut = rowStart_.data();
   size_t at = 0, k = 0;
   startOut[0] = 0;
-  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-    const uint32_t c = *it;
-    const double* v = &values_[size_t(slotOf_[c]) * width];
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t c = order_[j];
+    const double* v = values + j * width;
     const size_t before = at;
     for (uint32_t m = 0; m < width; ++m) {
       metricOut[at] = uint16_t(m);
@@ -96,13 +117,11 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     startOut[k + 1] = at;
     k += at != before;
     counts_[c] += at - before;
-    slotOf_[c] = -1;
   }
   out.ctx.assign(ctxOut, ctxOut + k);
   out.start.assign(startOut, startOut + k + 1);
   out.metric.assign(metricOut, metricOut + at);
   out.value.assign(valueOut, valueOut + at);
-  used_ = 0;
 }
 
 void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseRow& summary,

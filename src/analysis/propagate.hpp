@@ -71,25 +71,11 @@ public:
 private:
   // run() for a width known at compile time (0: width_).
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
-  // The context's width_ values, zeroed and marked pending when new.
-  double* slot(uint32_t ctx) {
-    int32_t s = slotOf_[ctx];
-    if (s < 0) {
-      s = int32_t(used_++);
-      slotOf_[ctx] = s;
-      pending_[ctx / 64] |= uint64_t(1) << (ctx % 64);
-      const size_t end = size_t(used_) * width_;
-      if (end > values_.size()) values_.resize(std::max(end, 2 * values_.size()));  // grows, never shrinks
-      std::fill_n(&values_[size_t(s) * width_], width_, 0.0);
-    }
-    return &values_[size_t(s) * width_];
-  }
   const PropagationShape& shape_;
   uint32_t numMetrics_, width_;
-  std::vector<int32_t> slotOf_;
-  uint32_t used_ = 0;               // slots in use
-  std::vector<uint64_t> pending_;   // bitset of contexts whose subtotals have not flowed up
-  std::vector<uint32_t> order_;     // contexts in the order their subtotals flowed up
+  std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
+  std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
+  std::vector<uint32_t> order_;     // the contexts touched, increasing: slot k is order_[k]
   std::vector<double> values_;      // width_ per slot; its size only grows
   std::vector<uint64_t> counts_;    // by context
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
