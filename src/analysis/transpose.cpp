@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <string_view>
 
 namespace hpc::analysis {
 
@@ -74,8 +75,18 @@ uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uin
     }
   }
   uint32_t nstats = 0;
+  // The default statistic, the sum, alone: a plain sum in the same order (no count, squares,
+  // minimum and maximum computed only to be dropped).
+  const bool sumOnly = metrics.kinds().size() == 1 && metrics.kinds()[0].combine == Combine::Sum &&
+                       std::string_view(metrics.kinds()[0].formula) == "$$";
   for (uint64_t k = out.slot[i]; k < slot; ++k) {
     const uint64_t vb = out.start[k], ve = k + 1 < slot ? out.start[k + 1] : e;
+    if (sumOnly) {
+      double sum = 0;
+      for (uint64_t x = vb; x < ve; ++x) sum += val[x];
+      if (sum != 0) stats[nstats++] = {metrics.statId(out.metric[k], 0), sum};
+      continue;
+    }
     StatAccumulator acc;
     for (uint64_t x = vb; x < ve; ++x) acc.add(val[x]);
     for (uint32_t kind = 0; kind < metrics.kinds().size(); ++kind) {
