@@ -1,5 +1,7 @@
 #include <algorithm>
-#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_set>
 #include <system_error>
 
 #include "analysis/io.hpp"
@@ -10,14 +12,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `traces`: the directory's .hpctrace files, when it was listed (no stat per profile).
-void addProfile(Inputs& in, const fs::path& p, const std::set<fs::path>* traces = nullptr) {
+void addProfile(Inputs& in, const fs::path& p) {
   fs::path trace = p;
   trace.replace_extension(".hpctrace");
   std::error_code ec;
   in.profiles.push_back(p);
-  const bool found = traces ? traces->count(trace) != 0 : fs::is_regular_file(trace, ec);
-  in.traces.push_back(found ? trace : fs::path());
+  in.traces.push_back(fs::is_regular_file(trace, ec) ? trace : fs::path());
 }
 
 }  // namespace
@@ -34,17 +34,27 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     }
     if (!fs::is_directory(m, ec))
       return Status::error(m.string() + ": no such measurement directory or profile");
-    std::vector<fs::path> found;
-    std::set<fs::path> traces;
+    // File names as strings (a std::filesystem::path splits itself into components, and
+    // comparing two compares those: thousands of allocations for a directory of profiles).
+    std::vector<std::string> found;
+    std::unordered_set<std::string> traces;
+    auto endsWith = [](const std::string& s, std::string_view tail) {
+      return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
     for (const auto& e : fs::directory_iterator(m, ec)) {
       if (!e.is_regular_file()) continue;
-      if (e.path().extension() == ".hpcrun") found.push_back(e.path());
-      else if (e.path().extension() == ".hpctrace") traces.insert(e.path());
+      std::string name = e.path().filename().string();
+      if (endsWith(name, ".hpcrun")) found.push_back(std::move(name));
+      else if (endsWith(name, ".hpctrace")) traces.insert(std::move(name));
     }
     if (ec) return Status::error(m.string() + ": cannot list: " + ec.message());
     // Name order: the database's profile order must not depend on the file system.
     std::sort(found.begin(), found.end());
-    for (const fs::path& p : found) addProfile(in, p, &traces);
+    for (const std::string& name : found) {
+      const std::string trace = name.substr(0, name.size() - 7) + ".hpctrace";
+      in.profiles.push_back(m / name);
+      in.traces.push_back(traces.count(trace) ? m / trace : fs::path());
+    }
     if (ignoreStructs) continue;
     fs::path sdir = m / "structs";
     std::vector<fs::path> structs;
