@@ -6,7 +6,7 @@ hpcprof wall time at -j1 and -j2 and both against the floor (the target is 3x), 
 write the database's bytes to a new file and -j2 against reading plus writing, CPU time at
 -j1, input MB/s per core, the -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it
 should not grow with the profile count), the database size against a dense matrix of the
-same values, hpcprof's fixed cost (a run on one tiny profile: process start, restart with
+same values, hpcprof's fixed cost (a run on one tiny profile: process start, heap on
 huge pages, output set-up) and hpcprof -v's per-phase times at -j1 for N.
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]

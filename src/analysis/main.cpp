@@ -1,10 +1,12 @@
 // hpcprof: command line of the reference (see shared/reference/man/hpcprof.rst).
 #include <malloc.h>
-#include <sys/prctl.h>
+#include <sys/mman.h>
 #include <tbb/global_control.h>
 
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,33 +24,34 @@ namespace {
 
 // Touching fresh memory costs hpcprof much of its time in page faults (one trap per 4 KiB
 // page, a dear one on a virtual machine: it was a quarter of the CPU time on the benchmark's
-// VM). glibc's malloc backs its heap with transparent huge pages when its tunable
-// glibc.malloc.hugetlb=1 is set, but reads tunables only when a process starts: so set it and
-// start again, once, where the kernel gives huge pages on request. HPCPROF_NO_HUGEPAGES=1
-// keeps the process as it is.
-void restartWithHugePages(char** argv) {
-  if (std::getenv("HPCPROF_RESTARTED")) {
-    // Started from /proc/self/exe, the process is named "exe" (top, pgrep): name it again.
-    const char* slash = std::strrchr(argv[0], '/');
-    ::prctl(PR_SET_NAME, slash ? slash + 1 : argv[0], 0, 0, 0);
+// VM). Where the kernel gives transparent huge pages on request, the malloc heap asks for
+// them: it is given a large reserve (address space only, backed as it is touched) and the
+// whole of it is advised MADV_HUGEPAGE. Allocations stay in the heap up to 32 MiB (glibc's
+// most), so they get huge pages too. (glibc's tunable glibc.malloc.hugetlb=1 does the same,
+// but only in a process started with it: hpcprof restarted itself, which cost an exec.)
+// HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
+void heapOnHugePages() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (std::getenv("HPCPROF_NO_HUGEPAGES")) {
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     return;
   }
-  if (std::getenv("HPCPROF_NO_HUGEPAGES")) return;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  std::string t = tunables ? tunables : "";
-  if (t.find("glibc.malloc.hugetlb") != std::string::npos) return;
   std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (!f) return;
   char mode[128] = {};
   const bool read = std::fgets(mode, sizeof mode, f) != nullptr;
   std::fclose(f);
   if (!read || std::strstr(mode, "[never]")) return;
-  t = t.empty() ? "glibc.malloc.hugetlb=1" : t + ":glibc.malloc.hugetlb=1";
-  if (::setenv("GLIBC_TUNABLES", t.c_str(), 1) != 0 || ::setenv("HPCPROF_RESTARTED", "1", 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
-  // Could not start again: go on as we are, without the tunable.
-  if (tunables) ::setenv("GLIBC_TUNABLES", tunables, 1);
-  else ::unsetenv("GLIBC_TUNABLES");
+  // The heap never shrinks (growing again would add memory the advice does not cover), and
+  // grows by the reserve: one allocation larger than what it holds makes it grow now.
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TOP_PAD, 1 << 30);
+  void* probe = std::malloc(1 << 20);
+  if (!probe) return;
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(probe) + 4095) & ~uintptr_t(4095);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~uintptr_t(4095);
+  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+  std::free(probe);
 }
 
 int fail(const std::string& msg) {
@@ -59,11 +62,9 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  restartWithHugePages(argv);
-  // Per-profile buffers of a few hundred KB come and go thousands of times: keep them in
-  // the heap instead of a fresh mapping each (page faults, a TLB flush per unmap).
-  mallopt(M_MMAP_THRESHOLD, 4 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // Per-profile buffers of a few hundred KB come and go thousands of times: they stay in
+  // the heap (no fresh mapping each: page faults, a TLB flush per unmap), on huge pages.
+  heapOnHugePages();
   // One heap for all threads: a thread's own arena is mapped apart from the main heap, grows
   // by mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
   // one (unify at -j2 took 0.11 s against 0.05 s with one arena; 500 profiles). The threads
