@@ -27,7 +27,8 @@ namespace {
 // VM). Where the kernel gives transparent huge pages on request, the malloc heap asks for
 // them: it is given a large reserve (address space only, backed as it is touched) and the
 // whole of it is advised MADV_HUGEPAGE. Allocations stay in the heap up to 32 MiB (glibc's
-// most), so they get huge pages too. (glibc's tunable glibc.malloc.hugetlb=1 does the same,
+// most), so they get huge pages too; a heap that outgrows the reserve (an analysis of more
+// than 1 GiB) has 4 KiB pages beyond it. (glibc's tunable glibc.malloc.hugetlb=1 does the same,
 // but only in a process started with it: hpcprof restarted itself, which cost an exec.)
 // HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
 void heapOnHugePages() {
