@@ -44,6 +44,7 @@ void listContext(const Context* c, std::vector<db::Context>& out) {
     d.module = key.module->index;
     d.offset = key.offset;
   }
+  d.children.reserve(c->children().size());  // hidden children add theirs: a few more at most
   for (const Context* k : c->children()) listContext(k, d.children);
   out.push_back(std::move(d));
 }
