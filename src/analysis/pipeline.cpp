@@ -267,7 +267,11 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     u.header.state = ProfileState::Ok;
   };
   arena.execute([&] {
-    tbb::parallel_for(size_t(0), profiles.size(), [&](size_t i) {
+    // The first profile alone: it makes most of the tree, which threads starting together
+    // would each make again, meeting on the same contexts' locks.
+    size_t first = 0;
+    if (profiles.size() > 1 && options.threads > 1) tbb::this_task_arena::isolate([&] { unifyOne(first++); });
+    tbb::parallel_for(first, profiles.size(), [&](size_t i) {
       // The thread's scratch is held across the whole profile: isolated, so that a wait
       // inside (a measured binary analysed on first use) never runs another profile here.
       tbb::this_task_arena::isolate([&] { unifyOne(i); });
