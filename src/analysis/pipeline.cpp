@@ -411,6 +411,17 @@ std::vector<uint64_t> sumCounts(tbb::enumerable_thread_specific<Propagator>& pro
   return counts;
 }
 
+std::vector<uint32_t> sumMetricCounts(tbb::enumerable_thread_specific<Propagator>& propagators) {
+  std::vector<uint32_t> counts;
+  for (const Propagator& p : propagators) {
+    const std::vector<uint32_t>& mine = p.metricCounts();
+    if (mine.empty()) return {};
+    if (counts.empty()) counts.assign(mine.size(), 0);
+    for (size_t i = 0; i < mine.size(); ++i) counts[i] += mine[i];
+  }
+  return counts;
+}
+
 Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>& profiles,
                                      const StructureSource* structure, DatabaseSink& sink,
                                      const PipelineOptions& options) {
@@ -513,12 +524,14 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
 
   // Class 3 and cct.db: the transpose.
   const std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
+  const std::vector<uint32_t> metricCounts = sumMetricCounts(propagators);
   TransposeOptions topt;
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;
   topt.shape = &shape;
   topt.verbose = options.verbose;
   topt.buckets = buckets.get();
+  if (metricCounts.size() == size_t(cct.size()) * metrics.numProp()) topt.metricCounts = &metricCounts;
   std::unique_ptr<uint8_t[]> workspace = buckets->releaseMemory(topt.workspaceBytes);
   topt.workspace = workspace.get();
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));

@@ -273,7 +273,7 @@ TEST(Transpose, StatsInProfileOrder) {
 // buffers small enough that chunks are written out and that some pieces are larger than a
 // buffer, rounds of several buckets, of one bucket and of part of one, at 1 and 2 threads
 // (at 2, two lanes of buckets, one with two runs, and rounds filled side by side and
-// written in order).
+// written in order), with values sorted by metric in each column and placed by counts.
 TEST(Transpose, BucketsGiveTheSameColumns) {
   const uint32_t contexts = 20000, profiles = 40;
   MetricTable metrics({"a", "b", "c"}, true);
@@ -293,15 +293,23 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
       counts[c] += r.start.back() - r.start[r.start.size() - 2];
     }
   }
+  // By (context, metric) too, as the propagators count them: the transpose then puts each
+  // value straight at its place, with no sort by metric.
+  std::vector<uint32_t> byMetric(size_t(contexts) * metrics.numProp(), 0);
+  for (uint32_t p = 1; p <= profiles; ++p)
+    for (size_t j = 0; j < rows[p].ctx.size(); ++j)
+      for (uint64_t k = rows[p].start[j]; k < rows[p].start[j + 1]; ++k)
+        ++byMetric[size_t(rows[p].ctx[j]) * metrics.numProp() + rows[p].metric[k]];
   // 64 buckets of 313 contexts, about 0.65 MB of a round each: rounds of 4 MiB (the most
   // there are) take six buckets, of 2 MiB three, of 1 MiB one, of 512 KiB part of one; at 2
   // threads (two lanes of 64 buckets; rounds filled side by side, each in half the budget)
   // the budgets of 2 MiB and less give rounds half as large.
   for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20, uint64_t(512) << 10}) {
     for (unsigned threads : {1u, 2u}) {
-      MemorySink plain, bucketed;
+      MemorySink plain, bucketed, direct;
       ASSERT_TRUE(plain.begin(profiles + 1, contexts, false).ok());
       ASSERT_TRUE(bucketed.begin(profiles + 1, contexts, false).ok());
+      ASSERT_TRUE(direct.begin(profiles + 1, contexts, false).ok());
       // A lane per thread, as hpcprof keeps them: at 2, odd and even profiles apart, and
       // lane 1 given profile 23 before 21 (a second run, merged like a lane of its own).
       auto buckets = RowBuckets::create(contexts, uint64_t(threads) << 21, "", threads);
@@ -310,6 +318,7 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
         const uint32_t p = threads == 2 && (q == 21 || q == 23) ? 44 - q : q;
         ASSERT_TRUE(plain.writeProfile(p, {}, rows[p]).ok());
         ASSERT_TRUE(bucketed.writeProfile(p, {}, rows[p]).ok());
+        ASSERT_TRUE(direct.writeProfile(p, {}, rows[p]).ok());
         ASSERT_TRUE((*buckets)->add(threads == 2 ? p % 2 : 0, p, rows[p]).ok());
       }
       ASSERT_TRUE((*buckets)->finish().ok());
@@ -321,17 +330,22 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
       std::unique_ptr<uint8_t[]> workspace = (*buckets)->releaseMemory(opt.workspaceBytes);
       opt.workspace = workspace.get();
       ASSERT_TRUE(transpose(bucketed, metrics, profiles + 1, counts, opt).ok());
-      ASSERT_EQ(plain.columns.size(), bucketed.columns.size()) << budget;
+      opt.metricCounts = &byMetric;
+      ASSERT_TRUE(transpose(direct, metrics, profiles + 1, counts, opt).ok());
       ASSERT_GT(plain.columns.size(), 2000u);
-      for (size_t i = 0; i < plain.columns.size(); ++i) {
-        EXPECT_EQ(plain.columns[i].ctx, bucketed.columns[i].ctx) << budget << " " << i;
-        EXPECT_EQ(plain.columns[i].metric, bucketed.columns[i].metric) << budget << " " << i;
-        EXPECT_EQ(plain.columns[i].start, bucketed.columns[i].start) << budget << " " << i;
-        EXPECT_EQ(plain.columns[i].profile, bucketed.columns[i].profile) << budget << " " << i;
-        EXPECT_EQ(plain.columns[i].value, bucketed.columns[i].value) << budget << " " << i;
+      for (const MemorySink* other : {&bucketed, &direct}) {
+        const bool placed = other == &direct;
+        ASSERT_EQ(plain.columns.size(), other->columns.size()) << budget << " " << placed;
+        for (size_t i = 0; i < plain.columns.size(); ++i) {
+          EXPECT_EQ(plain.columns[i].ctx, other->columns[i].ctx) << budget << " " << placed << " " << i;
+          EXPECT_EQ(plain.columns[i].metric, other->columns[i].metric) << budget << " " << placed << " " << i;
+          EXPECT_EQ(plain.columns[i].start, other->columns[i].start) << budget << " " << placed << " " << i;
+          EXPECT_EQ(plain.columns[i].profile, other->columns[i].profile) << budget << " " << placed << " " << i;
+          EXPECT_EQ(plain.columns[i].value, other->columns[i].value) << budget << " " << placed << " " << i;
+        }
+        EXPECT_EQ(plain.rows[0].ctx, other->rows[0].ctx);
+        EXPECT_EQ(plain.rows[0].value, other->rows[0].value);
       }
-      EXPECT_EQ(plain.rows[0].ctx, bucketed.rows[0].ctx);
-      EXPECT_EQ(plain.rows[0].value, bucketed.rows[0].value);
     }
   }
 }

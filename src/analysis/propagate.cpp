@@ -19,7 +19,9 @@ PropagationShape::PropagationShape(const Cct& cct) {
 
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
     : shape_(shape), numMetrics_(numMetrics), width_(numMetrics * kNumScopes), slotOf_(shape.size(), -1),
-      pending_((shape.size() + 63) / 64, 0), counts_(shape.size(), 0) {}
+      pending_((shape.size() + 63) / 64, 0), counts_(shape.size(), 0) {
+  if (size_t(shape.size()) * width_ <= kMaxMetricCounts) metricCounts_.assign(size_t(shape.size()) * width_, 0);
+}
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
   // The common widths (one or two metrics) unrolled by the compiler.
@@ -104,6 +106,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   uint64_t* startOut = rowStart_.data();
   size_t at = 0, k = 0;
   startOut[0] = 0;
+  const bool byMetric = !metricCounts_.empty();
   for (size_t j = 0; j < n; ++j) {
     const uint32_t c = order_[j];
     const double* v = values + j * width;
@@ -112,6 +115,10 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
       metricOut[at] = uint16_t(m);
       valueOut[at] = v[m];
       at += v[m] != 0;
+    }
+    if (byMetric) {
+      uint32_t* mc = &metricCounts_[size_t(c) * width];
+      for (uint32_t m = 0; m < width; ++m) mc[m] += v[m] != 0;
     }
     ctxOut[k] = c;
     startOut[k + 1] = at;

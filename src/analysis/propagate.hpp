@@ -67,6 +67,11 @@ public:
   // Values written per context by all runs so far (the transpose's plan, once the
   // propagators' counts are summed).
   const std::vector<uint64_t>& counts() const { return counts_; }
+  // The same by (context, propagated metric), context-major, where contexts x propagated
+  // metrics is at most kMaxMetricCounts (else empty): the transpose then puts each value at
+  // its place in its column directly, with no sort by metric.
+  static constexpr size_t kMaxMetricCounts = size_t(1) << 20;
+  const std::vector<uint32_t>& metricCounts() const { return metricCounts_; }
 
 private:
   // run() for a width known at compile time (0: width_).
@@ -78,6 +83,7 @@ private:
   std::vector<uint32_t> order_;     // the contexts touched, increasing: slot k is order_[k]
   std::vector<double> values_;      // width_ per slot; its size only grows
   std::vector<uint64_t> counts_;    // by context
+  std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
   std::vector<uint64_t> rowStart_;
   std::vector<uint16_t> rowMetric_;

@@ -123,5 +123,8 @@ Status propagateProfile(const ProfileSource& source, const Spill& spill, const U
                         DatabaseSink& sink);
 // The values per context written by all of these propagators.
 std::vector<uint64_t> sumCounts(tbb::enumerable_thread_specific<Propagator>& propagators, uint32_t contexts);
+// The same by (context, propagated metric) (Propagator::metricCounts); empty where the
+// propagators keep none.
+std::vector<uint32_t> sumMetricCounts(tbb::enumerable_thread_specific<Propagator>& propagators);
 
 }  // namespace hpc::analysis

@@ -39,29 +39,44 @@ constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 // Sorts column i's entries (in profile order) in prof/met/val [b, e) by metric in place,
 // profile order kept within a metric, and gives the column its metric slots; its summary
 // statistics go to stats [0, returned count).
+// `byMetric`: the column's values are in metric order already (placed by the counts of its
+// metrics, byMetric[m] for propagated metric m < numMetrics); then there is no sort.
 uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uint16_t* met, double* val,
-                     const MetricTable& metrics, ColumnBatch& out, std::pair<uint16_t, double>* stats) {
+                     const MetricTable& metrics, ColumnBatch& out, std::pair<uint16_t, double>* stats,
+                     const uint32_t* byMetric = nullptr, uint32_t numMetrics = 0) {
   // A counting sort, the propagated metric ids being few.
   thread_local std::vector<uint64_t> count;
   thread_local std::vector<uint32_t> tmpProf;
   thread_local std::vector<double> tmpVal;
-  uint16_t maxMet = 0;
+  uint64_t slot = out.slot[i];
   bool sorted = true;
-  for (uint64_t k = b; k < e; ++k) {
-    sorted &= met[k] >= maxMet;
-    maxMet = std::max(maxMet, met[k]);
-  }
-  count.assign(size_t(maxMet) + 1, 0);
-  for (uint64_t k = b; k < e; ++k) ++count[met[k]];
-  uint64_t slot = out.slot[i], at = b;
-  for (uint32_t m = 0; m <= maxMet; ++m) {
-    if (!count[m]) continue;
-    out.metric[slot] = uint16_t(m);
-    out.start[slot] = at;
-    ++slot;
-    const uint64_t n = count[m];
-    count[m] = at;
-    at += n;
+  if (byMetric) {
+    uint64_t at = b;
+    for (uint32_t m = 0; m < numMetrics; ++m) {
+      if (!byMetric[m]) continue;
+      out.metric[slot] = uint16_t(m);
+      out.start[slot] = at;
+      ++slot;
+      at += byMetric[m];
+    }
+  } else {
+    uint16_t maxMet = 0;
+    for (uint64_t k = b; k < e; ++k) {
+      sorted &= met[k] >= maxMet;
+      maxMet = std::max(maxMet, met[k]);
+    }
+    count.assign(size_t(maxMet) + 1, 0);
+    for (uint64_t k = b; k < e; ++k) ++count[met[k]];
+    uint64_t at = b;
+    for (uint32_t m = 0; m <= maxMet; ++m) {
+      if (!count[m]) continue;
+      out.metric[slot] = uint16_t(m);
+      out.start[slot] = at;
+      ++slot;
+      const uint64_t n = count[m];
+      count[m] = at;
+      at += n;
+    }
   }
   out.metrics[i] = uint32_t(slot - out.slot[i]);
   out.end[i] = e;
@@ -287,6 +302,11 @@ private:
     return n * kBytesPerValue + std::min(n, maxSlots_) * (kBytesPerSlot + kinds_ * kBytesPerStat);
   }
   std::vector<Round> plan(uint32_t first, uint32_t last, uint64_t roundBytes) const;
+  // Values placed by (context, metric) counts: no sort by metric.
+  bool direct() const {
+    return opt_.buckets && opt_.metricCounts &&
+           opt_.metricCounts->size() == size_t(nonzeros_.size()) * metrics_.numProp();
+  }
   // Fills w's columns with round r's values in profile order; `threads` share the work.
   Status gather(const Round& r, RoundWork& w, uint32_t threads);
   Status gatherBuckets(RoundWork& w);
@@ -342,7 +362,22 @@ Status Transposer::gather(const Round& r, RoundWork& w, uint32_t threads) {
   const uint32_t lo = r.lo, hi = r.hi;
   w.offset.assign(hi - lo + 1, 0);
   for (uint32_t c = lo; c < hi; ++c) w.offset[c - lo + 1] = w.offset[c - lo] + nonzeros_[c];
-  w.cursor.assign(w.offset.begin(), w.offset.end() - 1);
+  if (direct()) {
+    // A cursor per (context, metric): each value goes straight to its place.
+    const uint32_t np = metrics_.numProp();
+    w.cursor.resize(size_t(hi - lo) * np);
+    for (uint32_t c = lo; c < hi; ++c) {
+      uint64_t at = w.offset[c - lo];
+      const uint32_t* mc = &(*opt_.metricCounts)[size_t(c) * np];
+      for (uint32_t m = 0; m < np; ++m) {
+        w.cursor[size_t(c - lo) * np + m] = at;
+        at += mc[m];
+      }
+      if (at != w.offset[c - lo + 1]) return Status::error("transpose: counts by metric disagree with the counts");
+    }
+  } else {
+    w.cursor.assign(w.offset.begin(), w.offset.end() - 1);
+  }
   if (w.workspace && r.total * kBytesPerValue <= w.workspaceBytes) {
     w.val = reinterpret_cast<double*>(w.workspace);
     w.prof = reinterpret_cast<uint32_t*>(w.workspace + sizeof(double) * r.total);
@@ -370,6 +405,8 @@ Status Transposer::gatherBuckets(RoundWork& w) {
   // and merged by profile, so that every column gets its values in profile order.
   const RowBuckets& bk = *opt_.buckets;
   const uint32_t lo = w.round.lo, hi = w.round.hi;
+  const bool byMetric = direct();
+  const uint32_t np = metrics_.numProp();
   // A stream: one run of one lane, its chunks [next, end) of the lane's list, read into a
   // buffer of its own.
   struct Stream {
@@ -416,15 +453,31 @@ Status Transposer::gatherBuckets(RoundWork& w) {
       HPC_ASSIGN_OR_RETURN(auto at, RowBuckets::pieceAt({buf.data() + best->pos, best->size - best->pos}));
       const RowBuckets::Piece& piece = at.first;
       uint32_t e = uint32_t(std::lower_bound(piece.ctx, piece.ctx + piece.entries, lo) - piece.ctx);
-      for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
-        const uint32_t c = piece.ctx[e];
-        uint64_t& to = w.cursor[c - lo];
-        if (to + (piece.end[e] - v) > w.offset[c - lo + 1])
-          return Status::error("transpose: more values kept than were counted");
-        for (; v < piece.end[e]; ++v, ++to) {
-          w.prof[to] = piece.profile;
-          w.met[to] = piece.metric[v];
-          w.val[to] = piece.value[v];
+      if (byMetric) {
+        for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
+          const uint32_t c = piece.ctx[e];
+          uint64_t* cursor = &w.cursor[size_t(c - lo) * np];
+          const uint64_t limit = w.offset[c - lo + 1];
+          for (; v < piece.end[e]; ++v) {
+            const uint16_t m = piece.metric[v];
+            if (m >= np || cursor[m] >= limit) return Status::error("transpose: more values kept than were counted");
+            const uint64_t to = cursor[m]++;
+            w.prof[to] = piece.profile;
+            w.met[to] = m;
+            w.val[to] = piece.value[v];
+          }
+        }
+      } else {
+        for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
+          const uint32_t c = piece.ctx[e];
+          uint64_t& to = w.cursor[c - lo];
+          if (to + (piece.end[e] - v) > w.offset[c - lo + 1])
+            return Status::error("transpose: more values kept than were counted");
+          for (; v < piece.end[e]; ++v, ++to) {
+            w.prof[to] = piece.profile;
+            w.met[to] = piece.metric[v];
+            w.val[to] = piece.value[v];
+          }
         }
       }
       best->pos += at.second;
@@ -497,10 +550,15 @@ void Transposer::build(RoundWork& w, uint32_t threads) {
   cols.value = w.val;
   w.stats = w.statsBuf.get(slots * kinds_);
   w.statCount.resize(ncols);
+  const uint32_t np = metrics_.numProp();
   forEach(threads, ncols, [&](size_t i) {
     const uint32_t c = cols.ctx[i];
-    w.statCount[i] = buildColumn(i, w.offset[c - lo], w.cursor[c - lo], w.prof, w.met, w.val, metrics_, cols,
-                                 w.stats + cols.slot[i] * kinds_);
+    if (direct())
+      w.statCount[i] = buildColumn(i, w.offset[c - lo], w.offset[c - lo + 1], w.prof, w.met, w.val, metrics_, cols,
+                                   w.stats + cols.slot[i] * kinds_, &(*opt_.metricCounts)[size_t(c) * np], np);
+    else
+      w.statCount[i] = buildColumn(i, w.offset[c - lo], w.cursor[c - lo], w.prof, w.met, w.val, metrics_, cols,
+                                   w.stats + cols.slot[i] * kinds_);
   });
 }
 

@@ -131,6 +131,9 @@ struct TransposeOptions {
   // The rows by context range, when pass 2 kept them (hpcprof); else each round reads a
   // piece of every row back from the sink (hpcprof-mpi, whose ranks share profile.db).
   const RowBuckets* buckets = nullptr;
+  // With the buckets: values by (context, propagated metric), context-major (the propagators'
+  // metricCounts summed), so that each value goes straight to its place in its column.
+  const std::vector<uint32_t>* metricCounts = nullptr;
   // Memory the rounds may use for their values (RowBuckets::releaseMemory), if any.
   uint8_t* workspace = nullptr;
   uint64_t workspaceBytes = 0;
