@@ -407,7 +407,7 @@ Status propagateProfile(const ProfileSource& source, const Spill& spill, const U
 std::vector<uint64_t> sumCounts(tbb::enumerable_thread_specific<Propagator>& propagators, uint32_t contexts) {
   std::vector<uint64_t> counts(contexts, 0);
   for (const Propagator& p : propagators)
-    for (uint32_t c = 0; c < contexts; ++c) counts[c] += p.counts()[c];
+    for (uint32_t c = 0; c < contexts; ++c) counts[c] += p.count(c);
   return counts;
 }
 

@@ -19,8 +19,18 @@ PropagationShape::PropagationShape(const Cct& cct) {
 
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
     : shape_(shape), numMetrics_(numMetrics), width_(numMetrics * kNumScopes), slotOf_(shape.size(), -1),
-      pending_((shape.size() + 63) / 64, 0), counts_(shape.size(), 0) {
+      pending_((shape.size() + 63) / 64, 0) {
   if (size_t(shape.size()) * width_ <= kMaxMetricCounts) metricCounts_.assign(size_t(shape.size()) * width_, 0);
+  else counts_.assign(shape.size(), 0);
+}
+
+uint64_t Propagator::count(uint32_t ctx) const {
+  if (counts_.empty()) {
+    uint64_t n = 0;
+    for (uint32_t m = 0; m < width_; ++m) n += metricCounts_[size_t(ctx) * width_ + m];
+    return n;
+  }
+  return counts_[ctx];
 }
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
@@ -119,11 +129,12 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     if (byMetric) {
       uint32_t* mc = &metricCounts_[size_t(c) * width];
       for (uint32_t m = 0; m < width; ++m) mc[m] += v[m] != 0;
+    } else {
+      counts_[c] += at - before;
     }
     ctxOut[k] = c;
     startOut[k + 1] = at;
     k += at != before;
-    counts_[c] += at - before;
   }
   out.ctx.assign(ctxOut, ctxOut + k);
   out.start.assign(startOut, startOut + k + 1);

@@ -64,12 +64,13 @@ public:
 
   // MT: externally synchronized (one thread at a time per Propagator).
   void run(std::span<const ContextValue> points, SparseRow& out);
-  // Values written per context by all runs so far (the transpose's plan, once the
+  // Values written for the context by all runs so far (the transpose's plan, once the
   // propagators' counts are summed).
-  const std::vector<uint64_t>& counts() const { return counts_; }
+  uint64_t count(uint32_t ctx) const;
   // The same by (context, propagated metric), context-major, where contexts x propagated
-  // metrics is at most kMaxMetricCounts (else empty): the transpose then puts each value at
-  // its place in its column directly, with no sort by metric.
+  // metrics is at most kMaxMetricCounts (else empty, and counts are kept by context only):
+  // the transpose then puts each value at its place in its column directly, with no sort by
+  // metric.
   static constexpr size_t kMaxMetricCounts = size_t(1) << 20;
   const std::vector<uint32_t>& metricCounts() const { return metricCounts_; }
 
@@ -82,7 +83,7 @@ private:
   std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
   std::vector<uint32_t> order_;     // the contexts touched, increasing: slot k is order_[k]
   std::vector<double> values_;      // width_ per slot; its size only grows
-  std::vector<uint64_t> counts_;    // by context
+  std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
   std::vector<uint64_t> rowStart_;
