@@ -33,10 +33,8 @@ namespace {
 // HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
 void heapOnHugePages() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  if (std::getenv("HPCPROF_NO_HUGEPAGES")) {
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-    return;
-  }
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  if (std::getenv("HPCPROF_NO_HUGEPAGES")) return;
   std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (!f) return;
   char mode[128] = {};
@@ -44,10 +42,12 @@ void heapOnHugePages() {
   std::fclose(f);
   if (!read || std::strstr(mode, "[never]")) return;
   // The heap never shrinks (growing again would add memory the advice does not cover), and
-  // grows by the reserve: one allocation larger than what it holds makes it grow now.
+  // grows by the reserve now: one allocation larger than what it holds. (Where the kernel
+  // refuses the reserve, malloc maps memory elsewhere and nothing is advised.)
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
   mallopt(M_TOP_PAD, 1 << 30);
   void* probe = std::malloc(1 << 20);
+  mallopt(M_TOP_PAD, 128 << 10);  // glibc's default again, for growth beyond the reserve
   if (!probe) return;
   const uintptr_t start = (reinterpret_cast<uintptr_t>(probe) + 4095) & ~uintptr_t(4095);
   const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~uintptr_t(4095);
