@@ -611,7 +611,8 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
     for (auto& w : work) free.push_back(w.get());
     std::mutex freeMu;
     size_t next = 0;
-    Status failed;
+    Status failed;                   // the last stage's
+    std::atomic<bool> stop{false};   // read by the first stage, which may run at the same time
     struct Item {
       RoundWork* w = nullptr;
       Status status;
@@ -621,7 +622,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
           lanes,
           tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order,
                                        [&](tbb::flow_control& fc) -> Item {
-                                         if (next == rounds.size() || !failed.ok()) {
+                                         if (next == rounds.size() || stop.load(std::memory_order_relaxed)) {
                                            fc.stop();
                                            return {};
                                          }
@@ -639,6 +640,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
                                            }) &
               tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item it) {
                 if (failed.ok()) failed = it.status.ok() ? emit(*it.w, summary) : it.status;
+                if (!failed.ok()) stop.store(true, std::memory_order_relaxed);
                 std::lock_guard lock(freeMu);
                 free.push_back(it.w);
               }));
