@@ -131,17 +131,6 @@ Expected<std::unique_ptr<Spill>> Spill::create(const std::filesystem::path& dir)
 
 Spill::~Spill() { ::close(fd_); }
 
-Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
-  const uint64_t at = end_.fetch_add(bytes.size(), std::memory_order_relaxed);
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, off_t(at + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::error("temporary file in " + dir_ + ": write failed: " + std::strerror(errno));
-    done += size_t(n);
-  }
-  return at;
-}
-
 Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> pieces) {
   uint64_t total = 0;
   for (const auto& p : pieces) total += p.size();
@@ -172,6 +161,11 @@ Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> piece
     skip += left;
   }
   return start;
+}
+
+Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
+  const std::span<const uint8_t> one[1] = {bytes};
+  return append(one);
 }
 
 Status Spill::read(uint64_t at, std::span<uint8_t> into) const {

@@ -199,8 +199,7 @@ Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
     std::memcpy(p + 16 + 8 * entries + 8 * values, row.metric.data() + v0, 2 * values);
     std::memset(p + 16 + 8 * entries + 10 * values, 0, bytes - (16 + 8 * entries + 10 * values));
     if (large) {
-      const std::span<const uint8_t> one[1] = {{l.large.data(), bytes}};
-      HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(one));
+      HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(std::span<const uint8_t>(l.large.data(), bytes)));
       l.chunks[bucket].push_back({at, bytes, l.run});
     } else {
       l.used[bucket] += bytes;
@@ -273,13 +272,14 @@ struct RoundWork {
   uint32_t* prof = nullptr;
   uint16_t* met = nullptr;
   double* val = nullptr;
-  std::vector<uint64_t> offset, cursor;  // by context of the round: its values' start, next free
+  std::vector<uint64_t> offset;  // by context of the round: where its values start
+  std::vector<uint64_t> cursor;  // the next free place, by context or (placed by metric) by (context, metric)
   std::vector<uint32_t> split;  // the contexts [split[t], split[t + 1]) are thread t's to scatter
   Scratch<std::pair<uint16_t, double>> statsBuf;
   std::pair<uint16_t, double>* stats = nullptr;
   std::vector<uint32_t> statCount;
   ColumnBatch cols;
-  std::vector<std::vector<uint8_t>> laneBuf;  // a chunk of each lane's pieces
+  std::vector<std::vector<uint8_t>> laneBuf;  // a chunk of each stream (a lane's run) of pieces
   std::vector<SparseRow> rows;
   std::vector<Status> errors;
 };
