@@ -1,11 +1,11 @@
 // hpcprof-mpi: hpcprof's command line, run as `mpiexec -n R hpcprof-mpi ...`.
 #include <sys/resource.h>
-#include <malloc.h>
 #include <tbb/global_control.h>
 
 #include <cstdio>
 #include <string>
 
+#include "analysis/heap.hpp"
 #include "analysis/mpi/comm.hpp"
 #include "analysis/mpi/distributed.hpp"
 #include "analysis/mpi/wire.hpp"
@@ -52,15 +52,7 @@ void printReports(Comm& comm, const RankReport& r, double wall) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Per-profile buffers of a few hundred KB come and go thousands of times: keep them in
-  // the heap instead of a fresh mapping each (page faults, a TLB flush per unmap).
-  mallopt(M_MMAP_THRESHOLD, 4 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  // One heap for all threads: a thread's own arena is mapped apart from the main heap, grows
-  // by mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
-  // one (unify at -j2 took 0.11 s against 0.05 s with one arena; 500 profiles). The threads
-  // allocate little after their first profile, so they seldom meet on its lock.
-  mallopt(M_ARENA_MAX, 1);
+  setUpHeap();  // as hpcprof's: huge pages, one arena
   Comm comm(&argc, &argv);
   const bool root = comm.rank() == 0;
   auto t0 = std::chrono::steady_clock::now();

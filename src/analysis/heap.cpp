@@ -1,0 +1,60 @@
+#include "analysis/heap.hpp"
+
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace hpc::analysis {
+namespace {
+
+// Touching fresh memory costs hpcprof much of its time in page faults (one trap per 4 KiB
+// page, a dear one on a virtual machine: it was a quarter of the CPU time on the benchmark's
+// VM). Where the kernel gives transparent huge pages on request, the malloc heap asks for
+// them: it is given a large reserve (address space only, backed as it is touched) and the
+// whole of it is advised MADV_HUGEPAGE. Allocations stay in the heap up to 32 MiB (glibc's
+// most), so they get huge pages too; a heap that outgrows the reserve (an analysis of more
+// than 1 GiB) has 4 KiB pages beyond it. (glibc's tunable glibc.malloc.hugetlb=1 does the same,
+// but only in a process started with it: hpcprof restarted itself, which cost an exec.)
+// HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
+void heapOnHugePages() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  if (std::getenv("HPCPROF_NO_HUGEPAGES")) return;
+  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return;
+  char mode[128] = {};
+  const bool read = std::fgets(mode, sizeof mode, f) != nullptr;
+  std::fclose(f);
+  if (!read || std::strstr(mode, "[never]")) return;
+  // The heap never shrinks (growing again would add memory the advice does not cover), and
+  // grows by the reserve now: one allocation larger than what it holds. (Where the kernel
+  // refuses the reserve, malloc maps memory elsewhere and nothing is advised.)
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TOP_PAD, 1 << 30);
+  void* probe = std::malloc(1 << 20);
+  mallopt(M_TOP_PAD, 128 << 10);  // glibc's default again, for growth beyond the reserve
+  if (!probe) return;
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(probe) + 4095) & ~uintptr_t(4095);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~uintptr_t(4095);
+  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+  std::free(probe);
+}
+
+}  // namespace
+
+void setUpHeap() {
+  heapOnHugePages();
+  // One heap for all threads: a thread's own arena is mapped apart from the main heap, grows
+  // by mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
+  // one (unify at -j2 took 0.11 s against 0.05 s with one arena; 500 profiles). The threads
+  // allocate little after their first profile, so they seldom meet on its lock.
+  mallopt(M_ARENA_MAX, 1);
+}
+
+}  // namespace hpc::analysis
