@@ -1,20 +1,31 @@
 #!/usr/bin/python3
 """Interleaved A/B timing of hpcprof builds on one measurement directory.
 
-Runs each binary N times, alternating between them (so a drift of the machine's speed hits
-all alike), and prints per binary the minimum and median wall and CPU (user + system, from
+Runs each binary N times, alternating between them in an order shuffled each round (so a
+drift of the machine's speed hits all alike, and so does anything periodic: on the benchmark's
+VM the pages the previous run's database freed seem to go back to the host on a timer, and a
+fixed order put one binary in the slow slot every round), and prints per binary the minimum and median wall and CPU (user + system, from
 wait4) seconds and the peak resident memory. The database of each run goes to a scratch
-directory that is removed before the next run (replacing it is not analysis).
+directory that is removed before the next run (replacing it is not analysis), and the input is
+read once before each run (the kernel may have dropped part of it from the page cache since).
 
 usage: bench/hpcprof_ab.py MEASUREMENTS THREADS RUNS HPCPROF...
 """
 import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+
+def warm(d):
+    for f in os.listdir(d):
+        with open(os.path.join(d, f), "rb") as fh:
+            while fh.read(1 << 20):
+                pass
 
 
 def main():
@@ -24,9 +35,11 @@ def main():
     out = os.path.join(tempfile.mkdtemp(prefix="hpcprof-ab-"), "db")
     res = {b: [] for b in bins}
     try:
+        rng = random.Random(1)
         for _ in range(runs):
-            for b in bins:
+            for b in rng.sample(bins, len(bins)):
                 shutil.rmtree(out, ignore_errors=True)
+                warm(meas)
                 t0 = time.perf_counter()
                 p = subprocess.Popen([b, "--foreign", f"-j{threads}", "-o", out, meas],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
