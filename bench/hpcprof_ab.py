@@ -4,10 +4,11 @@
 Runs each binary N times, alternating between them in an order shuffled each round (so a
 drift of the machine's speed hits all alike, and so does anything periodic: on the benchmark's
 VM the pages the previous run's database freed seem to go back to the host on a timer, and a
-fixed order put one binary in the slow slot every round), and prints per binary the minimum and median wall and CPU (user + system, from
-wait4) seconds and the peak resident memory. The database of each run goes to a scratch
-directory that is removed before the next run (replacing it is not analysis), and the input is
-read once before each run (the kernel may have dropped part of it from the page cache since).
+fixed order put one binary in the slow slot every round), and prints per binary the minimum
+and median wall and CPU (user + system, from wait4) seconds and the peak resident memory. The
+database of each run goes to a scratch directory that is removed before the next run
+(replacing it is not analysis), and the input is read once before each run (the kernel may
+have dropped part of it from the page cache since).
 
 usage: bench/hpcprof_ab.py MEASUREMENTS THREADS RUNS HPCPROF...
 """
