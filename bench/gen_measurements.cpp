@@ -28,7 +28,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   int percent = argc > 4 ? std::atoi(argv[4]) : 3;
   int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
   const bool shuffled = argc > 6 && std::string(argv[6]) == "shuffled";
+  const bool deep = argc > 6 && std::string(argv[6]) == "deep";  // one call chain, as deep recursion makes
   fs::create_directories(dir);
 
   Profile shape;
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   // Each new node's parent is a recent node, so depth grows with the node count.
   for (int i = 3; i <= nodes; ++i) {
     uint32_t parent = i <= 3 ? 2 : uint32_t(std::max<int64_t>(2, i - 1 - int64_t(rng() % 24)));
+    if (deep) parent = uint32_t(i - 1);
     shape.nodes.push_back({uint32_t(i), parent, uint16_t(1 + rng() % 8), 0x1000 + (rng() % 40000) * 4, 1, {}});
   }
   // children[i]: positions of node i's children, for the shuffled walks.

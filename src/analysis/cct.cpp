@@ -49,6 +49,17 @@ Cct::Cct() {
   root_ = std::make_unique<Context>(nullptr, k);
 }
 
+Cct::~Cct() {
+  std::vector<std::unique_ptr<Context>> pending;
+  pending.push_back(std::move(root_));
+  while (!pending.empty()) {
+    std::unique_ptr<Context> c = std::move(pending.back());
+    pending.pop_back();
+    for (auto& kid : c->kids_) pending.push_back(std::move(kid.second));
+    c->kids_.clear();  // moved from: c goes with nothing below it
+  }
+}
+
 void Cct::finalize() {
   byId_.clear();
   parent_.clear();

@@ -76,6 +76,9 @@ private:
 class Cct {
 public:
   Cct();
+  // Frees the tree without recursion: deep recursion in an application makes call chains of
+  // hundreds of thousands of contexts, whose nested destruction overflowed the stack.
+  ~Cct();
   Cct(const Cct&) = delete;
   Cct& operator=(const Cct&) = delete;
 

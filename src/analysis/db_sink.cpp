@@ -23,12 +23,7 @@ db::ProfileValues toDb(const SparseRow& row) {
   return v;
 }
 
-// Lists `c` (or, for a hidden context, its children) into `out`.
-void listContext(const Context* c, std::vector<db::Context>& out) {
-  if (c->key().hidden) {
-    for (const Context* k : c->children()) listContext(k, out);
-    return;
-  }
+db::Context describe(const Context* c) {
   const ContextKey& key = c->key();
   db::Context d;
   d.ctxId = c->id();
@@ -44,9 +39,42 @@ void listContext(const Context* c, std::vector<db::Context>& out) {
     d.module = key.module->index;
     d.offset = key.offset;
   }
-  d.children.reserve(c->children().size());  // hidden children add theirs: a few more at most
-  for (const Context* k : c->children()) listContext(k, d.children);
-  out.push_back(std::move(d));
+  return d;
+}
+
+// The contexts meta.db lists below `c`, in order: a hidden context's take its place.
+void listedChildren(const Context* c, std::vector<const Context*>& out) {
+  out.clear();
+  std::vector<std::pair<const Context*, size_t>> walk{{c, 0}};  // hidden ones being expanded
+  while (!walk.empty()) {
+    const Context* at = walk.back().first;
+    const size_t i = walk.back().second;
+    if (i == at->children().size()) {
+      walk.pop_back();
+      continue;
+    }
+    ++walk.back().second;
+    const Context* k = at->children()[i];
+    if (k->key().hidden) walk.push_back({k, 0});
+    else out.push_back(k);
+  }
+}
+
+// The subtree below `top` into `out`, without recursion: deep recursion in an application
+// makes call chains of hundreds of thousands of contexts. Each list is whole before anything
+// points into it.
+void listSubtree(const Context* top, std::vector<db::Context>& out) {
+  std::vector<std::pair<const Context*, std::vector<db::Context>*>> todo{{top, &out}};
+  std::vector<const Context*> kids;
+  while (!todo.empty()) {
+    const auto [c, into] = todo.back();
+    todo.pop_back();
+    listedChildren(c, kids);
+    into->reserve(into->size() + kids.size());
+    const size_t first = into->size();
+    for (const Context* k : kids) into->push_back(describe(k));
+    for (size_t i = 0; i < kids.size(); ++i) todo.push_back({kids[i], &(*into)[first + i].children});
+  }
 }
 
 const char* entryName(EntryKind k) {
@@ -104,7 +132,7 @@ db::Meta buildMeta(const MetaInput& in) {
     ep.ctxId = e->id();
     ep.entryPoint = static_cast<uint16_t>(e->key().entry);
     ep.prettyName = entryName(e->key().entry);
-    for (const Context* k : e->children()) listContext(k, ep.children);
+    listSubtree(e, ep.children);
     m.entryPoints.push_back(std::move(ep));
   }
   return m;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "analysis/io.hpp"
 #include "common/file.hpp"
@@ -47,6 +48,72 @@ TEST(WriteMeta, SourcesFollowReplacePath) {
   for (const db::File& f : m->files) paths.push_back(f.path);
   EXPECT_NE(std::find(paths.begin(), paths.end(), moved), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "/elsewhere/gone.c"), paths.end());
+  fs::remove_all(tmp);
+}
+
+// Deep recursion in an application makes call chains of hundreds of thousands of contexts:
+// building, listing, writing, reading, printing and freeing such a tree must not recurse
+// (each of these overflowed an 8 MiB stack before). Every fourth context is hidden (an
+// instruction below a line), so meta.db lists its child in its place.
+TEST(WriteMeta, DeepChainWithoutRecursion) {
+  fs::path tmp = fs::temp_directory_path() / ("hpc-io-deep-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "db");
+  constexpr uint32_t kDepth = 600000;
+  uint32_t listed = 0;
+  {
+    Names names;
+    const File* file = names.file("/deep/rec.c");
+    const Module* module = names.module("/deep/rec");
+    Cct cct;
+    ContextKey entry;
+    entry.kind = NodeKind::Entry;
+    entry.entry = EntryKind::MainThread;
+    Context* at = cct.root()->child(entry);
+    for (uint32_t i = 0; i < kDepth; ++i) {
+      ContextKey k;
+      if (i % 4 == 3) {
+        k.type = LexType::Instruction;
+        k.module = module;
+        k.offset = i;
+        k.hidden = true;
+      } else {
+        k.type = LexType::Line;
+        k.file = file;
+        k.line = i + 1;
+        ++listed;
+      }
+      at = at->child(k);
+    }
+    cct.finalize();
+    names.finalize();
+    ASSERT_EQ(cct.size(), kDepth + 2);
+    MetricTable metrics({"CPUTIME (sec)"}, false);
+    MetaInput meta{"deep", &cct, &names, &metrics, 0, nullptr};
+    ASSERT_TRUE(writeMeta(tmp / "db", meta).ok());
+  }  // the tree is freed here
+  auto file = MappedFile::open(tmp / "db" / "meta.db");
+  ASSERT_TRUE(file.ok());
+  {
+    auto m = db::read_meta(file->view());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    ASSERT_EQ(m->entryPoints.size(), 1u);
+    uint32_t depth = 0, lastLine = 0;
+    const db::ContextList* level = &m->entryPoints[0].children;
+    while (!level->empty()) {
+      ASSERT_EQ(level->size(), 1u) << "at depth " << depth;
+      const db::Context& c = level->front();
+      ASSERT_NE(c.file, db::kNone);
+      EXPECT_GT(c.line, lastLine);  // the lines in order, hidden instructions left out
+      lastLine = c.line;
+      ++depth;
+      level = &c.children;
+    }
+    EXPECT_EQ(depth, listed);
+    std::ostringstream text;
+    ASSERT_TRUE(db::dump(tmp / "db" / "meta.db", text).ok());
+    EXPECT_NE(text.str().find("|line " + std::to_string(lastLine) + "|"), std::string::npos);
+  }  // the read tree is freed here
   fs::remove_all(tmp);
 }
 

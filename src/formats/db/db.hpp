@@ -67,6 +67,19 @@ struct Function {
 // {Ctx}: the flags byte is derived from which of function/file/module are set.
 // relation: 0 lexical, 1 call, 2 inlined call. lexicalType: 0 function, 1 loop,
 // 2 line, 3 instruction.
+struct Context;
+// A context's children: a vector that frees its subtree without recursion (deep recursion in
+// an application makes call chains of hundreds of thousands of contexts, whose nested
+// destruction overflowed the stack).
+struct ContextList : std::vector<Context> {
+  using std::vector<Context>::vector;
+  ContextList() = default;
+  ContextList(const ContextList&) = default;
+  ContextList(ContextList&&) noexcept = default;
+  ContextList& operator=(const ContextList&) = default;
+  ContextList& operator=(ContextList&&) noexcept = default;
+  ~ContextList();
+};
 struct Context {
   uint32_t ctxId = 0;
   uint8_t relation = 0;
@@ -77,7 +90,7 @@ struct Context {
   uint32_t line = 0;
   uint32_t module = kNone;  // hasPoint (with offset)
   uint64_t offset = 0;
-  std::vector<Context> children;
+  ContextList children;
 
   uint8_t flags() const {
     return uint8_t((function != kNone ? 1 : 0) | (file != kNone ? 2 : 0) | (module != kNone ? 4 : 0));
@@ -88,7 +101,7 @@ struct EntryPoint {
   uint32_t ctxId = 0;
   uint16_t entryPoint = 0;
   std::string prettyName;
-  std::vector<Context> children;
+  ContextList children;
 };
 
 struct Meta {

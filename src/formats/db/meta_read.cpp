@@ -10,8 +10,6 @@ using detail::in_section;
 using detail::Section;
 using detail::str_in;
 
-constexpr uint32_t kMaxDepth = 10000;
-
 template <typename T> T ld(const ByteView& v, uint64_t off) {
   return v.load<T, std::endian::little>(off);
 }
@@ -173,16 +171,36 @@ struct Reader {
     return Status();
   }
 
-  // Reads the {Ctx} array [p, p+sz) into `out`.
-  Status children(uint64_t at, uint64_t p, uint64_t sz, std::vector<Context>& out, uint32_t depth,
-                  uint32_t parent) {
-    if (sz == 0) return Status();
+  // Reads the {Ctx} array [p, p+sz) and, depth first, the arrays below it into `out`,
+  // without recursion: deep recursion in an application makes call chains of hundreds of
+  // thousands of contexts. (Each {Ctx} is read once: a cycle is an error.)
+  Status children(uint64_t at, uint64_t p, uint64_t sz, std::vector<Context>& out, uint32_t parent) {
+    struct Frame {
+      uint64_t at, p, end;  // the array's header (for errors), the next {Ctx}, the array's end
+      std::vector<Context>* out;
+      uint32_t parent;
+    };
     const Section& s = S(3);
-    if (depth > kMaxDepth) return v.error(at, "expected a context tree at most 10000 deep");
-    if (p % 8 != 0) return v.error(at, "expected an 8-aligned pChildren");
-    HPC_RETURN_IF_ERROR(in_section(v, s, p, sz, "pChildren array"));
-    uint64_t end = p + sz;
-    while (p < end) {
+    std::vector<Frame> stack;
+    // An array's first visit: checked and, when kept, room made for all its entries at once
+    // (so that pointers into it stay valid while the arrays below are read).
+    auto open = [&](uint64_t hdr, uint64_t q, uint64_t n, std::vector<Context>* into, uint32_t up) -> Status {
+      if (n == 0) return Status();
+      if (q % 8 != 0) return v.error(hdr, "expected an 8-aligned pChildren");
+      HPC_RETURN_IF_ERROR(in_section(v, s, q, n, "pChildren array"));
+      if (!visit) into->reserve(n / 0x20);
+      stack.push_back({hdr, q, q + n, into, up});
+      return Status();
+    };
+    HPC_RETURN_IF_ERROR(open(at, p, sz, &out, parent));
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.p >= f.end) {
+        stack.pop_back();
+        continue;
+      }
+      p = f.p;
+      const uint64_t end = f.end;
       if (++visited > S(3).sz / 0x20)
         return v.error(p, "expected each context once (the tree has a cycle)");
       HPC_RETURN_IF_ERROR(in_section(v, s, p, 0x20, "{Ctx}"));
@@ -216,10 +234,17 @@ struct Reader {
         HPC_ASSIGN_OR_RETURN(c.module, lookup(moduleAt, p + 0x20, pm, "pModule to point at a module"));
         HPC_ASSIGN_OR_RETURN(c.offset, sub(8));
       }
-      if (visit) HPC_RETURN_IF_ERROR((*visit)(c.ctxId, parent, p, &c));
-      HPC_RETURN_IF_ERROR(children(p + 8, ld<uint64_t>(v, p + 8), ld<uint64_t>(v, p), c.children, depth + 1, c.ctxId));
-      if (!visit) out.push_back(std::move(c));
-      p += size;
+      f.p = p + size;  // the next sibling, once this one's subtree is read
+      if (visit) HPC_RETURN_IF_ERROR((*visit)(c.ctxId, f.parent, p, &c));
+      std::vector<Context>* below = nullptr;
+      if (!visit) {
+        if (f.out->size() == f.out->capacity()) return v.error(p, "expected a whole {Ctx} inside szChildren");
+        f.out->push_back(std::move(c));
+        below = &f.out->back().children;
+      }
+      const uint32_t id = visit ? c.ctxId : f.out->back().ctxId;
+      // `f` is not used past here: opening the array below may move the stack.
+      HPC_RETURN_IF_ERROR(open(p + 8, ld<uint64_t>(v, p + 8), ld<uint64_t>(v, p), below, id));
     }
     return Status();
   }
@@ -238,7 +263,7 @@ struct Reader {
       e.entryPoint = ld<uint16_t>(v, a + 0x14);
       HPC_ASSIGN_OR_RETURN(e.prettyName, str_in(v, S(4), ld<uint64_t>(v, a + 0x18), "pPrettyName"));
       if (visit) HPC_RETURN_IF_ERROR((*visit)(e.ctxId, 0, a, nullptr));
-      HPC_RETURN_IF_ERROR(children(a + 8, ld<uint64_t>(v, a + 8), ld<uint64_t>(v, a), e.children, 0, e.ctxId));
+      HPC_RETURN_IF_ERROR(children(a + 8, ld<uint64_t>(v, a + 8), ld<uint64_t>(v, a), e.children, e.ctxId));
       m.entryPoints.push_back(std::move(e));
     }
     return Status();

@@ -230,4 +230,18 @@ Status write_meta(const Meta& meta, const std::filesystem::path& file) {
   return write_file_atomically(file, bytes);
 }
 
+ContextList::~ContextList() {
+  std::vector<Context> pending;
+  for (Context& c : *this) {
+    for (Context& k : c.children) pending.push_back(std::move(k));
+    c.children.clear();  // moved from: nothing below them
+  }
+  while (!pending.empty()) {
+    Context c = std::move(pending.back());
+    pending.pop_back();
+    for (Context& k : c.children) pending.push_back(std::move(k));
+    c.children.clear();
+  }
+}
+
 }  // namespace hpc::db

@@ -28,15 +28,23 @@ std::string opt_str(const Meta& m, uint32_t i, int what) {
   return i < m.modules.size() ? m.modules[i].path : "-";
 }
 
-void ctx_text(const Meta& m, const Context& c, uint32_t parent, std::ostream& os) {
-  char off[32] = "-";
-  if (c.module != kNone) std::snprintf(off, sizeof off, "%llx", static_cast<unsigned long long>(c.offset));
-  os << "ctx " << c.ctxId << "|parent " << parent << "|rel " << int(c.relation) << "|lex "
-     << int(c.lexicalType) << "|prop " << c.propagation << "|fn " << opt_str(m, c.function, 0)
-     << "|file " << opt_str(m, c.file, 1) << "|line "
-     << (c.file != kNone ? std::to_string(c.line) : "-") << "|mod " << opt_str(m, c.module, 2)
-     << "|off " << off << "\n";
-  for (auto& k : c.children) ctx_text(m, k, c.ctxId, os);
+// Pre-order, without recursion (call chains can be hundreds of thousands deep).
+void ctx_text(const Meta& m, const std::vector<Context>& top, uint32_t topParent, std::ostream& os) {
+  std::vector<std::pair<const Context*, uint32_t>> stack;  // (context, its parent's id)
+  for (auto it = top.rbegin(); it != top.rend(); ++it) stack.emplace_back(&*it, topParent);
+  while (!stack.empty()) {
+    const auto [cp, parent] = stack.back();
+    stack.pop_back();
+    const Context& c = *cp;
+    char off[32] = "-";
+    if (c.module != kNone) std::snprintf(off, sizeof off, "%llx", static_cast<unsigned long long>(c.offset));
+    os << "ctx " << c.ctxId << "|parent " << parent << "|rel " << int(c.relation) << "|lex "
+       << int(c.lexicalType) << "|prop " << c.propagation << "|fn " << opt_str(m, c.function, 0)
+       << "|file " << opt_str(m, c.file, 1) << "|line "
+       << (c.file != kNone ? std::to_string(c.line) : "-") << "|mod " << opt_str(m, c.module, 2)
+       << "|off " << off << "\n";
+    for (auto it = c.children.rbegin(); it != c.children.rend(); ++it) stack.emplace_back(&*it, c.ctxId);
+  }
 }
 
 template <typename K, typename S>
@@ -58,7 +66,7 @@ std::string canonical_text(const Database& db) {
   const Meta& m = db.meta;
   for (auto& e : m.entryPoints) {
     os << "entry " << e.ctxId << "|kind " << e.entryPoint << "|name " << e.prettyName << "\n";
-    for (auto& c : e.children) ctx_text(m, c, e.ctxId, os);
+    ctx_text(m, e.children, e.ctxId, os);
   }
   for (size_t i = 0; i < db.profiles.size(); ++i) {
     const Profile& p = db.profiles[i];
