@@ -175,21 +175,20 @@ struct Reader {
   // without recursion: deep recursion in an application makes call chains of hundreds of
   // thousands of contexts. (Each {Ctx} is read once: a cycle is an error.)
   Status children(uint64_t at, uint64_t p, uint64_t sz, std::vector<Context>& out, uint32_t parent) {
+    // Frames hold where their contexts go: a list only grows while its frame is on top, when
+    // no frame points into it (depth first), so those pointers stay valid.
     struct Frame {
-      uint64_t at, p, end;  // the array's header (for errors), the next {Ctx}, the array's end
+      uint64_t p, end;  // the next {Ctx}, the array's end
       std::vector<Context>* out;
       uint32_t parent;
     };
     const Section& s = S(3);
     std::vector<Frame> stack;
-    // An array's first visit: checked and, when kept, room made for all its entries at once
-    // (so that pointers into it stay valid while the arrays below are read).
     auto open = [&](uint64_t hdr, uint64_t q, uint64_t n, std::vector<Context>* into, uint32_t up) -> Status {
       if (n == 0) return Status();
       if (q % 8 != 0) return v.error(hdr, "expected an 8-aligned pChildren");
       HPC_RETURN_IF_ERROR(in_section(v, s, q, n, "pChildren array"));
-      if (!visit) into->reserve(n / 0x20);
-      stack.push_back({hdr, q, q + n, into, up});
+      stack.push_back({q, q + n, into, up});
       return Status();
     };
     HPC_RETURN_IF_ERROR(open(at, p, sz, &out, parent));
@@ -238,7 +237,6 @@ struct Reader {
       if (visit) HPC_RETURN_IF_ERROR((*visit)(c.ctxId, f.parent, p, &c));
       std::vector<Context>* below = nullptr;
       if (!visit) {
-        if (f.out->size() == f.out->capacity()) return v.error(p, "expected a whole {Ctx} inside szChildren");
         f.out->push_back(std::move(c));
         below = &f.out->back().children;
       }
