@@ -1,10 +1,12 @@
 #include "presentation/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <map>
 #include <queue>
+#include <unordered_map>
 
 namespace hpc::present {
 
@@ -26,8 +28,15 @@ std::string key_id(uint64_t key) {
 
 void top_down(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
   const MetricView& m = e.metrics()[o.metric];
-  for (uint32_t c : hottest_contexts(e, m, o.top))
-    out.push_back({"top-down", e.depth(c), std::to_string(c), e.name(c), e.inclusive(c, m), e.exclusive(c, m)});
+  // Depths from the parent's (tree order: a parent comes before its children), not by
+  // walking to the root for each row: that is quadratic down a deep call chain.
+  std::unordered_map<uint32_t, uint32_t> depth;
+  for (uint32_t c : hottest_contexts(e, m, o.top)) {
+    auto up = c == 0 ? depth.end() : depth.find(e.parent(c));
+    const uint32_t d = up != depth.end() ? up->second + 1 : e.depth(c);
+    depth[c] = d;
+    out.push_back({"top-down", d, std::to_string(c), e.name(c), e.inclusive(c, m), e.exclusive(c, m)});
+  }
 }
 
 // Best-first over the callers tree, ranked by the exclusive value attributed to a path.
@@ -103,6 +112,8 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+constexpr uint32_t kMaxIndent = 1000;  // text rows: indentation levels at most
+
 std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -169,7 +180,11 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     }
     char buf[96];
     std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", num(r.inc).c_str(), pct(r.inc), num(r.exc).c_str(), pct(r.exc));
-    os << buf << std::string(2 * r.depth, ' ') << (r.depth && section == "bottom-up" ? "<- " : "") << r.name;
+    // Two spaces a level, down to kMaxIndent levels; deeper rows say their depth instead (down
+    // a call chain hundreds of thousands deep the indentation made the text quadratic).
+    os << buf << std::string(2 * std::min(r.depth, kMaxIndent), ' ');
+    if (r.depth > kMaxIndent) os << "[depth " << r.depth << "] ";
+    os << (r.depth && section == "bottom-up" ? "<- " : "") << r.name;
     if (section == "top-down") os << "  [" << r.id << "]";
     os << "\n";
   }

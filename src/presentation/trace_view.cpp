@@ -89,6 +89,79 @@ private:
   std::vector<Slot> slots_ = std::vector<Slot>(size_t(1) << kBits);
 };
 
+// The colour key of contexts at one call depth: the function at call depth `depth` + 1 on
+// the context's path from the root (context_at_depth), else the innermost one; with
+// kInnermost, the innermost function (the first one up). The contexts asked for go in a
+// KeyMemo; a walk up the path also stops at the first checkpoint it meets: ancestors at
+// every kEvery-th tree depth, each with its call depth and key, kept in a fixed-size
+// direct-mapped table by the walks that passed them. Down a deep call chain (recursion
+// hundreds of thousands of calls deep) a context then costs about kEvery steps, not the
+// whole path; on ordinary trees walks are short and no checkpoint is made.
+class DepthColours {
+public:
+  static constexpr uint64_t kInnermost = UINT64_MAX;
+  DepthColours(const Experiment& e, uint64_t depth) : e_(e), want_(depth == kInnermost ? depth : depth + 1) {}
+  uint32_t operator()(uint32_t ctx) {
+    if (ctx == 0) return kTraceIdle;
+    return memo_.get(ctx, [&](uint32_t c) { return e_.has(c) ? walk(c) : kTraceUnknown; });
+  }
+
+private:
+  static constexpr uint32_t kEvery = 64;
+  static constexpr int kBits = 12;
+  struct Point {
+    uint32_t ctx = kNoCtx, treeDepth = 0, callDepth = 0, key = 0;
+  };
+  Point& slot(uint32_t ctx) { return points_[(ctx * 2654435761u) >> (32 - kBits)]; }
+  uint32_t key_of(uint32_t fnCtx) const {
+    uint32_t fn = e_.function_of(fnCtx);
+    return fn == db::kNone ? kTraceNoFunction : fn;
+  }
+
+  uint32_t walk(uint32_t c) {
+    // Up from c to the root or the first checkpoint, noting the function contexts passed
+    // (innermost first); with kInnermost the first one is the answer.
+    fns_.clear();
+    Point base;  // the root: tree and call depth 0, no function
+    base.key = kTraceNoFunction;
+    uint32_t steps = 0, a = c;
+    for (; a != kNoCtx && a != 0; a = e_.parent(a), ++steps) {
+      if (const Point& p = slot(a); p.ctx == a) {
+        base = p;
+        break;
+      }
+      if (e_.function_of(a) != db::kNone) {
+        fns_.push_back(a);
+        if (want_ == kInnermost) return key_of(a);
+      }
+    }
+    const uint64_t m = fns_.size(), cd = base.callDepth + m;
+    const uint32_t key = base.callDepth >= want_ ? base.key  // the function at that depth is above the stop
+                         : cd >= want_           ? key_of(fns_[cd - want_])
+                         : m                     ? key_of(fns_[0])  // not that deep: the innermost
+                                                 : base.key;
+    if (steps >= kEvery) {  // a long walk: checkpoints on the way, at every kEvery-th tree depth
+      uint64_t below = 0;   // function contexts passed below the one at hand
+      uint32_t i = 0;
+      for (uint32_t x = c; x != a; x = e_.parent(x), ++i) {
+        const uint32_t treeDepth = base.treeDepth + steps - i;
+        const uint64_t callDepth = cd - below;
+        if (treeDepth % kEvery == 0)
+          slot(x) = {x, treeDepth, uint32_t(callDepth),
+                     callDepth >= want_ ? key : below < m ? key_of(fns_[below]) : base.key};
+        if (e_.function_of(x) != db::kNone) ++below;
+      }
+    }
+    return key;
+  }
+
+  const Experiment& e_;
+  uint64_t want_;  // the call depth (outermost 1) whose function is shown; kInnermost
+  KeyMemo memo_;
+  std::vector<Point> points_ = std::vector<Point>(size_t(1) << kBits);
+  std::vector<uint32_t> fns_;
+};
+
 // `n` instants evenly spread over [t0, t1): the middle of each of n equal parts.
 struct Instants {
   uint64_t t0;
@@ -130,15 +203,7 @@ Status check_trace_query(const Experiment& e, const TraceQuery& q) {
 Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<bool(const TraceRow&)>& each) {
   HPC_RETURN_IF_ERROR(check_trace_query(e, q));
   const db::LazyTraceDb* trace = *e.trace();
-  KeyMemo colours;  // ctxId -> colour key at q.depth
-  auto colourOf = [&](uint32_t ctx) {
-    if (ctx == 0) return kTraceIdle;
-    return colours.get(ctx, [&](uint32_t c) {
-      if (!e.has(c)) return kTraceUnknown;
-      uint32_t fn = e.function_of(context_at_depth(e, c, q.depth));
-      return fn == db::kNone ? kTraceNoFunction : fn;
-    });
-  };
+  DepthColours colourOf(e, q.depth);  // ctxId -> colour key at q.depth
   const uint32_t count = q.line1 - q.line0, nrows = std::min(count, q.rows);
   const Instants at(q.t0, q.t1, q.width);
   db::PageReleaser pages(trace->data(), trace->bytes());  // the lines' pages leave the process as it goes
@@ -315,15 +380,7 @@ Expected<GpuBlame> gpu_idle_blame(const Experiment& e, uint64_t t0, uint64_t t1,
     sweep(l, at, idleAt, [&](uint32_t x, uint32_t ctx) { running[x] += ctx != 0; });
     pages.touched(l.data(), l.bytes());
   }
-  KeyMemo fnOf;  // ctxId -> innermost function key
-  auto fnKey = [&](uint32_t ctx) {
-    return fnOf.get(ctx, [&](uint32_t c) {
-      if (!e.has(c)) return kTraceUnknown;
-      for (; c != kNoCtx && c != 0; c = e.parent(c))
-        if (uint32_t fn = e.function_of(c); fn != db::kNone) return fn;
-      return kTraceNoFunction;
-    });
-  };
+  DepthColours fnKey(e, DepthColours::kInnermost);  // ctxId -> innermost function key (ctx 0 is never asked)
   std::unordered_map<uint32_t, double> blame;
   for (uint32_t li : cpu) {
     const db::TraceLineView& l = trace->line(li);

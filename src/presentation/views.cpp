@@ -112,18 +112,64 @@ Aggregate CallerIndex::empty(uint64_t key) const {
 }
 
 namespace {
-// No function context above `ctx` has a key equal to `key` (the instance is the outermost
-// of a recursion). keyOf maps a function index to the grouping key.
-template <typename KeyOf> bool outermost(const Experiment& e, uint32_t ctx, uint64_t key, KeyOf&& keyOf) {
-  for (uint32_t c = e.parent(ctx); c != kNoCtx && c != 0; c = e.parent(c))
-    if (uint32_t fn = e.function_of(c); fn != db::kNone && keyOf(fn) == key) return false;
-  return true;
-}
+// Whether a function context is the outermost instance of its key (no function context
+// above it has the same key: recursion). keyOf maps a function index to the grouping key.
+// Answered by walking up from the context, in memory. Once the walks have taken more than
+// kStepsPerContext steps a context in all (a deep tree: a function called at every level of
+// a recursion hundreds of thousands of calls deep makes them quadratic in the depth), every
+// function context is answered at once instead, in one depth-first pass over the tree that
+// counts each key's instances on the current path (a bit a ctxId).
+template <typename KeyOf> class Outermost {
+public:
+  Outermost(const Experiment& e, KeyOf keyOf)
+      : e_(e), keyOf_(std::move(keyOf)), budget_(kStepsPerContext * e.id_limit() + 65536) {}
+  // `key` is keyOf(function_of(ctx)).
+  bool operator()(uint32_t ctx, uint64_t key) {
+    if (!flags_.empty()) return flags_[ctx];
+    for (uint32_t c = e_.parent(ctx); c != kNoCtx && c != 0; c = e_.parent(c)) {
+      if (++steps_ > budget_) return all()[ctx];
+      if (uint32_t fn = e_.function_of(c); fn != db::kNone && keyOf_(fn) == key) return false;
+    }
+    return true;
+  }
+
+private:
+  static constexpr uint64_t kStepsPerContext = 64;
+  const std::vector<bool>& all() {
+    flags_.assign(e_.id_limit(), false);
+    std::unordered_map<uint64_t, uint32_t> active;  // key -> instances on the current path
+    std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
+    std::vector<uint32_t> kids;
+    size_t visited = 0;
+    while (!stack.empty()) {
+      auto [c, leaving] = stack.back();
+      stack.pop_back();
+      const uint32_t fn = e_.function_of(c);
+      if (leaving) {
+        if (auto it = active.find(keyOf_(fn)); it != active.end() && --it->second == 0) active.erase(it);
+        continue;
+      }
+      if (fn != db::kNone) {
+        flags_[c] = active[keyOf_(fn)]++ == 0;
+        stack.push_back({c, true});
+      }
+      e_.children(c, kids);
+      for (uint32_t k : kids) stack.push_back({k, false});
+      if (++visited % kReleaseEvery == 0) e_.release_pages(false);
+    }
+    return flags_;
+  }
+  const Experiment& e_;
+  KeyOf keyOf_;
+  uint64_t steps_ = 0, budget_;  // steps walked up so far, and at most
+  std::vector<bool> flags_;      // by ctxId, once computed
+};
 const auto kSame = [](uint32_t fn) { return uint64_t(fn); };
 }  // namespace
 
 template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_t>& path, F&& f) const {
   if (path.empty() || (path[0] & kEntryKey)) return;
+  Outermost outermost(e_, kSame);
   for (uint32_t c = 1; c < e_.id_limit(); ++c) {
     if (!e_.has(c) || e_.function_of(c) != path[0] || e_.kind(c) != NodeKind::Context) continue;
     uint32_t at = c;
@@ -132,7 +178,7 @@ template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_
       at = caller_of(at);
       ok = at != kNoCtx && key_of(at) == path[j];
     }
-    if (ok) f(c, outermost(e_, c, path[0], kSame), caller_of(at));
+    if (ok) f(c, outermost(c, path[0]), caller_of(at));
   }
 }
 
@@ -287,12 +333,13 @@ FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& 
     return by == FlatBy::Module ? (f ? f->module : db::kNone) : (f ? f->file : db::kNone);
   };
   CallerIndex ci(e);
+  Outermost outermost(e, keyOf);
   for (uint32_t c = 1; c < e.id_limit(); ++c) {
     uint32_t fn = e.has(c) ? e.function_of(c) : db::kNone;
     if (fn == db::kNone || e.kind(c) != NodeKind::Context) continue;
     uint64_t key = keyOf(fn);
     uint32_t row = b.row(key);
-    add_values(e, ms, c, outermost(e, c, key, keyOf), b.values(row));
+    add_values(e, ms, c, outermost(c, key), b.values(row));
     if (by == FlatBy::Function && !b.t.hasCaller[row] && ci.caller_of(c) != kNoCtx) b.t.hasCaller[row] = 1;
     if (c % kReleaseEvery == 0) e.release_pages(false);
   }

@@ -125,6 +125,43 @@ Reply stream_array(json head, std::string member, size_t n, RowJson rowJson) {
   return r;
 }
 
+// A list of contexts, `{"ctx":C,"name":N}` each, written a piece at a time (a path down a
+// deep call chain has hundreds of thousands: as a json tree it held 20x its text).
+bool write_contexts(const Experiment& e, const std::vector<uint32_t>& ctxs, const Writer& write) {
+  std::string buf = "[";
+  for (size_t i = 0; i < ctxs.size(); ++i) {
+    buf += i ? ",{\"ctx\":" : "{\"ctx\":";
+    buf += std::to_string(ctxs[i]);
+    buf += ",\"name\":";
+    buf += dump(json(e.name(ctxs[i])));
+    buf += '}';
+    if (buf.size() < kPiece) continue;
+    if (!write(buf)) return false;
+    buf.clear();
+  }
+  buf += ']';
+  return write(buf);
+}
+
+// Paths longer than this are streamed (only deep call chains have them); shorter ones are
+// sent whole, as any small reply.
+constexpr size_t kStreamPath = 1024;
+
+// A JSON reply whose body `body` writes: streamed when `large`, else held whole.
+Reply json_body(bool large, std::function<bool(const Writer&)> body) {
+  Reply r;
+  r.contentType = kJson;
+  if (large) {
+    r.stream = std::move(body);
+  } else {
+    body([&](std::string_view s) {
+      r.body += s;
+      return true;
+    });
+  }
+  return r;
+}
+
 // The trace.db and time range [t0, t1) of a trace request (default: the whole trace), or
 // the error reply.
 struct TraceRange {
@@ -221,19 +258,25 @@ Reply Api::context(const Params& q) {
   if (!ctx.ok()) return error(400, ctx.status().message());
   uint32_t c = uint32_t(*ctx);
   if (!e_.has(c)) return error(404, "no context " + std::to_string(c));
-  json path = json::array();
-  for (uint32_t a = c; a != kNoCtx; a = e_.parent(a)) path.push_back({{"ctx", a}, {"name", e_.name(a)}});
+  std::vector<uint32_t> path;  // from the root
+  for (uint32_t a = c; a != kNoCtx; a = e_.parent(a)) path.push_back(a);
   std::reverse(path.begin(), path.end());
   json metrics = json::array();
   for (size_t i = 0; i < e_.metrics().size(); ++i) {
     const MetricView& m = e_.metrics()[i];
     metrics.push_back({{"index", i}, {"name", m.name}, {"inc", stats_json(e_.stats(c, m.inc))}, {"exc", stats_json(e_.stats(c, m.exc))}});
   }
-  json j{{"ctx", c}, {"name", e_.name(c)}, {"path", path}, {"metrics", metrics}};
+  json j{{"ctx", c}, {"name", e_.name(c)}, {"metrics", metrics}};
   auto [file, line] = e_.source_of(c);
   if (file != db::kNone && file < e_.meta().files.size())
     j["file"] = file, j["filePath"] = e_.meta().files[file].path, j["line"] = line;
-  return json_reply(j);
+  // "path" is the last member in key order: the others, then the path written as it goes.
+  std::string head = dump(j);
+  head.back() = ',';
+  const bool large = path.size() > kStreamPath;
+  return json_body(large, [&e = e_, head = std::move(head) + "\"path\":", path = std::move(path)](const Writer& write) {
+    return write(head) && write_contexts(e, path, write) && write("}");
+  });
 }
 
 Reply Api::bottom_up(const Params& q) {
@@ -401,9 +444,15 @@ Reply Api::trace_sample(const Params& q) {
   auto s = present::trace_sample(e_, uint32_t(*line), *time);
   if (!s.ok()) return error(400, s.status().message());
   if (!s->found) return json_reply({{"found", false}});
-  json stack = json::array();
-  for (uint32_t c : s->stack) stack.push_back({{"ctx", c}, {"name", e_.name(c)}});
-  return json_reply({{"found", true}, {"start", s->start}, {"end", s->end}, {"ctx", s->ctx}, {"stack", stack}});
+  // Members in key order (ctx, end, found, stack, start), the stack written as it goes.
+  std::string head = dump(json{{"found", true}, {"end", s->end}, {"ctx", s->ctx}});
+  head.back() = ',';
+  std::string tail = ",\"start\":" + dump(json(s->start)) + "}";
+  const bool large = s->stack.size() > kStreamPath;
+  return json_body(large, [&e = e_, head = std::move(head) + "\"stack\":", tail = std::move(tail),
+                           stack = std::move(s->stack)](const Writer& write) {
+    return write(head) && write_contexts(e, stack, write) && write(tail);
+  });
 }
 
 Reply Api::source(const Params& q) {

@@ -125,11 +125,17 @@ const table = {
     });
   },
 
+  // Sorts `list` and every loaded list below it; iterative: an expanded chain can be deeper
+  // than the script's stack.
   sortKids(list) {
     const c = this.columns[this.sortCol];
     if (!c) return;
-    list.sort((a, b) => (this.value(b, c, this.sortExc) || 0) - (this.value(a, c, this.sortExc) || 0));
-    for (const n of list) if (n.children) this.sortKids(n.children);
+    const todo = [list];
+    while (todo.length) {
+      const l = todo.pop();
+      l.sort((a, b) => (this.value(b, c, this.sortExc) || 0) - (this.value(a, c, this.sortExc) || 0));
+      for (const n of l) if (n.children) todo.push(n.children);
+    }
   },
   resort() { this.sortKids(this.roots); this.header(); this.refresh(); },
 
@@ -188,9 +194,15 @@ const table = {
   },
 
   refresh() {
-    const out = [];
-    const walk = (list) => { for (const n of list) { out.push(n); if (n.expanded && n.children) walk(n.children); } };
-    walk(this.roots);
+    // The expanded rows in tree order, with a stack of (list, next index): no recursion.
+    const out = [], stack = [[this.roots, 0]];
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      if (top[1] >= top[0].length) { stack.pop(); continue; }
+      const n = top[0][top[1]++];
+      out.push(n);
+      if (n.expanded && n.children) stack.push([n.children, 0]);
+    }
     this.visible = out;
     $('table-spacer').style.height = `${out.length * ROW}px`;
     this.render();
@@ -278,11 +290,13 @@ async function details(n) {
   path.textContent = '';
   if (table.view === 'top-down' && n.ctx !== undefined) {
     const j = await hpc.api('context', { ctx: n.ctx });
+    const frag = document.createDocumentFragment();  // one insertion, however deep the path
     for (const p of j.path) {
       const d = document.createElement('div');
       d.textContent = p.name;
-      path.append(d);
+      frag.append(d);
     }
+    path.append(frag);
     await plot(n.ctx);
   } else {
     path.textContent = n.name;

@@ -225,11 +225,13 @@ window.traceView = (() => {
       ol.append(li);
       return;
     }
+    const frag = document.createDocumentFragment();  // one insertion, however deep the stack
     for (const f of s.stack) {
       const li = document.createElement('li');
       li.textContent = f.name;
-      ol.append(li);
+      frag.append(li);
     }
+    ol.append(frag);
   }
 
   let drag = null;
