@@ -112,6 +112,36 @@ Aggregate CallerIndex::empty(uint64_t key) const {
 }
 
 namespace {
+// Calls f(key, ctx, outermost) for every context with a key (keyAt(ctx) != UINT64_MAX), in a
+// depth-first walk over meta.db that counts each key's instances on the current path (only
+// those stay in `active`): outermost = no context above it on its path has the same key.
+template <typename KeyAt, typename F> void outermost_walk(const Experiment& e, KeyAt&& keyAt, F&& f) {
+  struct Step {
+    uint32_t ctx;
+    bool leaving;
+    uint64_t key;  // when leaving
+  };
+  std::unordered_map<uint64_t, uint32_t> active;
+  std::vector<Step> stack{{0, false, 0}};
+  std::vector<uint32_t> kids;
+  size_t visited = 0;
+  while (!stack.empty()) {
+    const Step s = stack.back();
+    stack.pop_back();
+    if (s.leaving) {
+      if (auto it = active.find(s.key); it != active.end() && --it->second == 0) active.erase(it);
+      continue;
+    }
+    if (const uint64_t key = keyAt(s.ctx); key != UINT64_MAX) {
+      f(key, s.ctx, active[key]++ == 0);
+      stack.push_back({s.ctx, true, key});
+    }
+    e.children(s.ctx, kids);
+    for (uint32_t k : kids) stack.push_back({k, false, 0});
+    if (++visited % kReleaseEvery == 0) e.release_pages(false);
+  }
+}
+
 // Whether a function context is the outermost instance of its key (no function context
 // above it has the same key: recursion). keyOf maps a function index to the grouping key.
 // Answered by walking up from the context, in memory. Once the walks have taken more than
@@ -137,26 +167,13 @@ private:
   static constexpr uint64_t kStepsPerContext = 64;
   const std::vector<bool>& all() {
     flags_.assign(e_.id_limit(), false);
-    std::unordered_map<uint64_t, uint32_t> active;  // key -> instances on the current path
-    std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
-    std::vector<uint32_t> kids;
-    size_t visited = 0;
-    while (!stack.empty()) {
-      auto [c, leaving] = stack.back();
-      stack.pop_back();
-      const uint32_t fn = e_.function_of(c);
-      if (leaving) {
-        if (auto it = active.find(keyOf_(fn)); it != active.end() && --it->second == 0) active.erase(it);
-        continue;
-      }
-      if (fn != db::kNone) {
-        flags_[c] = active[keyOf_(fn)]++ == 0;
-        stack.push_back({c, true});
-      }
-      e_.children(c, kids);
-      for (uint32_t k : kids) stack.push_back({k, false});
-      if (++visited % kReleaseEvery == 0) e_.release_pages(false);
-    }
+    outermost_walk(
+        e_,
+        [&](uint32_t c) {
+          const uint32_t fn = e_.function_of(c);
+          return fn == db::kNone ? UINT64_MAX : uint64_t(keyOf_(fn));
+        },
+        [&](uint64_t, uint32_t c, bool outer) { flags_[c] = outer; });
     return flags_;
   }
   const Experiment& e_;
@@ -277,31 +294,16 @@ FlatTable in_key_order(const FlatTable& t) {
 }
 
 // Calls f(key, ctx, outermost) for every line context (lexical type 2; key file << 32 |
-// line), depth-first over meta.db, counting each key's instances on the current path (only
-// those stay in `active`).
+// line), depth-first over meta.db (outermost_walk).
 template <typename F> void line_anchors(const Experiment& e, F&& f) {
-  std::unordered_map<uint64_t, uint32_t> active;
-  std::vector<std::pair<uint32_t, bool>> stack{{0, false}};  // (ctx, leaving)
-  std::vector<uint32_t> kids;
-  size_t visited = 0;
-  while (!stack.empty()) {
-    auto [c, leaving] = stack.back();
-    stack.pop_back();
-    uint64_t key = UINT64_MAX;
-    if (c != 0 && e.kind(c) == NodeKind::Context) {
-      const db::Context x = e.context(c);
-      if (x.lexicalType == 2) key = uint64_t(x.file) << 32 | x.line;
-    }
-    if (leaving) {
-      if (key != UINT64_MAX && --active[key] == 0) active.erase(key);
-      continue;
-    }
-    if (key != UINT64_MAX) f(key, c, active[key]++ == 0);
-    stack.push_back({c, true});
-    e.children(c, kids);
-    for (uint32_t k : kids) stack.push_back({k, false});
-    if (++visited % kReleaseEvery == 0) e.release_pages(false);
-  }
+  outermost_walk(
+      e,
+      [&](uint32_t c) {
+        if (c == 0 || e.kind(c) != NodeKind::Context) return UINT64_MAX;
+        const db::Context x = e.context(c);
+        return x.lexicalType == 2 ? uint64_t(x.file) << 32 | x.line : UINT64_MAX;
+      },
+      f);
 }
 
 // Adds context c's values (inclusive only when outermost) to a row.
