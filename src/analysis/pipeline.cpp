@@ -514,6 +514,9 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
   HPC_RETURN_IF_ERROR(buckets->finish());
+  // Read whole: its pages leave the page cache now, for the cct.db writes to take, rather
+  // than at the end (fresh pages are dear on a virtual machine).
+  spill.reset();
   timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.
