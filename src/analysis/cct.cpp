@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <new>
+#include <type_traits>
 
 namespace hpc::analysis {
 
@@ -30,41 +32,131 @@ size_t ContextKeyHash::operator()(const ContextKey& k) const {
   return h;
 }
 
-Context* Context::child(const ContextKey& key) {
-  std::lock_guard lock(mu_);
-  auto& slot = kids_[key];
-  if (!slot) slot = std::make_unique<Context>(this, key);
-  return slot.get();
+Context* Context::child(const ContextKey& key) { return owner_->child(this, key); }
+
+Context* Context::findChild(const ContextKey& key) { return owner_->findChild(this, key); }
+
+uint64_t Cct::hashOf(const Context* parent, const ContextKey& key) {
+  uint64_t h = ContextKeyHash()(key) ^ (reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ULL);
+  // A final mix (murmur3's): the shard comes from the high bits, the slot from the low ones.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
 }
 
-Context* Context::findChild(const ContextKey& key) {
-  std::lock_guard lock(mu_);
-  auto it = kids_.find(key);
-  return it == kids_.end() ? nullptr : it->second.get();
-}
-
-Cct::Cct() {
+Cct::Cct() : shards_(new Shard[size_t(1) << kShardBits]) {
   ContextKey k;
   k.kind = NodeKind::Root;
-  root_ = std::make_unique<Context>(nullptr, k);
+  rootStorage_.reset(new std::byte[sizeof(Context)]);
+  root_ = new (rootStorage_.get()) Context(this, nullptr, k);
 }
 
-Cct::~Cct() {
-  std::vector<std::unique_ptr<Context>> pending;
-  pending.push_back(std::move(root_));
-  while (!pending.empty()) {
-    std::unique_ptr<Context> c = std::move(pending.back());
-    pending.pop_back();
-    for (auto& kid : c->kids_) pending.push_back(std::move(kid.second));
-    c->kids_.clear();  // moved from: c goes with nothing below it
+Cct::~Cct() = default;  // contexts are trivially destructible: their blocks go whole
+
+Context* Cct::make(Shard& s, Context* parent, const ContextKey& key) {
+  static_assert(std::is_trivially_destructible_v<Context>);
+  if (s.blockLeft == 0) {
+    s.blocks.emplace_back(new std::byte[s.nextBlock * sizeof(Context)]);
+    s.blockNext = s.blocks.back().get();
+    s.blockLeft = s.nextBlock;
+    s.nextBlock = std::min<size_t>(s.nextBlock * 2, 4096);
   }
+  Context* c = new (s.blockNext) Context(this, parent, key);
+  s.blockNext += sizeof(Context);
+  --s.blockLeft;
+  return c;
+}
+
+Context* Cct::child(Context* parent, const ContextKey& key) {
+  const uint64_t h = hashOf(parent, key);
+  Shard& s = shards_[h >> (64 - kShardBits)];
+  std::lock_guard lock(s.mu);
+  if (2 * (s.used + 1) > s.table.size()) {
+    // Grow: twice the slots, every entry placed again by its kept hash.
+    std::vector<Slot> old = std::move(s.table);
+    s.table.assign(std::max<size_t>(64, 2 * old.size()), Slot{});
+    const size_t mask = s.table.size() - 1;
+    for (const Slot& e : old) {
+      if (!e.ctx) continue;
+      size_t i = e.hash & mask;
+      while (s.table[i].ctx) i = (i + 1) & mask;
+      s.table[i] = e;
+    }
+  }
+  const size_t mask = s.table.size() - 1;
+  size_t i = h & mask;
+  for (; s.table[i].ctx; i = (i + 1) & mask) {
+    const Slot& e = s.table[i];
+    if (e.hash == h && e.ctx->parent_ == parent && e.ctx->key_ == key) return e.ctx;
+  }
+  Context* c = make(s, parent, key);
+  s.table[i] = {h, c};
+  ++s.used;
+  return c;
+}
+
+Context* Cct::findChild(const Context* parent, const ContextKey& key) {
+  const uint64_t h = hashOf(parent, key);
+  Shard& s = shards_[h >> (64 - kShardBits)];
+  std::lock_guard lock(s.mu);
+  if (s.table.empty()) return nullptr;
+  const size_t mask = s.table.size() - 1;
+  for (size_t i = h & mask; s.table[i].ctx; i = (i + 1) & mask) {
+    const Slot& e = s.table[i];
+    if (e.hash == h && e.ctx->parent_ == parent && e.ctx->key_ == key) return e.ctx;
+  }
+  return nullptr;
 }
 
 void Cct::finalize() {
+  // Children counted per parent, given ranges of one list, then filled and sorted. The
+  // contexts are taken from the shards' blocks, in memory order.
+  std::vector<Context*> all;
+  size_t total = 0;
+  for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) total += shards_[k].used;
+  all.reserve(total);
+  for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
+    const Shard& s = shards_[k];
+    size_t size = 16;
+    for (size_t b = 0; b < s.blocks.size(); ++b, size = std::min<size_t>(2 * size, 4096)) {
+      const size_t n = b + 1 == s.blocks.size() ? size - s.blockLeft : size;
+      auto* first = reinterpret_cast<Context*>(s.blocks[b].get());
+      for (size_t i = 0; i < n; ++i) all.push_back(first + i);
+    }
+  }
+  root_->numChildren_ = 0;
+  for (Context* c : all) c->numChildren_ = 0;
+  for (Context* c : all) ++c->parent_->numChildren_;
+  uint32_t next = 0;
+  auto place = [&next](Context* c) {
+    c->firstChild_ = next;
+    next += c->numChildren_;
+    c->numChildren_ = 0;  // counted again as the list is filled
+  };
+  place(root_);
+  for (Context* c : all) place(c);
+  kids_.assign(all.size(), nullptr);
+  for (Context* c : all) {
+    Context* p = c->parent_;
+    kids_[p->firstChild_ + p->numChildren_++] = c;
+  }
+  auto byContent = [](const Context* a, const Context* b) { return compare(a->key_, b->key_) < 0; };
+  auto sortKids = [&](const Context* c) {
+    if (c->numChildren_ > 1)
+      std::sort(kids_.begin() + c->firstChild_, kids_.begin() + c->firstChild_ + c->numChildren_, byContent);
+  };
+  sortKids(root_);
+  for (const Context* c : all) sortKids(c);
+
   byId_.clear();
   parent_.clear();
+  byId_.reserve(all.size() + 1);
+  parent_.reserve(all.size() + 1);
   // Iterative pre-order walk: call chains can be deep (recursion in the application).
-  std::vector<Context*> stack{root_.get()};
+  std::vector<Context*> stack{root_};
   while (!stack.empty()) {
     Context* c = stack.back();
     stack.pop_back();
@@ -72,11 +164,7 @@ void Cct::finalize() {
     byId_.push_back(c);
     parent_.push_back(c->parent_ ? c->parent_->id_ : c->id_);
     c->listed_ = (c->key_.hidden && c->parent_) ? c->parent_->listed_ : c;
-    c->sorted_.clear();
-    for (auto& [k, v] : c->kids_) c->sorted_.push_back(v.get());
-    std::sort(c->sorted_.begin(), c->sorted_.end(),
-              [](const Context* a, const Context* b) { return compare(a->key_, b->key_) < 0; });
-    for (auto it = c->sorted_.rbegin(); it != c->sorted_.rend(); ++it) stack.push_back(*it);
+    for (uint32_t k = c->numChildren_; k-- > 0;) stack.push_back(kids_[c->firstChild_ + k]);
   }
 }
 

@@ -3,10 +3,11 @@
 // every context an id that depends only on the tree's content, never on thread timing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "analysis/model.hpp"
@@ -18,20 +19,21 @@ enum class LexType : uint8_t { Function = 0, Loop = 1, Line = 2, Instruction = 3
 enum class EntryKind : uint16_t { Unknown = 0, MainThread = 1, ApplicationThread = 2 };
 enum class NodeKind : uint8_t { Root, Entry, Scope };
 
-// What a context is, independent of where it hangs. Siblings never share a key.
+// What a context is, independent of where it hangs. Siblings never share a key. (Fields
+// ordered to pack: 48 bytes; compare() fixes the content order.)
 struct ContextKey {
-  NodeKind kind = NodeKind::Scope;
+  uint32_t line = 0;
   EntryKind entry = EntryKind::Unknown;
+  NodeKind kind = NodeKind::Scope;
   Relation relation = Relation::Lexical;
   LexType type = LexType::Function;
-  const Function* function = nullptr;
-  const File* file = nullptr;
-  uint32_t line = 0;
-  const Module* module = nullptr;
-  uint64_t offset = 0;
   // An instruction expanded below a line from structure: it carries values but is not
   // listed in meta.db (its children hang on its parent there), as the reference does.
   bool hidden = false;
+  const Function* function = nullptr;
+  const File* file = nullptr;
+  const Module* module = nullptr;
+  uint64_t offset = 0;
 
   bool operator==(const ContextKey&) const = default;
   bool hasFunction() const { return function != nullptr; }
@@ -44,9 +46,13 @@ struct ContextKeyHash {
   size_t operator()(const ContextKey& k) const;
 };
 
+class Cct;
+
+// A context is small (88 bytes) and holds no lock or table of its own: a tree of a million
+// contexts is mostly these, and every fresh page of it is dear. Children are found through
+// the tree's sharded table; the sorted lists exist after Cct::finalize().
 class Context {
 public:
-  Context(Context* parent, const ContextKey& key) : parent_(parent), key_(key) {}
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
@@ -58,35 +64,37 @@ public:
   const ContextKey& key() const { return key_; }
   Context* parent() const { return parent_; }
   // Valid after Cct::finalize(): sorted children, id, nearest listed ancestor-or-self.
-  const std::vector<Context*>& children() const { return sorted_; }
+  std::span<Context* const> children() const;
   uint32_t id() const { return id_; }
   const Context* listed() const { return listed_; }
 
 private:
   friend class Cct;
+  Context(Cct* owner, Context* parent, const ContextKey& key) : owner_(owner), parent_(parent), key_(key) {}
+  Cct* owner_;
   Context* parent_;
   ContextKey key_;
-  std::mutex mu_;
-  std::unordered_map<ContextKey, std::unique_ptr<Context>, ContextKeyHash> kids_;
-  std::vector<Context*> sorted_;
-  uint32_t id_ = 0;
   const Context* listed_ = nullptr;
+  uint32_t id_ = 0;
+  uint32_t firstChild_ = 0, numChildren_ = 0;  // in the tree's list of children
 };
 
 class Cct {
 public:
   Cct();
-  // Frees the tree without recursion: deep recursion in an application makes call chains of
-  // hundreds of thousands of contexts, whose nested destruction overflowed the stack.
   ~Cct();
   Cct(const Cct&) = delete;
   Cct& operator=(const Cct&) = delete;
 
-  Context* root() { return root_.get(); }
-  const Context* root() const { return root_.get(); }
+  Context* root() { return root_; }
+  const Context* root() const { return root_; }
 
-  // MT: externally synchronized; call once after all unification. Ids are a pre-order
-  // walk with siblings in content order, root = 0.
+  // MT: thread-safe. Finds or creates parent's child with this key (Context::child).
+  Context* child(Context* parent, const ContextKey& key);
+  Context* findChild(const Context* parent, const ContextKey& key);
+
+  // MT: externally synchronized; call after all unification (again after more). Ids are a
+  // pre-order walk with siblings in content order, root = 0.
   void finalize();
   uint32_t size() const { return uint32_t(byId_.size()); }
   const Context* byId(uint32_t id) const { return byId_[id]; }
@@ -95,9 +103,37 @@ public:
   const std::vector<uint32_t>& parents() const { return parent_; }
 
 private:
-  std::unique_ptr<Context> root_;
+  friend class Context;
+  // Contexts by (parent, key), in shards with a lock each; a shard's contexts live in blocks
+  // it allocates (freed whole: a context needs no destructor, so a deep tree frees in no
+  // recursion).
+  struct Slot {
+    uint64_t hash = 0;
+    Context* ctx = nullptr;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::vector<Slot> table;  // open addressing, a power of two, at most half full
+    size_t used = 0;
+    std::vector<std::unique_ptr<std::byte[]>> blocks;
+    std::byte* blockNext = nullptr;
+    size_t blockLeft = 0;     // contexts that still fit in the last block, from blockNext
+    size_t nextBlock = 16;    // contexts in the next block (doubling, up to a bound)
+  };
+  static constexpr unsigned kShardBits = 6;
+  static uint64_t hashOf(const Context* parent, const ContextKey& key);
+  Context* make(Shard& s, Context* parent, const ContextKey& key);
+
+  std::unique_ptr<Shard[]> shards_;
+  std::unique_ptr<std::byte[]> rootStorage_;
+  Context* root_;
+  std::vector<Context*> kids_;  // every context's sorted children, each a range (finalize())
   std::vector<const Context*> byId_;
   std::vector<uint32_t> parent_;
 };
+
+inline std::span<Context* const> Context::children() const {
+  return {owner_->kids_.data() + firstChild_, numChildren_};
+}
 
 }  // namespace hpc::analysis

@@ -96,7 +96,8 @@ void analyse(const StructureSource* structure, GpuRun& run) {
   auto r = runPipeline(in, structure, run.sink, PipelineOptions());
   ASSERT_TRUE(r.ok()) << r.status().message();
   run.result = std::move(*r);
-  const Context* entry = run.sink.meta.cct->root()->children().at(0);
+  ASSERT_FALSE(run.sink.meta.cct->root()->children().empty());
+  const Context* entry = run.sink.meta.cct->root()->children()[0];
   ASSERT_EQ(entry->children().size(), 1u);
   run.launch = entry->children()[0];
   for (const Context* c : run.launch->children()) {

@@ -424,11 +424,14 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   auto analysis = std::make_shared<Analysis>();
   Cct& cct = analysis->cct;
   Names& names = analysis->names;
-  Expander expander(cct, names, structure);
-
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir));
   std::vector<Unified> unified;
-  unifyProfiles(profiles, expander, *spill, options, arena, unified);
+  {
+    // The expander's instruction cache (as large as the tree) goes once pass 1 is done: its
+    // memory serves the later passes rather than their taking fresh pages.
+    Expander expander(cct, names, structure);
+    unifyProfiles(profiles, expander, *spill, options, arena, unified);
+  }
   timer.lap("unify calling contexts");
 
   std::vector<const ProfileHeader*> headers;

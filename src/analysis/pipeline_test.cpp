@@ -105,7 +105,8 @@ TEST(Pipeline, SmallWithStructure) {
     ASSERT_EQ(cct.root()->children().size(), 1u);
     const Context* entry = cct.root()->children()[0];
     EXPECT_EQ(entry->key().entry, EntryKind::MainThread);
-    const Context* mainFn = entry->children().at(0);
+    ASSERT_FALSE(entry->children().empty());
+    const Context* mainFn = entry->children()[0];
     ASSERT_EQ(mainFn->key().function->name, "main");
     const Context* line11 = find(mainFn, LexType::Line, 11);
     ASSERT_NE(line11, nullptr);
@@ -125,7 +126,8 @@ TEST(Pipeline, SmallWithStructure) {
     for (const Context* c : line11->children())
       if (c->key().offset == 0x119c) cs = c;
     ASSERT_NE(cs, nullptr);
-    const Context* spin = cs->children().at(0);
+    ASSERT_FALSE(cs->children().empty());
+    const Context* spin = cs->children()[0];
     EXPECT_EQ(spin->key().function->name, "spinsleep");
     const Context* loop = find(spin, LexType::Loop, 3);
     ASSERT_NE(loop, nullptr);
@@ -153,7 +155,8 @@ TEST(Pipeline, NoStructureKeepsInstructions) {
   MemorySink sink;
   auto r = runPipeline(in, nullptr, sink, PipelineOptions());
   ASSERT_TRUE(r.ok()) << r.status().message();
-  const Context* entry = sink.meta.cct->root()->children().at(0);
+  ASSERT_FALSE(sink.meta.cct->root()->children().empty());
+  const Context* entry = sink.meta.cct->root()->children()[0];
   ASSERT_EQ(entry->children().size(), 2u);
   for (const Context* c : entry->children()) {
     EXPECT_EQ(c->key().type, LexType::Instruction);

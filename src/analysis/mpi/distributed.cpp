@@ -170,10 +170,12 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   for (size_t i = first; i < last; ++i) report.inputBytes += job.profileBytes[i];
   Cct cct;
   Names names;
-  Expander expander(cct, names, job.structure.get());
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(opt.scratchDir));
   std::vector<Unified> unified;
-  unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, *spill, opt, arena, unified);
+  {
+    Expander expander(cct, names, job.structure.get());  // its cache freed after pass 1
+    unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, *spill, opt, arena, unified);
+  }
   report.unify = lap.next();
 
   // Every rank derives the same plan from every profile's header.
