@@ -13,16 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-db::ProfileValues toDb(const SparseRow& row) {
-  db::ProfileValues v;
-  v.key.reserve(row.ctx.size());
-  v.sub = row.metric;
-  v.value = row.value;
-  v.key = row.ctx;
-  v.start = row.start;
-  return v;
-}
-
 db::Context describe(const Context* c) {
   const ContextKey& key = c->key();
   db::Context d;
@@ -194,7 +184,7 @@ public:
   }
 
   Status writeSummary(const SparseRow& row) override {
-    return profiles_.write(0, 1, std::nullopt, toDb(row));
+    return profiles_.write(0, 1, std::nullopt, db::ProfileValuesView{row.ctx, row.start, row.metric, row.value});
   }
 
   Status finish(const MetaInput& meta) override {

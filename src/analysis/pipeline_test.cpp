@@ -208,6 +208,72 @@ TEST(Pipeline, LexAwareSkipsNestedLoops) {
   EXPECT_EQ(sink.value(0, l4->id(), propId(0, kLexAware)), 2.0);
 }
 
+// A loop whose only child is a loop has no statements of its own: its summary lex_aware is
+// zero and leaves the row, which is rewritten in place; every other summary value must stay
+// as it was (one profile: its own values).
+TEST(Pipeline, LexAwareDropsALoopWithoutStatements) {
+  Cct cct;
+  Names names;
+  ContextKey fn;
+  fn.relation = Relation::Call;
+  fn.function = names.function("f", nullptr, 0, nullptr, 0, 0);
+  Context* f = cct.root()->child(fn);
+  ContextKey loop;
+  loop.type = LexType::Loop;
+  loop.line = 1;
+  Context* outer = f->child(loop);
+  loop.line = 2;
+  Context* inner = outer->child(loop);
+  ContextKey line;
+  line.type = LexType::Line;
+  line.line = 3;
+  Context* l3 = inner->child(line);
+  loop.line = 5;
+  Context* inner2 = outer->child(loop);
+  line.line = 6;
+  Context* l6 = inner2->child(line);
+  fn.function = names.function("g", nullptr, 0, nullptr, 0, 0);
+  Context* g = cct.root()->child(fn);
+  line.line = 7;
+  Context* l7 = g->child(line);
+  cct.finalize();
+  ASSERT_LT(l3->id(), g->id());  // the loops' rows come before g's
+  PropagationShape shape(cct);
+  Propagator prop(shape, 2);
+  std::vector<ContextValue> pts = {{l3->id(), 0, 1.0}, {l3->id(), 1, 4.0}, {l6->id(), 0, 2.0},
+                                   {l6->id(), 1, 8.0}, {l7->id(), 0, 5.0}, {l7->id(), 1, 6.0}};
+  SparseRow row;
+  prop.run(pts, row);
+  MemorySink sink;
+  ASSERT_TRUE(sink.begin(2, cct.size(), false).ok());
+  ASSERT_TRUE(sink.writeProfile(1, {}, row).ok());
+  MetricTable metrics({"m", "n"}, false);
+  TransposeOptions opt;
+  opt.shape = &shape;
+  ASSERT_TRUE(transpose(sink, metrics, 2, std::vector<uint64_t>(cct.size(), 8), opt).ok());
+  for (uint32_t c = 0; c < cct.size(); ++c)
+    for (uint32_t m = 0; m < 2; ++m)
+      for (Scope s : {kPoint, kFunction, kLexAware, kExecution}) {
+        const bool loopLexAware = s == kLexAware && (c == outer->id() || c == inner->id() || c == inner2->id());
+        if (!loopLexAware) EXPECT_EQ(sink.value(0, c, propId(m, s)), sink.value(1, c, propId(m, s))) << c << " " << m << " " << int(s);
+      }
+  // The summary row stays a row: contexts ascending, metric ids ascending within each.
+  const SparseRow& sum = sink.rows.at(0);
+  ASSERT_EQ(sum.start.size(), sum.ctx.size() + 1);
+  EXPECT_EQ(sum.start.back(), sum.value.size());
+  for (size_t j = 0; j < sum.ctx.size(); ++j) {
+    if (j > 0) EXPECT_LT(sum.ctx[j - 1], sum.ctx[j]);
+    for (uint64_t k = sum.start[j] + 1; k < sum.start[j + 1]; ++k) EXPECT_LT(sum.metric[k - 1], sum.metric[k]) << "row of " << sum.ctx[j];
+  }
+  EXPECT_EQ(sink.value(0, outer->id(), propId(0, kLexAware)), 0.0);
+  EXPECT_EQ(sink.value(0, outer->id(), propId(1, kLexAware)), 0.0);
+  EXPECT_EQ(sink.value(0, outer->id(), propId(1, kFunction)), 12.0);
+  EXPECT_EQ(sink.value(0, inner2->id(), propId(1, kLexAware)), 8.0);
+  EXPECT_EQ(sink.value(0, inner->id(), propId(0, kLexAware)), 1.0);
+  EXPECT_EQ(sink.value(0, inner->id(), propId(1, kLexAware)), 4.0);
+  EXPECT_EQ(sink.value(0, l7->id(), propId(1, kExecution)), 6.0);
+}
+
 TEST(Pipeline, IdTuples) {
   std::vector<std::vector<IdIn>> in = {{{1, 1, 50, 0}, {3, 3, 0, 1}}, {{1, 1, 20, 0}, {3, 0, 9, 4}}};
   auto out = resolveIdTuples(in);

@@ -173,6 +173,50 @@ void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseR
     auto& v = loops[size_t(loopIndex[p])].second;
     for (uint32_t m = 0; m < numMetrics; ++m) v[m] += get(c, sumId(m, kFunction));
   }
+  // In place, unless a loop lacks a lex_aware entry it now needs (no second copy of a row as
+  // large as the tree): values set, the entries that became zero dropped, rows compacted.
+  bool inPlace = true;
+  for (const auto& [c, lv] : loops) {
+    if (rowOf[c] < 0) continue;
+    const size_t j = size_t(rowOf[c]);
+    for (uint32_t m = 0; m < numMetrics && inPlace; ++m) {
+      const uint16_t id = sumId(m, kLexAware);
+      bool found = false;
+      for (uint64_t k = summary.start[j]; k < summary.start[j + 1] && !found; ++k) found = summary.metric[k] == id;
+      inPlace = found || lv[m] == 0;
+    }
+    if (!inPlace) break;
+  }
+  if (inPlace) {
+    size_t w = 0, rows = 0;
+    uint64_t b = summary.start[0];
+    for (size_t j = 0; j < summary.ctx.size(); ++j) {
+      const uint32_t c = summary.ctx[j];
+      const uint64_t e = summary.start[j + 1];  // read before start[] is written over
+      const size_t before = w;
+      const std::vector<double>* lv = loopIndex[c] >= 0 ? &loops[size_t(loopIndex[c])].second : nullptr;
+      for (uint64_t k = std::exchange(b, e); k < e; ++k) {
+        const uint16_t id = summary.metric[k];
+        double v = summary.value[k];
+        if (lv)
+          for (uint32_t m = 0; m < numMetrics; ++m)
+            if (id == sumId(m, kLexAware)) v = (*lv)[m];
+        if (v == 0) continue;
+        summary.metric[w] = id;
+        summary.value[w] = v;
+        ++w;
+      }
+      if (w == before) continue;
+      summary.ctx[rows] = c;
+      summary.start[rows + 1] = w;
+      ++rows;
+    }
+    summary.ctx.resize(rows);
+    summary.start.resize(rows + 1);
+    summary.metric.resize(w);
+    summary.value.resize(w);
+    return;
+  }
   SparseRow out;
   auto emit = [&](uint32_t c, std::vector<std::pair<uint16_t, double>>& vals) {
     std::sort(vals.begin(), vals.end());
