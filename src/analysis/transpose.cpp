@@ -599,6 +599,22 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   }
   uint64_t values = 0;
   for (const Round& r : rounds) values += r.total;
+  if (direct()) {
+    // The summary's most entries, known from the counts by (context, metric): grown once
+    // (doubling would touch half as much memory again, and copy it).
+    const uint32_t np = metrics_.numProp();
+    uint64_t contexts = 0, slots = 0;
+    for (uint32_t c = first; c < last; ++c) {
+      uint64_t n = 0;
+      for (uint32_t m = 0; m < np; ++m) n += (*opt_.metricCounts)[size_t(c) * np + m] != 0;
+      contexts += n != 0;
+      slots += n;
+    }
+    summary.ctx.reserve(summary.ctx.size() + contexts);
+    summary.start.reserve(summary.start.size() + contexts);
+    summary.metric.reserve(summary.metric.size() + slots * kinds_);
+    summary.value.reserve(summary.value.size() + slots * kinds_);
+  }
 
   if (!pipelined) {
     for (const Round& r : rounds) {

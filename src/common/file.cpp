@@ -60,7 +60,13 @@ Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {
     ::close(fd);
     return Status::error(path.string() + ": not a regular file");
   }
-  into.resize(static_cast<size_t>(st.st_size));
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (into.capacity() < size) {
+    // Grown without moving the old bytes over (they are read over anyway).
+    std::vector<uint8_t>().swap(into);
+    into.reserve(size);
+  }
+  into.resize(size);
   size_t done = 0;
   while (done < into.size()) {
     ssize_t n = ::pread(fd, into.data() + done, into.size() - done, off_t(done));
