@@ -309,12 +309,19 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   size_t keyedHits = 0;
   const uint32_t keyedRoots = keyed ? uint32_t(out.keyedStart_.size() - 2) : 0;
   // The template position of node s's match among the children of template position tp.
+  // A position's children are sorted by offset: many are searched by halves.
   auto keyedMatch = [&](uint32_t tp, const TreeNode& node) -> int32_t {
-    for (uint32_t k = out.keyedStart_[tp], e = out.keyedStart_[tp + 1]; k < e; ++k) {
-      const NodeContexts::KeyedChild& c = out.keyedChild_[k];
+    const NodeContexts::KeyedChild* first = out.keyedChild_.data() + out.keyedStart_[tp];
+    const NodeContexts::KeyedChild* last = out.keyedChild_.data() + out.keyedStart_[tp + 1];
+    if (last - first > 8)
+      first = std::lower_bound(first, last, node.offset,
+                               [](const NodeContexts::KeyedChild& c, uint64_t off) { return c.offset < off; });
+    for (; first != last; ++first) {
+      const NodeContexts::KeyedChild& c = *first;
       if (c.offset == node.offset && c.module == node.module && c.placeholder == node.placeholder &&
           c.unwound == node.unwound)
         return int32_t(c.pos);
+      if (c.offset > node.offset && out.keyedStart_[tp + 1] - out.keyedStart_[tp] > 8) break;
     }
     return -1;
   };
@@ -452,6 +459,13 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (const size_t pp = parentPos(t); pp <= n)
         out.keyedChild_[fill[pp]++] = {t.offset, t.module, t.placeholder, t.unwound, uint32_t(i)};
     }
+    // By offset within each position's children (stable: the first of equal keys stays first).
+    for (size_t p = 0; p <= n; ++p)
+      if (start[p + 1] - start[p] > 8)
+        std::stable_sort(out.keyedChild_.begin() + start[p], out.keyedChild_.begin() + start[p + 1],
+                         [](const NodeContexts::KeyedChild& a, const NodeContexts::KeyedChild& b) {
+                           return a.offset < b.offset;
+                         });
   }
   return Status();
 }
