@@ -144,17 +144,24 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   auto rows = report_rows(e, o);
 
   if (o.format == ReportFormat::Json) {
-    nlohmann::json j;
-    j["database"] = e.dir().string();
-    j["title"] = e.meta().general.title;
-    j["metric"] = m.name;
-    j["total"] = total;
-    j["rows"] = nlohmann::json::array();
-    for (auto& r : rows)
-      j["rows"].push_back({{"section", r.section}, {"depth", r.depth}, {"id", r.id}, {"name", r.name},
-                           {"inclusive", r.inc}, {"inclusive_percent", pct(r.inc)},
-                           {"exclusive", r.exc}, {"exclusive_percent", pct(r.exc)}});
-    os << j.dump(1) << "\n";
+    // The document nlohmann::json would print (keys in order, one space a level), a row at a
+    // time: one tree of all rows took about 1.3 KB a row (400 MB for 300,000).
+    auto str = [](const std::string& v) { return nlohmann::json(v).dump(); };
+    os << "{\n \"database\": " << str(e.dir().string()) << ",\n \"metric\": " << str(m.name) << ",\n \"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ReportRow& r = rows[i];
+      const nlohmann::json row = {{"section", r.section}, {"depth", r.depth}, {"id", r.id}, {"name", r.name},
+                                  {"inclusive", r.inc}, {"inclusive_percent", pct(r.inc)},
+                                  {"exclusive", r.exc}, {"exclusive_percent", pct(r.exc)}};
+      const std::string text = row.dump(1);
+      os << (i ? ",\n  " : "\n  ");
+      for (char c : text) {
+        os << c;
+        if (c == '\n') os << "  ";  // the row's lines two levels in
+      }
+    }
+    os << (rows.empty() ? "]" : "\n ]") << ",\n \"title\": " << str(e.meta().general.title)
+       << ",\n \"total\": " << nlohmann::json(total).dump() << "\n}\n";
     return;
   }
   if (o.format == ReportFormat::Csv) {

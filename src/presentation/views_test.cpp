@@ -1,6 +1,7 @@
 // Views over the conformance databases. Expected values are those the reference
 // checker prints (PYTHONPATH=shared/conformance python3 -m hpctesttool.formats.print DB).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -229,4 +230,32 @@ TEST(Report, LoopsHotFunctionsAndPaths) {
   o.view = ReportView::Flat;
   print_report(*e, o, js);
   EXPECT_NE(js.str().find("\"name\": \"func2\""), std::string::npos) << js.str();
+  // Streamed row by row, the text is what one nlohmann::json document of it prints.
+  auto document = [&](const ReportOptions& opt) {
+    const MetricView& m = e->metrics().at(opt.metric);
+    const double total = e->inclusive(0, m);
+    auto pct = [&](double v) { return total != 0 ? 100.0 * v / total : 0.0; };
+    nlohmann::json j;
+    j["database"] = e->dir().string();
+    j["title"] = e->meta().general.title;
+    j["metric"] = m.name;
+    j["total"] = total;
+    j["rows"] = nlohmann::json::array();
+    for (auto& r : report_rows(*e, opt))
+      j["rows"].push_back({{"section", r.section}, {"depth", r.depth}, {"id", r.id}, {"name", r.name},
+                           {"inclusive", r.inc}, {"inclusive_percent", pct(r.inc)},
+                           {"exclusive", r.exc}, {"exclusive_percent", pct(r.exc)}});
+    return j.dump(1) + "\n";
+  };
+  EXPECT_EQ(js.str(), document(o));
+  o.view = ReportView::Summary;
+  js.str("");
+  print_report(*e, o, js);
+  EXPECT_EQ(js.str(), document(o));
+  EXPECT_GT(js.str().size(), 2000u);
+  o.top = 0;  // no rows: an empty array
+  js.str("");
+  print_report(*e, o, js);
+  EXPECT_EQ(js.str(), document(o));
+  EXPECT_NE(js.str().find("\"rows\": []"), std::string::npos) << js.str();
 }
