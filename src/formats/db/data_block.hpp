@@ -36,38 +36,49 @@ uint64_t block_size(const V& v, size_t idxAlign, uint64_t base) {
 }
 
 
+// Values [from, from + n) of a block as {Val}[] to `out` (n * (sizeof(Sub) + 8) bytes).
+template <typename V>
+void encode_values(uint8_t* out, const V& v, size_t from, size_t n) {
+  using Sub = std::remove_cvref_t<decltype(v.sub[0])>;
+  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  for (size_t i = from; i < from + n; ++i, out += sizeof(Sub) + sizeof(double)) {
+    const Sub sub = v.sub[i];
+    const double value = v.value[i];
+    std::memcpy(out, &sub, sizeof(Sub));
+    std::memcpy(out + sizeof(Sub), &value, sizeof(double));
+  }
+}
+
+// Index entries [from, from + n) of a block as {Idx}[] to `out` (n * (sizeof(Key) + 8) bytes).
+template <typename V>
+void encode_index(uint8_t* out, const V& v, size_t from, size_t n) {
+  using Key = std::remove_cvref_t<decltype(v.key[0])>;
+  uint64_t first = 0;  // views may hold starts from elsewhere
+  if constexpr (requires { v.base; }) first = v.base;
+  for (size_t i = from; i < from + n; ++i, out += sizeof(Key) + sizeof(uint64_t)) {
+    const Key key = v.key[i];
+    const uint64_t start = v.start[i] - first;
+    std::memcpy(out, &key, sizeof(Key));
+    std::memcpy(out + sizeof(Key), &start, sizeof(uint64_t));
+  }
+}
+
 // Writes {Val}[] then (aligned to idxAlign) {Idx}[] to `out`, block_size() bytes, every
 // one of them (padding zeroed); `base` is the file offset of out[0]. Empty blocks get null
 // pointers and no bytes.
 template <typename V>
 BlockPtrs encode_block(uint8_t* out, const V& v, size_t idxAlign, uint64_t base) {
-  using Key = std::remove_cvref_t<decltype(v.key[0])>;
   using Sub = std::remove_cvref_t<decltype(v.sub[0])>;
   BlockPtrs b;
   if (v.key.empty()) return b;
-  constexpr size_t kVal = sizeof(Sub) + sizeof(double), kIdx = sizeof(Key) + sizeof(uint64_t);
-  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  constexpr size_t kVal = sizeof(Sub) + sizeof(double);
   const uint64_t valueBytes = v.size() * kVal;
   const uint64_t pad = (idxAlign - (base + valueBytes) % idxAlign) % idxAlign;
   b.pValues = base;
-  uint8_t* at = out;
-  for (size_t i = 0; i < v.size(); ++i, at += kVal) {
-    const Sub sub = v.sub[i];
-    const double value = v.value[i];
-    std::memcpy(at, &sub, sizeof(Sub));
-    std::memcpy(at + sizeof(Sub), &value, sizeof(double));
-  }
-  std::memset(at, 0, pad);
-  at += pad;
+  encode_values(out, v, 0, v.size());
+  std::memset(out + valueBytes, 0, pad);
   b.pIdx = base + valueBytes + pad;
-  uint64_t first = 0;  // views may hold starts from elsewhere
-  if constexpr (requires { v.base; }) first = v.base;
-  for (size_t i = 0; i < v.key.size(); ++i, at += kIdx) {
-    const Key key = v.key[i];
-    const uint64_t start = v.start[i] - first;
-    std::memcpy(at, &key, sizeof(Key));
-    std::memcpy(at + sizeof(Key), &start, sizeof(uint64_t));
-  }
+  encode_index(out + valueBytes + pad, v, 0, v.key.size());
   return b;
 }
 

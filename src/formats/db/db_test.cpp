@@ -230,6 +230,51 @@ TEST(DbWriter, StreamingWritersMatchWholeFileWriters) {
   fs::remove_all(dir);
 }
 
+// A row larger than the writer's pieces (4 MiB) is encoded and written a piece at a time; it
+// reads back whole and in parts, whatever the alignment it lands on.
+TEST(DbWriter, StreamingLargeRowReadsBack) {
+  fs::path dir = temp_dir("large-row");
+  ProfileValues small, large;
+  small.key = {1};
+  small.start = {0, 3};
+  small.sub = {0, 1, 2};  // 30 bytes of values: the next block starts off a 4-byte boundary
+  small.value = {1.5, 2.5, 3.5};
+  large.start.clear();
+  for (uint32_t c = 0; c < 400000; ++c) {
+    large.key.push_back(2 * c + 1);
+    large.start.push_back(large.value.size());
+    for (uint16_t m = 0; m < 1 + c % 3; ++m) {
+      large.sub.push_back(uint16_t(m * 3 + c % 2));
+      large.value.push_back(double(c) + 0.25 * m);
+    }
+  }
+  large.start.push_back(large.value.size());
+  ASSERT_GT(large.value.size() * 10, size_t(4) << 20);
+  ProfileDbWriter pw;
+  ASSERT_TRUE(pw.begin(dir / "profile.db", 3).ok());
+  ASSERT_TRUE(pw.write(1, 0, std::vector<Identifier>{}, small).ok());
+  Status st = pw.write(0, 1, std::nullopt, large);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(pw.write(2, 0, std::vector<Identifier>{}, small).ok());
+  ProfileValues back;
+  ASSERT_TRUE(pw.read(0, 0, UINT32_MAX, back).ok());
+  EXPECT_EQ(back.key, large.key);
+  EXPECT_EQ(back.start, large.start);
+  EXPECT_EQ(back.sub, large.sub);
+  EXPECT_EQ(back.value, large.value);
+  ProfileValues part;
+  ASSERT_TRUE(pw.read(0, 500001, 500007, part).ok());  // contexts 500001, 500003, 500005
+  ASSERT_EQ(part.key, (std::vector<uint32_t>{500001, 500003, 500005}));
+  const auto from = large.value.begin() + ptrdiff_t(large.start[250000]);
+  const auto to = large.value.begin() + ptrdiff_t(large.start[250003]);
+  EXPECT_EQ(part.value, std::vector<double>(from, to));
+  EXPECT_EQ(part.value.size(), 2u + 3u + 1u);  // c % 3 = 1, 2, 0
+  ASSERT_TRUE(pw.read(2, 0, UINT32_MAX, part).ok());
+  EXPECT_EQ(part.value, small.value);
+  ASSERT_TRUE(pw.finish().ok());
+  fs::remove_all(dir);
+}
+
 // Truncations and bit flips of every file kind: each gives a clean error or a valid
 // parse, never a crash, hang or runaway allocation.
 TEST(DbCorruption, MutatedFilesFailCleanly) {

@@ -127,6 +127,9 @@ private:
 };
 
 // ---- profile.db
+// Rows larger than this are encoded and written a piece of this size at a time.
+constexpr size_t kPieceBytes = size_t(4) << 20;
+
 struct ProfileDbWriter::Info {
   uint64_t nValues = 0, nCtxs = 0;
   detail::BlockPtrs ptrs;
@@ -162,7 +165,39 @@ Status ProfileDbWriter::write(uint32_t index, uint32_t flags,
   uint64_t at = out_->reserve(detail::block_size(values, 4));
   const size_t n = detail::block_size(values, 4, at);
   detail::BlockPtrs b;
-  HPC_RETURN_IF_ERROR(out_->put(at, n, [&](uint8_t* p) { b = detail::encode_block(p, values, 4, at); }));
+  if (n <= kPieceBytes) {
+    HPC_RETURN_IF_ERROR(out_->put(at, n, [&](uint8_t* p) { b = detail::encode_block(p, values, 4, at); }));
+  } else {
+    // A large row (the summary of a large tree: tens of MB) goes a piece at a time, not
+    // encoded whole beside itself.
+    constexpr size_t kVal = sizeof(uint16_t) + sizeof(double), kIdx = sizeof(uint32_t) + sizeof(uint64_t);
+    const uint64_t valueBytes = values.size() * kVal;
+    const uint64_t pad = (4 - (at + valueBytes) % 4) % 4;
+    b.pValues = at;
+    b.pIdx = at + valueBytes + pad;
+    std::vector<uint8_t> piece(kPieceBytes);
+    uint64_t to = at;
+    for (size_t i = 0; i < values.size();) {
+      const size_t m = std::min(values.size() - i, kPieceBytes / kVal);
+      detail::encode_values(piece.data(), values, i, m);
+      HPC_RETURN_IF_ERROR(out_->write(to, {piece.data(), m * kVal}));
+      to += m * kVal;
+      i += m;
+    }
+    if (pad) {
+      std::memset(piece.data(), 0, pad);
+      HPC_RETURN_IF_ERROR(out_->write(to, {piece.data(), size_t(pad)}));
+      to += pad;
+    }
+    for (size_t i = 0; i < values.key.size();) {
+      const size_t m = std::min(values.key.size() - i, kPieceBytes / kIdx);
+      detail::encode_index(piece.data(), values, i, m);
+      HPC_RETURN_IF_ERROR(out_->write(to, {piece.data(), m * kIdx}));
+      to += m * kIdx;
+      i += m;
+    }
+    if (to != at + n) return Status::error("profile.db: profile " + std::to_string(index) + ": encoded size mismatch");
+  }
   Info& info = infos_[index];
   info.nValues = values.size();
   info.nCtxs = values.key.size();
