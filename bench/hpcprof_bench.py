@@ -7,8 +7,9 @@ and both against the floor (the target is 3x), the time to write the database's 
 new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per core, the
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
 profile count), the database size against a dense matrix of the same values, hpcprof's fixed
-cost (a run on one tiny profile: process start, heap on huge pages, output set-up) and
-hpcprof -v's per-phase times at -j1 for N.
+cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
+two other shapes (10,000 profiles of 5,000 nodes; 100 profiles of 400,000 nodes: x read and
+peak memory) and hpcprof -v's per-phase times at -j1 for N.
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
@@ -35,14 +36,19 @@ def run(cmd, out=None):
     return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime  # s, MiB, CPU s
 
 
+_READ_BUFFER = memoryview(bytearray(1 << 20))
+
+
 def read_all(d):
-    """Wall time to read every file of d (CPU-bound from the page cache, so CPU time alike)."""
+    """Wall time to read every file of d (CPU-bound from the page cache, so CPU time alike),
+    into one reused 1 MiB buffer: reading into a new object per MiB took 17 times as long on
+    large files (each read mapped fresh memory), which flattered the ratios."""
     t0 = time.perf_counter()
     n = 0
     for f in sorted(Path(d).iterdir()):
-        with open(f, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                n += len(chunk)
+        with open(f, "rb", buffering=0) as fh:
+            while k := fh.readinto(_READ_BUFFER):
+                n += k
     return time.perf_counter() - t0, n
 
 
@@ -83,6 +89,35 @@ def n_contexts(db):
         p = struct.unpack("<Q", f.read(8))[0]
         f.seek(p + 8)
         return struct.unpack("<I", f.read(4))[0]
+
+
+def other_shape(gen, prof, tmp, label, profiles, nodes, trace):
+    """One more input shape: best of 3 at -j1 and -j2 against the best of the reads before
+    each run, and peak memory; one printed line."""
+    meas = tmp / f"x{profiles}x{nodes}"
+    subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace)], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.sync()
+    read_all(meas)
+    reads = [read_all(meas) for _ in range(2)]
+    res = {}
+    for j in (1, 2):
+        runs = []
+        for _ in range(3):
+            reads.append(read_all(meas))
+            runs.append(run([prof, "--foreign", f"-j{j}", "-o", tmp / "dx", meas], tmp / "dx"))
+        res[j] = min(runs)
+    shutil.rmtree(meas)
+    db = tmp / "dx"
+    dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
+    shutil.rmtree(db, ignore_errors=True)
+    t_write = min(write_new(tmp, dbsize) for _ in range(3))
+    t_read, nbytes = min(reads)
+    (w1, m1, _), (w2, m2, _) = res[1], res[2]
+    return (f"{label}, {profiles} profiles of {nodes} CCT nodes: {nbytes / 1e6:.0f} MB, read {t_read:.3f} s, "
+            f"-j1 {w1:.3f} s ({w1 / t_read:.1f} x read), -j2 {w2:.3f} s ({w2 / t_read:.1f} x read), "
+            f"peak {m1:.1f} / {m2:.1f} MiB; database {dbsize / 1e6:.0f} MB, written in {t_write:.3f} s, "
+            f"-j2 {w2 / (t_read + t_write):.1f} x (read + write)")
 
 
 def main():
@@ -144,6 +179,10 @@ def main():
                 shuffled = (n, s_bytes, s_read, s_res,
                             phases([prof, "--foreign", "-j1", "-o", tmp / "sphases", sh]))
                 shutil.rmtree(sh)
+        # Two other shapes: many small profiles (the ratio falls as fixed costs spread) and a
+        # large tree (memory and time then follow the tree's size).
+        others = [other_shape(gen, prof, tmp, "many profiles", 10000, 5000, 500),
+                  other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000)]
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
         print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
               f"CPU s is steadier)")
@@ -167,6 +206,8 @@ def main():
               f"({w1 / s_read:.1f} x read, CPU {c1:.3f} s = {c1 / s_read:.1f} x), -j2 {w2:.3f} s "
               f"({w2 / s_read:.1f} x read), peak {m1:.1f} / {m2:.1f} MiB; "
               + ", ".join(f"{name} {cpu:.3f} s CPU" for name, _, cpu in s_ph if cpu is not None and name.startswith("unify")))
+        for line in others:
+            print(line)
         t_read, ph = breakdown
         print(f"-j1 phases at {profiles} profiles (x read = phase time / time to read the input):")
         for name, secs, cpu in ph:
