@@ -139,9 +139,11 @@ Context* Expander::gpuOperation(Context* launch, Placeholder p) const {
 }
 
 Context* Expander::expandInstruction(Context* callSite, const std::string& modulePath,
-                                     const Module* module, uint64_t offset, Gpu gpu) const {
+                                     const Module* module, bool structured, uint64_t offset, Gpu gpu) const {
   // GPU code below an operation placeholder is rare and placed by its own rules: uncached.
-  const bool cached = gpu == Gpu::No;
+  // Without structure an instruction is one lookup in the tree's table, which is what the
+  // cache would be: uncached too (the cache took a third of the tree's memory).
+  const bool cached = gpu == Gpu::No && structured;
   const uint64_t h = Cache::hash(callSite, module, offset);
   if (cached) {
     if (Context* leaf = cache_->find(h, callSite, module, offset)) return leaf;
@@ -152,7 +154,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
   steps.clear();
   // hpcrun already records a return address minus one for callers, so the offset
   // itself lies in the calling instruction.
-  if (structure_ && structure_->lookup(modulePath, offset, steps) && !steps.empty()) {
+  if (structured && structure_ && structure_->lookup(modulePath, offset, steps) && !steps.empty()) {
     Context* at = callSite;
     Context* entry = nullptr;
     bool first = true;
@@ -253,6 +255,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         lm->path = out.unknown_.back().get();
       }
       lm->module = names_.module(*lm->path);
+      lm->structured = structure_ && structure_->mayCover(*lm->path);
     }
     return *lm;
   };
@@ -373,8 +376,10 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
           // Inline: the module already met in this profile, the instruction already known.
           const Lm* lm = node.module < out.lm_.size() && out.lm_[node.module].module ? &out.lm_[node.module]
                                                                                       : &moduleOf(node.module);
-          Context* leaf = cache_->find(Cache::hash(parent, lm->module, node.offset), parent, lm->module, node.offset);
-          ctx[s] = leaf ? leaf : expandInstruction(parent, *lm->path, lm->module, node.offset, Gpu::No);
+          Context* leaf =
+              lm->structured ? cache_->find(Cache::hash(parent, lm->module, node.offset), parent, lm->module, node.offset)
+                             : nullptr;
+          ctx[s] = leaf ? leaf : expandInstruction(parent, *lm->path, lm->module, lm->structured, node.offset, Gpu::No);
           done[s] = matched(s);
           continue;
         }
@@ -426,7 +431,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
           gpu = node.unwound ? Gpu::Entry : Gpu::Sample;
         if (orphan || !parent || parent == root) parent = entry(EntryKind::Unknown);
         const Lm& lm = moduleOf(node.module);
-        self = expandInstruction(parent, *lm.path, lm.module, node.offset, gpu);
+        self = expandInstruction(parent, *lm.path, lm.module, lm.structured, node.offset, gpu);
         break;
       }
       }

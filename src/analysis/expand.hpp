@@ -70,6 +70,7 @@ private:
   struct Lm {
     const std::string* path = nullptr;
     const Module* module = nullptr;
+    bool structured = false;  // the structure may cover it (StructureSource::mayCover)
   };
   std::vector<Lm> lm_;  // by load-map id (small ids, as hpcrun writes them)
   std::vector<std::pair<uint16_t, Lm>> lmSparse_;
@@ -101,7 +102,9 @@ private:
     // on an unnamed function context below the operation.
     Sample,
   };
-  Context* expandInstruction(Context* callSite, const std::string& modulePath, const Module* module,
+  // `structured`: the structure may cover the module; else the instruction is placed directly
+  // (one lookup in the tree's table: a cache of it would only double it).
+  Context* expandInstruction(Context* callSite, const std::string& modulePath, const Module* module, bool structured,
                              uint64_t offset, Gpu gpu) const;
   Cct& cct_;
   Names& names_;

@@ -148,6 +148,12 @@ public:
   // instruction stays an instruction.
   virtual bool lookup(const std::string& modulePath, uint64_t offset,
                       std::vector<ScopeStep>& out) const = 0;
+  // MT: thread-safe. False only when lookup() fails for every address of the module (then
+  // its instructions are placed without asking, or caching the answer).
+  virtual bool mayCover(const std::string& modulePath) const {
+    (void)modulePath;
+    return true;
+  }
 };
 
 }  // namespace hpc::analysis

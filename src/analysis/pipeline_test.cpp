@@ -255,14 +255,18 @@ TEST(Pipeline, LexAwareDropsALoopWithoutStatements) {
     for (uint32_t m = 0; m < 2; ++m)
       for (Scope s : {kPoint, kFunction, kLexAware, kExecution}) {
         const bool loopLexAware = s == kLexAware && (c == outer->id() || c == inner->id() || c == inner2->id());
-        if (!loopLexAware) EXPECT_EQ(sink.value(0, c, propId(m, s)), sink.value(1, c, propId(m, s))) << c << " " << m << " " << int(s);
+        if (!loopLexAware) {
+          EXPECT_EQ(sink.value(0, c, propId(m, s)), sink.value(1, c, propId(m, s))) << c << " " << m << " " << int(s);
+        }
       }
   // The summary row stays a row: contexts ascending, metric ids ascending within each.
   const SparseRow& sum = sink.rows.at(0);
   ASSERT_EQ(sum.start.size(), sum.ctx.size() + 1);
   EXPECT_EQ(sum.start.back(), sum.value.size());
   for (size_t j = 0; j < sum.ctx.size(); ++j) {
-    if (j > 0) EXPECT_LT(sum.ctx[j - 1], sum.ctx[j]);
+    if (j > 0) {
+      EXPECT_LT(sum.ctx[j - 1], sum.ctx[j]);
+    }
     for (uint64_t k = sum.start[j] + 1; k < sum.start[j + 1]; ++k) EXPECT_LT(sum.metric[k - 1], sum.metric[k]) << "row of " << sum.ctx[j];
   }
   EXPECT_EQ(sink.value(0, outer->id(), propId(0, kLexAware)), 0.0);

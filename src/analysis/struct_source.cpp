@@ -80,6 +80,8 @@ public:
     return !out.empty();
   }
 
+  bool mayCover(const std::string& modulePath) const override { return modules_.count(modulePath) != 0; }
+
 private:
   std::vector<structfile::Structure> files_;
   std::map<std::string, std::unique_ptr<structfile::AddressIndex>> modules_;

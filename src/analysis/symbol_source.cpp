@@ -42,6 +42,10 @@ public:
     return true;
   }
 
+  bool mayCover(const std::string& modulePath) const override {
+    return (inner_ && inner_->mayCover(modulePath)) || (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
+  }
+
 private:
   // MT: thread-safe; each binary is opened once.
   const structure::ElfImage* image(const std::string& modulePath) const {
