@@ -224,6 +224,24 @@ bool sameNode(const TreeNode& a, const TreeNode& b) {
 
 }  // namespace
 
+void NodeContexts::seedFrom(const NodeContexts& o) {
+  dense_ = o.dense_;
+  posTable_ = o.posTable_;
+  posHash_ = o.posHash_;
+  ctx_ = o.ctx_;
+  done_ = o.done_;
+  templateId_ = o.templateId_;
+  prevCtx_ = o.prevCtx_;
+  keyed_ = o.keyed_;
+  keyedLoadMap_ = o.keyedLoadMap_;
+  keyedCtx_ = o.keyedCtx_;
+  keyedStart_ = o.keyedStart_;
+  keyedChild_ = o.keyedChild_;
+  keyedOf_ = o.keyedOf_;
+  prevLoadMap_ = o.prevLoadMap_;
+  // lm_, lmSparse_ and unknown_ are made again by every unify().
+}
+
 Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
   using Lm = NodeContexts::Lm;

@@ -27,6 +27,10 @@ public:
     int64_t p = posOf(id);
     return p < 0 ? nullptr : ctx_[size_t(p)];
   }
+  // Takes `other`'s templates (positional and keyed) and node contexts, as if this one had
+  // unified the tree `other` unified last: a thread's first profile then matches like its
+  // later ones. (Its reader's buffers must hold that tree too: ProfileData.)
+  void seedFrom(const NodeContexts& other);
 
 private:
   friend class Expander;

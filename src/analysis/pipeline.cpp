@@ -195,6 +195,10 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
   };
   tbb::enumerable_thread_specific<Scratch> scratch;
+  // A copy of the first profile's reader buffers and templates, for every other thread to
+  // start from (its first profile then matches as its later ones do, not by a lookup of
+  // every node in the shared tree).
+  std::unique_ptr<Scratch> seed;
   auto spillGathered = [&](Scratch& sc) {
     if (sc.pending.empty()) return;
     Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
@@ -211,7 +215,12 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
       Progress& p;
       ~Tick() { p.tick(); }
     } tick{progress};
-    Scratch& sc = scratch.local();
+    bool exists = true;
+    Scratch& sc = scratch.local(exists);
+    if (!exists && seed) {
+      sc.data = seed->data;
+      sc.nodes.seedFrom(seed->nodes);
+    }
     ProfileData& data = sc.data;
     if (Status st = profiles[i]->read(data); !st.ok()) {
       std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
@@ -264,7 +273,16 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     // The first profile alone: it makes most of the tree, which threads starting together
     // would each make again, meeting on the same contexts' locks.
     size_t first = 0;
-    if (profiles.size() > 1 && options.threads > 1) tbb::this_task_arena::isolate([&] { unifyOne(first++); });
+    if (profiles.size() > 1 && options.threads > 1) {
+      tbb::this_task_arena::isolate([&] { unifyOne(first++); });
+      const Scratch& mine = scratch.local();
+      seed = std::make_unique<Scratch>();
+      seed->data.tree = mine.data.tree;
+      seed->data.bytes = mine.data.bytes;
+      seed->data.nodesAt = mine.data.nodesAt;
+      seed->data.nodesLength = mine.data.nodesLength;
+      seed->nodes.seedFrom(mine.nodes);
+    }
     tbb::parallel_for(first, profiles.size(), [&](size_t i) {
       // The thread's scratch is held across the whole profile: isolated, so that a wait
       // inside (a measured binary analysed on first use) never runs another profile here.
