@@ -59,8 +59,8 @@ Cct::~Cct() = default;  // contexts are trivially destructible: their blocks go 
 Context* Cct::make(Shard& s, Context* parent, const ContextKey& key) {
   static_assert(std::is_trivially_destructible_v<Context>);
   if (s.blockLeft == 0) {
-    s.blocks.emplace_back(new std::byte[s.nextBlock * sizeof(Context)]);
-    s.blockNext = s.blocks.back().get();
+    s.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[s.nextBlock * sizeof(Context)]), s.nextBlock});
+    s.blockNext = s.blocks.back().memory.get();
     s.blockLeft = s.nextBlock;
     s.nextBlock = std::min<size_t>(s.nextBlock * 2, 4096);
   }
@@ -120,10 +120,9 @@ void Cct::finalize() {
   all.reserve(total);
   for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
     const Shard& s = shards_[k];
-    size_t size = 16;
-    for (size_t b = 0; b < s.blocks.size(); ++b, size = std::min<size_t>(2 * size, 4096)) {
-      const size_t n = b + 1 == s.blocks.size() ? size - s.blockLeft : size;
-      auto* first = reinterpret_cast<Context*>(s.blocks[b].get());
+    for (size_t b = 0; b < s.blocks.size(); ++b) {
+      const size_t n = b + 1 == s.blocks.size() ? s.blocks[b].size - s.blockLeft : s.blocks[b].size;
+      auto* first = reinterpret_cast<Context*>(s.blocks[b].memory.get());
       for (size_t i = 0; i < n; ++i) all.push_back(first + i);
     }
   }

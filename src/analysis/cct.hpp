@@ -115,7 +115,11 @@ private:
     std::mutex mu;
     std::vector<Slot> table;  // open addressing, a power of two, at most half full
     size_t used = 0;
-    std::vector<std::unique_ptr<std::byte[]>> blocks;
+    struct Block {
+      std::unique_ptr<std::byte[]> memory;
+      size_t size = 0;  // contexts it holds room for
+    };
+    std::vector<Block> blocks;
     std::byte* blockNext = nullptr;
     size_t blockLeft = 0;     // contexts that still fit in the last block, from blockNext
     size_t nextBlock = 16;    // contexts in the next block (doubling, up to a bound)
