@@ -209,7 +209,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   const size_t khi = size_t(std::lower_bound(plan.live.begin(), plan.live.end(), last) - plan.live.begin());
   report.profiles = uint32_t(khi - klo);
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
-  RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo), arena);
+  RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo), arena, opt.scratchDir);
   HPC_RETURN_IF_ERROR(comm.agree(sink.begin(numProfiles, cct.size(), plan.anyTrace)));
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(khi - klo);

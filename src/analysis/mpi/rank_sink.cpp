@@ -6,11 +6,13 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <cstring>
 
 #include "analysis/io.hpp"
 #include "analysis/mpi/wire.hpp"
+#include "analysis/stages.hpp"
 
 namespace hpc::analysis::mpi {
 
@@ -68,10 +70,13 @@ uint64_t align8(uint64_t v) { return (v + 7) / 8 * 8; }
 // of the rank's threads.
 constexpr uint64_t kChunk = 256 * 1024;
 
-Status writeRegion(SharedFile& f, uint64_t at, std::span<const std::span<const uint8_t>> pieces,
+// Piece i's bytes [from, to) into `into`.
+using PieceReader = std::function<Status(size_t i, uint64_t from, uint64_t to, uint8_t* into)>;
+
+Status writeRegion(SharedFile& f, uint64_t at, std::span<const uint64_t> sizes, const PieceReader& read,
                    tbb::task_arena& arena) {
-  std::vector<uint64_t> start(pieces.size() + 1, at);
-  for (size_t i = 0; i < pieces.size(); ++i) start[i + 1] = start[i] + pieces[i].size();
+  std::vector<uint64_t> start(sizes.size() + 1, at);
+  for (size_t i = 0; i < sizes.size(); ++i) start[i + 1] = start[i] + sizes[i];
   const uint64_t end = start.back();
   if (end == at) return Status();
   const uint64_t c0 = at / kChunk, c1 = (end - 1) / kChunk + 1;
@@ -81,14 +86,14 @@ Status writeRegion(SharedFile& f, uint64_t at, std::span<const std::span<const u
       const uint64_t lo = std::max(at, c * kChunk), hi = std::min(end, (c + 1) * kChunk);
       // The last piece that starts at or before lo (empty pieces before it are skipped).
       size_t i = size_t(std::upper_bound(start.begin(), start.end(), lo) - start.begin()) - 1;
-      std::vector<uint8_t> buf;
-      buf.reserve(hi - lo);
-      for (uint64_t pos = lo; pos < hi; ++i) {
+      std::vector<uint8_t> buf(hi - lo);
+      Status st;
+      for (uint64_t pos = lo; pos < hi && st.ok(); ++i) {
         const uint64_t from = pos - start[i], to = std::min(hi, start[i + 1]) - start[i];
-        buf.insert(buf.end(), pieces[i].begin() + from, pieces[i].begin() + to);
+        if (to > from) st = read(i, from, to, buf.data() + (pos - lo));
         pos = start[i] + to;
       }
-      errors[c - c0] = f.write(lo, buf);
+      errors[c - c0] = st.ok() ? f.write(lo, buf) : st;
     });
   });
   for (const Status& e : errors)
@@ -123,8 +128,10 @@ db::ProfileValues toDb(const SparseRow& row) {
 
 }  // namespace
 
-RankSink::RankSink(Comm& comm, fs::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena)
-    : comm_(comm), dir_(std::move(dir)), first_(firstIndex), count_(count), arena_(arena), rows_(count) {}
+RankSink::RankSink(Comm& comm, fs::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena,
+                   fs::path scratch)
+    : comm_(comm), dir_(std::move(dir)), first_(firstIndex), count_(count), arena_(arena),
+      scratch_(std::move(scratch)), rows_(count) {}
 
 RankSink::~RankSink() = default;
 
@@ -136,6 +143,9 @@ Status RankSink::begin(uint32_t numProfiles, uint32_t numContexts, bool traces) 
   cctDb_ = std::make_unique<SharedFile>(dir_ / "cct.db");
   HPC_RETURN_IF_ERROR(profileDb_->open());
   HPC_RETURN_IF_ERROR(cctDb_->open());
+  HPC_ASSIGN_OR_RETURN(rowSpill_, Spill::create(scratch_));
+  HPC_ASSIGN_OR_RETURN(lineSpill_, Spill::create(scratch_));
+  HPC_ASSIGN_OR_RETURN(contextSpill_, Spill::create(scratch_));
   if (traces) {
     traceDb_ = std::make_unique<SharedFile>(dir_ / "trace.db");
     HPC_RETURN_IF_ERROR(traceDb_->open());
@@ -147,7 +157,10 @@ Status RankSink::writeProfile(uint32_t index, const std::vector<IdOut>& idTuple,
   if (index < first_ || index - first_ >= count_)
     return Status::error("profile " + std::to_string(index) + " is not this rank's");
   Row& r = rows_[index - first_];
-  r.block = r.region.add(toDb(row));
+  db::Region region;
+  r.block = region.add(toDb(row));
+  HPC_ASSIGN_OR_RETURN(r.rowAt, rowSpill_->append(region.bytes()));
+  r.rowSize = region.size();
   r.ids = idTuple;
   return Status();
 }
@@ -159,7 +172,10 @@ Status RankSink::writeTrace(uint32_t index, std::span<const TracePoint> trace) {
   line.reserve(trace.size());
   for (const TracePoint& p : trace) line.push_back({p.time, p.ctx});
   Row& r = rows_[index - first_];
-  r.line = r.trace.add(index, line);
+  db::Region region;
+  r.line = region.add(index, line);
+  HPC_ASSIGN_OR_RETURN(r.lineAt, lineSpill_->append(region.bytes()));
+  r.lineSize = region.size();
   r.hasLine = true;
   if (!line.empty()) {
     std::lock_guard lock(mu_);
@@ -172,17 +188,22 @@ Status RankSink::writeTrace(uint32_t index, std::span<const TracePoint> trace) {
 Status RankSink::placeProfiles() {
   // Offsets of this rank's rows and lines inside its regions, then in the files.
   uint64_t rowsSize = 0, linesSize = 0;
-  for (const Row& r : rows_) rowsSize += r.region.size(), linesSize += r.trace.size();
+  for (const Row& r : rows_) rowsSize += r.rowSize, linesSize += r.lineSize;
   const uint64_t rowsBase = db::profile_db_header_size(numProfiles_) + comm_.exscan(rowsSize);
   const uint64_t linesBase = db::trace_db_header_size(numProfiles_ - 1) + comm_.exscan(linesSize);
   Status st;
   ByteWriter records;
-  std::vector<std::span<const uint8_t>> rowBytes, lineBytes;
+  std::vector<uint64_t> rowSizes, lineSizes;
+  std::vector<uint64_t> rowFrom, lineFrom;  // where each piece is in the spill
   uint64_t rowAt = rowsBase, lineAt = linesBase;
   for (Row& r : rows_) {
-    rowBytes.push_back(r.region.bytes());
-    if (r.hasLine) lineBytes.push_back(r.trace.bytes());
-    written_ += r.region.size() + r.trace.size();
+    rowSizes.push_back(r.rowSize);
+    rowFrom.push_back(r.rowAt);
+    if (r.hasLine) {
+      lineSizes.push_back(r.lineSize);
+      lineFrom.push_back(r.lineAt);
+    }
+    written_ += r.rowSize + r.lineSize;
     putRef(records, db::at(r.block, rowAt));
     records.le<uint16_t>(uint16_t(r.ids.size()));
     for (const IdOut& i : r.ids) {
@@ -196,14 +217,20 @@ Status RankSink::placeProfiles() {
     records.le<uint32_t>(t.profIndex);
     records.le<uint64_t>(t.pStart);
     records.le<uint64_t>(t.pEnd);
-    rowAt += r.region.size();
-    lineAt += r.trace.size();
+    rowAt += r.rowSize;
+    lineAt += r.lineSize;
   }
-  st = writeRegion(*profileDb_, rowsBase, rowBytes, arena_);
-  if (st.ok() && traces_) st = writeRegion(*traceDb_, linesBase, lineBytes, arena_);
-  rowBytes.clear();
-  lineBytes.clear();
-  for (Row& r : rows_) r = Row();  // written: free the encoded bytes
+  // The encoded rows and lines wait in this rank's temporary files (memory stays flat in the
+  // number of its profiles), read back a chunk at a time.
+  auto fromSpill = [](const Spill& spill, const std::vector<uint64_t>& where) {
+    return [&spill, &where](size_t i, uint64_t from, uint64_t to, uint8_t* into) {
+      return spill.read(where[i] + from, {into, size_t(to - from)});
+    };
+  };
+  st = writeRegion(*profileDb_, rowsBase, rowSizes, fromSpill(*rowSpill_, rowFrom), arena_);
+  if (st.ok() && traces_) st = writeRegion(*traceDb_, linesBase, lineSizes, fromSpill(*lineSpill_, lineFrom), arena_);
+  rowSpill_.reset();
+  lineSpill_.reset();
   uint64_t totals[2] = {rowsSize, linesSize};
   comm_.allreduceSum(totals);
   rowsEnd_ = db::profile_db_header_size(numProfiles_) + totals[0];
@@ -266,16 +293,37 @@ Status RankSink::writeContexts(const ColumnBatch& columns) {
         v.value.insert(v.value.end(), x.begin(), x.end());
         v.close(m);
       });
-    columns_.emplace_back(ctx, contexts_.add(v));
+    columns_.emplace_back(ctx, db::at(contexts_.add(v), contextsFlushed_));
   }
+  if (contexts_.size() >= kContextsFlush) return flushContexts();
+  return Status();
+}
+
+Status RankSink::flushContexts() {
+  // Blocks start 8-aligned and a region is padded to 8: regions end to end are the bytes one
+  // region of all the blocks would be.
+  const std::span<const uint8_t> bytes = contexts_.bytes();
+  if (bytes.empty()) return Status();
+  HPC_ASSIGN_OR_RETURN(const uint64_t at, contextSpill_->append(bytes));
+  if (at != contextsFlushed_) return Status::error("cct.db blocks: temporary file out of order");
+  contextsFlushed_ += bytes.size();
+  contexts_ = db::Region();
   return Status();
 }
 
 Status RankSink::placeContexts() {
-  const uint64_t size = contexts_.size();
+  Status st = flushContexts();
+  const uint64_t size = contextsFlushed_;
   const uint64_t base = db::cct_db_header_size(numContexts_) + comm_.exscan(size);
-  const std::span<const uint8_t> bytes = contexts_.bytes();
-  Status st = writeRegion(*cctDb_, base, {&bytes, 1}, arena_);
+  const uint64_t sizes[1] = {size};
+  if (st.ok())
+    st = writeRegion(
+        *cctDb_, base, sizes,
+        [this](size_t, uint64_t from, uint64_t to, uint8_t* into) {
+          return contextSpill_->read(from, {into, size_t(to - from)});
+        },
+        arena_);
+  contextSpill_.reset();
   written_ += size;
   ByteWriter records;
   for (const auto& [ctx, ref] : columns_) {

@@ -1,5 +1,5 @@
 // The database as one rank writes it. Each rank encodes its own profiles' profile.db rows
-// and trace.db lines, then its context range's cct.db blocks, into regions in memory; the
+// and trace.db lines, then its context range's cct.db blocks, into its temporary files; the
 // collective place*() steps give every region its file offset by an exclusive scan of the
 // region sizes (rank order = profile order = context order, so the layout is the one
 // hpcprof writes at -j1) and pwrite it into the shared file. Rank 0 writes the headers,
@@ -15,6 +15,7 @@
 
 #include "analysis/mpi/comm.hpp"
 #include "analysis/sink.hpp"
+#include "analysis/stages.hpp"
 #include "formats/db/regions.hpp"
 
 namespace hpc::analysis::mpi {
@@ -25,7 +26,9 @@ class RankSink final : public DatabaseSink {
 public:
   // `dir`: the database's temporary directory, the same on every rank. This rank owns
   // profile indices [firstIndex, firstIndex + count); `arena`'s threads write its regions.
-  RankSink(Comm& comm, std::filesystem::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena);
+  // `scratch`: where its temporary files go (empty: the system's temporary directory).
+  RankSink(Comm& comm, std::filesystem::path dir, uint32_t firstIndex, uint32_t count, tbb::task_arena& arena,
+           std::filesystem::path scratch = {});
   ~RankSink() override;
 
   // Opens (creating) the shared files. Collective in effect: every rank calls it.
@@ -50,11 +53,13 @@ public:
   uint64_t bytesWritten() const { return written_; }
 
 private:
+  static constexpr uint64_t kContextsFlush = uint64_t(4) << 20;
+  Status flushContexts();
   struct Row {
-    db::Region region;
+    uint64_t rowAt = 0, rowSize = 0;    // the encoded row in rowSpill_
     db::BlockRef block;
     std::vector<IdOut> ids;
-    db::Region trace;
+    uint64_t lineAt = 0, lineSize = 0;  // the encoded trace line in lineSpill_
     db::TraceRef line;
     bool hasLine = false;
   };
@@ -65,6 +70,12 @@ private:
   uint32_t numProfiles_ = 0, numContexts_ = 0;
   bool traces_ = false;
   std::unique_ptr<SharedFile> profileDb_, cctDb_, traceDb_;
+  std::filesystem::path scratch_;
+  std::unique_ptr<Spill> rowSpill_, lineSpill_;  // until placeProfiles()
+  // This rank's cct.db blocks: gathered in contexts_, then a few MiB at a time to
+  // contextSpill_ until placeContexts(); contextsFlushed_ bytes have gone.
+  std::unique_ptr<Spill> contextSpill_;
+  uint64_t contextsFlushed_ = 0;
   std::vector<Row> rows_;
   // After placeProfiles(): every profile's block (index order) and, on rank 0, the rest.
   std::vector<db::BlockRef> blocks_;
@@ -74,7 +85,7 @@ private:
   uint64_t rowsEnd_ = 0, linesEnd_ = 0, minTime_ = UINT64_MAX, maxTime_ = 0;
   std::mutex mu_;  // minTime_, maxTime_ while lines are written
   db::Region contexts_;
-  std::vector<std::pair<uint32_t, db::BlockRef>> columns_;  // this rank's, relative
+  std::vector<std::pair<uint32_t, db::BlockRef>> columns_;  // this rank's, relative to its first block
   std::vector<db::BlockRef> contextBlocks_;                 // rank 0: all, absolute
   uint64_t contextsEnd_ = 0;
   db::Region summary_;
