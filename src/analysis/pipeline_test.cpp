@@ -166,24 +166,37 @@ TEST(Pipeline, NoStructureKeepsInstructions) {
   }
 }
 
-TEST(Pipeline, LexAwareSkipsNestedLoops) {
+// Function f with loop `outer` (line 1) holding loop `inner` (line 2) holding line 3; the
+// tests add to it.
+struct LoopNest {
   Cct cct;
   Names names;
-  ContextKey fn;
-  fn.relation = Relation::Call;
-  fn.function = names.function("f", nullptr, 0, nullptr, 0, 0);
-  Context* f = cct.root()->child(fn);
-  ContextKey loop;
-  loop.type = LexType::Loop;
-  loop.line = 1;
-  Context* outer = f->child(loop);
-  loop.line = 2;
-  Context* inner = outer->child(loop);
-  ContextKey line;
-  line.type = LexType::Line;
-  line.line = 3;
-  Context* l3 = inner->child(line);
-  Context* l4 = outer->child(line);
+  Context *f, *outer, *inner, *l3;
+  static ContextKey function(Names& names, const char* name) {
+    ContextKey k;
+    k.relation = Relation::Call;
+    k.function = names.function(name, nullptr, 0, nullptr, 0, 0);
+    return k;
+  }
+  static ContextKey scope(LexType type, uint32_t line) {
+    ContextKey k;
+    k.type = type;
+    k.line = line;
+    return k;
+  }
+  LoopNest() {
+    f = cct.root()->child(function(names, "f"));
+    outer = f->child(scope(LexType::Loop, 1));
+    inner = outer->child(scope(LexType::Loop, 2));
+    l3 = inner->child(scope(LexType::Line, 3));
+  }
+};
+
+TEST(Pipeline, LexAwareSkipsNestedLoops) {
+  LoopNest t;
+  Cct& cct = t.cct;
+  Context *f = t.f, *outer = t.outer, *inner = t.inner, *l3 = t.l3;
+  Context* l4 = outer->child(LoopNest::scope(LexType::Line, 3));
   cct.finalize();
   PropagationShape shape(cct);
   Propagator prop(shape, 1);
@@ -212,30 +225,13 @@ TEST(Pipeline, LexAwareSkipsNestedLoops) {
 // zero and leaves the row, which is rewritten in place; every other summary value must stay
 // as it was (one profile: its own values).
 TEST(Pipeline, LexAwareDropsALoopWithoutStatements) {
-  Cct cct;
-  Names names;
-  ContextKey fn;
-  fn.relation = Relation::Call;
-  fn.function = names.function("f", nullptr, 0, nullptr, 0, 0);
-  Context* f = cct.root()->child(fn);
-  ContextKey loop;
-  loop.type = LexType::Loop;
-  loop.line = 1;
-  Context* outer = f->child(loop);
-  loop.line = 2;
-  Context* inner = outer->child(loop);
-  ContextKey line;
-  line.type = LexType::Line;
-  line.line = 3;
-  Context* l3 = inner->child(line);
-  loop.line = 5;
-  Context* inner2 = outer->child(loop);
-  line.line = 6;
-  Context* l6 = inner2->child(line);
-  fn.function = names.function("g", nullptr, 0, nullptr, 0, 0);
-  Context* g = cct.root()->child(fn);
-  line.line = 7;
-  Context* l7 = g->child(line);
+  LoopNest t;
+  Cct& cct = t.cct;
+  Context *outer = t.outer, *inner = t.inner, *l3 = t.l3;
+  Context* inner2 = outer->child(LoopNest::scope(LexType::Loop, 5));
+  Context* l6 = inner2->child(LoopNest::scope(LexType::Line, 6));
+  Context* g = cct.root()->child(LoopNest::function(t.names, "g"));
+  Context* l7 = g->child(LoopNest::scope(LexType::Line, 7));
   cct.finalize();
   ASSERT_LT(l3->id(), g->id());  // the loops' rows come before g's
   PropagationShape shape(cct);
