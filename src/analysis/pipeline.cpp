@@ -543,6 +543,8 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   // Class 3 and cct.db: the transpose.
   const std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
   const std::vector<uint32_t> metricCounts = sumMetricCounts(propagators);
+  // Their scratch (tens of MiB a thread on a large tree) serves the transpose and meta.db.
+  propagators.clear();
   TransposeOptions topt;
   topt.budgetBytes = options.transposeBudget;
   topt.threads = options.threads;

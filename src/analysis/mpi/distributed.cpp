@@ -230,6 +230,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
 
   // Class 3 and cct.db: contiguous context ranges of about equal numbers of values.
   std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
+  propagators.clear();  // their scratch serves the transpose
   comm.allreduceSum(counts);
   const std::vector<size_t> ranges = partitionByWeight(counts, comm.size());
   const uint32_t lo = uint32_t(ranges[size_t(rank)]), hi = uint32_t(ranges[size_t(rank) + 1]);
