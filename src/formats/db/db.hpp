@@ -210,12 +210,28 @@ void child_ids(const ByteView& bytes, uint64_t at, std::vector<uint32_t>& out);
 // Reads meta.db, profile.db, cct.db and (if present) trace.db from a directory.
 Expected<Database> read_database(const std::filesystem::path& dir);
 
+// The contexts of meta.db given by the caller's own tree rather than as Context trees in
+// Meta::entryPoints (a large tree then is not held twice). Handles are the caller's.
+class ContextSource {
+public:
+  virtual ~ContextSource() = default;
+  // The children, in order, of entry point `e` (its index in Meta::entryPoints).
+  virtual void entryChildren(size_t e, std::vector<const void*>& out) const = 0;
+  // The children, in order, of context `c`.
+  virtual void children(const void* c, std::vector<const void*>& out) const = 0;
+  // Context `c`'s record (its children left empty).
+  virtual Context describe(const void* c) const = 0;
+  // About how many contexts there are (the buffer is sized from it).
+  virtual uint64_t size() const = 0;
+};
+
 // ---- Writers producing whole files in memory.
-std::vector<uint8_t> write_meta(const Meta& meta);
+// With `contexts`, the entry points' children come from it (Meta::entryPoints' are ignored).
+std::vector<uint8_t> write_meta(const Meta& meta, const ContextSource* contexts = nullptr);
 std::vector<uint8_t> write_profile_db(std::span<const Profile> profiles);
 std::vector<uint8_t> write_cct_db(std::span<const ContextValues> contexts);
 std::vector<uint8_t> write_trace_db(const TraceDb& trace);
-Status write_meta(const Meta& meta, const std::filesystem::path& file);
+Status write_meta(const Meta& meta, const std::filesystem::path& file, const ContextSource* contexts = nullptr);
 
 // Writes the database into `dir` atomically (built in a temporary beside it, then
 // renamed). `extra`, if given, may add files (eg. metrics/) into the temporary.

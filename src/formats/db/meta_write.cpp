@@ -33,7 +33,7 @@ private:
 
 }  // namespace
 
-std::vector<uint8_t> write_meta(const Meta& m) {
+std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
   ByteWriter w;
   {
     // Room for the whole file at once (a buffer grown by doubling touched and copied up to
@@ -52,6 +52,7 @@ std::vector<uint8_t> write_meta(const Meta& m) {
       for (const Context& c : *kids)
         if (!c.children.empty()) todo.push_back(&c.children);
     }
+    if (source) contexts = source->size();
     bytes += contexts * 0x40 + m.functions.size() * 0x30 + m.general.title.size() + m.general.description.size();
     for (const Metric& x : m.metrics) bytes += 0x40 + x.name.size() + x.scopeInsts.size() * 0x10 + x.summaries.size() * 0x40;
     for (const auto& f : m.functions) bytes += f.name ? f.name->size() + 1 : 0;
@@ -200,48 +201,94 @@ std::vector<uint8_t> write_meta(const Meta& m) {
     w.patch_le<uint16_t>(h + 8, uint16_t(m.entryPoints.size()));
     w.patch_le<uint8_t>(h + 0xa, 0x20);
     if (!m.entryPoints.empty()) w.patch_le<uint64_t>(h, w.size());
-    std::deque<std::pair<size_t, const std::vector<Context>*>> todo;
-    for (auto& e : m.entryPoints) {
+    // One {Ctx} record; its children's array is patched in when the array is written.
+    auto record = [&](const Context& c) {
+      size_t a = w.size();
+      detail::FlexAlloc flex;
+      std::vector<std::pair<uint32_t, uint64_t>> fields;  // (offset, value) of u64s
+      uint32_t lineAt = UINT32_MAX;
+      if (c.function != kNone) fields.push_back({flex.take(8), ptr(functionAt, c.function)});
+      if (c.file != kNone) {
+        fields.push_back({flex.take(8), ptr(fileAt, c.file)});
+        lineAt = flex.take(4);
+      }
+      if (c.module != kNone) {
+        fields.push_back({flex.take(8), ptr(moduleAt, c.module)});
+        fields.push_back({flex.take(8), c.offset});
+      }
+      w.zeros(0x10);
+      w.le<uint32_t>(c.ctxId);
+      w.le<uint8_t>(c.flags());
+      w.le<uint8_t>(c.relation);
+      w.le<uint8_t>(c.lexicalType);
+      w.le<uint8_t>(uint8_t(flex.words()));
+      w.le<uint16_t>(c.propagation);
+      w.zeros(6 + 8 * flex.words());
+      for (auto& [o, val] : fields) w.patch_le<uint64_t>(a + 0x20 + o, val);
+      if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
+      return a;
+    };
+    auto entry = [&](const EntryPoint& e) {
       size_t a = w.size();
       w.zeros(0x10);
       w.le<uint32_t>(e.ctxId);
       w.le<uint16_t>(e.entryPoint);
       w.zeros(2);
       w.le<uint64_t>(strAt[e.prettyName]);
-      if (!e.children.empty()) todo.push_back({a, &e.children});
-    }
-    while (!todo.empty()) {
-      auto [parent, kids] = todo.front();
-      todo.pop_front();
-      size_t p = w.size();
-      for (auto& c : *kids) {
-        size_t a = w.size();
-        detail::FlexAlloc flex;
-        std::vector<std::pair<uint32_t, uint64_t>> fields;  // (offset, value) of u64s
-        uint32_t lineAt = UINT32_MAX;
-        if (c.function != kNone) fields.push_back({flex.take(8), ptr(functionAt, c.function)});
-        if (c.file != kNone) {
-          fields.push_back({flex.take(8), ptr(fileAt, c.file)});
-          lineAt = flex.take(4);
-        }
-        if (c.module != kNone) {
-          fields.push_back({flex.take(8), ptr(moduleAt, c.module)});
-          fields.push_back({flex.take(8), c.offset});
-        }
-        w.zeros(0x10);
-        w.le<uint32_t>(c.ctxId);
-        w.le<uint8_t>(c.flags());
-        w.le<uint8_t>(c.relation);
-        w.le<uint8_t>(c.lexicalType);
-        w.le<uint8_t>(uint8_t(flex.words()));
-        w.le<uint16_t>(c.propagation);
-        w.zeros(6 + 8 * flex.words());
-        for (auto& [o, val] : fields) w.patch_le<uint64_t>(a + 0x20 + o, val);
-        if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
-        if (!c.children.empty()) todo.push_back({a, &c.children});
+      return a;
+    };
+    if (!source) {
+      std::deque<std::pair<size_t, const std::vector<Context>*>> todo;
+      for (auto& e : m.entryPoints) {
+        const size_t a = entry(e);
+        if (!e.children.empty()) todo.push_back({a, &e.children});
       }
-      w.patch_le<uint64_t>(parent, w.size() - p);
-      w.patch_le<uint64_t>(parent + 8, p);
+      while (!todo.empty()) {
+        auto [parent, kids] = todo.front();
+        todo.pop_front();
+        size_t p = w.size();
+        for (auto& c : *kids) {
+          const size_t a = record(c);
+          if (!c.children.empty()) todo.push_back({a, &c.children});
+        }
+        w.patch_le<uint64_t>(parent, w.size() - p);
+        w.patch_le<uint64_t>(parent + 8, p);
+      }
+    } else {
+      // The same breadth-first order from the caller's tree: each pending array is a run of
+      // handles in one pool, consumed from the front.
+      std::vector<const void*> pool, kids;
+      struct Pending {
+        size_t parent;        // where its record is, to patch
+        size_t first, count;  // its children in pool
+      };
+      std::deque<Pending> todo;
+      for (size_t i = 0; i < m.entryPoints.size(); ++i) {
+        const size_t a = entry(m.entryPoints[i]);
+        kids.clear();
+        source->entryChildren(i, kids);
+        if (!kids.empty()) {
+          todo.push_back({a, pool.size(), kids.size()});
+          pool.insert(pool.end(), kids.begin(), kids.end());
+        }
+      }
+      while (!todo.empty()) {
+        const Pending at = todo.front();
+        todo.pop_front();
+        size_t p = w.size();
+        for (size_t k = at.first; k < at.first + at.count; ++k) {
+          const void* c = pool[k];
+          const size_t a = record(source->describe(c));
+          kids.clear();
+          source->children(c, kids);
+          if (!kids.empty()) {
+            todo.push_back({a, pool.size(), kids.size()});
+            pool.insert(pool.end(), kids.begin(), kids.end());
+          }
+        }
+        w.patch_le<uint64_t>(at.parent, w.size() - p);
+        w.patch_le<uint64_t>(at.parent + 8, p);
+      }
     }
   });
 
@@ -250,8 +297,8 @@ std::vector<uint8_t> write_meta(const Meta& m) {
   return std::move(w.buffer());
 }
 
-Status write_meta(const Meta& meta, const std::filesystem::path& file) {
-  auto bytes = write_meta(meta);
+Status write_meta(const Meta& meta, const std::filesystem::path& file, const ContextSource* contexts) {
+  auto bytes = write_meta(meta, contexts);
   return write_file_atomically(file, bytes);
 }
 
