@@ -31,6 +31,37 @@ private:
   std::vector<std::pair<size_t, std::string>> refs_;
 };
 
+// Meta::entryPoints' Context trees as a ContextSource.
+class MetaContexts final : public ContextSource {
+public:
+  explicit MetaContexts(const Meta& m) : m_(m) {}
+  void entryChildren(size_t e, std::vector<const void*>& out) const override { add(m_.entryPoints[e].children, out); }
+  void children(const void* c, std::vector<const void*>& out) const override {
+    add(static_cast<const Context*>(c)->children, out);
+  }
+  Context describe(const void* c) const override {
+    const Context& x = *static_cast<const Context*>(c);
+    Context d;  // all but the children
+    d.ctxId = x.ctxId;
+    d.relation = x.relation;
+    d.lexicalType = x.lexicalType;
+    d.propagation = x.propagation;
+    d.function = x.function;
+    d.file = x.file;
+    d.line = x.line;
+    d.module = x.module;
+    d.offset = x.offset;
+    return d;
+  }
+  uint64_t size() const override { return 0; }  // write_meta counts them itself
+
+private:
+  static void add(const ContextList& kids, std::vector<const void*>& out) {
+    for (const Context& k : kids) out.push_back(&k);
+  }
+  const Meta& m_;
+};
+
 }  // namespace
 
 std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
@@ -201,6 +232,8 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
     w.patch_le<uint16_t>(h + 8, uint16_t(m.entryPoints.size()));
     w.patch_le<uint8_t>(h + 0xa, 0x20);
     if (!m.entryPoints.empty()) w.patch_le<uint64_t>(h, w.size());
+    const MetaContexts own(m);
+    if (!source) source = &own;
     // One {Ctx} record; its children's array is patched in when the array is written.
     auto record = [&](const Context& c) {
       size_t a = w.size();
@@ -237,26 +270,9 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
       w.le<uint64_t>(strAt[e.prettyName]);
       return a;
     };
-    if (!source) {
-      std::deque<std::pair<size_t, const std::vector<Context>*>> todo;
-      for (auto& e : m.entryPoints) {
-        const size_t a = entry(e);
-        if (!e.children.empty()) todo.push_back({a, &e.children});
-      }
-      while (!todo.empty()) {
-        auto [parent, kids] = todo.front();
-        todo.pop_front();
-        size_t p = w.size();
-        for (auto& c : *kids) {
-          const size_t a = record(c);
-          if (!c.children.empty()) todo.push_back({a, &c.children});
-        }
-        w.patch_le<uint64_t>(parent, w.size() - p);
-        w.patch_le<uint64_t>(parent + 8, p);
-      }
-    } else {
-      // The same breadth-first order from the caller's tree: each pending array is a run of
-      // handles in one pool, consumed from the front.
+    {
+      // Breadth-first: each pending array is a run of handles in one pool, consumed from the
+      // front. Without a source, Meta::entryPoints' own trees are the source.
       std::vector<const void*> pool, kids;
       struct Pending {
         size_t parent;        // where its record is, to patch
