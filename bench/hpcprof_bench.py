@@ -91,6 +91,19 @@ def n_contexts(db):
         return struct.unpack("<I", f.read(4))[0]
 
 
+def best_runs(prof, meas, out, reads):
+    """hpcprof at -j1 and -j2, best of 3 each, the input read before every run (appended to
+    `reads`): {j: (wall s, peak MiB, CPU s)}."""
+    res = {}
+    for j in (1, 2):
+        runs = []
+        for _ in range(3):
+            reads.append(read_all(meas))
+            runs.append(run([prof, "--foreign", f"-j{j}", "-o", out(j), meas], out(j)))
+        res[j] = min(runs)
+    return res
+
+
 def other_shape(gen, prof, tmp, label, profiles, nodes, trace):
     """One more input shape: best of 3 at -j1 and -j2 against the best of the reads before
     each run, and peak memory; one printed line."""
@@ -100,13 +113,7 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace):
     os.sync()
     read_all(meas)
     reads = [read_all(meas) for _ in range(2)]
-    res = {}
-    for j in (1, 2):
-        runs = []
-        for _ in range(3):
-            reads.append(read_all(meas))
-            runs.append(run([prof, "--foreign", f"-j{j}", "-o", tmp / "dx", meas], tmp / "dx"))
-        res[j] = min(runs)
+    res = best_runs(prof, meas, lambda j: tmp / "dx", reads)
     shutil.rmtree(meas)
     db = tmp / "dx"
     dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
@@ -142,14 +149,7 @@ def main():
             # The floor: the best of reads taken before each hpcprof run too (a slow moment
             # of the machine must not make the floor, and so the ratios, look better).
             reads = [read_all(meas) for _ in range(3)]
-            res = {}
-            for j in (1, 2):
-                out = tmp / f"d{n}j{j}"
-                runs = []
-                for _ in range(3):
-                    reads.append(read_all(meas))
-                    runs.append(run([prof, "--foreign", f"-j{j}", "-o", out, meas], out))
-                res[j] = min(runs)
+            res = best_runs(prof, meas, lambda j: tmp / f"d{n}j{j}", reads)
             t_read, nbytes = min(reads)
             if breakdown is None:
                 breakdown = (t_read, phases([prof, "--foreign", "-j1", "-o", tmp / "phases", meas]))
@@ -168,13 +168,7 @@ def main():
                 os.sync()
                 read_all(sh)
                 s_reads = [read_all(sh) for _ in range(3)]
-                s_res = {}
-                for j in (1, 2):
-                    runs = []
-                    for _ in range(3):
-                        s_reads.append(read_all(sh))
-                        runs.append(run([prof, "--foreign", f"-j{j}", "-o", tmp / f"ds{j}", sh], tmp / f"ds{j}"))
-                    s_res[j] = min(runs)
+                s_res = best_runs(prof, sh, lambda j: tmp / f"ds{j}", s_reads)
                 s_read, s_bytes = min(s_reads)
                 shuffled = (n, s_bytes, s_read, s_res,
                             phases([prof, "--foreign", "-j1", "-o", tmp / "sphases", sh]))
