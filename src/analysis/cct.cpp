@@ -1,6 +1,7 @@
 #include "analysis/cct.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <new>
 #include <type_traits>
@@ -47,7 +48,11 @@ uint64_t Cct::hashOf(const Context* parent, const ContextKey& key) {
   return h;
 }
 
-Cct::Cct() : shards_(new Shard[size_t(1) << kShardBits]) {
+namespace {
+std::atomic<uint64_t> nextCctSerial{1};
+}  // namespace
+
+Cct::Cct() : shards_(new Shard[size_t(1) << kShardBits]), serial_(nextCctSerial.fetch_add(1)) {
   ContextKey k;
   k.kind = NodeKind::Root;
   rootStorage_.reset(new std::byte[sizeof(Context)]);
@@ -56,17 +61,30 @@ Cct::Cct() : shards_(new Shard[size_t(1) << kShardBits]) {
 
 Cct::~Cct() = default;  // contexts are trivially destructible: their blocks go whole
 
-Context* Cct::make(Shard& s, Context* parent, const ContextKey& key) {
+Cct::Arena& Cct::arena() {
+  // The last tree this thread made contexts in, and its arena there.
+  thread_local uint64_t cachedSerial = 0;
+  thread_local Arena* cached = nullptr;
+  if (cachedSerial == serial_) return *cached;
+  std::lock_guard lock(arenasMu_);
+  arenas_.push_back(std::make_unique<Arena>());
+  cachedSerial = serial_;
+  cached = arenas_.back().get();
+  return *cached;
+}
+
+Context* Cct::make(Context* parent, const ContextKey& key) {
   static_assert(std::is_trivially_destructible_v<Context>);
-  if (s.blockLeft == 0) {
-    s.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[s.nextBlock * sizeof(Context)]), s.nextBlock});
-    s.blockNext = s.blocks.back().memory.get();
-    s.blockLeft = s.nextBlock;
-    s.nextBlock = std::min<size_t>(s.nextBlock * 2, 4096);
+  Arena& a = arena();
+  if (a.left == 0) {
+    a.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[a.nextBlock * sizeof(Context)]), a.nextBlock});
+    a.next = a.blocks.back().memory.get();
+    a.left = a.nextBlock;
+    a.nextBlock = std::min<size_t>(a.nextBlock * 2, 4096);
   }
-  Context* c = new (s.blockNext) Context(this, parent, key);
-  s.blockNext += sizeof(Context);
-  --s.blockLeft;
+  Context* c = new (a.next) Context(this, parent, key);
+  a.next += sizeof(Context);
+  --a.left;
   return c;
 }
 
@@ -92,7 +110,7 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
     const Slot& e = s.table[i];
     if (e.hash == h && e.ctx->parent_ == parent && e.ctx->key_ == key) return e.ctx;
   }
-  Context* c = make(s, parent, key);
+  Context* c = make(parent, key);
   s.table[i] = {h, c};
   ++s.used;
   return c;
@@ -113,16 +131,15 @@ Context* Cct::findChild(const Context* parent, const ContextKey& key) {
 
 void Cct::finalize() {
   // Children counted per parent, given ranges of one list, then filled and sorted. The
-  // contexts are taken from the shards' blocks, in memory order.
+  // contexts are taken from the arenas' blocks, in memory order.
   std::vector<Context*> all;
   size_t total = 0;
   for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) total += shards_[k].used;
   all.reserve(total);
-  for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
-    const Shard& s = shards_[k];
-    for (size_t b = 0; b < s.blocks.size(); ++b) {
-      const size_t n = b + 1 == s.blocks.size() ? s.blocks[b].size - s.blockLeft : s.blocks[b].size;
-      auto* first = reinterpret_cast<Context*>(s.blocks[b].memory.get());
+  for (const auto& a : arenas_) {
+    for (size_t b = 0; b < a->blocks.size(); ++b) {
+      const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
+      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
       for (size_t i = 0; i < n; ++i) all.push_back(first + i);
     }
   }

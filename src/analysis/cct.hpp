@@ -115,20 +115,30 @@ private:
     std::mutex mu;
     std::vector<Slot> table;  // open addressing, a power of two, at most half full
     size_t used = 0;
-    struct Block {
-      std::unique_ptr<std::byte[]> memory;
-      size_t size = 0;  // contexts it holds room for
-    };
-    std::vector<Block> blocks;
-    std::byte* blockNext = nullptr;
-    size_t blockLeft = 0;     // contexts that still fit in the last block, from blockNext
-    size_t nextBlock = 16;    // contexts in the next block (doubling, up to a bound)
   };
+  // Contexts are allocated in blocks of the creating thread's arena, so that they lie in the
+  // order a thread made them (a profile's nodes' order: parents before children), which the
+  // later walks over the tree follow more or less (finalize, meta.db, pass 2's lookups).
+  struct Block {
+    std::unique_ptr<std::byte[]> memory;
+    size_t size = 0;  // contexts it holds room for
+  };
+  struct Arena {
+    std::vector<Block> blocks;
+    std::byte* next = nullptr;
+    size_t left = 0;         // contexts that still fit in the last block, from next
+    size_t nextBlock = 64;   // contexts in the next block (doubling, up to a bound)
+  };
+  // MT: thread-safe; the calling thread's arena.
+  Arena& arena();
   static constexpr unsigned kShardBits = 6;
   static uint64_t hashOf(const Context* parent, const ContextKey& key);
-  Context* make(Shard& s, Context* parent, const ContextKey& key);
+  Context* make(Context* parent, const ContextKey& key);
 
   std::unique_ptr<Shard[]> shards_;
+  const uint64_t serial_;  // tells this tree's arenas from another's in a thread's cache
+  std::mutex arenasMu_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
   std::unique_ptr<std::byte[]> rootStorage_;
   Context* root_;
   std::vector<Context*> kids_;  // every context's sorted children, each a range (finalize())

@@ -32,10 +32,18 @@ db::Context describe(const Context* c) {
   return d;
 }
 
-// The contexts meta.db lists below `c`, in order: a hidden context's take its place.
-void listedChildren(const Context* c, std::vector<const Context*>& out) {
-  out.clear();
-  std::vector<std::pair<const Context*, size_t>> walk{{c, 0}};  // hidden ones being expanded
+// Appends the contexts meta.db lists below `c`, in order: a hidden context's take its place.
+// Called once per context: no allocation but the growth of `out`.
+void appendListed(const Context* c, std::vector<const void*>& out) {
+  const auto kids = c->children();
+  bool anyHidden = false;
+  for (const Context* k : kids) anyHidden |= k->key().hidden;
+  if (!anyHidden) {
+    out.insert(out.end(), kids.begin(), kids.end());
+    return;
+  }
+  thread_local std::vector<std::pair<const Context*, size_t>> walk;  // hidden ones being expanded
+  walk.assign(1, {c, 0});
   while (!walk.empty()) {
     const Context* at = walk.back().first;
     const size_t i = walk.back().second;
@@ -72,11 +80,7 @@ public:
   uint64_t size() const override { return cct_.size(); }
 
 private:
-  static void listed(const Context* c, std::vector<const void*>& out) {
-    thread_local std::vector<const Context*> kids;
-    listedChildren(c, kids);
-    out.insert(out.end(), kids.begin(), kids.end());
-  }
+  static void listed(const Context* c, std::vector<const void*>& out) { appendListed(c, out); }
   const Cct& cct_;
   std::vector<const Context*> entries_;
 };

@@ -238,16 +238,17 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
     auto record = [&](const Context& c) {
       size_t a = w.size();
       detail::FlexAlloc flex;
-      std::vector<std::pair<uint32_t, uint64_t>> fields;  // (offset, value) of u64s
+      std::pair<uint32_t, uint64_t> fields[4];  // (offset, value) of u64s: no allocation per context
+      size_t numFields = 0;
       uint32_t lineAt = UINT32_MAX;
-      if (c.function != kNone) fields.push_back({flex.take(8), ptr(functionAt, c.function)});
+      if (c.function != kNone) fields[numFields++] = {flex.take(8), ptr(functionAt, c.function)};
       if (c.file != kNone) {
-        fields.push_back({flex.take(8), ptr(fileAt, c.file)});
+        fields[numFields++] = {flex.take(8), ptr(fileAt, c.file)};
         lineAt = flex.take(4);
       }
       if (c.module != kNone) {
-        fields.push_back({flex.take(8), ptr(moduleAt, c.module)});
-        fields.push_back({flex.take(8), c.offset});
+        fields[numFields++] = {flex.take(8), ptr(moduleAt, c.module)};
+        fields[numFields++] = {flex.take(8), c.offset};
       }
       w.zeros(0x10);
       w.le<uint32_t>(c.ctxId);
@@ -257,7 +258,7 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
       w.le<uint8_t>(uint8_t(flex.words()));
       w.le<uint16_t>(c.propagation);
       w.zeros(6 + 8 * flex.words());
-      for (auto& [o, val] : fields) w.patch_le<uint64_t>(a + 0x20 + o, val);
+      for (size_t f = 0; f < numFields; ++f) w.patch_le<uint64_t>(a + 0x20 + fields[f].first, fields[f].second);
       if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
       return a;
     };
