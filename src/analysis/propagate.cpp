@@ -45,30 +45,28 @@ void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
 template <uint32_t kWidth>
 void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = kWidth ? kWidth : width_;
-  // The contexts touched: the points' and all their ancestors, marked in a bitset (a walk up
-  // stops at the first context marked already).
-  for (const ContextValue& p : points) {
-    if (p.value == 0) continue;
-    for (uint32_t c = p.ctx;;) {
-      uint64_t& word = pending_[c / 64];
-      const uint64_t bit = uint64_t(1) << (c % 64);
-      if (word & bit) break;
-      word |= bit;
-      const uint32_t up = shape_.parent(c);
-      if (up == c) break;
-      c = up;
-    }
-  }
-  // Slots in increasing context order, so that the sweeps below run through memory in order
-  // (a context's parent has a smaller id, and often a near one).
+  // The contexts touched: the points' and all their ancestors. The points are marked in a
+  // bitset, which is then swept from the highest context down, each context marking its
+  // parent (a smaller id, so swept later): no walk up a chain of dependent loads per point.
+  // The sweep also gives the slots, in decreasing context order.
+  for (const ContextValue& p : points)
+    if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
   order_.clear();
-  for (size_t w = 0; w < pending_.size(); ++w) {
-    for (uint64_t bits = pending_[w]; bits; bits &= bits - 1) {
-      const uint32_t c = uint32_t(w * 64 + uint32_t(__builtin_ctzll(bits)));
+  for (size_t w = pending_.size(); w-- > 0;) {
+    uint64_t bits = pending_[w];
+    pending_[w] = 0;
+    while (bits) {
+      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
+      bits &= ~(uint64_t(1) << b);
+      const uint32_t c = uint32_t(w * 64 + b);
       slotOf_[c] = int32_t(order_.size());
       order_.push_back(c);
+      const uint32_t up = shape_.parent(c);
+      if (up == c) continue;
+      const uint64_t upBit = uint64_t(1) << (up % 64);
+      if (up / 64 == w) bits |= upBit;
+      else pending_[up / 64] |= upBit;
     }
-    pending_[w] = 0;
   }
   const size_t n = order_.size();
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
@@ -79,10 +77,11 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     double* v = values + size_t(slotOf_[p.ctx]) * width + size_t(p.metric) * kNumScopes;
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
-  // Subtotals flow up once per context, children first (decreasing ids: a parent's id is
-  // smaller). Execution flows over every edge; function (and lex_aware, equal to it per
-  // profile) over lexical edges only, stopping at calls and inlined calls.
-  for (size_t k = n; k-- > 0;) {
+  // Subtotals flow up once per context, children first (slots in increasing order: contexts
+  // in decreasing, a parent's id being smaller). Execution flows over every edge; function
+  // (and lex_aware, equal to it per profile) over lexical edges only, stopping at calls and
+  // inlined calls.
+  for (size_t k = 0; k < n; ++k) {
     const uint32_t c = order_[k];
     const uint32_t up = shape_.parent(c);
     if (up == c) continue;
@@ -110,16 +109,17 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     rowCtx_.resize(n + 1);
     rowStart_.resize(n + 2);
   }
-  uint16_t* metricOut = rowMetric_.data();
-  double* valueOut = rowValue_.data();
-  uint32_t* ctxOut = rowCtx_.data();
-  uint64_t* startOut = rowStart_.data();
+  uint16_t* __restrict metricOut = rowMetric_.data();
+  double* __restrict valueOut = rowValue_.data();
+  uint32_t* __restrict ctxOut = rowCtx_.data();
+  uint64_t* __restrict startOut = rowStart_.data();
+  uint32_t* __restrict counts = metricCounts_.data();
   size_t at = 0, k = 0;
   startOut[0] = 0;
   const bool byMetric = !metricCounts_.empty();
-  for (size_t j = 0; j < n; ++j) {
+  for (size_t j = n; j-- > 0;) {  // increasing context order
     const uint32_t c = order_[j];
-    const double* v = values + j * width;
+    const double* __restrict v = values + j * width;
     const size_t before = at;
     for (uint32_t m = 0; m < width; ++m) {
       metricOut[at] = uint16_t(m);
@@ -127,7 +127,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
       at += v[m] != 0;
     }
     if (byMetric) {
-      uint32_t* mc = &metricCounts_[size_t(c) * width];
+      uint32_t* __restrict mc = counts + size_t(c) * width;
       for (uint32_t m = 0; m < width; ++m) mc[m] += v[m] != 0;
     } else {
       counts_[c] += at - before;

@@ -82,7 +82,7 @@ private:
   uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
   std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
-  std::vector<uint32_t> order_;     // the contexts touched, increasing: slot k is order_[k]
+  std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k]
   std::vector<double> values_;      // width_ per slot; its size only grows
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
