@@ -108,33 +108,52 @@ std::vector<std::vector<IdOut>> resolveIdTuples(const std::vector<std::vector<Id
   return out;
 }
 
-Expected<std::unique_ptr<Spill>> Spill::create(const std::filesystem::path& dir) {
+Expected<std::unique_ptr<Spill>> Spill::create(const std::filesystem::path& dir, unsigned files) {
   std::vector<std::filesystem::path> dirs;
   if (!dir.empty()) dirs.push_back(dir);
   std::error_code ec;
   std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
   dirs.push_back(ec ? std::filesystem::path("/tmp") : tmp);
+  files = std::clamp(files, 1u, 255u);
+  std::unique_ptr<File[]> made(new File[files]);
+  auto closeAll = [&] {
+    for (unsigned k = 0; k < files; ++k)
+      if (made[k].fd >= 0) ::close(made[k].fd);
+  };
   std::string why;
   for (const auto& d : dirs) {
-    int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      // No O_TMPFILE on this file system: a named file, unlinked at once.
-      std::string name = (d / "hpcprof-spill-XXXXXX").string();
-      fd = ::mkstemp(name.data());
-      if (fd >= 0) ::unlink(name.c_str());
+    unsigned k = 0;
+    for (; k < files; ++k) {
+      int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        // No O_TMPFILE on this file system: a named file, unlinked at once.
+        std::string name = (d / "hpcprof-spill-XXXXXX").string();
+        fd = ::mkstemp(name.data());
+        if (fd >= 0) ::unlink(name.c_str());
+      }
+      if (fd < 0) break;
+      made[k].fd = fd;
     }
-    if (fd >= 0) return std::unique_ptr<Spill>(new Spill(fd, d.string()));
+    if (k == files) return std::unique_ptr<Spill>(new Spill(std::move(made), files, d.string()));
     why = d.string() + ": " + std::strerror(errno);
+    closeAll();
+    for (unsigned j = 0; j < files; ++j) made[j].fd = -1;
   }
   return Status::error("cannot create a temporary file for the profiles' values: " + why);
 }
 
-Spill::~Spill() { ::close(fd_); }
+Spill::~Spill() {
+  for (unsigned k = 0; k < numFiles_; ++k) ::close(files_[k].fd);
+}
 
 Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> pieces) {
+  // The file of the calling thread's slot in its task arena.
+  const int slot = tbb::this_task_arena::current_thread_index();
+  const unsigned which = slot > 0 ? unsigned(slot) % numFiles_ : 0;
+  File& file = files_[which];
   uint64_t total = 0;
   for (const auto& p : pieces) total += p.size();
-  const uint64_t start = end_.fetch_add(total, std::memory_order_relaxed);
+  const uint64_t start = file.end.fetch_add(total, std::memory_order_relaxed);
   std::vector<iovec> iov;
   size_t k = 0;      // the piece being written
   size_t skip = 0;   // of its bytes, written already
@@ -147,7 +166,7 @@ Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> piece
         iov.push_back({const_cast<uint8_t*>(pieces[j].data() + from), pieces[j].size() - from});
     }
     if (iov.empty()) break;
-    ssize_t n = ::pwritev(fd_, iov.data(), int(iov.size()), off_t(at));
+    ssize_t n = ::pwritev(file.fd, iov.data(), int(iov.size()), off_t(at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::error("temporary file in " + dir_ + ": write failed: " + std::strerror(errno));
     at += uint64_t(n);
@@ -160,7 +179,7 @@ Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> piece
     }
     skip += left;
   }
-  return start;
+  return (uint64_t(which) << kFileShift) | start;
 }
 
 Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
@@ -169,8 +188,12 @@ Expected<uint64_t> Spill::append(std::span<const uint8_t> bytes) {
 }
 
 Status Spill::read(uint64_t at, std::span<uint8_t> into) const {
+  const uint64_t which = at >> kFileShift;
+  if (which >= numFiles_) return Status::error("temporary file in " + dir_ + ": no such place");
+  const int fd = files_[which].fd;
+  at &= (uint64_t(1) << kFileShift) - 1;
   for (size_t done = 0; done < into.size();) {
-    ssize_t n = ::pread(fd_, into.data() + done, into.size() - done, off_t(at + done));
+    ssize_t n = ::pread(fd, into.data() + done, into.size() - done, off_t(at + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::error("temporary file in " + dir_ + ": read back failed");
     done += size_t(n);
@@ -442,7 +465,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   auto analysis = std::make_shared<Analysis>();
   Cct& cct = analysis->cct;
   Names& names = analysis->names;
-  HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir));
+  HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir, std::max(1u, options.threads)));
   std::vector<Unified> unified;
   {
     // The expander's instruction cache (as large as the tree) goes once pass 1 is done: its

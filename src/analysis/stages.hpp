@@ -35,8 +35,10 @@ struct ProfileHeader {
 // memory does not grow with the number of profiles and no profile is decoded twice.
 class Spill {
 public:
-  // An unnamed file in `dir` (the system's temporary directory when empty), gone on close.
-  static Expected<std::unique_ptr<Spill>> create(const std::filesystem::path& dir);
+  // Unnamed files in `dir` (the system's temporary directory when empty), gone on close: one
+  // per thread of a task arena that appends (`files`), since threads appending to one file
+  // wait on each other for its lock. A place in the spill names the file in its top byte.
+  static Expected<std::unique_ptr<Spill>> create(const std::filesystem::path& dir, unsigned files = 1);
   ~Spill();
   Spill(const Spill&) = delete;
   Spill& operator=(const Spill&) = delete;
@@ -45,14 +47,20 @@ public:
   // MT: thread-safe. The pieces end to end, in one write where the system allows (a write
   // costs several microseconds on a virtual machine, whatever its size); where the first went.
   Expected<uint64_t> append(std::span<const std::span<const uint8_t>> pieces);
-  // MT: thread-safe.
+  // MT: thread-safe. `at` and on: bytes appended together may be read in parts.
   Status read(uint64_t at, std::span<uint8_t> into) const;
 
 private:
-  Spill(int fd, std::string dir) : fd_(fd), dir_(std::move(dir)) {}
-  int fd_;
+  static constexpr unsigned kFileShift = 56;
+  struct File {
+    int fd = -1;
+    std::atomic<uint64_t> end{0};
+  };
+  Spill(std::unique_ptr<File[]> files, unsigned n, std::string dir)
+      : files_(std::move(files)), numFiles_(n), dir_(std::move(dir)) {}
+  std::unique_ptr<File[]> files_;
+  unsigned numFiles_;
   std::string dir_;
-  std::atomic<uint64_t> end_{0};
 };
 
 // A measured value or trace record as pass 1 spills it (contexts are valid for the whole

@@ -123,9 +123,13 @@ constexpr uint32_t kMaxBuckets = 256;
 Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
                                                          const std::filesystem::path& scratchDir, uint32_t lanes) {
   std::unique_ptr<RowBuckets> b(new RowBuckets);
-  HPC_ASSIGN_OR_RETURN(b->file_, Spill::create(scratchDir));
   contexts = std::max(1u, contexts);
   lanes = std::max(1u, lanes);
+  // A file per lane: the lanes' writes to one file would wait on each other for its lock.
+  b->files_.resize(lanes);
+  for (auto& f : b->files_) {
+    HPC_ASSIGN_OR_RETURN(f, Spill::create(scratchDir));
+  }
   const uint64_t perLane = memoryBytes / lanes;
   const uint64_t n = std::clamp<uint64_t>(perLane / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
   b->width_ = uint32_t((uint64_t(contexts) + n - 1) / n);
@@ -156,9 +160,9 @@ Status RowBuckets::flush(uint32_t lane, uint32_t bucket) {
     pieces.emplace_back(buffer(lane, b), size_t(l.used[b]));
   }
   if (pieces.empty()) return Status();
-  HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(pieces));
+  HPC_ASSIGN_OR_RETURN(uint64_t at, files_[lane]->append(pieces));
   for (size_t k = 0; k < which.size(); ++k) {
-    l.chunks[which[k]].push_back({at, pieces[k].size(), l.run});
+    l.chunks[which[k]].push_back({at, pieces[k].size(), l.run, lane});
     at += pieces[k].size();
     l.used[which[k]] = 0;
   }
@@ -199,8 +203,8 @@ Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
     std::memcpy(p + 16 + 8 * entries + 8 * values, row.metric.data() + v0, 2 * values);
     std::memset(p + 16 + 8 * entries + 10 * values, 0, bytes - (16 + 8 * entries + 10 * values));
     if (large) {
-      HPC_ASSIGN_OR_RETURN(uint64_t at, file_->append(std::span<const uint8_t>(l.large.data(), bytes)));
-      l.chunks[bucket].push_back({at, bytes, l.run});
+      HPC_ASSIGN_OR_RETURN(uint64_t at, files_[lane]->append(std::span<const uint8_t>(l.large.data(), bytes)));
+      l.chunks[bucket].push_back({at, bytes, l.run, lane});
     } else {
       l.used[bucket] += bytes;
     }
@@ -223,7 +227,7 @@ std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
 }
 
 Status RowBuckets::readChunk(const Chunk& chunk, uint8_t* into) const {
-  return file_->read(chunk.offset, {into, size_t(chunk.bytes)});
+  return files_[chunk.lane]->read(chunk.offset, {into, size_t(chunk.bytes)});
 }
 
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,

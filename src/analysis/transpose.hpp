@@ -41,6 +41,7 @@ public:
   struct Chunk {
     uint64_t offset = 0, bytes = 0;
     uint32_t run = 0;
+    uint32_t lane = 0;  // whose temporary file it is in
   };
   using Chunks = std::vector<Chunk>;
 
@@ -91,7 +92,7 @@ private:
   uint32_t width_ = 1;       // contexts per bucket
   uint32_t buckets_ = 0;
   uint64_t chunkBytes_ = 0;  // a buffer, written out when full
-  std::unique_ptr<Spill> file_;
+  std::vector<std::unique_ptr<Spill>> files_;  // by lane
   std::unique_ptr<uint8_t[]> memory_;  // the buffers, lane by lane, bucket by bucket
   std::vector<Lane> lanes_;
 };
