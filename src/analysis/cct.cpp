@@ -180,6 +180,7 @@ void Cct::finalize() {
     byId_.push_back(c);
     parent_.push_back(c->parent_ ? c->parent_->id_ : c->id_);
     c->listed_ = (c->key_.hidden && c->parent_) ? c->parent_->listed_ : c;
+    c->listedId_ = c->listed_->id_;
     for (uint32_t k = c->numChildren_; k-- > 0;) stack.push_back(kids_[c->firstChild_ + k]);
   }
 }

@@ -67,6 +67,7 @@ public:
   std::span<Context* const> children() const;
   uint32_t id() const { return id_; }
   const Context* listed() const { return listed_; }
+  uint32_t listedId() const { return listedId_; }  // listed()->id(), without the second load
 
 private:
   friend class Cct;
@@ -77,6 +78,7 @@ private:
   const Context* listed_ = nullptr;
   uint32_t id_ = 0;
   uint32_t firstChild_ = 0, numChildren_ = 0;  // in the tree's list of children
+  uint32_t listedId_ = 0;
 };
 
 class Cct {

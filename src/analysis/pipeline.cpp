@@ -416,7 +416,7 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
     const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
     out.trace.resize(u.traces);
     for (uint32_t k = 0; k < u.traces; ++k)
-      out.trace[k] = {st[k].time, st[k].ctx ? st[k].ctx->listed()->id() : 0};
+      out.trace[k] = {st[k].time, st[k].ctx ? st[k].ctx->listedId() : 0};
     auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
     if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
       std::stable_sort(out.trace.begin(), out.trace.end(), byTime);
