@@ -22,10 +22,7 @@ namespace {
 class MeasuredBinaries final : public StructureSource {
 public:
   MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace)
-      : inner_(std::move(inner)), replace_(std::move(replace)) {
-    char tmpl[] = "/tmp/hpcprof-structs-XXXXXX";
-    if (mkdtemp(tmpl)) scratch_ = tmpl;
-  }
+      : inner_(std::move(inner)), replace_(std::move(replace)) {}
   ~MeasuredBinaries() override {
     std::error_code ec;
     if (!scratch_.empty()) fs::remove_all(scratch_, ec);
@@ -76,7 +73,14 @@ private:
         onDisk = r.to + onDisk.substr(r.from.size());
         break;
       }
-    if (scratch_.empty() || !fs::is_regular_file(onDisk, ec)) return nullptr;
+    if (!fs::is_regular_file(onDisk, ec)) return nullptr;
+    // The scratch directory for structure files, made on the first binary found (most
+    // analyses find none: no directory made and removed on every run).
+    std::call_once(scratchOnce_, [&] {
+      char tmpl[] = "/tmp/hpcprof-structs-XXXXXX";
+      if (mkdtemp(tmpl)) scratch_ = tmpl;
+    });
+    if (scratch_.empty()) return nullptr;
     auto s = structure::analyze_binary(onDisk, structure::Options{});
     if (s.ok() && onDisk != path) s->binary_path = path;  // keyed by the measured path
     fs::path file = scratch_ / (std::to_string(reinterpret_cast<uintptr_t>(e)) + ".hpcstruct");
@@ -94,7 +98,8 @@ private:
 
   std::unique_ptr<StructureSource> inner_;
   std::vector<PathReplacement> replace_;
-  fs::path scratch_;
+  mutable std::once_flag scratchOnce_;
+  mutable fs::path scratch_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::unique_ptr<Entry>> modules_;
 };

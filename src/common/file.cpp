@@ -153,12 +153,22 @@ Status AtomicOutput::commit() {
 Status write_file_atomically(const fs::path& target, std::span<const uint8_t> bytes) {
   AtomicOutput out(target, AtomicOutput::Kind::File);
   HPC_RETURN_IF_ERROR(out.begin());
-  {
-    std::ofstream f(out.temp_path(), std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) return errno_status("write failed", out.temp_path());
+  // begin() made the file, empty: it is written without truncating it again, since on ext4
+  // truncating a file marks it to be written back when it is closed (auto_da_alloc), which
+  // made closing meta.db wait for its block allocation.
+  const int fd = ::open(out.temp_path().c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", out.temp_path());
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status s = errno_status("write failed", out.temp_path());
+      ::close(fd);
+      return s;
+    }
+    done += size_t(n);
   }
+  if (::close(fd) != 0) return errno_status("write failed", out.temp_path());
   return out.commit();
 }
 

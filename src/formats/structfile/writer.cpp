@@ -135,7 +135,9 @@ Expected<std::unique_ptr<Writer>> Writer::create(const std::filesystem::path& pa
   auto fs = std::make_unique<FileState>(path);
   HPC_RETURN_IF_ERROR(fs->atomic.begin());
   fs->stream.rdbuf()->pubsetbuf(fs->buffer.data(), static_cast<std::streamsize>(fs->buffer.size()));
-  fs->stream.open(fs->atomic.temp_path(), std::ios::binary | std::ios::trunc);
+  // begin() made the file, empty: opened again without truncation, since on ext4 truncating
+  // a file marks it to be written back when it is closed (auto_da_alloc).
+  fs->stream.open(fs->atomic.temp_path(), std::ios::binary | std::ios::in | std::ios::out);
   if (!fs->stream) return Status::error(path.string() + ": cannot write");
   auto w = std::unique_ptr<Writer>(new Writer(fs->stream));
   w->file_ = std::move(fs);
