@@ -4,8 +4,10 @@
 // below one of the 24 before it, so paths are deep (about 800 on average at 20,000 nodes).
 // With `shuffled`, each profile numbers and lists the same tree in its own order (a walk
 // with the children taken at random), as hpcrun numbers nodes in the order a thread first
-// reached them: no two profiles' node lists are alike.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled]
+// reached them: no two profiles' node lists are alike. With `deep`, the tree is one call
+// chain (deep recursion); with `bushy`, each node hangs below any node made before it, so
+// paths are short (about 10 contexts at 20,000 nodes), as most programs' are.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +30,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep|bushy]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -38,6 +40,9 @@ int main(int argc, char** argv) {
   int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
   const bool shuffled = argc > 6 && std::string(argv[6]) == "shuffled";
   const bool deep = argc > 6 && std::string(argv[6]) == "deep";  // one call chain, as deep recursion makes
+  // Each node below any node made before it, at random: paths of about ln(nodes) contexts
+  // (10 at 20,000 nodes, at most about 30), as a program's calling contexts mostly are.
+  const bool bushy = argc > 6 && std::string(argv[6]) == "bushy";
   fs::create_directories(dir);
 
   Profile shape;
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
   for (int i = 3; i <= nodes; ++i) {
     uint32_t parent = i <= 3 ? 2 : uint32_t(std::max<int64_t>(2, i - 1 - int64_t(rng() % 24)));
     if (deep) parent = uint32_t(i - 1);
+    if (bushy) parent = uint32_t(2 + rng() % uint64_t(i - 2));
     shape.nodes.push_back({uint32_t(i), parent, uint16_t(1 + rng() % 8), 0x1000 + (rng() % 40000) * 4, 1, {}});
   }
   // children[i]: positions of node i's children, for the shuffled walks.

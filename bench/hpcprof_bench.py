@@ -8,8 +8,8 @@ new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per c
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
 profile count), the database size against a dense matrix of the same values, hpcprof's fixed
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
-two other shapes (10,000 profiles of 5,000 nodes; 100 profiles of 400,000 nodes: x read and
-peak memory) and hpcprof -v's per-phase times at -j1 for N.
+three other shapes (10,000 profiles of 5,000 nodes; 100 profiles of 400,000 nodes; N profiles
+of a shallow tree: x read and peak memory) and hpcprof -v's per-phase times at -j1 for N.
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
@@ -104,11 +104,11 @@ def best_runs(prof, meas, out, reads):
     return res
 
 
-def other_shape(gen, prof, tmp, label, profiles, nodes, trace):
+def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
     """One more input shape: best of 3 at -j1 and -j2 against the best of the reads before
     each run, and peak memory; one printed line."""
     meas = tmp / f"x{profiles}x{nodes}"
-    subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace)], check=True,
+    subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace), kind], check=True,
                    stdout=subprocess.DEVNULL)
     os.sync()
     read_all(meas)
@@ -173,10 +173,13 @@ def main():
                 shuffled = (n, s_bytes, s_read, s_res,
                             phases([prof, "--foreign", "-j1", "-o", tmp / "sphases", sh]))
                 shutil.rmtree(sh)
-        # Two other shapes: many small profiles (the ratio falls as fixed costs spread) and a
-        # large tree (memory and time then follow the tree's size).
+        # Three other shapes: many small profiles (the ratio falls as fixed costs spread), a
+        # large tree (memory and time then follow the tree's size), and the standard input's
+        # size with a shallow tree (paths of about 10 contexts, as most programs' are, where the
+        # standard tree's are about 800 deep: fewer values to propagate and transpose).
         others = [other_shape(gen, prof, tmp, "many profiles", 10000, 5000, 500),
-                  other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000)]
+                  other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000),
+                  other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy")]
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
         print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
               f"CPU s is steadier)")
