@@ -171,17 +171,35 @@ void Cct::finalize() {
   parent_.clear();
   byId_.reserve(all.size() + 1);
   parent_.reserve(all.size() + 1);
-  // Iterative pre-order walk: call chains can be deep (recursion in the application).
-  std::vector<Context*> stack{root_};
+  // Iterative pre-order walk: call chains can be deep (recursion in the application). What a
+  // context takes from its parent rides on the stack (the parent's lines may be long gone from
+  // the cache when a later sibling comes), and a context's lines are fetched as it is pushed.
+  struct Visit {
+    Context* c;
+    const Context* parentListed;  // null for the root
+    uint32_t parentId, parentListedId;
+  };
+  std::vector<Visit> stack{{root_, nullptr, 0, 0}};
   while (!stack.empty()) {
-    Context* c = stack.back();
+    const Visit v = stack.back();
     stack.pop_back();
+    Context* c = v.c;
     c->id_ = uint32_t(byId_.size());
     byId_.push_back(c);
-    parent_.push_back(c->parent_ ? c->parent_->id_ : c->id_);
-    c->listed_ = (c->key_.hidden && c->parent_) ? c->parent_->listed_ : c;
-    c->listedId_ = c->listed_->id_;
-    for (uint32_t k = c->numChildren_; k-- > 0;) stack.push_back(kids_[c->firstChild_ + k]);
+    parent_.push_back(c->parent_ ? v.parentId : c->id_);
+    if (c->key_.hidden && c->parent_) {
+      c->listed_ = v.parentListed;
+      c->listedId_ = v.parentListedId;
+    } else {
+      c->listed_ = c;
+      c->listedId_ = c->id_;
+    }
+    for (uint32_t k = c->numChildren_; k-- > 0;) {
+      Context* kid = kids_[c->firstChild_ + k];
+      __builtin_prefetch(kid);
+      __builtin_prefetch(reinterpret_cast<const char*>(kid) + sizeof(Context) - 1);
+      stack.push_back({kid, c->listed_, c->id_, c->listedId_});
+    }
   }
 }
 
