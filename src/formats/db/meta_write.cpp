@@ -250,14 +250,14 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
         fields[numFields++] = {flex.take(8), ptr(moduleAt, c.module)};
         fields[numFields++] = {flex.take(8), c.offset};
       }
-      w.zeros(0x10);
-      w.le<uint32_t>(c.ctxId);
-      w.le<uint8_t>(c.flags());
-      w.le<uint8_t>(c.relation);
-      w.le<uint8_t>(c.lexicalType);
-      w.le<uint8_t>(uint8_t(flex.words()));
-      w.le<uint16_t>(c.propagation);
-      w.zeros(6 + 8 * flex.words());
+      // The whole record at once, then its fields in place (one growth per context).
+      w.zeros(0x20 + 8 * flex.words());
+      w.patch_le<uint32_t>(a + 0x10, c.ctxId);
+      w.patch_le<uint8_t>(a + 0x14, c.flags());
+      w.patch_le<uint8_t>(a + 0x15, c.relation);
+      w.patch_le<uint8_t>(a + 0x16, c.lexicalType);
+      w.patch_le<uint8_t>(a + 0x17, uint8_t(flex.words()));
+      w.patch_le<uint16_t>(a + 0x18, c.propagation);
       for (size_t f = 0; f < numFields; ++f) w.patch_le<uint64_t>(a + 0x20 + fields[f].first, fields[f].second);
       if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
       return a;
