@@ -103,6 +103,8 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
       while (s.table[i].ctx) i = (i + 1) & mask;
       s.table[i] = e;
     }
+    s.slots.store(s.table.data(), std::memory_order_relaxed);
+    s.mask.store(mask, std::memory_order_relaxed);
   }
   const size_t mask = s.table.size() - 1;
   size_t i = h & mask;
@@ -114,6 +116,13 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
   s.table[i] = {h, c};
   ++s.used;
   return c;
+}
+
+void Cct::prefetchChild(const Context* parent, const ContextKey& key) const {
+  const uint64_t h = hashOf(parent, key);
+  const Shard& s = shards_[h >> (64 - kShardBits)];
+  if (const Slot* slots = s.slots.load(std::memory_order_relaxed))
+    __builtin_prefetch(slots + (h & s.mask.load(std::memory_order_relaxed)));
 }
 
 Context* Cct::findChild(const Context* parent, const ContextKey& key) {

@@ -3,6 +3,7 @@
 // every context an id that depends only on the tree's content, never on thread timing.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -94,6 +95,10 @@ public:
   // MT: thread-safe. Finds or creates parent's child with this key (Context::child).
   Context* child(Context* parent, const ContextKey& key);
   Context* findChild(const Context* parent, const ContextKey& key);
+  // A hint: child(parent, key) comes soon; its slot of the table is fetched now (a tree made
+  // by one profile looks up every context in a table far larger than the caches).
+  // MT: thread-safe.
+  void prefetchChild(const Context* parent, const ContextKey& key) const;
 
   // MT: externally synchronized; call after all unification (again after more). Ids are a
   // pre-order walk with siblings in content order, root = 0.
@@ -117,6 +122,10 @@ private:
     std::mutex mu;
     std::vector<Slot> table;  // open addressing, a power of two, at most half full
     size_t used = 0;
+    // The table's slots and mask as prefetchChild() reads them without the lock (a stale
+    // value only fetches the wrong line).
+    std::atomic<const Slot*> slots{nullptr};
+    std::atomic<size_t> mask{0};
   };
   // Contexts are allocated in blocks of the creating thread's arena, so that they lie in the
   // order a thread made them (a profile's nodes' order: parents before children), which the

@@ -71,6 +71,11 @@ struct Expander::Cache {
       }
     }
   }
+  // MT: thread-safe, lock-free. A hint: the slot of hash h is looked up soon.
+  void prefetch(uint64_t h) const {
+    const Table* t = shards[h % kShards].table.load(std::memory_order_acquire);
+    __builtin_prefetch(&t->slots[(h >> 6) & t->mask]);
+  }
   // MT: thread-safe, lock-free.
   Context* find(uint64_t h, const Context* site, const Module* module, uint64_t offset) const {
     const Table* t = shards[h % kShards].table.load(std::memory_order_acquire);
@@ -114,6 +119,16 @@ ContextKey entryKey(EntryKind k) {
   key.kind = NodeKind::Entry;
   key.entry = k;
   return key;
+}
+
+// An instruction without structure: a call to its own (unknown) function.
+ContextKey instructionKey(const Module* module, uint64_t offset) {
+  ContextKey k;
+  k.type = LexType::Instruction;
+  k.relation = Relation::Call;
+  k.module = module;
+  k.offset = offset;
+  return k;
 }
 
 const char* gpuPlaceholderName(Placeholder p) {
@@ -204,12 +219,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
       unknown.relation = Relation::Call;
       callSite = callSite->child(unknown);
     }
-    ContextKey k;
-    k.type = LexType::Instruction;
-    k.relation = Relation::Call;
-    k.module = module;
-    k.offset = offset;
-    leafCtx = callSite->child(k);
+    leafCtx = callSite->child(instructionKey(module, offset));
   }
   if (cached) cache_->insert(h, callSite, module, offset, leafCtx);
   return leafCtx;
@@ -349,8 +359,25 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
+  // Without a template every node is looked up in the tree's table (the first profile makes
+  // most of the tree): the slot of a node a few ahead is fetched early where its parent is
+  // known already (hpcrun lists parents first, mostly close before their children).
+  const bool lookAhead = m == 0 && !keyed;
+  constexpr size_t kAhead = 8;
+  auto prefetchNode = [&](size_t a) {
+    const TreeNode& node = tree.nodes[a];
+    if (node.placeholder != Placeholder::None || !node.parent) return;
+    const int64_t pp = out.posOf(node.parent);
+    if (pp < 0 || !done[size_t(pp)]) return;
+    const Context* parent = ctx[size_t(pp)];
+    if (!parent || parent == root || node.module >= out.lm_.size() || !out.lm_[node.module].module) return;
+    const Lm& lm = out.lm_[node.module];
+    if (lm.structured) cache_->prefetch(Cache::hash(parent, lm.module, node.offset));
+    else cct_.prefetchChild(parent, instructionKey(lm.module, node.offset));
+  };
   for (size_t s = 0; s < n; ++s) {
     if (s == kProbe && 2 * hits < kProbe) m = 0;
+    if (lookAhead && s + kAhead < n) prefetchNode(s + kAhead);
     if (done[s]) continue;
     const TreeNode& node = tree.nodes[s];
     // As in the template, under a parent that is: the template's context.
