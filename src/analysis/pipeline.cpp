@@ -407,16 +407,22 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   thread_local std::vector<ContextValue> points;
   points.clear();
   points.reserve(u.values);
+  // The contexts lie anywhere in memory: each is fetched a few records ahead of its use.
+  constexpr uint32_t kAhead = 8;
   const auto* sv = reinterpret_cast<const SpilledValue*>(rec.data());
-  for (uint32_t k = 0; k < u.values; ++k)
+  for (uint32_t k = 0; k < u.values; ++k) {
+    if (k + kAhead < u.values) __builtin_prefetch(sv[k + kAhead].ctx->idsAt());
     if (sv[k].metric < localToGlobal.size())
       points.push_back({sv[k].ctx->id(), localToGlobal[sv[k].metric], sv[k].value});
+  }
   propagator.run(points, out.row);
   if (u.header.hasTrace) {
     const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
     out.trace.resize(u.traces);
-    for (uint32_t k = 0; k < u.traces; ++k)
+    for (uint32_t k = 0; k < u.traces; ++k) {
+      if (k + kAhead < u.traces && st[k + kAhead].ctx) __builtin_prefetch(st[k + kAhead].ctx->idsAt());
       out.trace[k] = {st[k].time, st[k].ctx ? st[k].ctx->listedId() : 0};
+    }
     auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
     if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
       std::stable_sort(out.trace.begin(), out.trace.end(), byTime);
