@@ -39,7 +39,7 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       return Status::error(m.string() + ": no such measurement directory or profile");
     // File names as strings, listed with readdir (a std::filesystem::path splits itself into
     // components, and comparing two compares those: thousands of allocations for a directory
-    // of profiles; 20,000 files took 30 ms).
+    // of profiles; 20,000 files: hpcprof's set-up 37 -> 33 ms, best of 15).
     std::vector<std::string> found, traces;
     DIR* dir = ::opendir(m.c_str());
     if (!dir) return Status::error(m.string() + ": cannot list: " + std::strerror(errno));
@@ -47,8 +47,14 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     auto endsWith = [](std::string_view s, std::string_view tail) {
       return s.size() > tail.size() && s.substr(s.size() - tail.size()) == tail;
     };
-    errno = 0;
-    while (const dirent* e = ::readdir(dir)) {
+    int listError = 0;
+    for (;;) {
+      errno = 0;  // readdir says an error only through errno
+      const dirent* e = ::readdir(dir);
+      if (!e) {
+        listError = errno;
+        break;
+      }
       const std::string_view name(e->d_name);
       const bool profile = endsWith(name, kProfile);
       if (!profile && !endsWith(name, kTrace)) continue;
@@ -57,7 +63,6 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       if (!regular) continue;
       (profile ? found : traces).emplace_back(name);
     }
-    const int listError = errno;
     ::closedir(dir);
     if (listError) return Status::error(m.string() + ": cannot list: " + std::strerror(listError));
     // Name order: the database's profile order must not depend on the file system. A trace

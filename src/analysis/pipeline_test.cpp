@@ -10,6 +10,7 @@
 #include "analysis/transpose.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <random>
 
 namespace hpc::analysis {
@@ -304,6 +305,32 @@ TEST(Inputs, ConformanceDirectory) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->structs.empty());
   EXPECT_FALSE(discoverInputs({m / "nonexistent"}, false).ok());
+}
+
+// Profiles in name order (of the whole name: "a-b.hpcrun" before "a.hpcrun"), each with the
+// trace of its stem where there is one; links followed, a dangling link, a directory named
+// like a profile and other files skipped.
+TEST(Inputs, PairsTracesAndSkipsWhatIsNotAProfile) {
+  namespace fs = std::filesystem;
+  const fs::path m = fs::path(::testing::TempDir()) / "inputs-pairs.m";
+  fs::remove_all(m);
+  fs::create_directories(m / "dir.hpcrun");
+  for (const char* f : {"a.hpcrun", "a.hpctrace", "a-b.hpcrun", "c.hpcrun", "c.hpctrace.old", "b.hpctrace", "notes.txt"})
+    std::ofstream(m / f) << "x";
+  fs::create_symlink(m / "c.hpcrun", m / "d.hpcrun");
+  fs::create_symlink(m / "missing.hpcrun", m / "e.hpcrun");
+  auto in = discoverInputs({m}, false);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->profiles.size(), 4u);
+  EXPECT_EQ(in->profiles[0], m / "a-b.hpcrun");
+  EXPECT_EQ(in->profiles[1], m / "a.hpcrun");
+  EXPECT_EQ(in->profiles[2], m / "c.hpcrun");
+  EXPECT_EQ(in->profiles[3], m / "d.hpcrun");
+  EXPECT_EQ(in->traces[0], fs::path());
+  EXPECT_EQ(in->traces[1], m / "a.hpctrace");
+  EXPECT_EQ(in->traces[2], fs::path());
+  EXPECT_EQ(in->traces[3], fs::path());
+  fs::remove_all(m);
 }
 
 TEST(Transpose, StatsInProfileOrder) {
