@@ -109,17 +109,16 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     rowCtx_.resize(n + 1);
     rowStart_.resize(n + 2);
   }
-  uint16_t* __restrict metricOut = rowMetric_.data();
-  double* __restrict valueOut = rowValue_.data();
-  uint32_t* __restrict ctxOut = rowCtx_.data();
-  uint64_t* __restrict startOut = rowStart_.data();
-  uint32_t* __restrict counts = metricCounts_.data();
+  uint16_t* metricOut = rowMetric_.data();
+  double* valueOut = rowValue_.data();
+  uint32_t* ctxOut = rowCtx_.data();
+  uint64_t* startOut = rowStart_.data();
   size_t at = 0, k = 0;
   startOut[0] = 0;
   const bool byMetric = !metricCounts_.empty();
   for (size_t j = n; j-- > 0;) {  // increasing context order
     const uint32_t c = order_[j];
-    const double* __restrict v = values + j * width;
+    const double* v = values + j * width;
     const size_t before = at;
     for (uint32_t m = 0; m < width; ++m) {
       metricOut[at] = uint16_t(m);
@@ -127,7 +126,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
       at += v[m] != 0;
     }
     if (byMetric) {
-      uint32_t* __restrict mc = counts + size_t(c) * width;
+      uint32_t* mc = &metricCounts_[size_t(c) * width];
       for (uint32_t m = 0; m < width; ++m) mc[m] += v[m] != 0;
     } else {
       counts_[c] += at - before;
