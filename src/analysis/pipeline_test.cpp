@@ -446,6 +446,71 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
   }
 }
 
+// hpcprof-mpi: a rank's context range [lo, hi), its part of every row kept in buckets of that
+// range only, gives the columns and summary part the rows give.
+TEST(Transpose, RangeBucketsGiveTheSameColumns) {
+  const uint32_t contexts = 12000, profiles = 30, lo = 4001, hi = 9500;
+  MetricTable metrics({"a", "b"}, true);
+  std::mt19937 rng(11);
+  std::vector<SparseRow> rows(profiles + 1), parts(profiles + 1);
+  std::vector<uint64_t> counts(contexts, 0);
+  for (uint32_t p = 1; p <= profiles; ++p) {
+    for (uint32_t c = 0; c < contexts; ++c) {
+      if (rng() % 5) continue;
+      for (SparseRow* r : {&rows[p], &parts[p]}) {
+        if (r == &parts[p] && (c < lo || c >= hi)) continue;
+        for (uint16_t m = 0; m < metrics.numProp(); ++m)
+          if ((c + m + p) % 3 == 0) r->metric.push_back(m), r->value.push_back(double(c % 97 + p));
+        if (r->value.size() == r->start.back()) continue;
+        r->ctx.push_back(c);
+        r->start.push_back(r->value.size());
+        if (r == &rows[p]) counts[c] += r->start.back() - r->start[r->start.size() - 2];
+      }
+    }
+  }
+  for (unsigned threads : {1u, 2u}) {
+    MemorySink fromRows, fromBuckets;
+    ASSERT_TRUE(fromRows.begin(profiles + 1, contexts, false).ok());
+    ASSERT_TRUE(fromBuckets.begin(profiles + 1, contexts, false).ok());
+    auto buckets = RowBuckets::create(hi, uint64_t(threads) << 20, "", threads, lo);
+    ASSERT_TRUE(buckets.ok()) << buckets.status().message();
+    EXPECT_EQ((*buckets)->bucketOf(lo), 0u);
+    EXPECT_EQ((*buckets)->firstContext(0), lo);
+    // A context below the range is refused, not filed in a wrong bucket.
+    SparseRow below;
+    below.ctx = {lo - 1};
+    below.start = {0, 1};
+    below.metric = {0};
+    below.value = {1.0};
+    EXPECT_FALSE((*buckets)->add(0, 1, below).ok());
+    for (uint32_t p = 1; p <= profiles; ++p) {
+      ASSERT_TRUE(fromRows.writeProfile(p, {}, rows[p]).ok());
+      ASSERT_TRUE((*buckets)->add(p * threads / (profiles + 1), p, parts[p]).ok());
+    }
+    ASSERT_TRUE((*buckets)->finish().ok());
+    TransposeOptions opt;
+    opt.budgetBytes = uint64_t(256) << 10;  // several rounds
+    opt.threads = threads;
+    SparseRow summaryRows, summaryBuckets;
+    ASSERT_TRUE(transposeRange(fromRows, metrics, profiles + 1, counts, lo, hi, opt, summaryRows).ok());
+    opt.buckets = buckets->get();
+    std::unique_ptr<uint8_t[]> workspace = (*buckets)->releaseMemory(opt.workspaceBytes);
+    opt.workspace = workspace.get();
+    ASSERT_TRUE(transposeRange(fromBuckets, metrics, profiles + 1, counts, lo, hi, opt, summaryBuckets).ok());
+    ASSERT_GT(fromRows.columns.size(), 1000u);
+    ASSERT_EQ(fromRows.columns.size(), fromBuckets.columns.size()) << threads;
+    EXPECT_EQ(fromRows.columns.front().ctx, lo);
+    for (size_t i = 0; i < fromRows.columns.size(); ++i) {
+      EXPECT_EQ(fromRows.columns[i].ctx, fromBuckets.columns[i].ctx) << threads << " " << i;
+      EXPECT_EQ(fromRows.columns[i].metric, fromBuckets.columns[i].metric) << threads << " " << i;
+      EXPECT_EQ(fromRows.columns[i].profile, fromBuckets.columns[i].profile) << threads << " " << i;
+      EXPECT_EQ(fromRows.columns[i].value, fromBuckets.columns[i].value) << threads << " " << i;
+    }
+    EXPECT_EQ(summaryRows.ctx, summaryBuckets.ctx);
+    EXPECT_EQ(summaryRows.value, summaryBuckets.value);
+  }
+}
+
 }  // namespace
 }  // namespace hpc::analysis
 

@@ -31,8 +31,9 @@ constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
 // sorted in place) a round holds about 300 k values. A round reads the chunks of the buckets
 // it covers (all of a bucket larger than a round, once per round), so more rounds cost
 // little (500 and 2000 profiles: as fast as 8 and 16 MiB rounds, 4 and 12 MiB less peak).
-// hpcprof-mpi's rounds read a piece of every row from profile.db instead, on from where the
-// last round stopped (two small reads a row). Not growing with the number of profiles, a
+// hpcprof-mpi's ranks fill buckets of their range from profile.db first; without buckets,
+// rounds read a piece of every row from the sink, on from where the last round stopped (two
+// small reads a row). Not growing with the number of profiles, a
 // round keeps peak memory flat in it.
 constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 
@@ -121,9 +122,11 @@ constexpr uint64_t kMinChunkBytes = uint64_t(32) << 10;
 constexpr uint32_t kMaxBuckets = 256;
 
 Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
-                                                         const std::filesystem::path& scratchDir, uint32_t lanes) {
+                                                         const std::filesystem::path& scratchDir, uint32_t lanes,
+                                                         uint32_t firstContext) {
   std::unique_ptr<RowBuckets> b(new RowBuckets);
-  contexts = std::max(1u, contexts);
+  b->first_ = std::min(firstContext, contexts);
+  contexts = std::max(1u, contexts - b->first_);
   lanes = std::max(1u, lanes);
   // A file per lane: the lanes' writes to one file would wait on each other for its lock.
   b->files_.resize(lanes);
@@ -586,8 +589,8 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   // From the row buckets, rounds are independent until they are written: each thread fills
   // and sorts whole rounds of its own (its data stay in its core's caches) while the rounds
   // are written in context order, each thread's rounds in its share of the workspace. From
-  // profile.db rows (hpcprof-mpi) rounds go one after the other, each read by all threads
-  // (a row is read on from where the last round stopped).
+  // the sink's rows (no buckets) rounds go one after the other, each read by all threads (a
+  // row is read on from where the last round stopped).
   const bool pipelined = opt_.buckets && threads_ > 1;
   const uint32_t lanes = pipelined ? threads_ : 1;
   const uint64_t share = (opt_.workspace ? opt_.workspaceBytes / lanes : 0) & ~uint64_t(7);

@@ -45,9 +45,10 @@ public:
   };
   using Chunks = std::vector<Chunk>;
 
+  // Buckets of the contexts [firstContext, contexts) (hpcprof-mpi: a rank's range).
   static Expected<std::unique_ptr<RowBuckets>> create(uint32_t contexts, uint64_t memoryBytes,
                                                       const std::filesystem::path& scratchDir,
-                                                      uint32_t lanes = 1);
+                                                      uint32_t lanes = 1, uint32_t firstContext = 0);
   ~RowBuckets();
   RowBuckets(const RowBuckets&) = delete;
   RowBuckets& operator=(const RowBuckets&) = delete;
@@ -61,8 +62,8 @@ public:
   // fresh pages (dear on a virtual machine). Its size in bytes goes to `bytes`.
   std::unique_ptr<uint8_t[]> releaseMemory(uint64_t& bytes);
 
-  uint32_t bucketOf(uint32_t ctx) const { return ctx / width_; }
-  uint32_t firstContext(uint32_t bucket) const { return bucket * width_; }
+  uint32_t bucketOf(uint32_t ctx) const { return (ctx - first_) / width_; }  // ctx >= the first context
+  uint32_t firstContext(uint32_t bucket) const { return first_ + bucket * width_; }
   uint32_t buckets() const { return buckets_; }
   uint32_t lanes() const { return uint32_t(lanes_.size()); }
   // Where the lane's pieces of the bucket are in the temporary file, in profile order.
@@ -89,6 +90,7 @@ private:
   static constexpr uint32_t kAll = ~0u;
   Status flush(uint32_t lane, uint32_t bucket);
 
+  uint32_t first_ = 0;       // the first context of the first bucket
   uint32_t width_ = 1;       // contexts per bucket
   uint32_t buckets_ = 0;
   uint64_t chunkBytes_ = 0;  // a buffer, written out when full
@@ -129,8 +131,9 @@ struct TransposeOptions {
   unsigned threads = 1;
   const PropagationShape* shape = nullptr;  // for the lex_aware summaries
   bool verbose = false;  // -v: say how many values and rounds
-  // The rows by context range, when pass 2 kept them (hpcprof); else each round reads a
-  // piece of every row back from the sink (hpcprof-mpi, whose ranks share profile.db).
+  // The rows by context range: kept by pass 2 (hpcprof), or a rank's range of every row read
+  // back from profile.db once (hpcprof-mpi); without them each round reads a piece of every
+  // row back from the sink.
   const RowBuckets* buckets = nullptr;
   // With the buckets: values by (context, propagated metric), context-major (the propagators'
   // metricCounts summed), so that each value goes straight to its place in its column.

@@ -157,6 +157,37 @@ std::vector<size_t> partitionByWeight(std::span<const uint64_t> weights, int par
   return bounds;
 }
 
+namespace {
+
+// Every profile's row restricted to the contexts [lo, hi), read back from the sink once, in
+// row buckets for the transpose: each thread takes a contiguous run of profiles in increasing
+// order (one run per lane).
+Expected<std::unique_ptr<RowBuckets>> bucketRange(DatabaseSink& sink, uint32_t numProfiles, uint32_t lo,
+                                                  uint32_t hi, const PipelineOptions& opt, tbb::task_arena& arena) {
+  const uint32_t lanes = std::max(1u, opt.threads);
+  HPC_ASSIGN_OR_RETURN(std::unique_ptr<RowBuckets> buckets,
+                       RowBuckets::create(hi, std::min<uint64_t>(opt.transposeBudget, kTransposeRoundBytes * lanes),
+                                          opt.scratchDir, lanes, lo));
+  const uint32_t rows = numProfiles - 1;  // profile indices 1..rows
+  std::vector<Status> errors(lanes);
+  arena.execute([&] {
+    tbb::parallel_for(uint32_t(0), lanes, [&](uint32_t lane) {
+      const uint32_t from = 1 + uint32_t(uint64_t(rows) * lane / lanes);
+      const uint32_t to = 1 + uint32_t(uint64_t(rows) * (lane + 1) / lanes);
+      SparseRow row;
+      for (uint32_t p = from; p < to && errors[lane].ok(); ++p) {
+        errors[lane] = sink.readProfile(p, lo, hi, row);
+        if (errors[lane].ok()) errors[lane] = buckets->add(lane, p, row);
+      }
+    });
+  });
+  for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
+  HPC_RETURN_IF_ERROR(buckets->finish());
+  return buckets;
+}
+
+}  // namespace
+
 Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::filesystem::path& dir,
                                            RankReport& report) {
   const PipelineOptions& opt = job.options;
@@ -237,8 +268,25 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   TransposeOptions topt;
   topt.budgetBytes = opt.transposeBudget;
   topt.threads = opt.threads;
+  // The range's part of every row (all ranks' profiles, from profile.db) is read once and kept
+  // by context range in row buckets, as hpcprof's pass 2 keeps its rows, so that the rounds
+  // read a few large chunks each: a piece of every row per round made rows x rounds small
+  // reads (4,000 profiles on 2 ranks: the transpose took 0.38-0.60 s against hpcprof's 0.05 s).
+  std::unique_ptr<RowBuckets> buckets;
+  std::unique_ptr<uint8_t[]> workspace;
+  if (hi > lo) {
+    Expected<std::unique_ptr<RowBuckets>> made = bucketRange(sink, numProfiles, lo, hi, opt, arena);
+    HPC_RETURN_IF_ERROR(comm.agree(made.ok() ? Status() : made.status()));
+    buckets = std::move(*made);
+    topt.buckets = buckets.get();
+    workspace = buckets->releaseMemory(topt.workspaceBytes);
+    topt.workspace = workspace.get();
+  } else {
+    HPC_RETURN_IF_ERROR(comm.agree(Status()));
+  }
   SparseRow part;
   HPC_RETURN_IF_ERROR(comm.agree(transposeRange(sink, metrics, numProfiles, counts, lo, hi, topt, part)));
+  buckets.reset();
   report.contexts = hi - lo;
   HPC_RETURN_IF_ERROR(sink.placeContexts());
   // Summary statistics: each range's, gathered in context order to rank 0.

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "common/file.hpp"
+#include "formats/db/regions.hpp"
 
 using namespace hpc;
 using namespace hpc::db;
@@ -334,3 +336,55 @@ TEST(DbErrors, TruncatedHeaderNamesFileOffsetAndField) {
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.status().message().find("bad/meta.db"), std::string::npos);
 }
+
+namespace hpc::db {
+namespace {
+
+// A profile.db block read by context range with a cursor (hpcprof-mpi's transpose): fresh
+// ranges from the middle of the row, as a rank reads its range once, and ranges one after
+// the other, give what reading the whole index gives, for a small index (searched in memory,
+// one read) and a large one (searched by reads of single entries).
+TEST(DbRegions, CursorReadsOfRangesMatchWholeIndexReads) {
+  for (uint32_t keys : {1000u, 10000u}) {
+    ProfileValues row;
+    for (uint32_t k = 0; k < keys; ++k) {
+      for (uint16_t m = 0; m < 1 + k % 3; ++m) row.push(m, double(k) + 0.25 * m);
+      row.close(3 * k + 1);  // contexts 1, 4, 7, ...
+    }
+    Region region;
+    const BlockRef block = region.add(row);
+    const std::span<const uint8_t> bytes = region.bytes();
+    size_t reads = 0;
+    ReadAt read = [&](uint64_t at, std::span<uint8_t> into) -> Status {
+      ++reads;
+      if (at + into.size() > bytes.size()) return Status::error("read beyond the region");
+      std::memcpy(into.data(), bytes.data() + at, into.size());
+      return Status();
+    };
+    const uint32_t end = 3 * keys + 1;
+    for (auto [lo, hi] : std::vector<std::pair<uint32_t, uint32_t>>{
+             {0, end}, {1, 2}, {2, 4}, {end / 3, end / 2}, {end / 2 + 1, end}, {end - 1, end + 5}, {end, end + 9}}) {
+      ProfileValues whole, ranged;
+      ASSERT_TRUE(read_profile_block(read, block, lo, hi, whole).ok());
+      RowCursor cursor;
+      reads = 0;
+      ASSERT_TRUE(read_profile_block(read, block, lo, hi, ranged, cursor).ok());
+      EXPECT_EQ(whole, ranged) << keys << " [" << lo << ", " << hi << ")";
+      if (keys <= 4096 && lo != 0 && hi - lo < 1000) EXPECT_LE(reads, 3u) << "[" << lo << ", " << hi << ")";
+    }
+    // Ascending ranges, one cursor: the same values, range by range.
+    RowCursor cursor;
+    ProfileValues all, part;
+    for (uint32_t lo = 0; lo < end; lo += 997) {
+      ASSERT_TRUE(read_profile_block(read, block, lo, lo + 997, part, cursor).ok());
+      for (size_t j = 0; j < part.key.size(); ++j) {
+        for (uint64_t v = part.start[j]; v < part.start[j + 1]; ++v) all.push(part.sub[v], part.value[v]);
+        all.close(part.key[j]);
+      }
+    }
+    EXPECT_EQ(all, row) << keys;
+  }
+}
+
+}  // namespace
+}  // namespace hpc::db

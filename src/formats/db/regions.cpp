@@ -168,6 +168,9 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   return Status();
 }
 
+// A row's index up to this many entries (48 KiB) is searched in memory.
+constexpr uint64_t kWholeIndexEntries = 4096;
+
 Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
                           ProfileValues& out, RowCursor& cursor) {
   // out's vectors are resized, not cleared: no zero-filling of storage they have.
@@ -191,6 +194,17 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   uint64_t first = 0;
   if (cursor.valid && cursor.hi == lo) {
     first = cursor.key;
+  } else if (lo != 0 && b.nKeys <= kWholeIndexEntries) {
+    // A small index is searched in memory, read whole (one read instead of one per step:
+    // hpcprof-mpi reads each row's part for a rank's range once, from the middle of the row).
+    thread_local std::vector<uint8_t> whole;
+    if (whole.size() < 12 * b.nKeys) whole.resize(12 * b.nKeys);
+    HPC_RETURN_IF_ERROR(read(b.pIdx, {whole.data(), size_t(12 * b.nKeys)}));
+    ByteView wv({whole.data(), size_t(12 * b.nKeys)}, "profile.db");
+    for (uint64_t l = 0, r = b.nKeys; l < r;) {
+      uint64_t m = (l + r) / 2;
+      if (wv.load<uint32_t, std::endian::little>(12 * m) < lo) l = first = m + 1; else r = m;
+    }
   } else if (lo != 0) {
     for (uint64_t l = 0, r = b.nKeys; l < r;) {
       uint64_t m = (l + r) / 2;
