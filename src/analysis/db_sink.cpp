@@ -201,7 +201,13 @@ public:
     HPC_RETURN_IF_ERROR(profiles_.finish());
     HPC_RETURN_IF_ERROR(contexts_.finish());
     if (traces_) HPC_RETURN_IF_ERROR(trace_.finish());
-    return writeMeta(dir_, meta);
+    return metaWritten_ ? Status() : writeMeta(dir_, meta);
+  }
+
+  Status writeMetaEarly(const MetaInput& meta) override {
+    HPC_RETURN_IF_ERROR(writeMeta(dir_, meta));
+    metaWritten_ = true;
+    return Status();
   }
 
 private:
@@ -210,6 +216,7 @@ private:
   db::CctDbWriter contexts_;
   db::TraceDbWriter trace_;
   bool traces_ = false;
+  bool metaWritten_ = false;
 };
 
 }  // namespace

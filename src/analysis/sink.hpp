@@ -117,6 +117,9 @@ public:
   // MT: externally synchronized; the summary profile (index 0), statistic ids.
   virtual Status writeSummary(const SparseRow& row) = 0;
   virtual Status finish(const MetaInput& meta) = 0;
+  // meta.db and metrics/default.yaml before finish(), beside the transpose (MT: may run with
+  // the other calls); finish() then does not write them again. Nothing by default.
+  virtual Status writeMetaEarly(const MetaInput& /*meta*/) { return Status(); }
 };
 
 }  // namespace hpc::analysis

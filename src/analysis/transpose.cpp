@@ -4,6 +4,7 @@
 
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
+#include <tbb/task_group.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -624,6 +625,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   }
 
   if (!pipelined) {
+    if (opt_.alongside) opt_.alongside();
     for (const Round& r : rounds) {
       HPC_RETURN_IF_ERROR(gather(r, *work[0], threads_));
       build(*work[0], threads_);
@@ -641,6 +643,8 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
       Status status;
     };
     arena_.execute([&] {
+      tbb::task_group beside;
+      if (opt_.alongside) beside.run(opt_.alongside);
       tbb::parallel_pipeline(
           lanes,
           tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order,
@@ -667,6 +671,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
                 std::lock_guard lock(freeMu);
                 free.push_back(it.w);
               }));
+      beside.wait();
     });
     HPC_RETURN_IF_ERROR(failed);
   }

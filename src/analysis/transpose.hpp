@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -141,6 +142,9 @@ struct TransposeOptions {
   // Memory the rounds may use for their values (RowBuckets::releaseMemory), if any.
   uint8_t* workspace = nullptr;
   uint64_t workspaceBytes = 0;
+  // Work run beside the rounds, in the transpose's threads (their idle moments), done before
+  // the transpose returns: hpcprof writes meta.db there.
+  std::function<void()> alongside;
 };
 
 // nonzeros[c]: how many (profile, metric) values context c has over all profiles.
