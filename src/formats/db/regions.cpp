@@ -168,8 +168,8 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   return Status();
 }
 
-// A row's index up to this many entries (48 KiB) is searched in memory.
-constexpr uint64_t kWholeIndexEntries = 4096;
+// A search of a row's index for a range's start reads at most this many entries (6 KiB) at once.
+constexpr uint64_t kWindowEntries = 512;
 
 Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, uint32_t hi,
                           ProfileValues& out, RowCursor& cursor) {
@@ -194,24 +194,31 @@ Status read_profile_block(const ReadAt& read, const BlockRef& b, uint32_t lo, ui
   uint64_t first = 0;
   if (cursor.valid && cursor.hi == lo) {
     first = cursor.key;
-  } else if (lo != 0 && b.nKeys <= kWholeIndexEntries) {
-    // A small index is searched in memory, read whole (one read instead of one per step:
-    // hpcprof-mpi reads each row's part for a rank's range once, from the middle of the row).
-    thread_local std::vector<uint8_t> whole;
-    if (whole.size() < 12 * b.nKeys) whole.resize(12 * b.nKeys);
-    HPC_RETURN_IF_ERROR(read(b.pIdx, {whole.data(), size_t(12 * b.nKeys)}));
-    ByteView wv({whole.data(), size_t(12 * b.nKeys)}, "profile.db");
-    for (uint64_t l = 0, r = b.nKeys; l < r;) {
-      uint64_t m = (l + r) / 2;
-      if (wv.load<uint32_t, std::endian::little>(12 * m) < lo) l = first = m + 1; else r = m;
-    }
   } else if (lo != 0) {
-    for (uint64_t l = 0, r = b.nKeys; l < r;) {
-      uint64_t m = (l + r) / 2;
+    // A binary search by single entries while the interval is large, then the rest read
+    // whole and searched in memory (a read of a few KiB costs about what one of 12 bytes
+    // does: hpcprof-mpi reads each row's part for a rank's range once, from the middle of the
+    // row, and a search by single entries was a dozen reads a row; reading every index whole
+    // would make each of R ranks read all of every index).
+    uint64_t l = 0, r = b.nKeys;
+    while (r - l > kWindowEntries) {
+      const uint64_t m = (l + r) / 2;
       uint32_t ctx = 0;
       HPC_RETURN_IF_ERROR(entryCtx(m, ctx));
-      if (ctx < lo) l = first = m + 1; else r = m;
+      if (ctx < lo) l = m + 1; else r = m;
     }
+    if (l < r) {
+      thread_local std::vector<uint8_t> window;
+      if (window.size() < 12 * (r - l)) window.resize(12 * (r - l));
+      HPC_RETURN_IF_ERROR(read(b.pIdx + 12 * l, {window.data(), size_t(12 * (r - l))}));
+      ByteView wv({window.data(), size_t(12 * (r - l))}, "profile.db");
+      const uint64_t base = l;
+      while (l < r) {
+        const uint64_t m = (l + r) / 2;
+        if (wv.load<uint32_t, std::endian::little>(12 * (m - base)) < lo) l = m + 1; else r = m;
+      }
+    }
+    first = l;
   }
   // The entries [first, last) with ctx < hi, read in chunks; `end` is the start of the
   // values after them.
