@@ -86,9 +86,56 @@ uint64_t CallerIndex::key_of(uint32_t ctx) const {
 }
 
 uint32_t CallerIndex::caller_of(uint32_t ctx) const {
+  if (!caller_.empty()) return ctx < caller_.size() ? caller_[ctx] : kNoCtx;
   for (uint32_t c = e_.parent(ctx); c != kNoCtx && c != 0; c = e_.parent(c))
     if (key_of(c) != UINT64_MAX) return c;
   return kNoCtx;
+}
+
+void CallerIndex::index() const {
+  const uint32_t n = uint32_t(e_.id_limit());
+  // Callers: a context's is its parent when that has a key, else its parent's caller; the
+  // unknown ones on the way up from each context are filled on the way back (no recursion:
+  // call chains can be hundreds of thousands of contexts deep).
+  constexpr uint32_t kUnset = kNoCtx - 1;
+  std::vector<uint32_t> caller(n, kUnset), path;
+  for (uint32_t c = 0; c < n; ++c) {
+    if (!e_.has(c) || caller[c] != kUnset) continue;
+    uint32_t at = c, answer = kNoCtx;
+    for (;;) {
+      const uint32_t p = at == 0 ? kNoCtx : e_.parent(at);
+      if (p == kNoCtx || p == 0) break;
+      if (key_of(p) != UINT64_MAX) {
+        answer = p;
+        break;
+      }
+      if (caller[p] != kUnset) {
+        answer = caller[p];
+        break;
+      }
+      path.push_back(at);
+      at = p;
+    }
+    caller[at] = answer;
+    for (uint32_t x : path) caller[x] = answer;
+    path.clear();
+  }
+  for (uint32_t& x : caller)
+    if (x == kUnset) x = kNoCtx;  // not listed: no caller, as the walk says
+  // Function contexts by function, each function's in increasing ctxId (the order of a scan).
+  uint32_t functions = 0;
+  for (uint32_t c = 1; c < n; ++c)
+    if (e_.has(c) && e_.function_of(c) != db::kNone) functions = std::max(functions, e_.function_of(c) + 1);
+  std::vector<uint32_t> start(size_t(functions) + 1, 0);
+  for (uint32_t c = 1; c < n; ++c)
+    if (e_.has(c) && e_.function_of(c) != db::kNone) ++start[e_.function_of(c) + 1];
+  for (uint32_t f = 0; f < functions; ++f) start[f + 1] += start[f];
+  std::vector<uint32_t> by(start.back()), next(start.begin(), start.end() - 1);
+  for (uint32_t c = 1; c < n; ++c)
+    if (e_.has(c) && e_.function_of(c) != db::kNone) by[next[e_.function_of(c)]++] = c;
+  caller_ = std::move(caller);
+  byFunctionStart_ = std::move(start);
+  byFunction_ = std::move(by);
 }
 
 std::string CallerIndex::key_name(uint64_t key) const {
@@ -186,9 +233,21 @@ const auto kSame = [](uint32_t fn) { return uint64_t(fn); };
 
 template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_t>& path, F&& f) const {
   if (path.empty() || (path[0] & kEntryKey)) return;
+  if (++queries_ == 2) index();
   Outermost outermost(e_, kSame);
-  for (uint32_t c = 1; c < e_.id_limit(); ++c) {
-    if (!e_.has(c) || e_.function_of(c) != path[0] || e_.kind(c) != NodeKind::Context) continue;
+  // Every context, or (indexed) the function's contexts only, in increasing ctxId alike.
+  const bool indexed = !byFunctionStart_.empty() || !caller_.empty();
+  const uint64_t fn = path[0];
+  const uint32_t* only = nullptr;
+  size_t count = e_.id_limit();
+  if (indexed) {
+    if (fn + 1 >= byFunctionStart_.size()) return;
+    only = byFunction_.data() + byFunctionStart_[fn];
+    count = byFunctionStart_[fn + 1] - byFunctionStart_[fn];
+  }
+  for (size_t k = indexed ? 0 : 1; k < count; ++k) {
+    const uint32_t c = only ? only[k] : uint32_t(k);
+    if (!e_.has(c) || e_.function_of(c) != fn || e_.kind(c) != NodeKind::Context) continue;
     uint32_t at = c;
     bool ok = true;
     for (size_t j = 1; j < path.size() && ok; ++j) {

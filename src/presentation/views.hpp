@@ -56,8 +56,16 @@ private:
   template <typename F> void for_each_match(const std::vector<uint64_t>& path, F&& f) const;
   void add(uint32_t ctx, bool withInclusive, Aggregate& a) const;
   Aggregate empty(uint64_t key) const;
+  // From the second query on (hpcreport asks one per row; a server request one), the function
+  // contexts by function and every context's caller are indexed once: a query then visits
+  // its function's contexts only, not every context, and a caller is one load, not a walk up
+  // through the lines and loops between (8 bytes a context).
+  void index() const;
   const Experiment& e_;
   std::vector<size_t> ms_;
+  mutable uint32_t queries_ = 0;
+  mutable std::vector<uint32_t> byFunctionStart_, byFunction_;  // function fn: [start[fn], start[fn + 1])
+  mutable std::vector<uint32_t> caller_;                        // by ctxId, once indexed
 };
 
 // ---- Flat.

@@ -133,6 +133,42 @@ TEST(Views, SmallFlatAndBottomUp) {
   EXPECT_NEAR(ci.node({it->key, callers[0].key}).exc[0], 0.605316, 1e-9);
 }
 
+// From its second query on a CallerIndex answers from an index (function contexts by
+// function, every context's caller): the same callers and values as a scan of every context,
+// which a fresh index's first query does.
+TEST(Views, IndexedCallersEqualScans) {
+  for (const char* db : {"small.d", "loops-cputime-t.d"}) {
+    auto e = open_db(db);
+    ASSERT_TRUE(e) << db;
+    CallerIndex shared(*e);
+    const auto roots = shared.roots();
+    ASSERT_FALSE(roots.empty()) << db;
+    size_t compared = 0;
+    for (int pass = 0; pass < 2; ++pass)  // the shared one indexes during the first pass
+      for (const Aggregate& r : roots) {
+        std::vector<uint64_t> path{r.key};
+        for (int depth = 0; depth < 4; ++depth) {
+          CallerIndex fresh(*e);
+          const auto a = fresh.children(path), b = shared.children(path);
+          ASSERT_EQ(a.size(), b.size()) << db << " " << shared.key_name(r.key);
+          for (size_t i = 0; i < a.size(); ++i) {
+            EXPECT_EQ(a[i].key, b[i].key);
+            EXPECT_EQ(a[i].inc, b[i].inc);
+            EXPECT_EQ(a[i].exc, b[i].exc);
+            EXPECT_EQ(a[i].hasChildren, b[i].hasChildren);
+          }
+          ++compared;
+          if (a.empty()) break;
+          path.push_back(a[0].key);
+        }
+      }
+    EXPECT_GT(compared, roots.size()) << db;
+    CallerIndex fresh(*e);
+    for (uint32_t c = 0; c < e->id_limit(); ++c)
+      ASSERT_EQ(fresh.caller_of(c), shared.caller_of(c)) << db << " context " << c;
+  }
+}
+
 // flat_top by line: spilled to temporary files by key hash (a 1-byte budget forces it) or
 // in memory, the same hottest rows, values and row count as the whole table.
 TEST(Views, FlatTopSpilledEqualsWhole) {
