@@ -236,7 +236,7 @@ template <typename F> void CallerIndex::for_each_match(const std::vector<uint64_
   if (++queries_ == 2) index();
   Outermost outermost(e_, kSame);
   // Every context, or (indexed) the function's contexts only, in increasing ctxId alike.
-  const bool indexed = !byFunctionStart_.empty() || !caller_.empty();
+  const bool indexed = !byFunctionStart_.empty();  // index() makes it, of one entry at least
   const uint64_t fn = path[0];
   const uint32_t* only = nullptr;
   size_t count = e_.id_limit();
