@@ -128,6 +128,11 @@ ModuleRef loadmapLookup(uintptr_t addr) {
   return {r.id, addr - r.bias};
 }
 
+uintptr_t loadmapGeneration() {
+  // Snapshots are never unmapped, so no two have the same address.
+  return reinterpret_cast<uintptr_t>(gSnap.load(std::memory_order_acquire));
+}
+
 uint16_t loadmapModuleCount() { return gCount.load(std::memory_order_acquire); }
 
 const char* loadmapModulePath(uint16_t id) {

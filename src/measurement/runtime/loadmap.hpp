@@ -25,6 +25,9 @@ uint16_t loadmapModuleCount();                     // ids are 1..count
 const char* loadmapModulePath(uint16_t id);        // MT: async-signal-safe
 // Where the copied vdso lives (set once at start-up, before the first refresh).
 void loadmapSetVdsoPath(const char* path);
+// Changes whenever the map does (dlopen, dlclose): what was learnt of addresses before may
+// not hold after. MT: async-signal-safe.
+uintptr_t loadmapGeneration();
 // True when addr lies in libhpcrun.so itself.
 bool loadmapIsSelf(uintptr_t addr);
 

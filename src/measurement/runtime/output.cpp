@@ -210,9 +210,11 @@ void outputWriteThread(ThreadState& ts) {
 
 void outputWriteLog(const char* reason) {
   uint64_t samples = 0, recorded = 0, blocked = 0, errant = 0, failures = 0, truncated = 0, threads = 0,
-           sourceFailures = 0;
+           sourceFailures = 0, byRecipes = 0, nodesReused = 0, verified = 0, mismatches = 0;
   for (ThreadState* t = registryHead(); t; t = t->next) {
     ++threads;
+    const UnwindCacheStats& u = t->unwindStats;
+    byRecipes += u.byRecipes, nodesReused += u.nodesReused, verified += u.verified, mismatches += u.mismatches;
     samples += t->samples, recorded += t->recorded, blocked += t->blocked, errant += t->errant;
     failures += t->unwindFailures, truncated += t->truncated, sourceFailures += t->sourceFailures;
   }
@@ -223,6 +225,10 @@ void outputWriteLog(const char* reason) {
   t.str(", errant: ").dec(errant).str(")\n");
   t.str("unwind failures: ").dec(failures).str(", truncated unwinds: ").dec(truncated);
   t.str(", sample sources that failed to start: ").dec(sourceFailures).ch('\n');
+  t.str("unwind cache: frames stepped by recipe: ").dec(byRecipes).str(", CCT nodes reused: ").dec(nodesReused);
+  if (gConfig.unwindCache == UnwindCacheMode::Verify)
+    t.str(", checks: ").dec(verified).str(", disagreeing: ").dec(mismatches);
+  t.ch('\n');
   logText(buf);
   gpu::summary(buf, sizeof buf);
   logText(buf);

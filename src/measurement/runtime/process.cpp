@@ -38,6 +38,8 @@ void parseConfig() {
   });
   const char* tr = getenv("HPCRUN_TRACE");
   gConfig.trace = tr && tr[0] == '1';
+  if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
+    gConfig.unwindCache = uc[0] == '0' ? UnwindCacheMode::Off : uc[0] == 'v' ? UnwindCacheMode::Verify : UnwindCacheMode::On;
   gConfig.sampleSignal = SIGRTMAX - 3;
   gConfig.pid = getpid();
 }
@@ -105,7 +107,10 @@ void threadEnd(ThreadState* ts) {
     ts->phase.store(ThreadPhase::Done, std::memory_order_release);
     // A thread that launched GPU operations keeps its CCT: the stream tracers copy launch
     // contexts from it, possibly after the thread is gone.
-    if (!ts->gpu) ts->arena.release();
+    if (!ts->gpu) {
+      ts->unwindCache = nullptr;  // it lies in the arena
+      ts->arena.release();
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "sources.hpp"
 #include "sys.hpp"
 #include "unwind.hpp"
+#include "unwind_cache.hpp"
 
 namespace hpc::rt {
 
@@ -19,25 +20,104 @@ namespace {
 
 constexpr uint64_t kUnnormalized = placeholder("*Unnorm ");
 
-void record(ThreadState& ts, void* uc, int ev, double value) {
-  ts.nFrames = 0;
-  volatile UnwindEnd end = UnwindEnd::Failed;
+// The thread's unwind cache where its last complete unwind was deep (allocated then, once).
+UnwindCache* cacheFor(ThreadState& ts) {
+  if (gConfig.unwindCache == UnwindCacheMode::Off) return nullptr;
+  if (gConfig.unwindCache != UnwindCacheMode::Verify && ts.lastDepth < UnwindCache::kMinFrames) return nullptr;
+  if (!ts.unwindCache) {
+    ts.unwindCache = UnwindCache::create(ts.arena, kMaxFrames, gConfig.unwindCache == UnwindCacheMode::Verify, ts.unwindStats);
+    if (!ts.unwindCache) ts.lastDepth = 0;  // no memory: try again at the next deep unwind
+  }
+  return ts.unwindCache;
+}
+
+// Runs fn where a fault in it (reading a stack that is gone) is recovered: false then.
+template <class Fn> bool guarded(ThreadState& ts, Fn&& fn) {
+  volatile bool ok = false;
   ts.inUnwind.store(1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   // No mask saved: that would cost a sigprocmask call every sample. The rare fault path
   // restores the mask itself (recoverFromUnwindFault).
-  if (sigsetjmp(ts.unwindJump, 0) == 0) end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames);
+  if (sigsetjmp(ts.unwindJump, 0) == 0) {
+    fn();
+    ok = true;
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   ts.inUnwind.store(0, std::memory_order_relaxed);
+  return ok;
+}
 
-  bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
+// Whether a full libunwind walk gives what the walk with recipes gave (frames[0..n), end).
+bool agreesWithLibunwind(ThreadState& ts, void* uc, UnwindEnd end) {
+  size_t n = 0;
+  UnwindEnd full = UnwindEnd::Failed;
+  if (!guarded(ts, [&] { full = unwindFromSignal(uc, ts.unwindCache->verifyFrames, kMaxFrames, n); })) return false;
+  if (full != end || n != ts.nFrames) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (ts.unwindCache->verifyFrames[i] != ts.frames[i]) return false;
+  return true;
+}
+
+// Whether the path from node up is the frames' (outermost at the fence), as inserted afresh.
+bool pathMatchesFrames(const ThreadState& ts, const CctNode* node) {
+  for (size_t i = 0; i < ts.nFrames; ++i, node = node->parent) {
+    ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
+    const uint16_t module = m.id ? m.id : kPlaceholderModule;
+    const uint64_t offset = m.id ? m.offset : kUnnormalized;
+    if (!node || node->module != module || node->offset != offset) return false;
+  }
+  return node == ts.fence;
+}
+
+void record(ThreadState& ts, void* uc, int ev, double value) {
+  ts.nFrames = 0;
+  UnwindCache* cache = cacheFor(ts);
+  const uintptr_t generation = cache ? loadmapGeneration() : 0;
+  uint64_t byRecipes = 0;
+  if (cache) {
+    cache->recipes.syncWith(generation);
+    byRecipes = ts.unwindStats.byRecipes;
+  }
+  volatile UnwindEnd end = UnwindEnd::Failed;
+  if (!guarded(ts, [&] { end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames, cache); }))
+    end = UnwindEnd::Failed;
+  const bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
+  if (cache && gConfig.unwindCache == UnwindCacheMode::Verify && ts.unwindStats.byRecipes != byRecipes) {
+    ++ts.unwindStats.verified;
+    if (!agreesWithLibunwind(ts, uc, end)) ++ts.unwindStats.mismatches;
+  }
+
+  // A complete path shares its outermost frames' nodes with the last one (return addresses
+  // only: frames[0], the interrupted pc, is recorded as itself, not as a call).
+  PathCache* path = cache && complete ? &cache->path : nullptr;
+  size_t shared = 0;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
-  for (size_t i = ts.nFrames; i-- > 0 && node;) {
+  if (path) {
+    if (path->generation != generation) path->count = 0;
+    const size_t most = path->count < ts.nFrames - 1 ? path->count : ts.nFrames - 1;
+    while (shared < most && ts.frames[ts.nFrames - 1 - shared] == path->ip[shared]) ++shared;
+    if (shared) node = path->node[shared - 1];
+    ts.unwindStats.nodesReused += shared;
+  }
+  for (size_t i = ts.nFrames - shared; i-- > 0 && node;) {
     // Callers are recorded at their call instruction (return address - 1), as the
     // reference does, so the call maps to its own source line.
     ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
     node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
+    if (path && i > 0) {
+      path->ip[ts.nFrames - 1 - i] = ts.frames[i];
+      path->node[ts.nFrames - 1 - i] = node;
+    }
   }
+  if (cache) {
+    cache->path.count = path && node ? ts.nFrames - 1 : 0;
+    cache->path.generation = generation;
+    if (gConfig.unwindCache == UnwindCacheMode::Verify && shared && node) {
+      ++ts.unwindStats.verified;
+      if (!pathMatchesFrames(ts, node)) ++ts.unwindStats.mismatches;
+    }
+  }
+  ts.lastDepth = complete ? ts.nFrames : 0;
   if (!node) {  // out of memory
     ++ts.blocked;
     return;

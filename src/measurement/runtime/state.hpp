@@ -10,6 +10,7 @@
 #include "arena.hpp"
 #include "cct.hpp"
 #include "event_spec.hpp"
+#include "unwind_cache.hpp"
 
 namespace hpc::rt {
 
@@ -35,6 +36,7 @@ struct Config {
   int pid = 0;
   unsigned gen = 0;
   int sampleSignal = 0;   // the real-time signal our timers and perf events deliver
+  UnwindCacheMode unwindCache = UnwindCacheMode::On;
 };
 
 // Written once by the constructor (and again in a fork child), read everywhere.
@@ -62,6 +64,9 @@ struct ThreadState {
   Cct cct;
   CctNode* fence;
   uintptr_t* frames;  // unwind scratch, kMaxFrames entries
+  UnwindCache* unwindCache;  // allocated once the thread's stack was deep (unwind_cache.hpp)
+  UnwindCacheStats unwindStats;
+  size_t lastDepth;          // frames of the last complete unwind
   // sources
   bool timerLive[kMaxEvents];
   timer_t timers[kMaxEvents];

@@ -4,6 +4,7 @@
 #include <ucontext.h>
 
 #include "loadmap.hpp"
+#include "unwind_cache.hpp"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -20,12 +21,14 @@ using GetReg = int (*)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
 using SetCaching = int (*)(unw_addr_space_t, unw_caching_policy_t);
 using FlushCache = void (*)(unw_addr_space_t, unw_word_t, unw_word_t);
 using GetContext = int (*)(unw_context_t*);
+using IsSignalFrame = int (*)(unw_cursor_t*);
 
 InitLocal2 pInit = nullptr;
 Step pStep = nullptr;
 GetReg pGetReg = nullptr;
 FlushCache pFlush = nullptr;
 GetContext pGetContext = nullptr;
+IsSignalFrame pIsSignalFrame = nullptr;
 unw_addr_space_t* pAddrSpace = nullptr;
 }  // namespace
 
@@ -42,6 +45,7 @@ bool unwindInit() {
   pGetReg = reinterpret_cast<GetReg>(dlsym(h, "_ULx86_64_get_reg"));
   pFlush = reinterpret_cast<FlushCache>(dlsym(h, "_Ux86_64_flush_cache"));
   pGetContext = reinterpret_cast<GetContext>(dlsym(h, "_Ux86_64_getcontext"));
+  pIsSignalFrame = reinterpret_cast<IsSignalFrame>(dlsym(h, "_ULx86_64_is_signal_frame"));
   pAddrSpace = reinterpret_cast<unw_addr_space_t*>(dlsym(h, "_ULx86_64_local_addr_space"));
   auto setCaching = reinterpret_cast<SetCaching>(dlsym(h, "_ULx86_64_set_caching_policy"));
   if (!pInit || !pStep || !pGetReg) return false;
@@ -106,9 +110,56 @@ uintptr_t scanForReturn(uintptr_t sp, uintptr_t pc, uintptr_t& ra) {
 
 namespace {
 
+// Learns the recipe of the plain frame (ip, sp) that libunwind stepped to (nextIp, nextSp):
+// its size where the same step, with the callee-saved registers cleared, lands there too and
+// the return address lies just below the new sp. (A rule reading other registers, a frame
+// pointer above all, then gives another answer or fails.)
+void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp, uintptr_t nextIp,
+                 uintptr_t nextSp) {
+  recipes.set(ip, FrameRecipes::kLibunwind);  // a fault while probing leaves it to libunwind
+  if (nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) ||
+      *reinterpret_cast<const volatile uintptr_t*>(nextSp - 8) != nextIp)
+    return;
+  ucontext_t probe = uc;
+  greg_t* g = probe.uc_mcontext.gregs;
+  g[REG_RIP] = greg_t(ip);
+  g[REG_RSP] = greg_t(sp);
+  g[REG_RBX] = g[REG_RBP] = g[REG_R12] = g[REG_R13] = g[REG_R14] = g[REG_R15] = 0;
+  unw_cursor_t c;
+  unw_word_t ip2 = 0, sp2 = 0;
+  if (pInit(&c, reinterpret_cast<unw_context_t*>(&probe), 0) < 0 || pStep(&c) <= 0 ||
+      pGetReg(&c, UNW_REG_IP, &ip2) < 0 || pGetReg(&c, UNW_REG_SP, &sp2) < 0)
+    return;
+  if (ip2 == nextIp && sp2 == nextSp) recipes.set(ip, int32_t(nextSp - sp));
+}
+
+// Steps frames by their recipes from the frame (ip, sp), whose recipe is `size`. True when
+// the walk ended (at the fence, or out of frame slots); false at a frame that has none.
+bool walkByRecipes(const FrameRecipes& recipes, uintptr_t ip, uintptr_t sp, int32_t size, uintptr_t* frames,
+                   size_t cap, size_t& n, UnwindEnd& end) {
+  uintptr_t lastIp = ip;  // recursion repeats a return address: one lookup for a run of them
+  int32_t lastSize = size;
+  for (;;) {
+    sp += uintptr_t(size);
+    ip = *reinterpret_cast<const volatile uintptr_t*>(sp - 8);
+    if (isTrampoline(ip)) {
+      end = UnwindEnd::Fence;
+      return true;
+    }
+    size = ip == lastIp ? lastSize : recipes.find(ip);
+    if (size < 0) return false;
+    lastIp = ip, lastSize = size;
+    if (n == cap) {
+      end = UnwindEnd::Truncated;
+      return true;
+    }
+    frames[n++] = ip;
+  }
+}
+
 // The walk shared by both entry points; uc is never written (a signalled thread resumes
 // from it).
-UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, size_t& n) {
+UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, size_t& n, UnwindCache* cache) {
   n = 0;
   uintptr_t pc = uc->uc_mcontext.gregs[REG_RIP];
   if (!pInit) {
@@ -123,19 +174,45 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
   // Recovered frames restart libunwind from a copy of the context with the recovered pc and
   // sp: the original context must never be written, the thread resumes from it.
   ucontext_t copy;
+  FrameRecipes* recipes = cache ? &cache->recipes : nullptr;
+  bool byRecipes = recipes != nullptr;  // until a walk by recipes met a frame without one
+  bool plain = false;                   // this frame was reached from a plain frame: ip is a return address
+  uintptr_t learnIp = 0, learnSp = 0;   // the frame libunwind just stepped, to learn its recipe
   for (int recoveries = 0;;) {
     unw_word_t ip = 0, sp = 0;
     if (pGetReg(&cursor, UNW_REG_IP, &ip) < 0 || pGetReg(&cursor, UNW_REG_SP, &sp) < 0) return UnwindEnd::Failed;
+    if (learnIp) learnRecipe(*recipes, *uc, learnIp, learnSp, ip, sp);
+    learnIp = 0;
     if (n > 0 && isTrampoline(ip)) return UnwindEnd::Fence;
     if (n == cap) return UnwindEnd::Truncated;
     frames[n++] = ip;
+    int32_t recipe = FrameRecipes::kLibunwind;
+    if (recipes && plain) {
+      recipe = recipes->find(ip);
+      if (recipe >= 0 && byRecipes) {
+        const size_t entered = n;
+        UnwindEnd end;
+        if (walkByRecipes(*recipes, ip, sp, recipe, frames, cap, n, end)) {
+          cache->stats->byRecipes += n - entered;
+          return end;
+        }
+        // libunwind steps from this frame again: it has the registers such a frame may need.
+        n = entered;
+        byRecipes = false;
+      }
+    }
+    const bool signalFrame = recipes && pIsSignalFrame && pIsSignalFrame(&cursor) > 0;
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
     // code that keeps no frame pointer: recover this frame instead.
     unw_word_t next = 0;
-    if (r > 0 && pGetReg(&cursor, UNW_REG_IP, &next) >= 0 && (isTrampoline(next) || loadmapLookup(next).id))
+    if (r > 0 && pGetReg(&cursor, UNW_REG_IP, &next) >= 0 && (isTrampoline(next) || loadmapLookup(next).id)) {
+      plain = !signalFrame;
+      if (recipe == FrameRecipes::kUnknown && !signalFrame) learnIp = ip, learnSp = sp;
       continue;
+    }
+    plain = true;  // restarted below at a return address found on the stack
     uintptr_t ra = 0, slot = 0;
     if (recoveries++ == kMaxRecoveries || !(slot = scanForReturn(sp, ip, ra))) return UnwindEnd::Failed;
     copy = *uc;
@@ -147,15 +224,15 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
 
 }  // namespace
 
-UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n) {
-  return walk(static_cast<ucontext_t*>(ucontext), UNW_INIT_SIGNAL_FRAME, frames, cap, n);
+UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n, UnwindCache* cache) {
+  return walk(static_cast<ucontext_t*>(ucontext), UNW_INIT_SIGNAL_FRAME, frames, cap, n, cache);
 }
 
 __attribute__((noinline)) UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n) {
   n = 0;
   ucontext_t uc;
   if (!pGetContext || pGetContext(reinterpret_cast<unw_context_t*>(&uc)) < 0) return UnwindEnd::Failed;
-  return walk(&uc, 0, frames, cap, n);
+  return walk(&uc, 0, frames, cap, n, nullptr);
 }
 
 }  // namespace hpc::rt

@@ -15,11 +15,16 @@ enum class UnwindEnd {
   Truncated  // ran out of frame slots
 };
 
+class UnwindCache;
+
 bool unwindInit();   // at start-up; false when libunwind is missing
 void unwindFlushCache();
 // Fills frames[0..n) leaf first. frames[0] is the interrupted pc, the rest return addresses.
 // MT: async-signal-safe when called from the signal handler of the unwound thread.
-UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n);
+// With a cache, frames whose recipe is known are stepped by it, and libunwind's steps teach
+// it new ones (unwind_cache.hpp).
+UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t& n,
+                           UnwindCache* cache = nullptr);
 // The same from the caller's own frame (a wrapped GPU API call): frames[0] and the frames
 // after it up to the caller lie in libhpcrun.so. MT: the calling thread, samples blocked.
 UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n);

@@ -164,6 +164,66 @@ INSTANTIATE_TEST_SUITE_P(All, Workload,
                            return std::get<0>(info.param).workload + "_" + std::get<1>(info.param);
                          });
 
+// The unwind cache (unwind_cache.hpp) checked against libunwind: with HPCRUN_UNWIND_CACHE=verify
+// every thread uses it from its first sample, each unwind that stepped frames by recipe is
+// repeated by libunwind alone, and each CCT path that reused nodes is checked frame by frame;
+// the log counts those that disagree. At 4 kHz, so that samples land
+// in signal handlers, exception unwinding, longjmp, frames without CFI, dlopen'ed code and
+// threads that come and go, and the app must behave as bare.
+class UnwindCacheCheck : public ::testing::TestWithParam<std::tuple<Case, std::string>> {};
+
+// The counter after `label` in the measurement's log lines, summed over processes.
+uint64_t logCount(const fs::path& dir, const std::string& label) {
+  uint64_t n = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".log") continue;
+    std::string log = slurp(e.path());
+    for (size_t at = log.find(label); at != std::string::npos; at = log.find(label, at + 1))
+      n += std::stoull(log.substr(at + label.size()));
+  }
+  return n;
+}
+
+TEST_P(UnwindCacheCheck, AgreesWithLibunwind) {
+  auto [c, cc] = GetParam();
+  std::string exe = kWl + c.workload + "-" + cc;
+  std::string args = c.args;
+  if (c.workload == "dlopen") args += " " + kWl + "libplugin-" + cc + ".so";
+  fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-unwind-cache-" + c.workload + "-" + cc);
+  fs::remove_all(scratch);
+  Outcome bare = run(exe + " " + args, scratch / "bare");
+  Outcome prof = run("HPCRUN_UNWIND_CACHE=verify " + kBin + " -o " + (scratch / "m").string() + " -e REALTIME@250 " +
+                         exe + " " + args,
+                     scratch / "prof");
+  EXPECT_EQ(prof.status, c.status) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  EXPECT_EQ(logCount(scratch / "m", "disagreeing: "), 0u);
+  const uint64_t verified = logCount(scratch / "m", "checks: ");
+  const uint64_t byRecipe = logCount(scratch / "m", "frames stepped by recipe: ");
+  const uint64_t reused = logCount(scratch / "m", "CCT nodes reused: ");
+  if (c.workload == "recursion" && cc == "gcc") {  // clang makes the deep recursion a loop
+    EXPECT_GT(verified, 500u);
+    EXPECT_GT(byRecipe, 500u * 1000u);  // most samples lie 6,000 frames deep
+    EXPECT_GT(reused, 500u * 1000u);
+  }
+  if (c.workload == "callheavy") {
+    EXPECT_GT(verified, 100u);
+  }
+  fs::remove_all(scratch);
+}
+
+const Case kCacheCases[] = {
+    {"recursion", "0.5", 1, 0}, {"cxx", "0.5", 1, 0},     {"longjmp", "0.5", 1, 0},  {"threads", "0.5", 505, 0},
+    {"signals", "0.5", 1, 0},   {"nocfi", "0.5", 1, 0},   {"dlopen", "0.5", 1, 0},   {"callheavy", "0.2", 1, 0},
+    {"thread_exit", "0.5", 2, 5},
+};
+
+INSTANTIATE_TEST_SUITE_P(Verify, UnwindCacheCheck,
+                         ::testing::Combine(::testing::ValuesIn(kCacheCases), ::testing::Values("gcc", "clang")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).workload + "_" + std::get<1>(info.param);
+                         });
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
