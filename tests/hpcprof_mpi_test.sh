@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hpcprof-mpi (2 ranks x 2 threads) writes the database hpcprof writes, byte for byte and
+# hpcprof-mpi (2 ranks x 2 threads, and 1 rank) writes the database hpcprof writes, byte for byte and
 # by the reference checker; a corrupt profile on one rank is skipped with a warning; an
 # input one rank cannot skip, or a crashed rank, ends the job with no database.
 # Exit 77 (skipped) where hpcprof-mpi or mpiexec is not there.
@@ -25,6 +25,12 @@ m=$conf/meas/loops-cputime-t.m
 "$mpiexec" -n 2 "$mpi" --foreign -j2 -o "$tmp/mpi.d" "$m"
 compare "$tmp/ref.d" "$tmp/mpi.d"
 echo "2 ranks x 2 threads: same database as hpcprof"
+# One rank runs hpcprof's own pipeline: the same database, and -v still gives the rank's line.
+"$mpiexec" -n 1 "$mpi" --foreign -j2 -v -o "$tmp/mpi1.d" "$m" 2>"$tmp/err1"
+compare "$tmp/ref.d" "$tmp/mpi1.d"
+grep -q "^hpcprof-mpi: rank 0: profiles=[1-9][0-9]* .*contexts=[1-9]" "$tmp/err1" || { cat "$tmp/err1"; exit 1; }
+! grep -q "^hpcprof: " "$tmp/err1" || { cat "$tmp/err1"; exit 1; }
+echo "1 rank x 2 threads: same database as hpcprof"
 
 # A corrupt profile: the last one, which falls to rank 1; skipped by both tools alike.
 cp -r "$m" "$tmp/bad.m"

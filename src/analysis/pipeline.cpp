@@ -34,21 +34,26 @@ namespace {
 
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
-// -v: wall and CPU (user + system, all threads) time of each phase, and the peak resident
-// memory so far.
+// The wall time of each phase; with -v printed with its CPU (user + system, all threads)
+// time and the peak resident memory so far.
 class PhaseTimer {
 public:
   explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()) {}
-  void lap(const char* what) {
-    if (!on_) return;
+  double lap(const char* what) {
     auto now = std::chrono::steady_clock::now();
+    const double wall = std::chrono::duration<double>(now - t0_).count();
+    if (!on_) {
+      t0_ = now;
+      return wall;
+    }
     const double c = cpu();
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB)\n", what,
-                 std::chrono::duration<double>(now - t0_).count(), c - cpu0_, double(ru.ru_maxrss) / 1024);
+    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB)\n", what, wall, c - cpu0_,
+                 double(ru.ru_maxrss) / 1024);
     t0_ = now;
     cpu0_ = c;
+    return wall;
   }
 
 private:
@@ -479,12 +484,13 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
     Expander expander(cct, names, structure);
     unifyProfiles(profiles, expander, *spill, options, arena, unified);
   }
-  timer.lap("unify calling contexts");
+  const double unifySeconds = timer.lap("unify calling contexts");
 
   std::vector<const ProfileHeader*> headers;
   for (const Unified& u : unified) headers.push_back(&u.header);
   HPC_ASSIGN_OR_RETURN(Plan plan, makePlan(headers, options));
   PipelineResult result;
+  result.unifySeconds = unifySeconds;
   result.skipped = plan.skipped;
   result.profiles = uint32_t(plan.live.size());
   cct.finalize();
@@ -493,7 +499,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   analysis->metrics = std::make_unique<MetricTable>(plan.metricNames, options.stats);
   const MetricTable& metrics = *analysis->metrics;
   PropagationShape shape(cct);
-  timer.lap("finalize tree and metrics");
+  result.finalizeSeconds = timer.lap("finalize tree and metrics");
 
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
@@ -567,7 +573,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   // Read whole: its pages leave the page cache now, for the cct.db writes to take, rather
   // than at the end (fresh pages are dear on a virtual machine).
   spill.reset();
-  timer.lap("propagate, write profiles");
+  result.propagateSeconds = timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.
   const std::vector<uint64_t> counts = sumCounts(propagators, cct.size());
@@ -594,10 +600,10 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   HPC_RETURN_IF_ERROR(metaEarly);
   buckets.reset();
-  timer.lap(metaBeside ? "transpose, summary statistics, meta.db" : "transpose, summary statistics");
+  result.transposeSeconds = timer.lap(metaBeside ? "transpose, summary statistics, meta.db" : "transpose, summary statistics");
 
   HPC_RETURN_IF_ERROR(sink.finish(meta));
-  timer.lap(metaBeside ? "finish the files" : "write meta.db");
+  result.finishSeconds = timer.lap(metaBeside ? "finish the files" : "write meta.db");
   result.analysis = std::move(analysis);
   return result;
 }

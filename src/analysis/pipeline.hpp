@@ -39,6 +39,9 @@ struct PipelineResult {
   uint32_t profiles = 0;  // analysed (summary excluded)
   uint32_t skipped = 0;   // unreadable, warned about
   uint32_t contexts = 0;
+  // Wall seconds of the phases (-v prints them): unify, finalize, propagate (profile.db and
+  // trace.db), transpose (cct.db, with meta.db at -j2 and up), finish.
+  double unifySeconds = 0, finalizeSeconds = 0, propagateSeconds = 0, transposeSeconds = 0, finishSeconds = 0;
   std::shared_ptr<Analysis> analysis;
 };
 
