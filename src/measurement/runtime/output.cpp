@@ -14,6 +14,7 @@
 #include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "md5.hpp"
+#include "signals.hpp"
 #include "sys.hpp"
 
 namespace hpc::rt {
@@ -224,7 +225,8 @@ void outputWriteLog(const char* reason) {
   t.str("SUMMARY: samples: ").dec(samples).str(" (recorded: ").dec(recorded).str(", blocked: ").dec(blocked);
   t.str(", errant: ").dec(errant).str(")\n");
   t.str("unwind failures: ").dec(failures).str(", truncated unwinds: ").dec(truncated);
-  t.str(", sample sources that failed to start: ").dec(sourceFailures).ch('\n');
+  t.str(", sample sources that failed to start: ").dec(sourceFailures);
+  t.str(", overflow signals lost (queue full): ").dec(signalsOverflowSigio()).ch('\n');
   t.str("unwind cache: frames stepped by recipe: ").dec(byRecipes).str(", CCT nodes reused: ").dec(nodesReused);
   if (gConfig.unwindCache == UnwindCacheMode::Verify)
     t.str(", checks: ").dec(verified).str(", disagreeing: ").dec(mismatches);

@@ -151,17 +151,20 @@ void onSampleSignal(int, siginfo_t* si, void* uc) {
   int ev = sourcesIdentify(*ts, si, value);
   if (ev >= 0) {
     ++ts->samples;
-    // A sample that arrives within a quarter period of the previous one's end means the
-    // unwinds cost more than the period (very deep stacks): drop it so the app progresses.
+    // A sample that arrives within a quarter period of the previous one's end, or sooner
+    // after it than that sample took, means samples cost more than the period (very deep
+    // stacks, or a perf event that counts the handler's own time and queues a signal for each
+    // overflow): drop it, so the app keeps at least half of its time.
     uint64_t start = monotonicNs();
+    const uint64_t gap = ts->lastSampleCost > ts->minGapNs ? ts->lastSampleCost : ts->minGapNs;
     if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
-        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running ||
-        start - ts->lastSampleEnd < ts->minGapNs)
+        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd < gap)
       ++ts->blocked;
     else {
       record(*ts, uc, ev, value);
       if (ts->gpu) gpu::onSample(*ts);
       ts->lastSampleEnd = monotonicNs();
+      ts->lastSampleCost = ts->lastSampleEnd - start;
     }
     sourcesRearm(*ts, ev);
   }

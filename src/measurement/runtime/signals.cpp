@@ -13,11 +13,13 @@ namespace hpc::rt {
 
 namespace {
 
-constexpr int kManaged[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kManaged[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGIO};
 
 struct sigaction gApp[NSIG];    // what the application believes is installed
 bool gManaged[NSIG];
 bool gOurs[NSIG];               // our handler is what the kernel has
+bool gPerfSources = false;      // some sample source is a perf event
+std::atomic<uint64_t> gOverflowSigio{0};
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 SigactionFn gRealSigaction = nullptr;
 
@@ -49,7 +51,14 @@ void syncKernel(int sig) {
 void onManaged(int sig, siginfo_t* si, void* uc) {
   if (sig == SIGSEGV || sig == SIGBUS) recoverFromUnwindFault(uc);
   struct sigaction app = gApp[sig];
-  if (app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL) {
+  const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
+  // A perf event's overflow signal that found the real-time queue full arrives as a plain
+  // SIGIO from the kernel, whose default action ends the process: a lost sample instead.
+  if (sig == SIGIO && byDefault && gPerfSources && si->si_code == SI_KERNEL) {
+    gOverflowSigio.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (byDefault) {
     processFinalize("fatal signal");
     struct sigaction dfl{};
     dfl.sa_handler = SIG_DFL;
@@ -84,7 +93,10 @@ int realSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   return gRealSigaction(sig, act, old);
 }
 
+uint64_t signalsOverflowSigio() { return gOverflowSigio.load(std::memory_order_relaxed); }
+
 void signalsInit() {
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) gPerfSources |= gConfig.events[i].kind == SourceKind::Perf;
   struct sigaction sa{};
   sa.sa_sigaction = onSampleSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;

@@ -81,7 +81,7 @@ struct ThreadState {
   // counters for the log's SUMMARY line
   uint64_t samples, recorded, blocked, errant, unwindFailures, truncated, sourceFailures;
   size_t nFrames;
-  uint64_t lastSampleEnd, minGapNs;  // livelock guard, see onSampleSignal
+  uint64_t lastSampleEnd, lastSampleCost, minGapNs;  // livelock guard, see onSampleSignal
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch

@@ -224,6 +224,24 @@ INSTANTIATE_TEST_SUITE_P(Verify, UnwindCacheCheck,
                            return std::get<0>(info.param).workload + "_" + std::get<1>(info.param);
                          });
 
+// A perf event's overflow signal that finds the real-time signal queue full comes as a plain
+// SIGIO, whose default action ends the process. With the queue limited to 2 signals, 10 kHz
+// samples of a deep recursion (slow, the unwind cache off) overflow it often: the app must
+// still finish as bare, and the log count the lost signals.
+TEST(Signals, QueueOverflowDoesNotEndTheApp) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-sigio";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "recursion-gcc 0.3";
+  Outcome bare = run(exe, scratch / "bare");
+  Outcome prof = run("bash -c 'ulimit -i 2; HPCRUN_UNWIND_CACHE=0 exec " + kBin + " -o " + (scratch / "m").string() +
+                         " -e perf::cpu-clock@f10000 " + exe + "'",
+                     scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  EXPECT_GT(logCount(scratch / "m", "overflow signals lost (queue full): "), 0u);
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
