@@ -39,7 +39,13 @@ void usage(FILE* to) {
       "Information:\n"
       "  -L, -l, --list-events  list the events this machine can sample\n"
       "  -V, --version        print the version\n"
-      "  -h, --help           print this help\n");
+      "  -h, --help           print this help\n"
+      "Environment:\n"
+      "  HPCRUN_UNWIND_CACHE=0       unwind every frame with libunwind (threads with deep stacks\n"
+      "                       otherwise step plain frames by learnt sizes and reuse the last\n"
+      "                       path's CCT nodes)\n"
+      "  HPCRUN_UNWIND_CACHE=verify  check each such unwind against libunwind; the log counts\n"
+      "                       disagreements\n");
 }
 
 std::string dirOf(const std::string& p) {
