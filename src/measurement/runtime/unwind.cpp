@@ -174,7 +174,8 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
   // Recovered frames restart libunwind from a copy of the context with the recovered pc and
   // sp: the original context must never be written, the thread resumes from it.
   ucontext_t copy;
-  FrameRecipes* recipes = cache ? &cache->recipes : nullptr;
+  // Without libunwind's signal-frame test a sigreturn frame could pass for a plain one.
+  FrameRecipes* recipes = cache && pIsSignalFrame ? &cache->recipes : nullptr;
   bool byRecipes = recipes != nullptr;  // until a walk by recipes met a frame without one
   bool plain = false;                   // this frame was reached from a plain frame: ip is a return address
   uintptr_t learnIp = 0, learnSp = 0;   // the frame libunwind just stepped, to learn its recipe
@@ -201,7 +202,7 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
         byRecipes = false;
       }
     }
-    const bool signalFrame = recipes && pIsSignalFrame && pIsSignalFrame(&cursor) > 0;
+    const bool signalFrame = recipes && pIsSignalFrame(&cursor) > 0;
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
