@@ -113,8 +113,9 @@ namespace {
 // Learns the recipe of the plain frame (ip, sp) that libunwind stepped to (nextIp, nextSp):
 // its size where the same step, with the callee-saved registers cleared, lands there too and
 // the return address lies just below the new sp. (A rule reading other registers, a frame
-// pointer above all, then gives another answer or fails.)
-void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp, uintptr_t nextIp,
+// pointer above all, then gives another answer or fails.) Not inlined: its context copy and
+// cursor (2 KiB) stay off the application's stack in the handler except while learning.
+__attribute__((noinline)) void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp, uintptr_t nextIp,
                  uintptr_t nextSp) {
   recipes.set(ip, FrameRecipes::kLibunwind);  // a fault while probing leaves it to libunwind
   if (nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) ||
