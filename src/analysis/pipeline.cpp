@@ -600,7 +600,8 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   HPC_RETURN_IF_ERROR(transpose(sink, metrics, numProfiles, counts, topt));
   HPC_RETURN_IF_ERROR(metaEarly);
   buckets.reset();
-  result.transposeSeconds = timer.lap(metaBeside ? "transpose, summary statistics, meta.db" : "transpose, summary statistics");
+  result.transposeSeconds =
+      timer.lap(metaBeside ? "transpose, summary statistics, meta.db" : "transpose, summary statistics");
 
   HPC_RETURN_IF_ERROR(sink.finish(meta));
   result.finishSeconds = timer.lap(metaBeside ? "finish the files" : "write meta.db");

@@ -25,7 +25,8 @@ UnwindCache* cacheFor(ThreadState& ts) {
   if (gConfig.unwindCache == UnwindCacheMode::Off) return nullptr;
   if (gConfig.unwindCache != UnwindCacheMode::Verify && ts.lastDepth < UnwindCache::kMinFrames) return nullptr;
   if (!ts.unwindCache) {
-    ts.unwindCache = UnwindCache::create(ts.arena, kMaxFrames, gConfig.unwindCache == UnwindCacheMode::Verify, ts.unwindStats);
+    const bool verify = gConfig.unwindCache == UnwindCacheMode::Verify;
+    ts.unwindCache = UnwindCache::create(ts.arena, kMaxFrames, verify, ts.unwindStats);
     if (!ts.unwindCache) ts.lastDepth = 0;  // no memory: try again at the next deep unwind
   }
   return ts.unwindCache;
@@ -89,7 +90,7 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
 
   // A complete path shares its outermost frames' nodes with the last one (return addresses
   // only: frames[0], the interrupted pc, is recorded as itself, not as a call).
-  PathCache* path = cache && complete ? &cache->path : nullptr;
+  PathCache* path = cache && complete && ts.nFrames > 0 ? &cache->path : nullptr;
   size_t shared = 0;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
   if (path) {

@@ -115,8 +115,8 @@ namespace {
 // the return address lies just below the new sp. (A rule reading other registers, a frame
 // pointer above all, then gives another answer or fails.) Not inlined: its context copy and
 // cursor (2 KiB) stay off the application's stack in the handler except while learning.
-__attribute__((noinline)) void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp, uintptr_t nextIp,
-                 uintptr_t nextSp) {
+__attribute__((noinline)) void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp,
+                                           uintptr_t nextIp, uintptr_t nextSp) {
   recipes.set(ip, FrameRecipes::kLibunwind);  // a fault while probing leaves it to libunwind
   if (nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) ||
       *reinterpret_cast<const volatile uintptr_t*>(nextSp - 8) != nextIp)
