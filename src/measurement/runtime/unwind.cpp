@@ -110,46 +110,89 @@ uintptr_t scanForReturn(uintptr_t sp, uintptr_t pc, uintptr_t& ra) {
 
 namespace {
 
-// Learns the recipe of the plain frame (ip, sp) that libunwind stepped to (nextIp, nextSp):
-// its size where the same step, with the callee-saved registers cleared, lands there too and
-// the return address lies just below the new sp. (A rule reading other registers, a frame
-// pointer above all, then gives another answer or fails.) Not inlined: its context copy and
-// cursor (2 KiB) stay off the application's stack in the handler except while learning.
-__attribute__((noinline)) void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp,
-                                           uintptr_t nextIp, uintptr_t nextSp) {
-  recipes.set(ip, FrameRecipes::kLibunwind);  // a fault while probing leaves it to libunwind
-  if (nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) ||
-      *reinterpret_cast<const volatile uintptr_t*>(nextSp - 8) != nextIp)
-    return;
+bool steppable(Recipe r) { return r.size >= 0 || r.size == Recipe::kFramePointer; }
+
+uintptr_t wordAt(uintptr_t a) { return *reinterpret_cast<const volatile uintptr_t*>(a); }
+
+// libunwind's step from (ip, sp, rbp, callee-saved registers `saved`) to its caller, or false.
+bool probeStep(const ucontext_t& uc, uintptr_t ip, uintptr_t sp, uintptr_t rbp, uintptr_t& nextIp,
+               uintptr_t& nextSp, uintptr_t& nextRbp) {
   ucontext_t probe = uc;
   greg_t* g = probe.uc_mcontext.gregs;
   g[REG_RIP] = greg_t(ip);
   g[REG_RSP] = greg_t(sp);
-  g[REG_RBX] = g[REG_RBP] = g[REG_R12] = g[REG_R13] = g[REG_R14] = g[REG_R15] = 0;
+  g[REG_RBP] = greg_t(rbp);
+  g[REG_RBX] = g[REG_R12] = g[REG_R13] = g[REG_R14] = g[REG_R15] = 0;
   unw_cursor_t c;
-  unw_word_t ip2 = 0, sp2 = 0;
+  unw_word_t i = 0, s = 0, b = 0;
   if (pInit(&c, reinterpret_cast<unw_context_t*>(&probe), 0) < 0 || pStep(&c) <= 0 ||
-      pGetReg(&c, UNW_REG_IP, &ip2) < 0 || pGetReg(&c, UNW_REG_SP, &sp2) < 0)
-    return;
-  if (ip2 == nextIp && sp2 == nextSp) recipes.set(ip, int32_t(nextSp - sp));
+      pGetReg(&c, UNW_REG_IP, &i) < 0 || pGetReg(&c, UNW_REG_SP, &s) < 0 || pGetReg(&c, UNW_X86_64_RBP, &b) < 0)
+    return false;
+  nextIp = i, nextSp = s, nextRbp = b;
+  return true;
 }
 
-// Steps frames by their recipes from the frame (ip, sp), whose recipe is `size`. True when
-// the walk ended (at the fence, or out of frame slots); false at a frame that has none.
-bool walkByRecipes(const FrameRecipes& recipes, uintptr_t ip, uintptr_t sp, int32_t size, uintptr_t* frames,
-                   size_t cap, size_t& n, UnwindEnd& end) {
+// Learns the recipe of the plain frame (ip, sp, rbp) that libunwind stepped to (nextIp,
+// nextSp, nextRbp). A stack-pointer frame: the same step with the callee-saved registers
+// cleared lands there too, and the return address lies just below the new sp; its rbp is the
+// caller's where a probe with another rbp gets that one back, else saved in the one word of
+// the frame that holds the caller's. A frame-pointer frame: the CFA is rbp + 16 with the
+// return address and the caller's rbp below it, and a step from a moved sp lands there too.
+// (A rule that reads anything else gives another answer or fails.) Not inlined: its context
+// copies and cursors stay off the application's stack in the handler except while learning.
+__attribute__((noinline)) void learnRecipe(FrameRecipes& recipes, const ucontext_t& uc, uintptr_t ip, uintptr_t sp,
+                                           uintptr_t rbp, uintptr_t nextIp, uintptr_t nextSp, uintptr_t nextRbp) {
+  recipes.set(ip, Recipe{Recipe::kLibunwind, 0});  // a fault while probing leaves it to libunwind
+  if (nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) || wordAt(nextSp - 8) != nextIp) return;
+  uintptr_t i = 0, s = 0, b = 0;
+  if (probeStep(uc, ip, sp, 0, i, s, b) && i == nextIp && s == nextSp) {
+    Recipe r{int32_t(nextSp - sp), Recipe::kRbpUnknown};
+    constexpr uintptr_t kOther = 0x5a5a5a5a5a5a5a50;
+    uintptr_t i2 = 0, s2 = 0, b2 = 0;
+    if (b == 0 && probeStep(uc, ip, sp, kOther, i2, s2, b2) && b2 == kOther) {
+      r.rbpAt = 0;  // left alone
+    } else if (b == nextRbp && b != 0) {
+      int found = 0;
+      for (uintptr_t a = sp & ~uintptr_t(7); a + 8 <= nextSp - 8; a += 8)
+        if (wordAt(a) == nextRbp) ++found, r.rbpAt = int32_t(nextSp - a);
+      if (found != 1) r.rbpAt = Recipe::kRbpUnknown;
+    }
+    recipes.set(ip, r);
+    return;
+  }
+  if (rbp == 0 || nextSp != rbp + 16 || wordAt(rbp + 8) != nextIp || wordAt(rbp) != nextRbp) return;
+  if (probeStep(uc, ip, sp - 64, rbp, i, s, b) && i == nextIp && s == nextSp && b == nextRbp)
+    recipes.set(ip, Recipe{Recipe::kFramePointer, 0});
+}
+
+// Steps frames by their recipes from the frame (ip, sp, rbp), whose recipe is `recipe`. True
+// when the walk ended (at the fence, or out of frame slots); false at a frame that has none.
+bool walkByRecipes(const FrameRecipes& recipes, uintptr_t ip, uintptr_t sp, uintptr_t rbp, Recipe recipe,
+                   uintptr_t* frames, size_t cap, size_t& n, UnwindEnd& end) {
+  bool rbpKnown = true;
   uintptr_t lastIp = ip;  // recursion repeats a return address: one lookup for a run of them
-  int32_t lastSize = size;
+  Recipe last = recipe;
   for (;;) {
-    sp += uintptr_t(size);
-    ip = *reinterpret_cast<const volatile uintptr_t*>(sp - 8);
+    uintptr_t cfa;
+    if (recipe.size == Recipe::kFramePointer) {
+      cfa = rbp + 16;
+      if (!rbpKnown || cfa <= sp) return false;  // a frame pointer must lead outward
+      ip = wordAt(rbp + 8);
+      rbp = wordAt(rbp);
+    } else {
+      cfa = sp + uintptr_t(recipe.size);
+      ip = wordAt(cfa - 8);
+      if (recipe.rbpAt > 0) rbp = wordAt(cfa - uintptr_t(recipe.rbpAt)), rbpKnown = true;
+      else if (recipe.rbpAt < 0) rbpKnown = false;
+    }
+    sp = cfa;
     if (isTrampoline(ip)) {
       end = UnwindEnd::Fence;
       return true;
     }
-    size = ip == lastIp ? lastSize : recipes.find(ip);
-    if (size < 0) return false;
-    lastIp = ip, lastSize = size;
+    recipe = ip == lastIp ? last : recipes.find(ip);
+    if (!steppable(recipe)) return false;
+    lastIp = ip, last = recipe;
     if (n == cap) {
       end = UnwindEnd::Truncated;
       return true;
@@ -179,22 +222,26 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
   FrameRecipes* recipes = cache && pIsSignalFrame ? &cache->recipes : nullptr;
   bool byRecipes = recipes != nullptr;  // until a walk by recipes met a frame without one
   bool plain = false;                   // this frame was reached from a plain frame: ip is a return address
-  uintptr_t learnIp = 0, learnSp = 0;   // the frame libunwind just stepped, to learn its recipe
+  uintptr_t learnIp = 0, learnSp = 0, learnRbp = 0;  // the frame libunwind just stepped, to learn its recipe
   for (int recoveries = 0;;) {
     unw_word_t ip = 0, sp = 0;
     if (pGetReg(&cursor, UNW_REG_IP, &ip) < 0 || pGetReg(&cursor, UNW_REG_SP, &sp) < 0) return UnwindEnd::Failed;
-    if (learnIp) learnRecipe(*recipes, *uc, learnIp, learnSp, ip, sp);
+    if (learnIp) {
+      unw_word_t rbp = 0;
+      if (pGetReg(&cursor, UNW_X86_64_RBP, &rbp) >= 0) learnRecipe(*recipes, *uc, learnIp, learnSp, learnRbp, ip, sp, rbp);
+    }
     learnIp = 0;
     if (n > 0 && isTrampoline(ip)) return UnwindEnd::Fence;
     if (n == cap) return UnwindEnd::Truncated;
     frames[n++] = ip;
-    int32_t recipe = FrameRecipes::kLibunwind;
+    Recipe recipe{Recipe::kLibunwind, 0};
     if (recipes && plain) {
       recipe = recipes->find(ip);
-      if (recipe >= 0 && byRecipes) {
+      unw_word_t rbp = 0;
+      if (steppable(recipe) && byRecipes && pGetReg(&cursor, UNW_X86_64_RBP, &rbp) >= 0) {
         const size_t entered = n;
         UnwindEnd end;
-        if (walkByRecipes(*recipes, ip, sp, recipe, frames, cap, n, end)) {
+        if (walkByRecipes(*recipes, ip, sp, rbp, recipe, frames, cap, n, end)) {
           cache->stats->byRecipes += n - entered;
           return end;
         }
@@ -204,6 +251,8 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
       }
     }
     const bool signalFrame = recipes && pIsSignalFrame(&cursor) > 0;
+    unw_word_t rbpBefore = 0;
+    if (recipe.size == Recipe::kUnknown && pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0) recipe.size = Recipe::kLibunwind;
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
@@ -211,7 +260,7 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     unw_word_t next = 0;
     if (r > 0 && pGetReg(&cursor, UNW_REG_IP, &next) >= 0 && (isTrampoline(next) || loadmapLookup(next).id)) {
       plain = !signalFrame;
-      if (recipe == FrameRecipes::kUnknown && !signalFrame) learnIp = ip, learnSp = sp;
+      if (recipe.size == Recipe::kUnknown && !signalFrame) learnIp = ip, learnSp = sp, learnRbp = rbpBefore;
       continue;
     }
     plain = true;  // restarted below at a return address found on the stack

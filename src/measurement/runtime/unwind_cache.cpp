@@ -10,7 +10,7 @@ bool FrameRecipes::init(Arena& arena, size_t slots) {
   return slots_ != nullptr;
 }
 
-void FrameRecipes::set(uintptr_t ip, int32_t size) {
+void FrameRecipes::set(uintptr_t ip, Recipe recipe) {
   if (!ip) return;
   size_t h = hash(ip);
   while (slots_[h].ip && slots_[h].ip != ip) h = (h + 1) & mask_;
@@ -18,13 +18,13 @@ void FrameRecipes::set(uintptr_t ip, int32_t size) {
     if ((count_ + 1) * 2 > mask_ + 1) return;  // at most half full: lookups stay short
     ++count_;
   }
-  slots_[h].size = size;
+  slots_[h].recipe = recipe;
   slots_[h].ip = ip;
 }
 
 void FrameRecipes::syncWith(uintptr_t loadGeneration) {
   if (loadGeneration == generation_) return;
-  for (size_t i = 0; i <= mask_; ++i) slots_[i] = Slot{0, 0};
+  for (size_t i = 0; i <= mask_; ++i) slots_[i] = Slot{0, Recipe{}};
   count_ = 0;
   generation_ = loadGeneration;
 }

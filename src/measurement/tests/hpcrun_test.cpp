@@ -201,7 +201,9 @@ TEST_P(UnwindCacheCheck, AgreesWithLibunwind) {
   const uint64_t verified = logCount(scratch / "m", "checks: ");
   const uint64_t byRecipe = logCount(scratch / "m", "frames stepped by recipe: ");
   const uint64_t reused = logCount(scratch / "m", "CCT nodes reused: ");
-  if (c.workload == "recursion" && cc == "gcc") {  // clang makes the deep recursion a loop
+  // A walk by recipes that faults is no disagreement but a failed unwind: few of those.
+  EXPECT_LE(logCount(scratch / "m", "errant: "), logCount(scratch / "m", "recorded: ") / 100 + 2);
+  if (c.workload.rfind("recursion", 0) == 0 && cc == "gcc") {  // clang makes the deep recursion a loop
     EXPECT_GT(verified, 500u);
     EXPECT_GT(byRecipe, 500u * 1000u);  // most samples lie 6,000 frames deep
     EXPECT_GT(reused, 500u * 1000u);
@@ -213,7 +215,9 @@ TEST_P(UnwindCacheCheck, AgreesWithLibunwind) {
 }
 
 const Case kCacheCases[] = {
-    {"recursion", "0.5", 1, 0}, {"cxx", "0.5", 1, 0},     {"longjmp", "0.5", 1, 0},  {"threads", "0.5", 505, 0},
+    {"recursion", "0.5", 1, 0}, {"recursion_fp", "0.5", 1, 0}, {"recursion_mixed", "2", 1, 0},
+    {"cxx", "0.5", 1, 0},       {"longjmp", "0.5", 1, 0},
+    {"threads", "0.5", 505, 0},
     {"signals", "0.5", 1, 0},   {"nocfi", "0.5", 1, 0},   {"dlopen", "0.5", 1, 0},   {"callheavy", "0.2", 1, 0},
     {"thread_exit", "0.5", 2, 5},
 };
