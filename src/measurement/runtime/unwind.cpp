@@ -221,14 +221,15 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
   // Without libunwind's signal-frame test a sigreturn frame could pass for a plain one.
   FrameRecipes* recipes = cache && pIsSignalFrame ? &cache->recipes : nullptr;
   bool byRecipes = recipes != nullptr;  // until a walk by recipes met a frame without one
-  bool plain = false;                   // this frame was reached from a plain frame: ip is a return address
-  uintptr_t learnIp = 0, learnSp = 0, learnRbp = 0;  // the frame libunwind just stepped, to learn its recipe
+  bool plain = false;  // this frame was reached from a plain frame: ip is a return address
+  uintptr_t learnIp = 0, learnSp = 0, learnRbp = 0;  // the frame libunwind just stepped, to learn from
   for (int recoveries = 0;;) {
     unw_word_t ip = 0, sp = 0;
     if (pGetReg(&cursor, UNW_REG_IP, &ip) < 0 || pGetReg(&cursor, UNW_REG_SP, &sp) < 0) return UnwindEnd::Failed;
     if (learnIp) {
       unw_word_t rbp = 0;
-      if (pGetReg(&cursor, UNW_X86_64_RBP, &rbp) >= 0) learnRecipe(*recipes, *uc, learnIp, learnSp, learnRbp, ip, sp, rbp);
+      if (pGetReg(&cursor, UNW_X86_64_RBP, &rbp) >= 0)
+        learnRecipe(*recipes, *uc, learnIp, learnSp, learnRbp, ip, sp, rbp);
     }
     learnIp = 0;
     if (n > 0 && isTrampoline(ip)) return UnwindEnd::Fence;
@@ -252,7 +253,8 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     }
     const bool signalFrame = recipes && pIsSignalFrame(&cursor) > 0;
     unw_word_t rbpBefore = 0;
-    if (recipe.size == Recipe::kUnknown && pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0) recipe.size = Recipe::kLibunwind;
+    if (recipe.size == Recipe::kUnknown && pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0)
+      recipe.size = Recipe::kLibunwind;  // nothing to learn it from
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
