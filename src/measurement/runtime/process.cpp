@@ -39,7 +39,9 @@ void parseConfig() {
   const char* tr = getenv("HPCRUN_TRACE");
   gConfig.trace = tr && tr[0] == '1';
   if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
-    gConfig.unwindCache = uc[0] == '0' ? UnwindCacheMode::Off : uc[0] == 'v' ? UnwindCacheMode::Verify : UnwindCacheMode::On;
+    gConfig.unwindCache = uc[0] == '0'   ? UnwindCacheMode::Off
+                          : uc[0] == 'v' ? UnwindCacheMode::Verify
+                                         : UnwindCacheMode::On;
   gConfig.sampleSignal = SIGRTMAX - 3;
   gConfig.pid = getpid();
 }
