@@ -122,18 +122,23 @@ struct Case {
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.workload; }
 
+// The workload's command line, built by compiler cc.
+std::string workloadCommand(const Case& c, const std::string& cc) {
+  std::string cmd = kWl + c.workload + "-" + cc + " " + c.args;
+  if (c.workload == "dlopen") cmd += " " + kWl + "libplugin-" + cc + ".so";
+  return cmd;
+}
+
 class Workload : public ::testing::TestWithParam<std::tuple<Case, std::string>> {};
 
 TEST_P(Workload, SameBehaviourAndCompletePaths) {
   auto [c, cc] = GetParam();
-  std::string exe = kWl + c.workload + "-" + cc;
-  std::string args = c.args;
-  if (c.workload == "dlopen") args += " " + kWl + "libplugin-" + cc + ".so";
+  const std::string cmd = workloadCommand(c, cc);
   fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-" + c.workload + "-" + cc);
   fs::remove_all(scratch);
   fs::path meas = scratch / "m";
-  Outcome bare = run(exe + " " + args, scratch / "bare");
-  Outcome prof = run(kBin + " -o " + meas.string() + " -e CPUTIME@5000 " + exe + " " + args, scratch / "prof");
+  Outcome bare = run(cmd, scratch / "bare");
+  Outcome prof = run(kBin + " -o " + meas.string() + " -e CPUTIME@5000 " + cmd, scratch / "prof");
   EXPECT_EQ(bare.status, c.status);
   EXPECT_EQ(prof.status, bare.status);
   EXPECT_EQ(prof.out, bare.out);
@@ -186,15 +191,13 @@ uint64_t logCount(const fs::path& dir, const std::string& label) {
 
 TEST_P(UnwindCacheCheck, AgreesWithLibunwind) {
   auto [c, cc] = GetParam();
-  std::string exe = kWl + c.workload + "-" + cc;
-  std::string args = c.args;
-  if (c.workload == "dlopen") args += " " + kWl + "libplugin-" + cc + ".so";
+  const std::string cmd = workloadCommand(c, cc);
   fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-unwind-cache-" + c.workload + "-" + cc);
   fs::remove_all(scratch);
-  Outcome bare = run(exe + " " + args, scratch / "bare");
-  Outcome prof = run("HPCRUN_UNWIND_CACHE=verify " + kBin + " -o " + (scratch / "m").string() + " -e REALTIME@250 " +
-                         exe + " " + args,
-                     scratch / "prof");
+  Outcome bare = run(cmd, scratch / "bare");
+  Outcome prof =
+      run("HPCRUN_UNWIND_CACHE=verify " + kBin + " -o " + (scratch / "m").string() + " -e REALTIME@250 " + cmd,
+          scratch / "prof");
   EXPECT_EQ(prof.status, c.status) << prof.err;
   EXPECT_EQ(prof.out, bare.out);
   EXPECT_EQ(logCount(scratch / "m", "disagreeing: "), 0u);
