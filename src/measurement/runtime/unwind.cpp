@@ -253,8 +253,8 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     }
     const bool signalFrame = recipes && pIsSignalFrame(&cursor) > 0;
     unw_word_t rbpBefore = 0;
-    if (recipe.size == Recipe::kUnknown && pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0)
-      recipe.size = Recipe::kLibunwind;  // nothing to learn it from
+    if (recipe.size == Recipe::kUnknown && (recipes->full() || pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0))
+      recipe.size = Recipe::kLibunwind;  // no room, or nothing to learn it from
     int r = pStep(&cursor);
     if (r == 0) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on

@@ -15,7 +15,7 @@ void FrameRecipes::set(uintptr_t ip, Recipe recipe) {
   size_t h = hash(ip);
   while (slots_[h].ip && slots_[h].ip != ip) h = (h + 1) & mask_;
   if (!slots_[h].ip) {
-    if ((count_ + 1) * 2 > mask_ + 1) return;  // at most half full: lookups stay short
+    if (full()) return;
     ++count_;
   }
   slots_[h].recipe = recipe;

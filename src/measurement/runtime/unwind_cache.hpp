@@ -51,6 +51,8 @@ public:
   }
   // Sets how a return address's frame is stepped; full: nothing learnt.
   void set(uintptr_t ip, Recipe recipe);
+  // Half the slots taken: no more is learnt (lookups stay short, and a walk stops probing).
+  bool full() const { return (count_ + 1) * 2 > mask_ + 1; }
   // Forgets everything when the load map changed since (code may now lie where other was).
   void syncWith(uintptr_t loadGeneration);
 
