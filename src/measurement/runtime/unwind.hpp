@@ -15,7 +15,7 @@ enum class UnwindEnd {
   Truncated  // ran out of frame slots
 };
 
-class UnwindCache;
+struct UnwindCache;
 
 bool unwindInit();   // at start-up; false when libunwind is missing
 void unwindFlushCache();
