@@ -275,6 +275,75 @@ TEST(Pipeline, LexAwareDropsALoopWithoutStatements) {
   EXPECT_EQ(sink.value(0, l7->id(), propId(1, kExecution)), 6.0);
 }
 
+// Propagation keeps values by context on trees up to a bound and by slot beyond it: both
+// must give, profile after profile on the same scratch, the rows and counts of a plain walk
+// up each point's ancestors (execution over every edge, function and lex_aware over lexical
+// edges only), for one, two and three metrics (the widths compiled apart and the general one).
+TEST(Propagation, ByContextAndBySlotAgreeWithWalkingUp) {
+  std::mt19937_64 rng(7);
+  Cct cct;
+  std::vector<Context*> made = {cct.root()};
+  for (uint32_t i = 1; i < 3000; ++i) {
+    Context* parent = made[i <= 16 ? rng() % i : i - 1 - rng() % 16];
+    ContextKey k;
+    k.relation = rng() % 3 ? Relation::Lexical : (rng() % 2 ? Relation::Call : Relation::InlinedCall);
+    k.type = k.relation == Relation::Lexical ? (rng() % 4 ? LexType::Line : LexType::Loop) : LexType::Function;
+    k.offset = i;
+    made.push_back(parent->child(k));
+  }
+  cct.finalize();
+  PropagationShape shape(cct);
+  for (uint32_t metrics : {1u, 2u, 3u}) {
+    const uint32_t width = metrics * kNumScopes;
+    Propagator byContext(shape, metrics), bySlot(shape, metrics, 0);
+    std::vector<double> expect(size_t(cct.size()) * width);
+    std::vector<uint32_t> expectCounts(size_t(cct.size()) * width, 0);
+    for (int profile = 0; profile < 6; ++profile) {
+      std::vector<ContextValue> pts;
+      for (int k = 0; k < 200; ++k)  // repeats, a zero and a sum to zero included
+        pts.push_back({uint32_t(rng() % cct.size()), uint32_t(rng() % metrics), double(int(rng() % 9) - 2)});
+      std::fill(expect.begin(), expect.end(), 0.0);
+      for (const ContextValue& p : pts) {
+        if (p.value == 0) continue;
+        double* v = &expect[size_t(p.ctx) * width + p.metric * kNumScopes];
+        v[kPoint] += p.value;
+        bool lexical = true;
+        for (uint32_t c = p.ctx;; c = shape.parent(c)) {
+          v = &expect[size_t(c) * width + p.metric * kNumScopes];
+          v[kExecution] += p.value;
+          if (lexical) v[kFunction] += p.value, v[kLexAware] += p.value;
+          if (shape.parent(c) == c) break;
+          lexical = lexical && shape.lexicalEdge(c);
+        }
+      }
+      SparseRow a, b;
+      byContext.run(pts, a);
+      bySlot.run(pts, b);
+      EXPECT_EQ(a.ctx, b.ctx);
+      EXPECT_EQ(a.start, b.start);
+      EXPECT_EQ(a.metric, b.metric);
+      EXPECT_EQ(a.value, b.value);
+      size_t seen = 0;
+      for (uint32_t c = 0; c < cct.size(); ++c)
+        for (uint32_t m = 0; m < width; ++m) {
+          const double want = expect[size_t(c) * width + m];
+          double got = 0;
+          for (size_t j = 0; j < a.ctx.size(); ++j)
+            if (a.ctx[j] == c)
+              for (uint64_t e = a.start[j]; e < a.start[j + 1]; ++e)
+                if (a.metric[e] == m) got = a.value[e];
+          EXPECT_DOUBLE_EQ(got, want) << "context " << c << " metric " << m;
+          seen += want != 0;
+          expectCounts[size_t(c) * width + m] += want != 0;
+        }
+      EXPECT_EQ(seen, a.size());
+      EXPECT_GT(seen, 200u);
+    }
+    EXPECT_EQ(byContext.metricCounts(), expectCounts);
+    EXPECT_EQ(bySlot.metricCounts(), expectCounts);
+  }
+}
+
 TEST(Pipeline, IdTuples) {
   std::vector<std::vector<IdIn>> in = {{{1, 1, 50, 0}, {3, 3, 0, 1}}, {{1, 1, 20, 0}, {3, 0, 9, 4}}};
   auto out = resolveIdTuples(in);

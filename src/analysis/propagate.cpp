@@ -17,11 +17,15 @@ PropagationShape::PropagationShape(const Cct& cct) {
   }
 }
 
-Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics)
+Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics, size_t denseLimit)
     : shape_(shape), numMetrics_(numMetrics), width_(numMetrics * kNumScopes), slotOf_(shape.size(), -1),
       pending_((shape.size() + 63) / 64, 0) {
   if (size_t(shape.size()) * width_ <= kMaxMetricCounts) metricCounts_.assign(size_t(shape.size()) * width_, 0);
   else counts_.assign(shape.size(), 0);
+  if (size_t(shape.size()) * width_ <= denseLimit) {
+    dense_.assign(size_t(shape.size()) * width_, 0.0);
+    slotOf_ = {};
+  }
 }
 
 uint64_t Propagator::count(uint32_t ctx) const {
@@ -35,11 +39,71 @@ uint64_t Propagator::count(uint32_t ctx) const {
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
   // The common widths (one or two metrics) unrolled by the compiler.
+  if (!dense_.empty()) {
+    switch (width_) {
+    case kNumScopes: return runDense<kNumScopes>(points, out);
+    case 2 * kNumScopes: return runDense<2 * kNumScopes>(points, out);
+    default: return runDense<0>(points, out);
+    }
+  }
   switch (width_) {
   case kNumScopes: return runWidth<kNumScopes>(points, out);
   case 2 * kNumScopes: return runWidth<2 * kNumScopes>(points, out);
   default: return runWidth<0>(points, out);
   }
+}
+
+namespace {
+
+// A context's subtotals added to its parent's: execution flows over every edge; function (and
+// lex_aware, equal to it per profile) over lexical edges only, stopping at calls and inlined
+// calls.
+inline void flowUp(double* to, const double* from, uint32_t width, bool lexical) {
+  if (lexical) {
+    for (uint32_t m = 0; m < width; m += kNumScopes) {
+      to[m + kExecution] += from[m + kExecution];
+      to[m + kFunction] += from[m + kFunction];
+      to[m + kLexAware] += from[m + kLexAware];
+    }
+  } else {
+    for (uint32_t m = 0; m < width; m += kNumScopes) to[m + kExecution] += from[m + kExecution];
+  }
+}
+
+}  // namespace
+
+template <uint32_t kWidth>
+void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) {
+  const uint32_t width = kWidth ? kWidth : width_;
+  double* dense = dense_.data();
+  // The points' values at their contexts, which are marked in a bitset; the bitset is then
+  // swept once from the highest context down. A context's children have higher ids, so its
+  // subtotals are complete when the sweep reaches it: they flow on to its parent, which is
+  // marked in turn. One pass, no slots: values stay by context.
+  for (const ContextValue& p : points) {
+    if (p.value == 0) continue;
+    pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
+    double* v = dense + size_t(p.ctx) * width + size_t(p.metric) * kNumScopes;
+    for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
+  }
+  order_.clear();
+  for (size_t w = pending_.size(); w-- > 0;) {
+    uint64_t bits = pending_[w];
+    pending_[w] = 0;
+    while (bits) {
+      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
+      bits &= ~(uint64_t(1) << b);
+      const uint32_t c = uint32_t(w * 64 + b);
+      order_.push_back(c);
+      const uint32_t up = shape_.parent(c);
+      if (up == c) continue;
+      const uint64_t upBit = uint64_t(1) << (up % 64);
+      if (up / 64 == w) bits |= upBit;
+      else pending_[up / 64] |= upBit;
+      flowUp(dense + size_t(up) * width, dense + size_t(c) * width, width, shape_.lexicalEdge(c));
+    }
+  }
+  writeRow<kWidth>(order_.size(), [&](size_t j) { return dense + size_t(order_[j]) * width; }, true, out);
 }
 
 template <uint32_t kWidth>
@@ -78,28 +142,21 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
   // Subtotals flow up once per context, children first (slots in increasing order: contexts
-  // in decreasing, a parent's id being smaller). Execution flows over every edge; function
-  // (and lex_aware, equal to it per profile) over lexical edges only, stopping at calls and
-  // inlined calls.
+  // in decreasing, a parent's id being smaller).
   for (size_t k = 0; k < n; ++k) {
     const uint32_t c = order_[k];
     const uint32_t up = shape_.parent(c);
-    if (up == c) continue;
-    double* to = values + size_t(slotOf_[up]) * width;
-    const double* from = values + k * width;
-    if (shape_.lexicalEdge(c)) {
-      for (uint32_t m = 0; m < width; m += kNumScopes) {
-        to[m + kExecution] += from[m + kExecution];
-        to[m + kFunction] += from[m + kFunction];
-        to[m + kLexAware] += from[m + kLexAware];
-      }
-    } else {
-      for (uint32_t m = 0; m < width; m += kNumScopes) to[m + kExecution] += from[m + kExecution];
-    }
+    if (up != c) flowUp(values + size_t(slotOf_[up]) * width, values + k * width, width, shape_.lexicalEdge(c));
   }
 
-  // The row, in increasing context order, into scratch sized for the most there can be (every
-  // entry written, kept only when non-zero), then copied out.
+  writeRow<kWidth>(n, [&](size_t j) { return values + j * width; }, false, out);
+}
+
+template <uint32_t kWidth, typename ValuesOf>
+void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, bool clear, SparseRow& out) {
+  const uint32_t width = kWidth ? kWidth : width_;
+  // The row, in increasing context order, into scratch sized for the most there can be, then
+  // copied out.
   const size_t most = n * width;
   if (rowMetric_.size() < most) {
     rowMetric_.resize(most);
@@ -118,19 +175,24 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   const bool byMetric = !metricCounts_.empty();
   for (size_t j = n; j-- > 0;) {  // increasing context order
     const uint32_t c = order_[j];
-    const double* v = values + j * width;
+    double* v = valuesOf(j);
     const size_t before = at;
-    for (uint32_t m = 0; m < width; ++m) {
-      metricOut[at] = uint16_t(m);
-      valueOut[at] = v[m];
-      at += v[m] != 0;
+    uint32_t* mc = byMetric ? &metricCounts_[size_t(c) * width] : nullptr;
+    // A metric's four scopes at a time: which are non-zero, as bits; then those entries only
+    // (most contexts have one or two: calls pass on execution alone).
+    for (uint32_t g = 0; g < width; g += kNumScopes) {
+      unsigned bits = unsigned(v[g] != 0) | unsigned(v[g + 1] != 0) << 1 | unsigned(v[g + 2] != 0) << 2 |
+                      unsigned(v[g + 3] != 0) << 3;
+      for (; bits; bits &= bits - 1) {
+        const uint32_t m = g + unsigned(__builtin_ctz(bits));
+        metricOut[at] = uint16_t(m);
+        valueOut[at] = v[m];
+        ++at;
+        if (mc) ++mc[m];
+      }
     }
-    if (byMetric) {
-      uint32_t* mc = &metricCounts_[size_t(c) * width];
-      for (uint32_t m = 0; m < width; ++m) mc[m] += v[m] != 0;
-    } else {
-      counts_[c] += at - before;
-    }
+    if (!mc) counts_[c] += at - before;
+    if (clear) std::fill_n(v, width, 0.0);
     ctxOut[k] = c;
     startOut[k + 1] = at;
     k += at != before;

@@ -58,7 +58,12 @@ private:
 // Reusable per-thread scratch; one run() per profile.
 class Propagator {
 public:
-  Propagator(const PropagationShape& shape, uint32_t numMetrics);
+  // Contexts x propagated metrics up to which values are kept by context (32 MiB a thread).
+  static constexpr size_t kMaxDense = size_t(1) << 22;
+  // Values are kept by context where contexts x propagated metrics is at most denseLimit,
+  // else by slot of the contexts a profile touches (a test sets 0 to take that path on a
+  // small tree).
+  Propagator(const PropagationShape& shape, uint32_t numMetrics, size_t denseLimit = kMaxDense);
   Propagator(const Propagator&) = delete;
   Propagator& operator=(const Propagator&) = delete;
 
@@ -76,14 +81,21 @@ public:
   const std::vector<uint32_t>& metricCounts() const { return metricCounts_; }
 
 private:
-  // run() for a width known at compile time (0: width_).
+  // run() for a width known at compile time (0: width_): values in dense_ by context where
+  // the tree is small enough (runDense), else in slots of the touched contexts (runWidth).
+  template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
+  // Writes the row from values by slot or context (v(k) for the k-th context of order_ from
+  // the end, i.e. in increasing context order), counting it; clears what it read when asked.
+  template <uint32_t kWidth, typename ValuesOf>
+  void writeRow(size_t n, ValuesOf&& v, bool clear, SparseRow& out);
   const PropagationShape& shape_;
   uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
   std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
   std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k]
   std::vector<double> values_;      // width_ per slot; its size only grows
+  std::vector<double> dense_;       // width_ per context (all zero between runs), or empty
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
