@@ -239,6 +239,10 @@ Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numPro
   SparseRow summary;
   HPC_RETURN_IF_ERROR(transposeRange(sink, metrics, numProfiles, nonzeros, 0,
                                      uint32_t(nonzeros.size()), opt, summary));
+  return writeSummary(sink, metrics, opt, summary);
+}
+
+Status writeSummary(DatabaseSink& sink, const MetricTable& metrics, const TransposeOptions& opt, SparseRow& summary) {
   if (opt.shape) lexAwareSummary(*opt.shape, metrics.size(), summary, uint32_t(metrics.kinds().size()));
   return sink.writeSummary(summary);
 }

@@ -147,7 +147,8 @@ struct TransposeOptions {
   std::function<void()> alongside;
 };
 
-// nonzeros[c]: how many (profile, metric) values context c has over all profiles.
+// nonzeros[c]: how many (profile, metric) values context c has over all profiles. The
+// whole tree's transposeRange, then writeSummary.
 Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                  const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt);
 
@@ -156,5 +157,9 @@ Status transpose(DatabaseSink& sink, const MetricTable& metrics, uint32_t numPro
 Status transposeRange(DatabaseSink& sink, const MetricTable& metrics, uint32_t numProfiles,
                       const std::vector<uint64_t>& nonzeros, uint32_t lo, uint32_t hi,
                       const TransposeOptions& opt, SparseRow& summary);
+
+// The summary profile's row (the statistics transposeRange gathered, rewritten for lex_aware
+// where opt.shape is given) written to the sink.
+Status writeSummary(DatabaseSink& sink, const MetricTable& metrics, const TransposeOptions& opt, SparseRow& summary);
 
 }  // namespace hpc::analysis
