@@ -570,10 +570,17 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
             }));
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
-  HPC_RETURN_IF_ERROR(buckets->finish());
-  // Read whole: its pages leave the page cache now, for the cct.db writes to take, rather
-  // than at the end (fresh pages are dear on a virtual machine).
-  spill.reset();
+  // The spill is read whole: its pages leave the page cache now, for the buckets' last
+  // chunks and the cct.db writes to take, rather than at the end (fresh pages are dear on a
+  // virtual machine). With threads, that and each lane's last chunks (a file each) go at once.
+  std::vector<Status> flushed(lanes);
+  arena.execute([&] {
+    tbb::task_group closing;
+    closing.run([&] { spill.reset(); });
+    tbb::parallel_for(0u, lanes, [&](uint32_t lane) { flushed[lane] = buckets->finish(lane); });
+    closing.wait();
+  });
+  for (const Status& e : flushed) HPC_RETURN_IF_ERROR(e);
   result.propagateSeconds = timer.lap("propagate, write profiles");
 
   // Class 3 and cct.db: the transpose.

@@ -218,10 +218,14 @@ Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
 }
 
 Status RowBuckets::finish() {
-  for (uint32_t lane = 0; lane < lanes_.size(); ++lane) {
-    HPC_RETURN_IF_ERROR(flush(lane, kAll));
-    std::vector<uint8_t>().swap(lanes_[lane].large);
-  }
+  for (uint32_t lane = 0; lane < lanes_.size(); ++lane) HPC_RETURN_IF_ERROR(finish(lane));
+  return Status();
+}
+
+Status RowBuckets::finish(uint32_t lane) {
+  if (lane >= lanes_.size()) return Status::error("transpose: no such lane");
+  HPC_RETURN_IF_ERROR(flush(lane, kAll));
+  std::vector<uint8_t>().swap(lanes_[lane].large);
   return Status();
 }
 

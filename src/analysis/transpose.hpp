@@ -59,6 +59,8 @@ public:
   Status add(uint32_t lane, uint32_t profile, const SparseRow& row);
   // Writes out what the buffers hold. MT: after the last add().
   Status finish();
+  // The same for one lane. MT: after the lane's last add(); lanes at the same time.
+  Status finish(uint32_t lane);
   // The buffers' memory, after finish(): the transpose's rounds reuse it rather than touch
   // fresh pages (dear on a virtual machine). Its size in bytes goes to `bytes`.
   std::unique_ptr<uint8_t[]> releaseMemory(uint64_t& bytes);
