@@ -160,11 +160,7 @@ public:
 
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
-    thread_local std::vector<db::TraceElem> line;
-    line.clear();
-    line.reserve(trace.size());
-    for (const TracePoint& p : trace) line.push_back({p.time, p.ctx});
-    return trace_.write(index - 1, index, line);
+    return trace_.write(index - 1, index, trace, &TracePoint::time, &TracePoint::ctx);
   }
 
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override {

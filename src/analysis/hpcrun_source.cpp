@@ -134,17 +134,21 @@ public:
       if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
     }
     if (!trace_.empty()) {
-      thread_local hpcrun::Trace tr;
+      thread_local hpcrun::TraceView tr;
       thread_local std::vector<uint8_t> traceBuffer;  // apart: no zero-filling on growth
       Status st = read_file_into(trace_, traceBuffer);
-      if (st.ok()) st = hpcrun::parse_trace(traceBuffer, trace_.string(), tr);
+      if (st.ok()) st = hpcrun::view_trace(traceBuffer, trace_.string(), tr);
       if (!st.ok()) {
         v.values.clear();
         out.valuesStatus = st;
         return Status();
       }
-      v.trace.reserve(tr.records.size());
-      for (const auto& r : tr.records) v.trace.push_back({r.time, r.cct_id});
+      // Decoded straight into the profile's records (no records of the format's in between).
+      v.trace.reserve(tr.count);
+      for (uint64_t k = 0; k < tr.count; ++k) {
+        const hpcrun::TraceRecord r = tr.record(k);
+        v.trace.push_back({r.time, r.cct_id});
+      }
     }
     return Status();
   }

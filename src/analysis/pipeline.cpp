@@ -424,10 +424,10 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   propagator.run(points, out.row);
   if (u.header.hasTrace) {
     const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
-    out.trace.resize(u.traces);
+    out.trace.reserve(u.traces);  // storage kept from profile to profile, not zero-filled
     for (uint32_t k = 0; k < u.traces; ++k) {
       if (k + kAhead < u.traces && st[k + kAhead].ctx) __builtin_prefetch(st[k + kAhead].ctx->idsAt());
-      out.trace[k] = {st[k].time, st[k].ctx ? st[k].ctx->listedId() : 0};
+      out.trace.push_back({st[k].time, st[k].ctx ? st[k].ctx->listedId() : 0});
     }
     auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
     if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))

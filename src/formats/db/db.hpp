@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -309,10 +310,29 @@ public:
   Status begin(const std::filesystem::path& file, uint32_t numTraces);
   // MT: thread-safe for distinct indices. `line` sorted by timestamp.
   Status write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line);
+  // The same from a caller's own elements, each its time and context as members (no line of
+  // TraceElem copied first).
+  template <typename E, typename Time, typename Ctx>
+  Status write(uint32_t index, uint32_t profIndex, std::span<const E> line, Time E::*time, Ctx E::*ctx) {
+    return writeEncoded(index, profIndex, line.size(), line.empty() ? 0 : uint64_t(line.front().*time),
+                        line.empty() ? 0 : uint64_t(line.back().*time), [&](uint8_t* p) {
+                          for (const E& e : line) {
+                            const uint64_t t = uint64_t(e.*time);
+                            const uint32_t c = uint32_t(e.*ctx);
+                            std::memcpy(p, &t, 8);  // little-endian (checked in the writer)
+                            std::memcpy(p + 8, &c, 4);
+                            p += 12;
+                          }
+                        });
+  }
   // MT: externally synchronized.
   Status finish();
 
 private:
+  // n elements of 12 bytes encoded by `encode` into the file's buffer; first and last: their
+  // first and last timestamps.
+  Status writeEncoded(uint32_t index, uint32_t profIndex, uint64_t n, uint64_t first, uint64_t last,
+                      const std::function<void(uint8_t*)>& encode);
   struct Header {
     uint32_t profIndex = 0;
     uint64_t pStart = 0, pEnd = 0;

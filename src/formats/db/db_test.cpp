@@ -371,7 +371,9 @@ TEST(DbRegions, CursorReadsOfRangesMatchWholeIndexReads) {
       ASSERT_TRUE(read_profile_block(read, block, lo, hi, ranged, cursor).ok());
       EXPECT_EQ(whole, ranged) << keys << " [" << lo << ", " << hi << ")";
       // A dozen or more reads a search by single entries took.
-      if (lo != 0 && hi - lo < 1000) EXPECT_LE(reads, 8u) << keys << " [" << lo << ", " << hi << ")";
+      if (lo != 0 && hi - lo < 1000) {
+        EXPECT_LE(reads, 8u) << keys << " [" << lo << ", " << hi << ")";
+      }
     }
     // Ascending ranges, one cursor: the same values, range by range.
     RowCursor cursor;

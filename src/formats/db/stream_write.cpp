@@ -312,22 +312,21 @@ Status TraceDbWriter::begin(const std::filesystem::path& file, uint32_t numTrace
 }
 
 Status TraceDbWriter::write(uint32_t index, uint32_t profIndex, std::span<const TraceElem> line) {
+  return write(index, profIndex, line, &TraceElem::timestamp, &TraceElem::ctxId);
+}
+
+Status TraceDbWriter::writeEncoded(uint32_t index, uint32_t profIndex, uint64_t count, uint64_t first,
+                                   uint64_t last, const std::function<void(uint8_t*)>& encode) {
   if (!out_ || index >= headers_.size()) return Status::error("trace.db: trace index out of range");
   static_assert(std::endian::native == std::endian::little, "the database is little-endian");
-  const uint64_t n = 12 * uint64_t(line.size());
+  const uint64_t n = 12 * count;
   const uint64_t at = out_->reserve(n);
-  HPC_RETURN_IF_ERROR(out_->put(at, size_t(n), [&](uint8_t* p) {
-    for (const TraceElem& e : line) {
-      std::memcpy(p, &e.timestamp, 8);
-      std::memcpy(p + 8, &e.ctxId, 4);
-      p += 12;
-    }
-  }));
+  HPC_RETURN_IF_ERROR(out_->put(at, size_t(n), encode));
   headers_[index] = {profIndex, at, at + n};
-  if (!line.empty()) {
+  if (count) {
     std::lock_guard lock(mu_);
-    min_ = std::min(min_, line.front().timestamp);
-    max_ = std::max(max_, line.back().timestamp);
+    min_ = std::min(min_, first);
+    max_ = std::max(max_, last);
   }
   return Status();
 }

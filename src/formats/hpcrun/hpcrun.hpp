@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <iosfwd>
 #include <span>
@@ -201,6 +202,25 @@ Status write_profile(const Profile& p, const std::filesystem::path& path);
 Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& name);
 // The same into `t`, whose records' capacity is reused.
 Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trace& t);
+// A trace's records where they are, after parse_trace's checks: record(k) decodes one, so a
+// reader fills its own records with no copy in between.
+struct TraceView {
+  std::string version;
+  uint64_t flags = 0;
+  const uint8_t* first = nullptr;  // the first record
+  uint64_t stride = 12;            // 16 with kTraceDataCentric
+  uint64_t count = 0;
+  TraceRecord record(uint64_t k) const {
+    const uint8_t* p = first + k * stride;
+    uint64_t t;
+    uint32_t id, metric = 0;
+    std::memcpy(&t, p, 8);
+    std::memcpy(&id, p + 8, 4);
+    if (stride == 16) std::memcpy(&metric, p + 12, 4);
+    return {__builtin_bswap64(t), __builtin_bswap32(id), __builtin_bswap32(metric)};
+  }
+};
+Status view_trace(std::span<const uint8_t> bytes, const std::string& name, TraceView& out);
 Expected<Trace> read_trace(const std::filesystem::path& path);
 Expected<std::vector<uint8_t>> encode_trace(const Trace& t);
 Status write_trace(const Trace& t, const std::filesystem::path& path);

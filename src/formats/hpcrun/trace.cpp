@@ -15,10 +15,10 @@ Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& n
   return t;
 }
 
-Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trace& t) {
+Status view_trace(std::span<const uint8_t> bytes, const std::string& name, TraceView& t) {
   ByteView v(bytes, name);
   t.flags = 0;
-  t.records.clear();
+  t.count = 0;
   HPC_RETURN_IF_ERROR(v.check(0, 24, "the 24-byte trace magic/version/endian"));
   const uint8_t* b = bytes.data();
   if (std::memcmp(b, enc::kTraceMagic, 18) != 0)
@@ -32,35 +32,26 @@ Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trac
     HPC_ASSIGN_OR_RETURN(t.flags, v.be<uint64_t>(24, "trace flags"));
     off = 32;
   }
-  const uint64_t rec = (t.flags & kTraceDataCentric) ? 16 : 12;
+  t.stride = (t.flags & kTraceDataCentric) ? 16 : 12;
   const uint64_t body = v.size() - off;
-  if (body % rec != 0)
-    return v.error(v.size() - body % rec,
-                   "expected whole " + std::to_string(rec) + "-byte trace records, found " +
-                       std::to_string(body % rec) + " trailing bytes (truncated file?)");
-  t.records.resize(body / rec);  // bounded by the file size, so every record is whole
-  const uint8_t* at = b + off;
-  auto be64 = [](const uint8_t* p) {
-    uint64_t x;
-    std::memcpy(&x, p, 8);
-    return __builtin_bswap64(x);
-  };
-  auto be32 = [](const uint8_t* p) {
-    uint32_t x;
-    std::memcpy(&x, p, 4);
-    return __builtin_bswap32(x);
-  };
-  if (rec == 16) {
-    for (auto& r : t.records) {
-      r = {be64(at), be32(at + 8), be32(at + 12)};
-      at += 16;
-    }
-  } else {
-    for (auto& r : t.records) {
-      r = {be64(at), be32(at + 8), 0};
-      at += 12;
-    }
-  }
+  if (body % t.stride != 0)
+    return v.error(v.size() - body % t.stride,
+                   "expected whole " + std::to_string(t.stride) + "-byte trace records, found " +
+                       std::to_string(body % t.stride) + " trailing bytes (truncated file?)");
+  t.first = b + off;
+  t.count = body / t.stride;  // bounded by the file size, so every record is whole
+  return Status();
+}
+
+Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trace& t) {
+  TraceView view;
+  t.flags = 0;
+  t.records.clear();
+  HPC_RETURN_IF_ERROR(view_trace(bytes, name, view));
+  t.version = std::move(view.version);
+  t.flags = view.flags;
+  t.records.reserve(view.count);
+  for (uint64_t k = 0; k < view.count; ++k) t.records.push_back(view.record(k));
   return Status();
 }
 
