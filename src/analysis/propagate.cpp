@@ -72,6 +72,28 @@ inline void flowUp(double* to, const double* from, uint32_t width, bool lexical)
 
 }  // namespace
 
+template <typename Visit>
+void Propagator::sweep(Visit&& visit) {
+  order_.clear();
+  for (size_t w = pending_.size(); w-- > 0;) {
+    uint64_t bits = pending_[w];
+    pending_[w] = 0;
+    while (bits) {
+      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
+      bits &= ~(uint64_t(1) << b);
+      const uint32_t c = uint32_t(w * 64 + b);
+      order_.push_back(c);
+      const uint32_t up = shape_.parent(c);
+      if (up != c) {
+        const uint64_t upBit = uint64_t(1) << (up % 64);
+        if (up / 64 == w) bits |= upBit;
+        else pending_[up / 64] |= upBit;
+      }
+      visit(c, up);
+    }
+  }
+}
+
 template <uint32_t kWidth>
 void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = kWidth ? kWidth : width_;
@@ -86,23 +108,9 @@ void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) 
     double* v = dense + size_t(p.ctx) * width + size_t(p.metric) * kNumScopes;
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
-  order_.clear();
-  for (size_t w = pending_.size(); w-- > 0;) {
-    uint64_t bits = pending_[w];
-    pending_[w] = 0;
-    while (bits) {
-      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
-      bits &= ~(uint64_t(1) << b);
-      const uint32_t c = uint32_t(w * 64 + b);
-      order_.push_back(c);
-      const uint32_t up = shape_.parent(c);
-      if (up == c) continue;
-      const uint64_t upBit = uint64_t(1) << (up % 64);
-      if (up / 64 == w) bits |= upBit;
-      else pending_[up / 64] |= upBit;
-      flowUp(dense + size_t(up) * width, dense + size_t(c) * width, width, shape_.lexicalEdge(c));
-    }
-  }
+  sweep([&](uint32_t c, uint32_t up) {
+    if (up != c) flowUp(dense + size_t(up) * width, dense + size_t(c) * width, width, shape_.lexicalEdge(c));
+  });
   writeRow<kWidth>(order_.size(), [&](size_t j) { return dense + size_t(order_[j]) * width; }, true, out);
 }
 
@@ -115,23 +123,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   // The sweep also gives the slots, in decreasing context order.
   for (const ContextValue& p : points)
     if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
-  order_.clear();
-  for (size_t w = pending_.size(); w-- > 0;) {
-    uint64_t bits = pending_[w];
-    pending_[w] = 0;
-    while (bits) {
-      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
-      bits &= ~(uint64_t(1) << b);
-      const uint32_t c = uint32_t(w * 64 + b);
-      slotOf_[c] = int32_t(order_.size());
-      order_.push_back(c);
-      const uint32_t up = shape_.parent(c);
-      if (up == c) continue;
-      const uint64_t upBit = uint64_t(1) << (up % 64);
-      if (up / 64 == w) bits |= upBit;
-      else pending_[up / 64] |= upBit;
-    }
-  }
+  sweep([&](uint32_t c, uint32_t) { slotOf_[c] = int32_t(order_.size() - 1); });
   const size_t n = order_.size();
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
   std::fill_n(values_.data(), n * width, 0.0);

@@ -88,6 +88,10 @@ private:
   // the tree is small enough (runDense), else in slots of the touched contexts (runWidth).
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
+  // Sweeps the marked contexts (pending_) from the highest id down, marking each one's parent
+  // (a smaller id, swept later) and listing them in order_; visit(context, parent) for each,
+  // as it is listed (the root is its own parent).
+  template <typename Visit> void sweep(Visit&& visit);
   // Writes the row from values by slot or context (v(k) for the k-th context of order_ from
   // the end, i.e. in increasing context order), counting it; clears what it read when asked.
   template <uint32_t kWidth, typename ValuesOf>
