@@ -505,11 +505,15 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
   // The rows by context range for the transpose, each thread's apart (a lane), in buffers of
-  // a round's size per lane.
+  // a round's size per lane; with few profiles none (PipelineOptions::rowBucketsAbove): the
+  // transpose reads the rows back from profile.db.
   const uint32_t lanes = std::max(1u, options.threads);
-  HPC_ASSIGN_OR_RETURN(std::unique_ptr<RowBuckets> buckets,
-                       RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget, kTransposeRoundBytes * lanes),
-                                          options.scratchDir, lanes));
+  std::unique_ptr<RowBuckets> buckets;
+  if (plan.live.size() > options.rowBucketsAbove) {
+    HPC_ASSIGN_OR_RETURN(buckets, RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget,
+                                                                                    kTransposeRoundBytes * lanes),
+                                                     options.scratchDir, lanes));
+  }
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
@@ -553,9 +557,10 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                          propagators.local(), f->p);
                                                      // Split while the row is in this core's cache.
                                                      const int lane = tbb::this_task_arena::current_thread_index();
-                                                     if (f->status.ok() && lane >= 0 && uint32_t(lane) < lanes)
+                                                     if (!buckets || !f->status.ok()) return f;
+                                                     if (lane >= 0 && uint32_t(lane) < lanes)
                                                        f->status = buckets->add(uint32_t(lane), uint32_t(f->k + 1), f->p.row);
-                                                     else if (f->status.ok())
+                                                     else
                                                        f->status = Status::error("propagation: a thread outside the arena");
                                                      return f;
                                                    }) &
@@ -577,7 +582,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   arena.execute([&] {
     tbb::task_group closing;
     closing.run([&] { spill.reset(); });
-    tbb::parallel_for(0u, lanes, [&](uint32_t lane) { flushed[lane] = buckets->finish(lane); });
+    if (buckets) tbb::parallel_for(0u, lanes, [&](uint32_t lane) { flushed[lane] = buckets->finish(lane); });
     closing.wait();
   });
   for (const Status& e : flushed) HPC_RETURN_IF_ERROR(e);
@@ -595,7 +600,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.verbose = options.verbose;
   topt.buckets = buckets.get();
   if (metricCounts.size() == size_t(cct.size()) * metrics.numProp()) topt.metricCounts = &metricCounts;
-  std::unique_ptr<uint8_t[]> workspace = buckets->releaseMemory(topt.workspaceBytes);
+  std::unique_ptr<uint8_t[]> workspace = buckets ? buckets->releaseMemory(topt.workspaceBytes) : nullptr;
   topt.workspace = workspace.get();
   MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths, &plan.metricDescs};
   // With threads, meta.db (from the finalized tree alone) is written beside the transpose, in

@@ -26,6 +26,12 @@ struct PipelineOptions {
   // Where pass 1 keeps profiles' values until pass 2 (an unnamed temporary file); empty:
   // the system's temporary directory.
   std::filesystem::path scratchDir;
+  // With more usable profiles than this, pass 2 keeps each row by context range in row
+  // buckets (temporary files) for the transpose; with as many or fewer, each round reads a
+  // piece of every row back from profile.db (two reads a row a round: few when profiles are
+  // few, and no temporary copy of every value). 100 profiles of 400,000 contexts at -j2:
+  // median 0.81 -> 0.71 s, steadier; 500 profiles of 20,000: 0.123 -> 0.143 s, hence the bound.
+  uint32_t rowBucketsAbove = 128;
 };
 
 // The analysis state the database was written from; it outlives the run.

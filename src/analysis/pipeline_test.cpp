@@ -588,9 +588,11 @@ namespace {
 
 // Many profiles whose trees overlap partially: the database must be bit-identical
 // whatever the thread count.
+// The same database at any thread count, with the transpose's values kept in row buckets
+// or read back from the profiles' rows (few profiles).
 TEST(Pipeline, IdenticalAtAnyThreadCount) {
   FakeStructure structure;
-  auto run = [&](unsigned threads, MemorySink& sink) {
+  auto run = [&](unsigned threads, MemorySink& sink, uint32_t rowBucketsAbove) {
     std::vector<std::unique_ptr<ProfileSource>> in;
     for (uint32_t p = 0; p < 24; ++p) {
       ProfileTree t = smallTree();
@@ -605,24 +607,32 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     PipelineOptions opt;
     opt.threads = threads;
     opt.transposeBudget = 200;
+    opt.rowBucketsAbove = rowBucketsAbove;
     auto r = runPipeline(in, &structure, sink, opt);
     EXPECT_TRUE(r.ok());
     return r;
   };
-  MemorySink a, b;
-  auto ra = run(1, a), rb = run(3, b);
-  ASSERT_EQ(a.rows.size(), b.rows.size());
-  for (size_t p = 0; p < a.rows.size(); ++p) {
-    EXPECT_EQ(a.rows[p].ctx, b.rows[p].ctx) << p;
-    EXPECT_EQ(a.rows[p].metric, b.rows[p].metric) << p;
-    EXPECT_EQ(a.rows[p].value, b.rows[p].value) << p;  // bitwise
-    EXPECT_EQ(a.ids[p], b.ids[p]);
-  }
-  ASSERT_EQ(a.columns.size(), b.columns.size());
-  for (size_t i = 0; i < a.columns.size(); ++i) {
-    EXPECT_EQ(a.columns[i].ctx, b.columns[i].ctx);
-    EXPECT_EQ(a.columns[i].profile, b.columns[i].profile);
-    EXPECT_EQ(a.columns[i].value, b.columns[i].value);
+  MemorySink a;
+  auto ra = run(1, a, 0);
+  ASSERT_FALSE(a.columns.empty());
+  for (auto [threads, above] : {std::pair{3u, 0u}, {1u, 24u}, {3u, 24u}}) {
+    MemorySink b;
+    auto rb = run(threads, b, above);
+    ASSERT_EQ(a.rows.size(), b.rows.size());
+    for (size_t p = 0; p < a.rows.size(); ++p) {
+      EXPECT_EQ(a.rows[p].ctx, b.rows[p].ctx) << p;
+      EXPECT_EQ(a.rows[p].metric, b.rows[p].metric) << p;
+      EXPECT_EQ(a.rows[p].value, b.rows[p].value) << p;  // bitwise
+      EXPECT_EQ(a.ids[p], b.ids[p]);
+    }
+    ASSERT_EQ(a.columns.size(), b.columns.size()) << threads << " threads, buckets above " << above;
+    for (size_t i = 0; i < a.columns.size(); ++i) {
+      EXPECT_EQ(a.columns[i].ctx, b.columns[i].ctx);
+      EXPECT_EQ(a.columns[i].metric, b.columns[i].metric);
+      EXPECT_EQ(a.columns[i].start, b.columns[i].start);
+      EXPECT_EQ(a.columns[i].profile, b.columns[i].profile);
+      EXPECT_EQ(a.columns[i].value, b.columns[i].value);
+    }
   }
   EXPECT_EQ(a.ids[3][1].logical, 2u);
 }

@@ -320,8 +320,7 @@ private:
   std::vector<Round> plan(uint32_t first, uint32_t last, uint64_t roundBytes) const;
   // Values placed by (context, metric) counts: no sort by metric.
   bool direct() const {
-    return opt_.buckets && opt_.metricCounts &&
-           opt_.metricCounts->size() == size_t(nonzeros_.size()) * metrics_.numProp();
+    return opt_.metricCounts && opt_.metricCounts->size() == size_t(nonzeros_.size()) * metrics_.numProp();
   }
   // Fills w's columns with round r's values in profile order; `threads` share the work.
   Status gather(const Round& r, RoundWork& w, uint32_t threads);
@@ -510,6 +509,8 @@ Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
   const uint32_t batch = threads == 1 ? 1 : 4 * threads;
   w.rows.resize(batch);
   w.errors.resize(batch);
+  const bool byMetric = direct();
+  const uint32_t np = metrics_.numProp();
   auto scatter = [&](uint32_t t, uint32_t n, uint32_t p0) {
     const uint32_t clo = w.split[t], chi = w.split[t + 1];
     if (clo >= chi) return;
@@ -517,9 +518,27 @@ Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
       const SparseRow& r = w.rows[i];
       size_t j = size_t(std::lower_bound(r.ctx.begin(), r.ctx.end(), clo) - r.ctx.begin());
       for (; j < r.ctx.size() && r.ctx[j] < chi; ++j) {
-        uint64_t& at = w.cursor[r.ctx[j] - lo];
+        const uint32_t c = r.ctx[j];
         const uint64_t b = r.start[j], e = r.start[j + 1];
-        if (at + (e - b) > w.offset[r.ctx[j] - lo + 1]) {
+        if (byMetric) {
+          // Straight to its place by metric, as from the buckets.
+          uint64_t* cursor = &w.cursor[size_t(c - lo) * np];
+          const uint64_t limit = w.offset[c - lo + 1];
+          for (uint64_t k = b; k < e; ++k) {
+            const uint16_t m = r.metric[k];
+            if (m >= np || cursor[m] >= limit) {
+              overflow_ = true;
+              return;
+            }
+            const uint64_t to = cursor[m]++;
+            w.prof[to] = p0 + i;
+            w.met[to] = m;
+            w.val[to] = r.value[k];
+          }
+          continue;
+        }
+        uint64_t& at = w.cursor[c - lo];
+        if (at + (e - b) > w.offset[c - lo + 1]) {
           overflow_ = true;
           return;
         }
