@@ -652,12 +652,31 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   }
 
   if (!pipelined) {
-    if (opt_.alongside) opt_.alongside();
-    for (const Round& r : rounds) {
-      HPC_RETURN_IF_ERROR(gather(r, *work[0], threads_));
-      build(*work[0], threads_);
-      HPC_RETURN_IF_ERROR(emit(*work[0], summary));
+    auto inTurn = [&]() -> Status {
+      for (const Round& r : rounds) {
+        HPC_RETURN_IF_ERROR(gather(r, *work[0], threads_));
+        build(*work[0], threads_);
+        HPC_RETURN_IF_ERROR(emit(*work[0], summary));
+      }
+      return Status();
+    };
+    Status done;
+    if (opt_.alongside && threads_ > 1) {
+      // The work beside is a task of the arena: a thread takes it up at once, the others
+      // share the rounds meanwhile (100 profiles of 400,000 contexts read back as rows:
+      // meta.db, 0.05 s at -j1, had gone alone before the first round; 6 interleaved runs at
+      // -j2: minimum 0.66 -> 0.59 s, median 0.79 -> 0.75 s).
+      arena_.execute([&] {
+        tbb::task_group beside;
+        beside.run(opt_.alongside);
+        done = inTurn();
+        beside.wait();
+      });
+    } else {
+      if (opt_.alongside) opt_.alongside();
+      done = inTurn();
     }
+    HPC_RETURN_IF_ERROR(done);
   } else {
     std::vector<RoundWork*> free;
     for (auto& w : work) free.push_back(w.get());
