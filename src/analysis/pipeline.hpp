@@ -29,8 +29,10 @@ struct PipelineOptions {
   // With more usable profiles than this, pass 2 keeps each row by context range in row
   // buckets (temporary files) for the transpose; with as many or fewer, each round reads a
   // piece of every row back from profile.db (two reads a row a round: few when profiles are
-  // few, and no temporary copy of every value). 100 profiles of 400,000 contexts at -j2:
-  // median 0.81 -> 0.71 s, steadier; 500 profiles of 20,000: 0.123 -> 0.143 s, hence the bound.
+  // few, and no temporary copy of every value). 100 profiles of 400,000 contexts: -j1 medians
+  // 1.27 -> 1.14 and 1.20 -> 1.15 s, -j2 from no change to 0.81 -> 0.71 s by the hour; 100
+  // profiles of 20,000: -j2 0.048 -> 0.045 s, peak 29 -> 24 MiB; but 250 and 500 profiles of
+  // 20,000 were slower read back (0.071 -> 0.086, 0.130 -> 0.144 s), hence the bound.
   uint32_t rowBucketsAbove = 128;
 };
 
