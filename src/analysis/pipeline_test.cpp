@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 namespace hpc::analysis {
 namespace {
@@ -513,6 +514,57 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
       }
     }
   }
+}
+
+// A piece gives its contexts as 16-bit offsets from its bucket's first context: a tree of
+// 20M contexts gets buckets of at most 65,536 (more of them, with smaller buffers, than the
+// memory alone would make), and every value comes back with its profile, context and metric.
+TEST(Transpose, BucketsOfAHugeTreeKeepTheirContexts) {
+  const uint32_t contexts = 20000000;
+  auto buckets = RowBuckets::create(contexts, uint64_t(4) << 20, "", 1);
+  ASSERT_TRUE(buckets.ok()) << buckets.status().message();
+  RowBuckets& bk = **buckets;
+  ASSERT_GE(bk.buckets(), (contexts + 65535) / 65536);
+  for (uint32_t b = 0; b + 1 < bk.buckets(); ++b) ASSERT_LE(bk.firstContext(b + 1) - bk.firstContext(b), 65536u);
+  using Value = std::tuple<uint32_t, uint32_t, uint16_t, double>;  // profile, context, metric, value
+  std::vector<Value> in;
+  for (uint32_t p = 1; p <= 3; ++p) {
+    SparseRow r;
+    for (uint32_t c : {0u, 1u, 65535u, 65536u, 65537u, 12345678u, contexts - 2, contexts - 1}) {
+      if ((c + p) % 3 == 0) continue;
+      for (uint16_t m = 0; m < 1 + (c + p) % 4; ++m) {
+        r.metric.push_back(uint16_t(m * 3));
+        r.value.push_back(double(p) * 1000 + m + c % 97);
+        in.emplace_back(p, c, r.metric.back(), r.value.back());
+      }
+      r.ctx.push_back(c);
+      r.start.push_back(r.value.size());
+    }
+    ASSERT_TRUE(bk.add(0, p, r).ok());
+  }
+  ASSERT_TRUE(bk.finish().ok());
+  std::vector<Value> out;
+  for (uint32_t b = 0; b < bk.buckets(); ++b)
+    for (const RowBuckets::Chunk& chunk : bk.chunks(0, b)) {
+      std::vector<uint8_t> bytes(chunk.bytes);
+      ASSERT_TRUE(bk.readChunk(chunk, bytes.data()).ok());
+      for (size_t at = 0; at < bytes.size();) {
+        auto piece = RowBuckets::pieceAt({bytes.data() + at, bytes.size() - at});
+        ASSERT_TRUE(piece.ok()) << piece.status().message();
+        const RowBuckets::Piece& pc = piece->first;
+        EXPECT_EQ(pc.base, bk.firstContext(b));
+        for (uint32_t e = 0, v = 0; e < pc.entries; ++e)
+          for (uint32_t k = 0; k < pc.count[e]; ++k, ++v) {
+            ASSERT_LT(v, pc.values);
+            out.emplace_back(pc.profile, pc.base + pc.offset[e], pc.metric[v], pc.value[v]);
+          }
+        at += piece->second;
+      }
+    }
+  std::sort(in.begin(), in.end());
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ(in, out);
+  EXPECT_GT(in.size(), 20u);
 }
 
 // hpcprof-mpi: a rank's context range [lo, hi), its part of every row kept in buckets of that

@@ -135,10 +135,15 @@ Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint
     HPC_ASSIGN_OR_RETURN(f, Spill::create(scratchDir));
   }
   const uint64_t perLane = memoryBytes / lanes;
-  const uint64_t n = std::clamp<uint64_t>(perLane / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
+  uint64_t n = std::clamp<uint64_t>(perLane / kMinChunkBytes, 1, std::min<uint64_t>(kMaxBuckets, contexts));
+  // More buckets, with smaller buffers, where a bucket would hold more contexts than its
+  // pieces' 16-bit offsets reach (trees of over 8M contexts at the default memory).
+  const uint64_t fewest = (uint64_t(contexts) + kMaxBucketWidth - 1) / kMaxBucketWidth;
+  const uint64_t smallest = n < fewest ? uint64_t(8) << 10 : kMinChunkBytes;
+  n = std::max(n, fewest);
   b->width_ = uint32_t((uint64_t(contexts) + n - 1) / n);
   b->buckets_ = (contexts + b->width_ - 1) / b->width_;
-  b->chunkBytes_ = std::max<uint64_t>(kMinChunkBytes, perLane / b->buckets_) & ~uint64_t(7);
+  b->chunkBytes_ = std::max<uint64_t>(smallest, perLane / b->buckets_) & ~uint64_t(7);
   // Not zero-filled: pages are touched as they are used.
   b->memory_.reset(new uint8_t[uint64_t(lanes) * b->buckets_ * b->chunkBytes_]);
   b->lanes_.resize(lanes);
@@ -195,17 +200,19 @@ Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
     const bool large = bytes > chunkBytes_;
     if (large) l.large.resize(bytes);
     uint8_t* p = large ? l.large.data() : buffer(lane, bucket) + l.used[bucket];
-    const uint32_t head[4] = {profile, uint32_t(entries), uint32_t(values), 0};
+    const uint32_t base = firstContext(bucket);
+    const uint32_t head[4] = {profile, uint32_t(entries), uint32_t(values), base};
     std::memcpy(p, head, sizeof head);
-    auto* ctx = reinterpret_cast<uint32_t*>(p + 16);
-    auto* end = ctx + entries;
+    std::memcpy(p + 16, row.value.data() + v0, 8 * values);
+    auto* offset = reinterpret_cast<uint16_t*>(p + 16 + 8 * values);
+    auto* count = offset + entries;
     for (uint64_t e = 0; e < entries; ++e) {
-      ctx[e] = row.ctx[j + e];
-      end[e] = uint32_t(row.start[j + e + 1] - v0);
+      offset[e] = uint16_t(row.ctx[j + e] - base);  // the bucket is at most kMaxBucketWidth wide
+      count[e] = uint16_t(row.start[j + e + 1] - row.start[j + e]);  // at most the metric ids
     }
-    std::memcpy(p + 16 + 8 * entries, row.value.data() + v0, 8 * values);
-    std::memcpy(p + 16 + 8 * entries + 8 * values, row.metric.data() + v0, 2 * values);
-    std::memset(p + 16 + 8 * entries + 10 * values, 0, bytes - (16 + 8 * entries + 10 * values));
+    std::memcpy(count + entries, row.metric.data() + v0, 2 * values);
+    const size_t used = 16 + 8 * values + 4 * entries + 2 * values;
+    std::memset(p + used, 0, bytes - used);
     if (large) {
       HPC_ASSIGN_OR_RETURN(uint64_t at, files_[lane]->append(std::span<const uint8_t>(l.large.data(), bytes)));
       l.chunks[bucket].push_back({at, bytes, l.run, lane});
@@ -467,13 +474,19 @@ Status Transposer::gatherBuckets(RoundWork& w) {
       const std::vector<uint8_t>& buf = w.laneBuf[best->buf];
       HPC_ASSIGN_OR_RETURN(auto at, RowBuckets::pieceAt({buf.data() + best->pos, best->size - best->pos}));
       const RowBuckets::Piece& piece = at.first;
-      uint32_t e = uint32_t(std::lower_bound(piece.ctx, piece.ctx + piece.entries, lo) - piece.ctx);
-      if (byMetric) {
-        for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
-          const uint32_t c = piece.ctx[e];
+      // The entries before the round's first context (a bucket larger than a round) skipped.
+      uint32_t e = 0;
+      uint64_t v = 0;
+      while (e < piece.entries && piece.base + piece.offset[e] < lo) v += piece.count[e++];
+      for (; e < piece.entries; ++e) {
+        const uint32_t c = piece.base + piece.offset[e];
+        if (c >= hi) break;
+        const uint64_t end = v + piece.count[e];
+        if (end > piece.values) return Status::error("transpose: temporary file: piece overruns its values");
+        if (byMetric) {
           uint64_t* cursor = &w.cursor[size_t(c - lo) * np];
           const uint64_t limit = w.offset[c - lo + 1];
-          for (; v < piece.end[e]; ++v) {
+          for (; v < end; ++v) {
             const uint16_t m = piece.metric[v];
             if (m >= np || cursor[m] >= limit) return Status::error("transpose: more values kept than were counted");
             const uint64_t to = cursor[m]++;
@@ -481,14 +494,10 @@ Status Transposer::gatherBuckets(RoundWork& w) {
             w.met[to] = m;
             w.val[to] = piece.value[v];
           }
-        }
-      } else {
-        for (uint64_t v = e ? piece.end[e - 1] : 0; e < piece.entries && piece.ctx[e] < hi; ++e) {
-          const uint32_t c = piece.ctx[e];
+        } else {
           uint64_t& to = w.cursor[c - lo];
-          if (to + (piece.end[e] - v) > w.offset[c - lo + 1])
-            return Status::error("transpose: more values kept than were counted");
-          for (; v < piece.end[e]; ++v, ++to) {
+          if (to + (end - v) > w.offset[c - lo + 1]) return Status::error("transpose: more values kept than were counted");
+          for (; v < end; ++v, ++to) {
             w.prof[to] = piece.profile;
             w.met[to] = piece.metric[v];
             w.val[to] = piece.value[v];

@@ -27,15 +27,20 @@ class Spill;
 // the lane's profile order; the transpose merges the lanes' pieces by profile.
 class RowBuckets {
 public:
-  // One bucket's part of one profile's row.
+  // One bucket's part of one profile's row: entry k is context base + offset[k], with the
+  // next count[k] values (and their metrics) after the entries before it.
   struct Piece {
     uint32_t profile = 0;
     uint32_t entries = 0;
-    const uint32_t* ctx = nullptr;    // entries contexts, ascending
-    const uint32_t* end = nullptr;    // entry k's values end at end[k] (the first starts at 0)
-    const double* value = nullptr;
-    const uint16_t* metric = nullptr;
+    uint32_t values = 0;
+    uint32_t base = 0;                   // the bucket's first context
+    const uint16_t* offset = nullptr;    // entries, ascending
+    const uint16_t* count = nullptr;     // entries
+    const double* value = nullptr;       // values
+    const uint16_t* metric = nullptr;    // values
   };
+  // A bucket holds at most this many contexts (its entries' offsets are 16 bits).
+  static constexpr uint32_t kMaxBucketWidth = uint32_t(1) << 16;
   // Where a lane's pieces of a bucket are in the temporary file. A lane's profiles come in
   // increasing order ("a run"); should one come lower, the lane starts a new run, and each run
   // is merged as if it were a lane of its own.
@@ -102,11 +107,13 @@ private:
   std::vector<Lane> lanes_;
 };
 
-// A piece's bytes (native order, 8-byte aligned): profile, entries, values, 0 (4 x uint32);
-// ctx and end (uint32 each) per entry; the values (double); their metrics (uint16), padded
-// to 8 bytes.
+// A piece's bytes (native order, 8-byte aligned): profile, entries, values, the bucket's
+// first context (4 x uint32); the values (double); per entry its context's offset from the
+// first, then per entry its count of values (uint16 each); the values' metrics (uint16);
+// padded to 8 bytes. 14 bytes a value where contexts have one value each (the benchmark's
+// deep tree: calls pass on execution alone), 18 with a uint32 context and value end each.
 inline size_t rowPieceBytes(uint64_t entries, uint64_t values) {
-  return 16 + 8 * entries + 8 * values + ((2 * values + 7) & ~uint64_t(7));
+  return 16 + 8 * values + ((4 * entries + 2 * values + 7) & ~uint64_t(7));
 }
 
 inline Expected<std::pair<RowBuckets::Piece, size_t>> RowBuckets::pieceAt(std::span<const uint8_t> bytes) {
@@ -119,10 +126,12 @@ inline Expected<std::pair<RowBuckets::Piece, size_t>> RowBuckets::pieceAt(std::s
   Piece piece;
   piece.profile = head[0];
   piece.entries = head[1];
-  piece.ctx = reinterpret_cast<const uint32_t*>(p);
-  piece.end = piece.ctx + head[1];
-  piece.value = reinterpret_cast<const double*>(p + 8 * uint64_t(head[1]));
-  piece.metric = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[1]) + 8 * uint64_t(head[2]));
+  piece.values = head[2];
+  piece.base = head[3];
+  piece.value = reinterpret_cast<const double*>(p);
+  piece.offset = reinterpret_cast<const uint16_t*>(p + 8 * uint64_t(head[2]));
+  piece.count = piece.offset + head[1];
+  piece.metric = piece.count + head[1];
   return std::pair<Piece, size_t>{piece, n};
 }
 
