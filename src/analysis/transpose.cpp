@@ -207,8 +207,10 @@ Status RowBuckets::add(uint32_t lane, uint32_t profile, const SparseRow& row) {
     auto* offset = reinterpret_cast<uint16_t*>(p + 16 + 8 * values);
     auto* count = offset + entries;
     for (uint64_t e = 0; e < entries; ++e) {
+      const uint64_t n = row.start[j + e + 1] - row.start[j + e];
+      if (n > 0xffff) return Status::error("transpose: a context with more than 65,535 values in one profile");
       offset[e] = uint16_t(row.ctx[j + e] - base);  // the bucket is at most kMaxBucketWidth wide
-      count[e] = uint16_t(row.start[j + e + 1] - row.start[j + e]);  // at most the metric ids
+      count[e] = uint16_t(n);
     }
     std::memcpy(count + entries, row.metric.data() + v0, 2 * values);
     const size_t used = 16 + 8 * values + 4 * entries + 2 * values;
