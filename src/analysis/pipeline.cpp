@@ -617,23 +617,15 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   // given back, 3-4 ms for the benchmark's 54 MB) on another thread of the arena, where there
   // is one, while the summary and the files' ends are written.
   Status finished;
-  auto finish = [&] {
+  arena.execute([&] {
+    tbb::task_group closing;
+    closing.run([&] { buckets.reset(); });
     finished = writeSummary(sink, metrics, topt, summary);
     result.transposeSeconds =
         timer.lap(metaBeside ? "transpose, summary statistics, meta.db" : "transpose, summary statistics");
     if (finished.ok()) finished = sink.finish(meta);
-  };
-  if (options.threads > 1) {
-    arena.execute([&] {
-      tbb::task_group closing;
-      closing.run([&] { buckets.reset(); });
-      finish();
-      closing.wait();
-    });
-  } else {
-    buckets.reset();
-    finish();
-  }
+    closing.wait();
+  });
   HPC_RETURN_IF_ERROR(finished);
   result.finishSeconds = timer.lap(metaBeside ? "finish the files" : "write meta.db");
   result.analysis = std::move(analysis);
