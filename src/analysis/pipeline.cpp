@@ -160,6 +160,7 @@ Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> piece
   uint64_t total = 0;
   for (const auto& p : pieces) total += p.size();
   const uint64_t start = file.end.fetch_add(total, std::memory_order_relaxed);
+  file.space.cover(file.fd, start + total);
   std::vector<iovec> iov;
   size_t k = 0;      // the piece being written
   size_t skip = 0;   // of its bytes, written already

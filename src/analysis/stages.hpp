@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/expand.hpp"
+#include "common/file.hpp"
 #include "analysis/pipeline.hpp"
 
 namespace hpc::analysis {
@@ -55,6 +56,7 @@ private:
   struct File {
     int fd = -1;
     std::atomic<uint64_t> end{0};
+    SpaceAhead space;
   };
   Spill(std::unique_ptr<File[]> files, unsigned n, std::string dir)
       : files_(std::move(files)), numFiles_(n), dir_(std::move(dir)) {}

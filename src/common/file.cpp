@@ -1,10 +1,12 @@
 #include "common/file.hpp"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -45,6 +47,28 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
   }
   ::close(fd);
   return m;
+}
+
+void SpaceAhead::cover(int fd, uint64_t end) {
+  std::lock_guard lock(mu_);
+  end_ = std::max(end_, end);
+  if (end <= allocated_ || off_) return;
+  const uint64_t kMiB = uint64_t(1) << 20;
+  const uint64_t step = std::max(std::min(std::max(kMiB / 4, allocated_), 8 * kMiB), allocated_ / 8);
+  const uint64_t to = std::max(end, allocated_ + step);
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(allocated_), off_t(to - allocated_)) != 0) {
+    off_ = true;
+    return;
+  }
+  allocated_ = to;
+}
+
+Status SpaceAhead::trim(int fd, const fs::path& name) {
+  std::lock_guard lock(mu_);
+  if (allocated_ <= end_) return Status();
+  if (::ftruncate(fd, off_t(end_)) != 0) return errno_status("cannot truncate", name);
+  allocated_ = end_;
+  return Status();
 }
 
 Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {

@@ -93,6 +93,7 @@ public:
       std::lock_guard lock(stageMu_);
       HPC_RETURN_IF_ERROR(flushLocked());
     }
+    HPC_RETURN_IF_ERROR(space_.trim(fd_, out_.target()));
     if (::close(fd_) != 0) return Status::error(out_.target().string() + ": close failed");
     fd_ = -1;
     return out_.commit();
@@ -101,6 +102,7 @@ public:
 private:
   static constexpr size_t kStageBytes = size_t(512) << 10;
   Status pwriteAll(uint64_t at, std::span<const uint8_t> b) {
+    space_.cover(fd_, at + b.size());
     size_t done = 0;
     while (done < b.size()) {
       ssize_t n = ::pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
@@ -118,6 +120,7 @@ private:
 
   AtomicOutput out_;
   int fd_ = -1;
+  SpaceAhead space_;
   std::mutex mu_;
   uint64_t end_ = 0;
   std::mutex stageMu_;
