@@ -42,7 +42,8 @@ constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 // profile order kept within a metric, and gives the column its metric slots; its summary
 // statistics go to stats [0, returned count).
 // `byMetric`: the column's values are in metric order already (placed by the counts of its
-// metrics, byMetric[m] for propagated metric m < numMetrics); then there is no sort.
+// metrics, byMetric[m] for propagated metric m < numMetrics); then there is no sort, and
+// `met` is not read (the gather does not fill it: a value's metric is known by its place).
 uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uint16_t* met, double* val,
                      const MetricTable& metrics, ColumnBatch& out, std::pair<uint16_t, double>* stats,
                      const uint32_t* byMetric = nullptr, uint32_t numMetrics = 0) {
@@ -491,9 +492,8 @@ Status Transposer::gatherBuckets(RoundWork& w) {
           for (; v < end; ++v) {
             const uint16_t m = piece.metric[v];
             if (m >= np || cursor[m] >= limit) return Status::error("transpose: more values kept than were counted");
-            const uint64_t to = cursor[m]++;
+            const uint64_t to = cursor[m]++;  // its metric is known by its place: not kept
             w.prof[to] = piece.profile;
-            w.met[to] = m;
             w.val[to] = piece.value[v];
           }
         } else {
@@ -543,7 +543,6 @@ Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
             }
             const uint64_t to = cursor[m]++;
             w.prof[to] = p0 + i;
-            w.met[to] = m;
             w.val[to] = r.value[k];
           }
           continue;
