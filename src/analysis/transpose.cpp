@@ -244,6 +244,8 @@ std::unique_ptr<uint8_t[]> RowBuckets::releaseMemory(uint64_t& bytes) {
   return std::move(memory_);
 }
 
+void RowBuckets::close(uint32_t lane) { files_[lane].reset(); }
+
 Status RowBuckets::readChunk(const Chunk& chunk, uint8_t* into) const {
   return files_[chunk.lane]->read(chunk.offset, {into, size_t(chunk.bytes)});
 }

@@ -80,7 +80,7 @@ public:
   Status readChunk(const Chunk& chunk, uint8_t* into) const;
   // Closes the lane's temporary file (its pages given back: 6-7 ms for 90 MB). MT: after the
   // last readChunk(); lanes at the same time.
-  void close(uint32_t lane) { files_[lane].reset(); }
+  void close(uint32_t lane);
   // The piece at the start of `bytes` (read from whole chunks) and its size in bytes; an
   // error when it overruns them.
   static Expected<std::pair<Piece, size_t>> pieceAt(std::span<const uint8_t> bytes);

@@ -4,6 +4,7 @@
 #include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +54,17 @@ void SpaceAhead::cover(int fd, uint64_t end) {
   std::lock_guard lock(mu_);
   end_ = std::max(end_, end);
   if (end <= allocated_ || off_) return;
+  if (!checked_) {
+    // Only where it was measured to pay: on tmpfs, for one, fallocate() fills the pages with
+    // zeros ahead of the writes that fill them again.
+    checked_ = true;
+    struct statfs fs {};
+    constexpr decltype(fs.f_type) kExt4 = 0xEF53;
+    if (::fstatfs(fd, &fs) != 0 || fs.f_type != kExt4) {
+      off_ = true;
+      return;
+    }
+  }
   const uint64_t kMiB = uint64_t(1) << 20;
   const uint64_t step = std::max(std::min(std::max(kMiB / 4, allocated_), 8 * kMiB), allocated_ / 8);
   const uint64_t to = std::max(end, allocated_ + step);

@@ -70,7 +70,8 @@ Status read_file_into(const std::filesystem::path& path, std::vector<uint8_t>& i
 // FALLOC_FL_KEEP_SIZE): ext4 then maps each page written to a block the file holds, where a
 // write past the allocated end reserves space page by page (64 MB in 512 KiB writes: 15-17 ->
 // 11-12 ms on the benchmark's VM). 1 MiB first, doubling up to 8 MiB, then an eighth of what
-// the file holds. Where the file system cannot, nothing changes. MT: thread-safe.
+// the file holds. Only on ext4 (where it was measured); elsewhere, or where the file system
+// refuses, nothing changes. MT: thread-safe.
 class SpaceAhead {
 public:
   // Before writing [at, end) of fd.
@@ -84,7 +85,8 @@ private:
   std::mutex mu_;
   uint64_t allocated_ = 0;  // [0, allocated_) allocated
   uint64_t end_ = 0;        // the end of the last byte covered
-  bool off_ = false;        // the file system refused
+  bool checked_ = false;    // the file system's type
+  bool off_ = false;        // not ext4, or the file system refused
 };
 
 }  // namespace hpc
