@@ -451,6 +451,14 @@ Status Transposer::gatherBuckets(RoundWork& w) {
     st.size = size_t(chunk.bytes);
     return bk.readChunk(chunk, buf.data());
   };
+  // The round's arrays, as locals the compiler need not load again after every store (it
+  // did, for fear the stores changed them: -j1 transpose phase, 6 runs, 0.032 -> 0.031 s at
+  // 500 profiles).
+  uint32_t* const __restrict prof = w.prof;
+  double* const __restrict val = w.val;
+  uint16_t* const __restrict met = w.met;
+  uint64_t* const __restrict cursors = w.cursor.data();
+  const uint64_t* const __restrict offsets = w.offset.data();
   std::vector<Stream> streams;
   for (uint32_t b = bk.bucketOf(lo); b <= bk.bucketOf(hi - 1); ++b) {
     streams.clear();
@@ -488,24 +496,26 @@ Status Transposer::gatherBuckets(RoundWork& w) {
         if (c >= hi) break;
         const uint64_t end = v + piece.count[e];
         if (end > piece.values) return Status::error("transpose: temporary file: piece overruns its values");
+        const uint32_t profile = piece.profile;
         if (byMetric) {
-          uint64_t* cursor = &w.cursor[size_t(c - lo) * np];
-          const uint64_t limit = w.offset[c - lo + 1];
+          uint64_t* const __restrict cursor = cursors + size_t(c - lo) * np;
+          const uint64_t limit = offsets[c - lo + 1];
           for (; v < end; ++v) {
             const uint16_t m = piece.metric[v];
             if (m >= np || cursor[m] >= limit) return Status::error("transpose: more values kept than were counted");
             const uint64_t to = cursor[m]++;  // its metric is known by its place: not kept
-            w.prof[to] = piece.profile;
-            w.val[to] = piece.value[v];
+            prof[to] = profile;
+            val[to] = piece.value[v];
           }
         } else {
-          uint64_t& to = w.cursor[c - lo];
-          if (to + (end - v) > w.offset[c - lo + 1]) return Status::error("transpose: more values kept than were counted");
+          uint64_t to = cursors[c - lo];
+          if (to + (end - v) > offsets[c - lo + 1]) return Status::error("transpose: more values kept than were counted");
           for (; v < end; ++v, ++to) {
-            w.prof[to] = piece.profile;
-            w.met[to] = piece.metric[v];
-            w.val[to] = piece.value[v];
+            prof[to] = profile;
+            met[to] = piece.metric[v];
+            val[to] = piece.value[v];
           }
+          cursors[c - lo] = to;
         }
       }
       best->pos += at.second;
