@@ -480,27 +480,6 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   Names& names = analysis->names;
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir, std::max(1u, options.threads)));
   std::vector<Unified> unified;
-  // The row buckets' memory (at -j2 and up, with enough profiles that there will be buckets)
-  // is made and its pages touched by the arena's other threads while the first profile is
-  // unified alone, rather than in pass 2 (fresh pages are dear on a virtual machine: a huge
-  // page's first touch took 0.25-2.5 ms on the benchmark's).
-  const uint32_t lanes = std::max(1u, options.threads);
-  const uint64_t bucketBytes = std::min<uint64_t>(options.transposeBudget, kTransposeRoundBytes * lanes);
-  std::unique_ptr<uint8_t[]> bucketMemory;
-  tbb::task_group early;
-  struct WaitOnExit {  // whatever path leaves, the task is done first
-    tbb::task_arena& arena;
-    tbb::task_group& group;
-    ~WaitOnExit() { arena.execute([&] { group.wait(); }); }
-  } earlyDone{arena, early};
-  if (options.threads > 1 && profiles.size() > options.rowBucketsAbove) {
-    arena.execute([&] {
-      early.run([&] {
-        bucketMemory.reset(new uint8_t[bucketBytes]);
-        for (uint64_t at = 0; at < bucketBytes; at += 4096) bucketMemory[at] = 0;
-      });
-    });
-  }
   {
     // The expander's instruction cache (as large as the tree) goes once pass 1 is done: its
     // memory serves the later passes rather than their taking fresh pages.
@@ -529,13 +508,13 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   // The rows by context range for the transpose, each thread's apart (a lane), in buffers of
   // a round's size per lane; with few profiles none (PipelineOptions::rowBucketsAbove): the
   // transpose reads the rows back from profile.db.
-  arena.execute([&] { early.wait(); });
+  const uint32_t lanes = std::max(1u, options.threads);
   std::unique_ptr<RowBuckets> buckets;
   if (plan.live.size() > options.rowBucketsAbove) {
-    HPC_ASSIGN_OR_RETURN(buckets, RowBuckets::create(cct.size(), bucketBytes, options.scratchDir, lanes, 0,
-                                                     std::move(bucketMemory)));
+    HPC_ASSIGN_OR_RETURN(buckets, RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget,
+                                                                                    kTransposeRoundBytes * lanes),
+                                                     options.scratchDir, lanes));
   }
-  bucketMemory.reset();
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());

@@ -125,7 +125,7 @@ constexpr uint32_t kMaxBuckets = 256;
 
 Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint64_t memoryBytes,
                                                          const std::filesystem::path& scratchDir, uint32_t lanes,
-                                                         uint32_t firstContext, std::unique_ptr<uint8_t[]> memory) {
+                                                         uint32_t firstContext) {
   std::unique_ptr<RowBuckets> b(new RowBuckets);
   b->first_ = std::min(firstContext, contexts);
   contexts = std::max(1u, contexts - b->first_);
@@ -146,8 +146,7 @@ Expected<std::unique_ptr<RowBuckets>> RowBuckets::create(uint32_t contexts, uint
   b->buckets_ = (contexts + b->width_ - 1) / b->width_;
   b->chunkBytes_ = std::max<uint64_t>(smallest, perLane / b->buckets_) & ~uint64_t(7);
   // Not zero-filled: pages are touched as they are used.
-  const uint64_t bytes = uint64_t(lanes) * b->buckets_ * b->chunkBytes_;
-  b->memory_ = memory && bytes <= memoryBytes ? std::move(memory) : std::unique_ptr<uint8_t[]>(new uint8_t[bytes]);
+  b->memory_.reset(new uint8_t[uint64_t(lanes) * b->buckets_ * b->chunkBytes_]);
   b->lanes_.resize(lanes);
   for (Lane& l : b->lanes_) {
     l.used.assign(b->buckets_, 0);

@@ -52,11 +52,9 @@ public:
   using Chunks = std::vector<Chunk>;
 
   // Buckets of the contexts [firstContext, contexts) (hpcprof-mpi: a rank's range).
-  // `memory`, where given, is `memoryBytes` made (and its pages touched) beforehand.
   static Expected<std::unique_ptr<RowBuckets>> create(uint32_t contexts, uint64_t memoryBytes,
                                                       const std::filesystem::path& scratchDir,
-                                                      uint32_t lanes = 1, uint32_t firstContext = 0,
-                                                      std::unique_ptr<uint8_t[]> memory = nullptr);
+                                                      uint32_t lanes = 1, uint32_t firstContext = 0);
   ~RowBuckets();
   RowBuckets(const RowBuckets&) = delete;
   RowBuckets& operator=(const RowBuckets&) = delete;
