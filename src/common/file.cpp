@@ -68,8 +68,9 @@ void SpaceAhead::cover(int fd, uint64_t end) {
   const uint64_t kMiB = uint64_t(1) << 20;
   const uint64_t step = std::max(std::min(std::max(kMiB / 4, allocated_), 8 * kMiB), allocated_ / 8);
   const uint64_t to = std::max(end, allocated_ + step);
+  tried_ = true;
   if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(allocated_), off_t(to - allocated_)) != 0) {
-    off_ = true;
+    off_ = true;  // (a call that failed, on a full disk say, may have allocated part: trim() frees it)
     return;
   }
   allocated_ = to;
@@ -77,9 +78,10 @@ void SpaceAhead::cover(int fd, uint64_t end) {
 
 Status SpaceAhead::trim(int fd, const fs::path& name) {
   std::lock_guard lock(mu_);
-  if (allocated_ <= end_) return Status();
+  if (!tried_ || (allocated_ <= end_ && !off_)) return Status();
   if (::ftruncate(fd, off_t(end_)) != 0) return errno_status("cannot truncate", name);
   allocated_ = end_;
+  tried_ = false;
   return Status();
 }
 

@@ -69,8 +69,8 @@ Status read_file_into(const std::filesystem::path& path, std::vector<uint8_t>& i
 // A file's blocks, given ahead of the writes that fill it, past its end (fallocate with
 // FALLOC_FL_KEEP_SIZE): ext4 then maps each page written to a block the file holds, where a
 // write past the allocated end reserves space page by page (64 MB in 512 KiB writes: 15-17 ->
-// 11-12 ms on the benchmark's VM). 1 MiB first, doubling up to 8 MiB, then an eighth of what
-// the file holds. Only on ext4 (where it was measured); elsewhere, or where the file system
+// 11-12 ms on the benchmark's VM). 256 KiB first, doubling up to 8 MiB, then an eighth of
+// what the file holds. Only on ext4 (where it was measured); elsewhere, or where the file system
 // refuses, nothing changes. MT: thread-safe.
 class SpaceAhead {
 public:
@@ -86,6 +86,7 @@ private:
   uint64_t allocated_ = 0;  // [0, allocated_) allocated
   uint64_t end_ = 0;        // the end of the last byte covered
   bool checked_ = false;    // the file system's type
+  bool tried_ = false;      // fallocate() called since the last trim
   bool off_ = false;        // not ext4, or the file system refused
 };
 
