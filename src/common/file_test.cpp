@@ -77,8 +77,10 @@ TEST(SpaceAhead, AllocatesAheadAndTrimsToTheBytesWritten) {
   ASSERT_TRUE(space.trim(fd, file).ok());
   ASSERT_EQ(::fstat(fd, &st), 0);
   EXPECT_EQ(size_t(st.st_size), total);
-  // What was given ahead is back (where the file system gives space ahead at all).
-  EXPECT_LE(uint64_t(st.st_blocks) * 512, total + 4096);
+  // What was given ahead (about 1 MiB more here) is back, where the file system gives space
+  // ahead at all; the slack is for the extent tree's own blocks (a file in many extents, on a
+  // busy file system, gets one).
+  EXPECT_LE(uint64_t(st.st_blocks) * 512, total + (uint64_t(64) << 10));
   if (!allocates) std::printf("note: this file system gave no space ahead\n");
   ::close(fd);
   auto back = read_text_file(file);
