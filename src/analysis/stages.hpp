@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "analysis/expand.hpp"
-#include "common/file.hpp"
 #include "analysis/pipeline.hpp"
+#include "common/file.hpp"
 
 namespace hpc::analysis {
 
