@@ -72,9 +72,9 @@ inline void flowUp(double* to, const double* from, uint32_t width, bool lexical)
 
 }  // namespace
 
-template <typename Visit>
+template <bool kList, typename Visit>
 void Propagator::sweep(Visit&& visit) {
-  order_.clear();
+  if (kList) order_.clear();
   for (size_t w = pending_.size(); w-- > 0;) {
     uint64_t bits = pending_[w];
     pending_[w] = 0;
@@ -82,7 +82,7 @@ void Propagator::sweep(Visit&& visit) {
       const unsigned b = 63u - unsigned(__builtin_clzll(bits));
       bits &= ~(uint64_t(1) << b);
       const uint32_t c = uint32_t(w * 64 + b);
-      order_.push_back(c);
+      if (kList) order_.push_back(c);
       const uint32_t up = shape_.parent(c);
       if (up != c) {
         const uint64_t upBit = uint64_t(1) << (up % 64);
@@ -101,17 +101,66 @@ void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) 
   // The points' values at their contexts, which are marked in a bitset; the bitset is then
   // swept once from the highest context down. A context's children have higher ids, so its
   // subtotals are complete when the sweep reaches it: they flow on to its parent, which is
-  // marked in turn. One pass, no slots: values stay by context.
+  // marked in turn, and its entries are written then, while its values are at hand. One pass,
+  // no slots, no list of the contexts touched: values stay by context.
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
     pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
     double* v = dense + size_t(p.ctx) * width + size_t(p.metric) * kNumScopes;
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
-  sweep([&](uint32_t c, uint32_t up) {
-    if (up != c) flowUp(dense + size_t(up) * width, dense + size_t(c) * width, width, shape_.lexicalEdge(c));
+  // The row is written from the end of scratch sized for the whole tree, down: contexts come
+  // in decreasing order, each one's metrics are written from the highest down.
+  const size_t contexts = shape_.size(), most = contexts * width;
+  if (rowValue_.size() < most) {
+    rowMetric_.resize(most);
+    rowValue_.resize(most);
+  }
+  if (rowCtx_.size() < contexts) {
+    rowCtx_.resize(contexts);
+    rowStart_.resize(contexts);
+  }
+  uint16_t* const metricOut = rowMetric_.data();
+  double* const valueOut = rowValue_.data();
+  uint32_t* const ctxOut = rowCtx_.data();
+  uint64_t* const startOut = rowStart_.data();
+  uint32_t* const byMetric = metricCounts_.empty() ? nullptr : metricCounts_.data();
+  size_t at = most, k = contexts;
+  sweep<false>([&](uint32_t c, uint32_t up) __attribute__((always_inline)) {
+    double* const v = dense + size_t(c) * width;
+    if (up != c) flowUp(dense + size_t(up) * width, v, width, shape_.lexicalEdge(c));
+    const size_t before = at;
+    uint32_t* const mc = byMetric ? byMetric + size_t(c) * width : nullptr;
+    // A metric's four scopes at a time: which are non-zero, as bits; then those entries only
+    // (most contexts have one or two: calls pass on execution alone).
+    for (uint32_t g = width; g > 0;) {
+      g -= kNumScopes;
+      unsigned bits = unsigned(v[g] != 0) | unsigned(v[g + 1] != 0) << 1 | unsigned(v[g + 2] != 0) << 2 |
+                      unsigned(v[g + 3] != 0) << 3;
+      while (bits) {
+        const unsigned b = 31u - unsigned(__builtin_clz(bits));
+        bits &= ~(1u << b);
+        const uint32_t m = g + b;
+        --at;
+        metricOut[at] = uint16_t(m);
+        valueOut[at] = v[m];
+        if (mc) ++mc[m];
+      }
+    }
+    std::fill_n(v, width, 0.0);
+    if (at == before) return;
+    if (!mc) counts_[c] += before - at;
+    --k;
+    ctxOut[k] = c;
+    startOut[k] = at;
   });
-  writeRow<kWidth>(order_.size(), [&](size_t j) { return dense + size_t(order_[j]) * width; }, true, out);
+  const size_t n = contexts - k;
+  out.ctx.assign(ctxOut + k, ctxOut + contexts);
+  out.start.resize(n + 1);
+  for (size_t j = 0; j < n; ++j) out.start[j] = startOut[k + j] - at;
+  out.start[n] = most - at;
+  out.metric.assign(metricOut + at, metricOut + most);
+  out.value.assign(valueOut + at, valueOut + most);
 }
 
 template <uint32_t kWidth>
@@ -123,7 +172,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   // The sweep also gives the slots, in decreasing context order.
   for (const ContextValue& p : points)
     if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
-  sweep([&](uint32_t c, uint32_t) { slotOf_[c] = int32_t(order_.size() - 1); });
+  sweep<true>([&](uint32_t c, uint32_t) { slotOf_[c] = int32_t(order_.size() - 1); });
   const size_t n = order_.size();
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
   std::fill_n(values_.data(), n * width, 0.0);
@@ -141,11 +190,11 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
     if (up != c) flowUp(values + size_t(slotOf_[up]) * width, values + k * width, width, shape_.lexicalEdge(c));
   }
 
-  writeRow<kWidth>(n, [&](size_t j) { return values + j * width; }, false, out);
+  writeRow<kWidth>(n, [&](size_t j) { return values + j * width; }, out);
 }
 
 template <uint32_t kWidth, typename ValuesOf>
-void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, bool clear, SparseRow& out) {
+void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, SparseRow& out) {
   const uint32_t width = kWidth ? kWidth : width_;
   // The row, in increasing context order, into scratch sized for the most there can be, then
   // copied out.
@@ -184,7 +233,6 @@ void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, bool clear, SparseRow& 
       }
     }
     if (!mc) counts_[c] += at - before;
-    if (clear) std::fill_n(v, width, 0.0);
     ctxOut[k] = c;
     startOut[k + 1] = at;
     k += at != before;

@@ -89,13 +89,13 @@ private:
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
   // Sweeps the marked contexts (pending_) from the highest id down, marking each one's parent
-  // (a smaller id, swept later) and listing them in order_; visit(context, parent) for each,
-  // as it is listed (the root is its own parent).
-  template <typename Visit> void sweep(Visit&& visit);
-  // Writes the row from values by slot or context (v(k) for the k-th context of order_ from
-  // the end, i.e. in increasing context order), counting it; clears what it read when asked.
+  // (a smaller id, swept later) and, with kList, listing them in order_; visit(context, parent)
+  // for each, as it is reached (the root is its own parent).
+  template <bool kList, typename Visit> void sweep(Visit&& visit);
+  // Writes the row from values by slot (v(k) for the k-th context of order_ from the end, i.e.
+  // in increasing context order), counting it (runDense writes its row as it sweeps).
   template <uint32_t kWidth, typename ValuesOf>
-  void writeRow(size_t n, ValuesOf&& v, bool clear, SparseRow& out);
+  void writeRow(size_t n, ValuesOf&& v, SparseRow& out);
   const PropagationShape& shape_;
   uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
@@ -106,6 +106,7 @@ private:
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
+                                    // (by context: the whole tree, written from the end)
   std::vector<uint64_t> rowStart_;
   std::vector<uint16_t> rowMetric_;
   std::vector<double> rowValue_;
