@@ -49,6 +49,8 @@ public:
   // context's propagation mask in meta.db).
   bool lexicalEdge(uint32_t c) const { return lexical_[c]; }
   bool isLoop(uint32_t c) const { return loop_[c]; }
+  const uint32_t* parents() const { return parent_.data(); }
+  const uint8_t* lexicalEdges() const { return lexical_.data(); }
 
 private:
   std::vector<uint32_t> parent_;
@@ -89,9 +91,9 @@ private:
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
   // Sweeps the marked contexts (pending_) from the highest id down, marking each one's parent
-  // (a smaller id, swept later) and, with kList, listing them in order_; visit(context, parent)
-  // for each, as it is reached (the root is its own parent).
-  template <bool kList, typename Visit> void sweep(Visit&& visit);
+  // (a smaller id, swept later) and listing them in order_; visit(context, parent) for each,
+  // as it is listed (the root is its own parent). runDense sweeps in a loop of its own.
+  template <typename Visit> void sweep(Visit&& visit);
   // Writes the row from values by slot (v(k) for the k-th context of order_ from the end, i.e.
   // in increasing context order), counting it (runDense writes its row as it sweeps).
   template <uint32_t kWidth, typename ValuesOf>
