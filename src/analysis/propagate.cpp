@@ -72,28 +72,6 @@ inline void flowUp(double* to, const double* from, uint32_t width, bool lexical)
 
 }  // namespace
 
-template <typename Visit>
-void Propagator::sweep(Visit&& visit) {
-  order_.clear();
-  for (size_t w = pending_.size(); w-- > 0;) {
-    uint64_t bits = pending_[w];
-    pending_[w] = 0;
-    while (bits) {
-      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
-      bits &= ~(uint64_t(1) << b);
-      const uint32_t c = uint32_t(w * 64 + b);
-      order_.push_back(c);
-      const uint32_t up = shape_.parent(c);
-      if (up != c) {
-        const uint64_t upBit = uint64_t(1) << (up % 64);
-        if (up / 64 == w) bits |= upBit;
-        else pending_[up / 64] |= upBit;
-      }
-      visit(c, up);
-    }
-  }
-}
-
 template <uint32_t kWidth>
 void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = kWidth ? kWidth : width_;
@@ -190,8 +168,32 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   // The sweep also gives the slots, in decreasing context order.
   for (const ContextValue& p : points)
     if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
-  sweep([&](uint32_t c, uint32_t) { slotOf_[c] = int32_t(order_.size() - 1); });
-  const size_t n = order_.size();
+  // The sweep as one loop over restrict locals (as in runDense), the list sized for the tree.
+  if (order_.size() < shape_.size()) order_.resize(shape_.size());
+  size_t n = 0;
+  {
+    uint64_t* const __restrict pending = pending_.data();
+    const uint32_t* const __restrict parent = shape_.parents();
+    uint32_t* const __restrict order = order_.data();
+    int32_t* const __restrict slotOf = slotOf_.data();
+    for (size_t w = pending_.size(); w-- > 0;) {
+      uint64_t bits = pending[w];
+      pending[w] = 0;
+      while (bits) {
+        const unsigned b = 63u - unsigned(__builtin_clzll(bits));
+        bits &= ~(uint64_t(1) << b);
+        const uint32_t c = uint32_t(w * 64 + b);
+        slotOf[c] = int32_t(n);
+        order[n++] = c;
+        const uint32_t up = parent[c];
+        if (up != c) {
+          const uint64_t upBit = uint64_t(1) << (up % 64);
+          if (up / 64 == w) bits |= upBit;
+          else pending[up / 64] |= upBit;
+        }
+      }
+    }
+  }
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
   std::fill_n(values_.data(), n * width, 0.0);
   double* values = values_.data();
@@ -202,10 +204,17 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   }
   // Subtotals flow up once per context, children first (slots in increasing order: contexts
   // in decreasing, a parent's id being smaller).
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t c = order_[k];
-    const uint32_t up = shape_.parent(c);
-    if (up != c) flowUp(values + size_t(slotOf_[up]) * width, values + k * width, width, shape_.lexicalEdge(c));
+  {
+    const uint32_t* const __restrict order = order_.data();
+    const uint32_t* const __restrict parent = shape_.parents();
+    const uint8_t* const __restrict lexical = shape_.lexicalEdges();
+    const int32_t* const __restrict slotOf = slotOf_.data();
+    double* const __restrict v = values;
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t c = order[k];
+      const uint32_t up = parent[c];
+      if (up != c) flowUp(v + size_t(slotOf[up]) * width, v + k * width, width, lexical[c]);
+    }
   }
 
   writeRow<kWidth>(n, [&](size_t j) { return values + j * width; }, out);
@@ -217,40 +226,39 @@ void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, SparseRow& out) {
   // The row, in increasing context order, into scratch sized for the most there can be, then
   // copied out.
   const size_t most = n * width;
-  if (rowMetric_.size() < most) {
-    rowMetric_.resize(most);
-    rowValue_.resize(most);
+  // `width` entries of slack past the end: every entry is written, only a non-zero one kept.
+  if (rowMetric_.size() < most + width) {
+    rowMetric_.resize(most + width);
+    rowValue_.resize(most + width);
   }
   if (rowCtx_.size() < n + 1) {
     rowCtx_.resize(n + 1);
     rowStart_.resize(n + 2);
   }
-  uint16_t* metricOut = rowMetric_.data();
-  double* valueOut = rowValue_.data();
-  uint32_t* ctxOut = rowCtx_.data();
-  uint64_t* startOut = rowStart_.data();
+  // Restrict locals, as in runDense.
+  uint16_t* const __restrict metricOut = rowMetric_.data();
+  double* const __restrict valueOut = rowValue_.data();
+  uint32_t* const __restrict ctxOut = rowCtx_.data();
+  uint64_t* const __restrict startOut = rowStart_.data();
+  uint32_t* const __restrict byMetric = metricCounts_.empty() ? nullptr : metricCounts_.data();
+  uint64_t* const __restrict counts = counts_.data();
+  const uint32_t* const __restrict order = order_.data();
   size_t at = 0, k = 0;
   startOut[0] = 0;
-  const bool byMetric = !metricCounts_.empty();
   for (size_t j = n; j-- > 0;) {  // increasing context order
-    const uint32_t c = order_[j];
-    double* v = valuesOf(j);
+    const uint32_t c = order[j];
+    const double* const __restrict v = valuesOf(j);
     const size_t before = at;
-    uint32_t* mc = byMetric ? &metricCounts_[size_t(c) * width] : nullptr;
-    // A metric's four scopes at a time: which are non-zero, as bits; then those entries only
-    // (most contexts have one or two: calls pass on execution alone).
-    for (uint32_t g = 0; g < width; g += kNumScopes) {
-      unsigned bits = unsigned(v[g] != 0) | unsigned(v[g + 1] != 0) << 1 | unsigned(v[g + 2] != 0) << 2 |
-                      unsigned(v[g + 3] != 0) << 3;
-      for (; bits; bits &= bits - 1) {
-        const uint32_t m = g + unsigned(__builtin_ctz(bits));
-        metricOut[at] = uint16_t(m);
-        valueOut[at] = v[m];
-        ++at;
-        if (mc) ++mc[m];
-      }
+    uint32_t* const mc = byMetric ? byMetric + size_t(c) * width : nullptr;
+    // Every entry written, only a non-zero one kept (as in runDense).
+    for (uint32_t m = 0; m < width; ++m) {
+      const bool keep = v[m] != 0;
+      metricOut[at] = uint16_t(m);
+      valueOut[at] = v[m];
+      at += keep;
+      if (mc) mc[m] += keep;
     }
-    if (!mc) counts_[c] += at - before;
+    if (!mc) counts[c] += at - before;
     ctxOut[k] = c;
     startOut[k + 1] = at;
     k += at != before;

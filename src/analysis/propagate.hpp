@@ -90,10 +90,6 @@ private:
   // the tree is small enough (runDense), else in slots of the touched contexts (runWidth).
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
-  // Sweeps the marked contexts (pending_) from the highest id down, marking each one's parent
-  // (a smaller id, swept later) and listing them in order_; visit(context, parent) for each,
-  // as it is listed (the root is its own parent). runDense sweeps in a loop of its own.
-  template <typename Visit> void sweep(Visit&& visit);
   // Writes the row from values by slot (v(k) for the k-th context of order_ from the end, i.e.
   // in increasing context order), counting it (runDense writes its row as it sweeps).
   template <uint32_t kWidth, typename ValuesOf>
@@ -102,7 +98,7 @@ private:
   uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
   std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
-  std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k]
+  std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k] (sized for the tree)
   std::vector<double> values_;      // width_ per slot; its size only grows
   std::vector<double> dense_;       // width_ per context (all zero between runs), or empty
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
