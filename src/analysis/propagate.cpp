@@ -70,6 +70,32 @@ inline void flowUp(double* to, const double* from, uint32_t width, bool lexical)
   }
 }
 
+// The sweep: the contexts marked in `pending` (words of bits, all clear after), from the
+// highest id down, each one's parent (a smaller id, reached later) marked in turn;
+// visit(context, parent) for each as it is reached (the root is its own parent). Callers pass
+// what the visit touches by value in its captures, so that the compiler keeps it in
+// registers.
+template <typename Visit>
+inline void sweepMarked(uint64_t* __restrict pending, size_t words, const uint32_t* __restrict parent,
+                        Visit&& visit) {
+  for (size_t w = words; w-- > 0;) {
+    uint64_t bits = pending[w];
+    pending[w] = 0;
+    while (bits) {
+      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
+      bits &= ~(uint64_t(1) << b);
+      const uint32_t c = uint32_t(w * 64 + b);
+      const uint32_t up = parent[c];
+      if (up != c) {
+        const uint64_t upBit = uint64_t(1) << (up % 64);
+        if (up / 64 == w) bits |= upBit;
+        else pending[up / 64] |= upBit;
+      }
+      visit(c, up);
+    }
+  }
+}
+
 }  // namespace
 
 template <uint32_t kWidth>
@@ -98,9 +124,10 @@ void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) 
     rowCtx_.resize(contexts);
     rowStart_.resize(contexts);
   }
-  // Everything the loop touches as restrict locals: through the captures of a lambda, the
-  // compiler loaded each array's address again after every store (propagate_bench 53.5 -> 48
-  // us a profile; with 50 % lexical edges 77 -> 66 us).
+  // Everything the sweep touches as restrict locals, copied into its visit's captures: with
+  // members and vectors captured by reference, the compiler loaded each array's address again
+  // after every store (propagate_bench 53.5 -> 48 us a profile; with 50 % lexical edges 77 ->
+  // 66 us).
   uint16_t* const __restrict metricOut = rowMetric_.data() + width;
   double* const __restrict valueOut = rowValue_.data() + width;
   uint32_t* const __restrict ctxOut = rowCtx_.data();
@@ -112,44 +139,30 @@ void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) 
   const uint8_t* const __restrict lexical = shape_.lexicalEdges();
   double* const __restrict values = dense;
   size_t at = most, k = contexts;
-  for (size_t w = pending_.size(); w-- > 0;) {
-    uint64_t bits = pending[w];
-    pending[w] = 0;
-    while (bits) {
-      const unsigned b = 63u - unsigned(__builtin_clzll(bits));
-      bits &= ~(uint64_t(1) << b);
-      const uint32_t c = uint32_t(w * 64 + b);
-      const uint32_t up = parent[c];
-      double* const v = values + size_t(c) * width;
-      if (up != c) {
-        // The parent, a smaller id, is marked (in this word's bits or in its own word) and
-        // takes this context's subtotals.
-        const uint64_t upBit = uint64_t(1) << (up % 64);
-        if (up / 64 == w) bits |= upBit;
-        else pending[up / 64] |= upBit;
-        flowUp(values + size_t(up) * width, v, width, lexical[c]);
-      }
-      const size_t before = at;
-      uint32_t* const mc = byMetric ? byMetric + size_t(c) * width : nullptr;
-      // Every entry is written and only a non-zero one kept (the place moves on): no branch
-      // on which are non-zero, which follows no pattern the processor learns (a call passes
-      // on execution alone, a measured context has all four; 48 -> 47 us, 66 -> 62 us). The
-      // scratch has `width` entries of slack before its start for the entries not kept.
-      for (uint32_t m = width; m-- > 0;) {
-        const bool keep = v[m] != 0;
-        metricOut[at - 1] = uint16_t(m);
-        valueOut[at - 1] = v[m];
-        at -= keep;
-        if (mc) mc[m] += keep;
-      }
-      std::fill_n(v, width, 0.0);
-      if (at == before) continue;
-      if (!mc) counts[c] += before - at;
-      --k;
-      ctxOut[k] = c;
-      startOut[k] = at;
+  sweepMarked(pending, pending_.size(), parent, [=, &at, &k](uint32_t c, uint32_t up) __attribute__((always_inline)) {
+    double* const v = values + size_t(c) * width;
+    // The parent, marked by the sweep, takes this context's subtotals.
+    if (up != c) flowUp(values + size_t(up) * width, v, width, lexical[c]);
+    const size_t before = at;
+    uint32_t* const mc = byMetric ? byMetric + size_t(c) * width : nullptr;
+    // Every entry is written and only a non-zero one kept (the place moves on): no branch
+    // on which are non-zero, which follows no pattern the processor learns (a call passes
+    // on execution alone, a measured context has all four; 48 -> 47 us, 66 -> 62 us). The
+    // scratch has `width` entries of slack before its start for the entries not kept.
+    for (uint32_t m = width; m-- > 0;) {
+      const bool keep = v[m] != 0;
+      metricOut[at - 1] = uint16_t(m);
+      valueOut[at - 1] = v[m];
+      at -= keep;
+      if (mc) mc[m] += keep;
     }
-  }
+    std::fill_n(v, width, 0.0);
+    if (at == before) return;
+    if (!mc) counts[c] += before - at;
+    --k;
+    ctxOut[k] = c;
+    startOut[k] = at;
+  });
   const size_t n = contexts - k;
   out.ctx.assign(ctxOut + k, ctxOut + contexts);
   out.start.resize(n + 1);
@@ -168,31 +181,17 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   // The sweep also gives the slots, in decreasing context order.
   for (const ContextValue& p : points)
     if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
-  // The sweep as one loop over restrict locals (as in runDense), the list sized for the tree.
+  // The sweep over restrict locals (as in runDense), the list sized for the tree.
   if (order_.size() < shape_.size()) order_.resize(shape_.size());
   size_t n = 0;
   {
-    uint64_t* const __restrict pending = pending_.data();
-    const uint32_t* const __restrict parent = shape_.parents();
     uint32_t* const __restrict order = order_.data();
     int32_t* const __restrict slotOf = slotOf_.data();
-    for (size_t w = pending_.size(); w-- > 0;) {
-      uint64_t bits = pending[w];
-      pending[w] = 0;
-      while (bits) {
-        const unsigned b = 63u - unsigned(__builtin_clzll(bits));
-        bits &= ~(uint64_t(1) << b);
-        const uint32_t c = uint32_t(w * 64 + b);
-        slotOf[c] = int32_t(n);
-        order[n++] = c;
-        const uint32_t up = parent[c];
-        if (up != c) {
-          const uint64_t upBit = uint64_t(1) << (up % 64);
-          if (up / 64 == w) bits |= upBit;
-          else pending[up / 64] |= upBit;
-        }
-      }
-    }
+    sweepMarked(pending_.data(), pending_.size(), shape_.parents(),
+                [=, &n](uint32_t c, uint32_t) __attribute__((always_inline)) {
+                  slotOf[c] = int32_t(n);
+                  order[n++] = c;
+                });
   }
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
   std::fill_n(values_.data(), n * width, 0.0);
