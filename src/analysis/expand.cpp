@@ -1,9 +1,13 @@
 #include "analysis/expand.hpp"
 
 #include <atomic>
+#include <bit>
 #include <mutex>
 #include <string>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace hpc::analysis {
 
@@ -227,6 +231,13 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
 
 namespace {
 
+// A node's key (module, offset, kind) in 32 bits, for the keyed template's children.
+uint32_t keyTag(uint64_t offset, uint16_t module, Placeholder placeholder, bool unwound) {
+  const uint64_t x = (offset ^ (uint64_t(module) << 48) ^ (uint64_t(placeholder) << 40) ^ (uint64_t(unwound) << 39)) *
+                     0x9E3779B97F4A7C15ull;
+  return uint32_t(x >> 32);
+}
+
 bool sameNode(const TreeNode& a, const TreeNode& b) {
   return a.id == b.id && a.parent == b.parent && a.offset == b.offset && a.module == b.module &&
          a.placeholder == b.placeholder && a.unwound == b.unwound;
@@ -247,7 +258,11 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedCtx_ = o.keyedCtx_;
   keyedStart_ = o.keyedStart_;
   keyedChild_ = o.keyedChild_;
+  keyedTag_ = o.keyedTag_;
   keyedOf_ = o.keyedOf_;
+  prevKeyedOf_ = o.prevKeyedOf_;
+  keyedGen_ = o.keyedGen_;
+  keyedOfGen_ = o.keyedOfGen_;
   prevLoadMap_ = o.prevLoadMap_;
   // lm_, lmSparse_ and unknown_ are made again by every unify().
 }
@@ -335,25 +350,54 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   ctx.assign(n, nullptr);
   done.assign(n, 0);
   const bool keyed = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
+  // The template's matches, where made against this keyed template.
+  std::swap(out.keyedOf_, out.prevKeyedOf_);
+  const bool keyedFromPrev = keyed && out.keyedOfGen_ == out.keyedGen_ && m <= out.prevKeyedOf_.size();
+  const int32_t* prevKeyedOf = out.prevKeyedOf_.data();
+  out.keyedOfGen_ = 0;  // until this tree is done
   std::vector<int32_t>& keyedOf = out.keyedOf_;
   if (keyed) keyedOf.assign(n, -1);
   size_t keyedHits = 0;
   const uint32_t keyedRoots = keyed ? uint32_t(out.keyedStart_.size() - 2) : 0;
   // The template position of node s's match among the children of template position tp.
-  // A position's children are sorted by offset: many are searched by halves.
+  // Up to kScan children are compared by their keys' tags, 4 at once; more, sorted by
+  // offset, are searched by halves.
+  constexpr uint32_t kScan = 32;
+  const uint32_t* keyedStart = out.keyedStart_.data();
+  const NodeContexts::KeyedChild* keyedChild = out.keyedChild_.data();
+  const uint32_t* keyedTag = out.keyedTag_.data();
   auto keyedMatch = [&](uint32_t tp, const TreeNode& node) -> int32_t {
-    const NodeContexts::KeyedChild* first = out.keyedChild_.data() + out.keyedStart_[tp];
-    const NodeContexts::KeyedChild* last = out.keyedChild_.data() + out.keyedStart_[tp + 1];
-    if (last - first > 8)
-      first = std::lower_bound(first, last, node.offset,
-                               [](const NodeContexts::KeyedChild& c, uint64_t off) { return c.offset < off; });
-    for (; first != last; ++first) {
-      const NodeContexts::KeyedChild& c = *first;
-      if (c.offset == node.offset && c.module == node.module && c.placeholder == node.placeholder &&
-          c.unwound == node.unwound)
-        return int32_t(c.pos);
-      if (c.offset > node.offset && out.keyedStart_[tp + 1] - out.keyedStart_[tp] > 8) break;
+    const uint32_t begin = keyedStart[tp];
+    const uint32_t count = keyedStart[tp + 1] - begin;
+    const NodeContexts::KeyedChild* kids = keyedChild + begin;
+    auto same = [&](const NodeContexts::KeyedChild& c) {
+      return c.offset == node.offset && c.module == node.module && c.placeholder == node.placeholder &&
+             c.unwound == node.unwound;
+    };
+    if (count > kScan) {
+      const NodeContexts::KeyedChild* last = kids + count;
+      for (const NodeContexts::KeyedChild* c =
+               std::lower_bound(kids, last, node.offset,
+                                [](const NodeContexts::KeyedChild& k, uint64_t off) { return k.offset < off; });
+           c != last && c->offset == node.offset; ++c)
+        if (same(*c)) return int32_t(c->pos);
+      return -1;
     }
+    const uint32_t tag = keyTag(node.offset, node.module, node.placeholder, node.unwound);
+    const uint32_t* tags = keyedTag + begin;
+#if defined(__SSE2__)
+    const __m128i want = _mm_set1_epi32(int32_t(tag));
+    for (uint32_t at = 0; at < count; at += 4) {
+      const __m128i four = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tags + at));
+      unsigned mask = unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(four, want))));
+      if (count - at < 4) mask &= (1u << (count - at)) - 1;
+      for (; mask; mask &= mask - 1)
+        if (const uint32_t i = at + uint32_t(std::countr_zero(mask)); same(kids[i])) return int32_t(kids[i].pos);
+    }
+#else
+    for (uint32_t i = 0; i < count; ++i)
+      if (tags[i] == tag && same(kids[i])) return int32_t(kids[i].pos);
+#endif
     return -1;
   };
   Context* root = cct_.root();
@@ -387,7 +431,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         ctx[s] = prevCtx[s];
         done[s] = 2;
         ++hits;
-        if (keyed && keyedOf[size_t(pp)] >= 0) keyedOf[s] = keyedMatch(uint32_t(keyedOf[size_t(pp)]), node);
+        if (keyedFromPrev) keyedOf[s] = prevKeyedOf[s];  // the same node, the same match
+        else if (keyed && keyedOf[size_t(pp)] >= 0) keyedOf[s] = keyedMatch(uint32_t(keyedOf[size_t(pp)]), node);
         continue;
       }
     }
@@ -485,6 +530,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
   }
   out.templateId_ = tree.nodesId;  // the next tree's template
+  if (keyed) out.keyedOfGen_ = out.keyedGen_;
   // A new keyed template from this tree when the positional one gave up on it and the keyed
   // one (if any) matched under half of it.
   if (n >= kProbe && m == 0 && 2 * keyedHits < n) {
@@ -509,13 +555,25 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (const size_t pp = parentPos(t); pp <= n)
         out.keyedChild_[fill[pp]++] = {t.offset, t.module, t.placeholder, t.unwound, uint32_t(i)};
     }
-    // By offset within each position's children (stable: the first of equal keys stays first).
+    // By offset within each position's children searched by halves (stable: the first of
+    // equal keys stays first).
     for (size_t p = 0; p <= n; ++p)
-      if (start[p + 1] - start[p] > 8)
+      if (start[p + 1] - start[p] > kScan)
         std::stable_sort(out.keyedChild_.begin() + start[p], out.keyedChild_.begin() + start[p + 1],
                          [](const NodeContexts::KeyedChild& a, const NodeContexts::KeyedChild& b) {
                            return a.offset < b.offset;
                          });
+    std::vector<uint32_t>& tags = out.keyedTag_;
+    tags.resize(out.keyedChild_.size() + 3);  // 4 read at once from any child
+    for (size_t i = 0; i < out.keyedChild_.size(); ++i) {
+      const NodeContexts::KeyedChild& c = out.keyedChild_[i];
+      tags[i] = keyTag(c.offset, c.module, c.placeholder, c.unwound);
+    }
+    // This tree's nodes are the template's, each its own match.
+    ++out.keyedGen_;
+    keyedOf.resize(n);
+    for (size_t i = 0; i < n; ++i) keyedOf[i] = int32_t(i);
+    out.keyedOfGen_ = out.keyedGen_;
   }
   return Status();
 }

@@ -68,7 +68,13 @@ private:
   std::vector<Context*> keyedCtx_;      // by template position
   std::vector<uint32_t> keyedStart_;    // children of template position p: [start[p], start[p+1]); the last entry is the roots'
   std::vector<KeyedChild> keyedChild_;
+  std::vector<uint32_t> keyedTag_;  // by keyedChild_ index (3 more at the end): a hash of each key, compared 4 at once
   std::vector<int32_t> keyedOf_;        // this profile: position -> template position, -1 when unmatched
+  // The template tree's keyedOf_: a node matched by position has its template node's match
+  // (no search), where that was made against the same keyed template (its generation).
+  std::vector<int32_t> prevKeyedOf_;
+  uint64_t keyedGen_ = 0;     // bumped whenever the keyed template is rebuilt
+  uint64_t keyedOfGen_ = 0;   // the generation keyedOf_ was made against; 0: none
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
   struct Lm {

@@ -759,6 +759,44 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   EXPECT_EQ(a.find(20), b.find(20));
 }
 
+// One tree of 600 nodes (root, main thread, then instructions below recent nodes), listed
+// depth first with each node's children in an order drawn from `seed`, and numbered in that
+// order (as a thread numbers its nodes); `changedOffset`, where not 0, moves node 300's call
+// site. Offsets are drawn from `offsets` values: few make many nodes share a key.
+ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets = 0x80) {
+  using P = Placeholder;
+  std::mt19937 rng(11);
+  std::vector<uint32_t> parentOf(600, 0);
+  for (uint32_t i = 2; i < 600; ++i) parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 1, 8);
+  std::vector<uint64_t> offsetOf(600);
+  for (auto& o : offsetOf) o = 0x1129 + rng() % offsets;
+  std::vector<std::vector<uint32_t>> kids(600);
+  for (uint32_t i = 1; i < 600; ++i) kids[parentOf[i]].push_back(i);
+  std::mt19937 order(seed);
+  std::vector<uint32_t> stack{0}, seq, idOf(600);
+  while (!stack.empty()) {
+    uint32_t at = stack.back();
+    stack.pop_back();
+    seq.push_back(at);
+    std::vector<uint32_t> k = kids[at];
+    std::shuffle(k.begin(), k.end(), order);
+    stack.insert(stack.end(), k.begin(), k.end());
+  }
+  for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
+  ProfileTree t;
+  t.loadMap = {{1, "/bin/small"}};
+  for (uint32_t at : seq) {
+    TreeNode n;
+    n.id = idOf[at];
+    n.parent = at ? idOf[parentOf[at]] : 0;
+    n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
+    n.module = at > 1 ? 1 : 0;
+    n.offset = at > 1 ? (at == 300 && changedOffset ? changedOffset : offsetOf[at]) : 0;
+    t.nodes.push_back(n);
+  }
+  return t;
+}
+
 // Profiles listing one tree each in an order of its own (ids as a thread numbers its nodes)
 // go through the keyed template; every node must still get a fresh unification's context.
 TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
@@ -766,40 +804,7 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
   Cct cct;
   Names names;
   Expander expander(cct, names, &structure);
-  using P = Placeholder;
-  // A shape of 600 nodes: root, main thread, then instructions below recent nodes.
-  std::mt19937 rng(11);
-  std::vector<uint32_t> parentOf(600, 0);
-  for (uint32_t i = 2; i < 600; ++i) parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 1, 8);
-  std::vector<uint64_t> offsetOf(600);
-  for (auto& o : offsetOf) o = 0x1129 + rng() % 0x80;
-  std::vector<std::vector<uint32_t>> kids(600);
-  for (uint32_t i = 1; i < 600; ++i) kids[parentOf[i]].push_back(i);
-  auto profile = [&](unsigned seed, uint64_t changedOffset) {
-    std::mt19937 order(seed);
-    std::vector<uint32_t> stack{0}, seq, idOf(600);
-    while (!stack.empty()) {
-      uint32_t at = stack.back();
-      stack.pop_back();
-      seq.push_back(at);
-      std::vector<uint32_t> k = kids[at];
-      std::shuffle(k.begin(), k.end(), order);
-      stack.insert(stack.end(), k.begin(), k.end());
-    }
-    for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
-    ProfileTree t;
-    t.loadMap = {{1, "/bin/small"}};
-    for (uint32_t at : seq) {
-      TreeNode n;
-      n.id = idOf[at];
-      n.parent = at ? idOf[parentOf[at]] : 0;
-      n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
-      n.module = at > 1 ? 1 : 0;
-      n.offset = at > 1 ? (at == 300 && changedOffset ? changedOffset : offsetOf[at]) : 0;
-      t.nodes.push_back(n);
-    }
-    return t;
-  };
+  auto profile = [](unsigned seed, uint64_t changedOffset) { return shuffledTree(seed, changedOffset); };
   std::vector<ProfileTree> trees;
   for (unsigned k = 0; k < 6; ++k) trees.push_back(profile(100 + k, k == 3 ? 0x1190 : 0));
 
@@ -811,6 +816,40 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
   size_t differ = 0;
   for (size_t k = 0; k < trees[0].nodes.size(); ++k) differ += a.find(trees[0].nodes[k].id) != b.find(trees[3].nodes[k].id);
   EXPECT_GT(differ, 0u);
+}
+
+// Nodes matched by position take their template node's keyed match (no search); the nodes
+// after them that the position misses are then searched below those matches. Every node
+// must still get a fresh unification's context, through rebuilt keyed templates too.
+TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, &structure);
+  auto swapped = [](ProfileTree t, size_t a, size_t b) {
+    std::swap(t.nodes[a], t.nodes[b]);
+    return t;
+  };
+  // Few offsets: a node searched below the wrong template node would mostly find a child
+  // with its key there, and so a wrong context.
+  auto tree = [](unsigned seed, uint64_t changedOffset) { return shuffledTree(seed, changedOffset, 3); };
+  std::vector<ProfileTree> trees;
+  trees.push_back(tree(100, 0));                     // the keyed template is made from it
+  trees.push_back(swapped(trees[0], 40, 41));        // by position, two nodes searched
+  trees.push_back(tree(100, 0x1190));                // one call site moved
+  trees.push_back(tree(100, 0));                     // by position again, from the last
+  trees.push_back(swapped(tree(100, 0), 300, 310));
+  trees.push_back(tree(101, 0));                     // another order: the keyed template
+  trees.push_back(swapped(tree(101, 0), 7, 500));    // by position from its matches
+  trees.push_back(tree(102, 0x1190));
+  trees.push_back(swapped(tree(102, 0x1190), 20, 21));
+  trees.push_back(tree(100, 0));
+  for (unsigned k = 0; k < 4; ++k) {                 // nodes moved down the list, by position before them
+    ProfileTree t = tree(100, 0);
+    std::rotate(t.nodes.begin() + 50 + 100 * k, t.nodes.begin() + 51 + 100 * k, t.nodes.begin() + 90 + 100 * k);
+    trees.push_back(std::move(t));
+  }
+  expectContextsOfFreshUnifications(expander, trees);
 }
 
 }  // namespace
