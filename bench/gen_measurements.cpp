@@ -6,8 +6,11 @@
 // with the children taken at random), as hpcrun numbers nodes in the order a thread first
 // reached them: no two profiles' node lists are alike. With `deep`, the tree is one call
 // chain (deep recursion); with `bushy`, each node hangs below any node made before it, so
-// paths are short (about 10 contexts at 20,000 nodes), as most programs' are.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy]
+// paths are short (about 10 contexts at 20,000 nodes), as most programs' are. With `varied`,
+// each profile lists the tree in the one order but leaves out about 1 % of its leaves, drawn
+// for each profile, as threads of one program reach not quite the same code: no two
+// profiles' node lists are byte-equal, yet they are mostly alike position by position.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|varied]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +33,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep|bushy]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep|bushy|varied]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
   // Each node below any node made before it, at random: paths of about ln(nodes) contexts
   // (10 at 20,000 nodes, at most about 30), as a program's calling contexts mostly are.
   const bool bushy = argc > 6 && std::string(argv[6]) == "bushy";
+  const bool varied = argc > 6 && std::string(argv[6]) == "varied";
   fs::create_directories(dir);
 
   Profile shape;
@@ -94,6 +98,14 @@ int main(int argc, char** argv) {
     } else {
       for (size_t k = 0; k < idOf.size(); ++k) idOf[k] = uint32_t(k + 1);
     }
+    std::vector<bool> present(shape.nodes.size(), true);
+    if (varied) {
+      prof.nodes.clear();
+      for (size_t k = 0; k < shape.nodes.size(); ++k) {
+        if (k > 1 && children[k].empty() && rng() % 100 == 0) present[k] = false;
+        else prof.nodes.push_back(shape.nodes[k]);
+      }
+    }
     prof.id_tuple = {{uint16_t(kIdNode | (1u << 14)), 0x5eed, 0}, {kIdThread, uint64_t(p), uint64_t(p)}};
     for (auto& n : prof.nodes)
       if (n.lm_id && int(rng() % 100) < percent) {
@@ -110,7 +122,9 @@ int main(int argc, char** argv) {
     uint64_t t = 1700000000000000000ull;
     for (int k = 0; k < traceLen; ++k) {
       t += 5000000 + rng() % 100000;
-      tr.records.push_back({t, idOf[2 + rng() % (nodes - 2)], 0});
+      size_t at = 2 + rng() % (nodes - 2);
+      while (!present[at]) at = shape.nodes[at].parent_id - 1;  // a left-out leaf's parent
+      tr.records.push_back({t, idOf[at], 0});
     }
     if (auto s = write_trace(tr, dir / (std::string(name) + ".hpctrace")); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.message().c_str());

@@ -248,6 +248,7 @@ bool sameNode(const TreeNode& a, const TreeNode& b) {
 void NodeContexts::seedFrom(const NodeContexts& o) {
   dense_ = o.dense_;
   posTable_ = o.posTable_;
+  prevPosTable_ = o.prevPosTable_;
   posHash_ = o.posHash_;
   ctx_ = o.ctx_;
   done_ = o.done_;
@@ -314,6 +315,9 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   const size_t n = tree.nodes.size();
   uint32_t maxId = 0;
   for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
+  // The template tree's table is kept: a node is found in the template by its id.
+  std::swap(out.posTable_, out.prevPosTable_);
+  if (!out.dense_) out.prevPosTable_.clear();
   out.dense_ = maxId <= 2 * n + 1024;
   out.posTable_.clear();
   out.posHash_.clear();
@@ -338,12 +342,30 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // Template positions [0, m); m drops to 0 when the first kProbe nodes show that this
   // profile lists its nodes in an order of its own (then comparing would only cost).
   size_t m = templateId != 0 && tree.previousNodesId == templateId && sameLoadMap
-                 ? std::min(n, std::min(prev.size(), prevCtx.size()))
+                 ? std::min(prev.size(), prevCtx.size())
                  : 0;
   constexpr size_t kProbe = 256;
   size_t hits = 0;
+  // Node `at`'s template node: the one at its position, or else the one with its id (a
+  // profile that lacks some of the template's nodes or has more lists the rest shifted),
+  // where it is the same node (id, parent id, key); -1 where there is none.
+  const int32_t* prevPos = out.prevPosTable_.data();
+  const size_t prevPosSize = out.prevPosTable_.size();
+  auto templateOf = [&](size_t at) -> int64_t {
+    const TreeNode& t = tree.nodes[at];
+    size_t p = at;
+    if (p >= m || prev[p].id != t.id) {
+      if (t.id >= prevPosSize) return -1;
+      const int32_t q = prevPos[t.id];
+      if (q < 0 || size_t(q) >= m) return -1;
+      p = size_t(q);
+    }
+    return sameNode(t, prev[p]) ? int64_t(p) : -1;
+  };
   auto matched = [&](size_t at) -> uint8_t {
-    return at < m && out.ctx_[at] == prevCtx[at] && sameNode(tree.nodes[at], prev[at]) ? 2 : 1;
+    if (m == 0) return 1;
+    const int64_t t = templateOf(at);
+    return t >= 0 && out.ctx_[at] == prevCtx[size_t(t)] ? 2 : 1;
   };
   std::vector<Context*>& ctx = out.ctx_;
   std::vector<uint8_t>& done = out.done_;
@@ -425,13 +447,13 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (done[s]) continue;
     const TreeNode& node = tree.nodes[s];
     // As in the template, under a parent that is: the template's context.
-    if (s < m && node.parent && sameNode(node, prev[s])) {
+    if (const int64_t t = m != 0 && node.parent ? templateOf(s) : -1; t >= 0) {
       const int64_t pp = out.posOf(node.parent);
       if (pp >= 0 && done[size_t(pp)] == 2) {
-        ctx[s] = prevCtx[s];
+        ctx[s] = prevCtx[size_t(t)];
         done[s] = 2;
         ++hits;
-        if (keyedFromPrev) keyedOf[s] = prevKeyedOf[s];  // the same node, the same match
+        if (keyedFromPrev) keyedOf[s] = prevKeyedOf[t];  // the same node, the same match
         else if (keyed && keyedOf[size_t(pp)] >= 0) keyedOf[s] = keyedMatch(uint32_t(keyedOf[size_t(pp)]), node);
         continue;
       }

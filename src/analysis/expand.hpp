@@ -41,6 +41,7 @@ private:
   }
   bool dense_ = true;
   std::vector<int32_t> posTable_;  // node id -> position in tree.nodes (dense ids)
+  std::vector<int32_t> prevPosTable_;  // the same for the template tree, where its ids were dense
   std::unordered_map<uint32_t, uint32_t> posHash_;  // the same for sparse ids
   std::vector<Context*> ctx_;      // by position
   std::vector<uint8_t> done_;      // by position: 0 to do, 1 done, 2 done as in the template

@@ -818,8 +818,8 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
   EXPECT_GT(differ, 0u);
 }
 
-// Nodes matched by position take their template node's keyed match (no search); the nodes
-// after them that the position misses are then searched below those matches. Every node
+// Nodes matched by position (or, where the lists differ, by id) take their template node's
+// keyed match (no search); the nodes that both miss are then searched below those matches. Every node
 // must still get a fresh unification's context, through rebuilt keyed templates too.
 TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
   FakeStructure structure;
@@ -844,6 +844,19 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
   trees.push_back(tree(102, 0x1190));
   trees.push_back(swapped(tree(102, 0x1190), 20, 21));
   trees.push_back(tree(100, 0));
+  for (size_t at : {30u, 31u, 200u, 450u}) {         // nodes left out: the rest found by id
+    ProfileTree t = tree(100, 0);
+    t.nodes.erase(t.nodes.begin() + at);
+    trees.push_back(std::move(t));
+  }
+  {
+    ProfileTree t = tree(100, 0x1190);                 // a node more, and by id the others
+    t.nodes.insert(t.nodes.begin() + 120, TreeNode{900, t.nodes[119].id, 1, 0x1129, Placeholder::None});
+    trees.push_back(std::move(t));
+    ProfileTree u = tree(100, 0);
+    u.nodes[60].parent = u.nodes[10].id;               // a node moved, its id kept
+    trees.push_back(std::move(u));
+  }
   for (unsigned k = 0; k < 4; ++k) {                 // nodes moved down the list, by position before them
     ProfileTree t = tree(100, 0);
     std::rotate(t.nodes.begin() + 50 + 100 * k, t.nodes.begin() + 51 + 100 * k, t.nodes.begin() + 90 + 100 * k);
