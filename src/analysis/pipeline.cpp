@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "analysis/expand.hpp"
@@ -229,6 +230,10 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
   // start from (its first profile then matches as its later ones do, not by a lookup of
   // every node in the shared tree).
   std::unique_ptr<Scratch> seed;
+  // The last thread to start takes the seed itself (a large tree's reader buffers and
+  // templates are tens of MB, and fresh memory is dear), once the others have copied it.
+  std::atomic<int> seedsLeft{0}, seedCopies{0};
+  int seedCopiers = 0;
   auto spillGathered = [&](Scratch& sc) {
     if (sc.pending.empty()) return;
     Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
@@ -248,8 +253,16 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     bool exists = true;
     Scratch& sc = scratch.local(exists);
     if (!exists && seed) {
-      sc.data = seed->data;
-      sc.nodes.seedFrom(seed->nodes);
+      const int left = seedsLeft.fetch_sub(1, std::memory_order_acq_rel);
+      if (left == 1) {
+        while (seedCopies.load(std::memory_order_acquire) < seedCopiers) std::this_thread::yield();
+        sc.data = std::move(seed->data);
+        sc.nodes = std::move(seed->nodes);
+      } else if (left > 1) {
+        sc.data = seed->data;
+        sc.nodes.seedFrom(seed->nodes);
+        seedCopies.fetch_add(1, std::memory_order_release);
+      }
     }
     ProfileData& data = sc.data;
     if (Status st = profiles[i]->read(data); !st.ok()) {
@@ -312,6 +325,8 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
       seed->data.nodesAt = mine.data.nodesAt;
       seed->data.nodesLength = mine.data.nodesLength;
       seed->nodes.seedFrom(mine.nodes);
+      seedCopiers = int(options.threads) - 2;
+      seedsLeft.store(int(options.threads) - 1, std::memory_order_release);
     }
     tbb::parallel_for(first, profiles.size(), [&](size_t i) {
       // The thread's scratch is held across the whole profile: isolated, so that a wait
