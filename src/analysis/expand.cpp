@@ -313,8 +313,11 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
 
   // Node id -> position in tree.nodes: a table when ids are dense, else a hash map.
   const size_t n = tree.nodes.size();
-  uint32_t maxId = 0;
-  for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
+  uint32_t maxId = tree.maxId;
+  if (tree.maxIdOf == 0 || tree.maxIdOf != tree.nodesId) {
+    maxId = 0;
+    for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
+  }
   // The template tree's table is kept: a node is found in the template by its id.
   std::swap(out.posTable_, out.prevPosTable_);
   if (!out.dense_) out.prevPosTable_.clear();
@@ -351,14 +354,17 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // where it is the same node (id, parent id, key); -1 where there is none.
   const int32_t* prevPos = out.prevPosTable_.data();
   const size_t prevPosSize = out.prevPosTable_.size();
+  // The shift of the last node found by id is tried first (the nodes after one left out).
+  int64_t shift = 0;
   auto templateOf = [&](size_t at) -> int64_t {
     const TreeNode& t = tree.nodes[at];
-    size_t p = at;
+    size_t p = size_t(int64_t(at) + shift);
     if (p >= m || prev[p].id != t.id) {
       if (t.id >= prevPosSize) return -1;
       const int32_t q = prevPos[t.id];
       if (q < 0 || size_t(q) >= m) return -1;
       p = size_t(q);
+      shift = int64_t(p) - int64_t(at);
     }
     return sameNode(t, prev[p]) ? int64_t(p) : -1;
   };

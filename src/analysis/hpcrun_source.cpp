@@ -1,4 +1,5 @@
 // Adapter: .hpcrun/.hpctrace files (hpc_fmt_hpcrun) -> the pipeline's ProfileSource.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -41,12 +42,15 @@ std::vector<int32_t> localMetricIds(const hpcrun::Profile& p) {
   return local;
 }
 
-void decode(const hpcrun::CctView& cct, std::vector<TreeNode>& nodes) {
+// Returns the largest node id.
+uint32_t decode(const hpcrun::CctView& cct, std::vector<TreeNode>& nodes) {
   nodes.resize(cct.count);
+  uint32_t maxId = 0;
   for (uint64_t i = 0; i < cct.count; ++i) {
     const hpcrun::CctView::Node n = cct[i];
     TreeNode& tn = nodes[i];
     tn.id = n.id;
+    maxId = std::max(maxId, n.id);
     tn.parent = n.parent_id;
     tn.unwound = n.unwound != 0;
     if (n.lm_id == 0) {
@@ -59,6 +63,7 @@ void decode(const hpcrun::CctView& cct, std::vector<TreeNode>& nodes) {
       tn.placeholder = Placeholder::None;
     }
   }
+  return maxId;
 }
 
 class HpcrunProfile final : public ProfileSource {
@@ -115,9 +120,10 @@ public:
     } else {
       std::swap(t.nodes, t.previousNodes);
       t.previousNodesId = previousId;
-      decode(cct, t.nodes);
+      t.maxId = decode(cct, t.nodes);
       static std::atomic<uint64_t> lastId{0};
       t.nodesId = lastId.fetch_add(1, std::memory_order_relaxed) + 1;
+      t.maxIdOf = t.nodesId;
     }
     t.hasTrace = !trace_.empty();
 

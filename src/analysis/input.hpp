@@ -76,6 +76,10 @@ struct ProfileTree {
   uint64_t nodesId = 0;
   std::vector<TreeNode> previousNodes;
   uint64_t previousNodesId = 0;
+  // The largest id in `nodes`, where the reader found it as it decoded them: valid while
+  // maxIdOf == nodesId (0: unknown, unification finds it).
+  uint32_t maxId = 0;
+  uint64_t maxIdOf = 0;
 };
 
 struct PointValue {
