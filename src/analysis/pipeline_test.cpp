@@ -857,6 +857,21 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
     u.nodes[60].parent = u.nodes[10].id;               // a node moved, its id kept
     trees.push_back(std::move(u));
   }
+  {
+    // Sparse ids (no id table): by position only, where the lists differ.
+    auto sparse = [](ProfileTree t) {
+      for (TreeNode& n : t.nodes) {
+        n.id *= 10007;
+        n.parent *= 10007;
+      }
+      return t;
+    };
+    ProfileTree t = sparse(tree(100, 0));
+    trees.push_back(t);
+    t.nodes.erase(t.nodes.begin() + 100);
+    trees.push_back(t);
+    trees.push_back(sparse(tree(100, 0)));
+  }
   for (unsigned k = 0; k < 4; ++k) {                 // nodes moved down the list, by position before them
     ProfileTree t = tree(100, 0);
     std::rotate(t.nodes.begin() + 50 + 100 * k, t.nodes.begin() + 51 + 100 * k, t.nodes.begin() + 90 + 100 * k);
