@@ -394,7 +394,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   const uint32_t* keyedStart = out.keyedStart_.data();
   const NodeContexts::KeyedChild* keyedChild = out.keyedChild_.data();
   const uint32_t* keyedTag = out.keyedTag_.data();
-  auto keyedMatch = [&](uint32_t tp, const TreeNode& node) -> int32_t {
+  auto search = [](const uint32_t* __restrict keyedStart, const NodeContexts::KeyedChild* __restrict keyedChild,
+                   const uint32_t* __restrict keyedTag, uint32_t tp, const TreeNode& node) -> int32_t {
     const uint32_t begin = keyedStart[tp];
     const uint32_t count = keyedStart[tp + 1] - begin;
     const NodeContexts::KeyedChild* kids = keyedChild + begin;
@@ -428,6 +429,29 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
 #endif
     return -1;
   };
+  auto keyedMatch = [&](uint32_t tp, const TreeNode& node) {
+    return search(keyedStart, keyedChild, keyedTag, tp, node);
+  };
+  // Runs of nodes matched in the keyed template under parents that were, in a loop over
+  // plain arrays.
+  auto keyedRun = [&search](size_t s, size_t n, const TreeNode* __restrict nodes, const int32_t* __restrict pos,
+                            size_t posSize, uint8_t* __restrict marks, Context** __restrict contexts,
+                            int32_t* __restrict keyedOf, const uint32_t* __restrict keyedStart,
+                            const NodeContexts::KeyedChild* __restrict keyedChild, const uint32_t* __restrict keyedTag,
+                            Context* const* __restrict keyedCtx) {
+    for (; s < n; ++s) {
+      const TreeNode& node = nodes[s];
+      if (marks[s] || !node.parent || node.parent >= posSize) break;
+      const int32_t pp = pos[node.parent];
+      if (pp < 0 || !marks[pp] || keyedOf[pp] < 0) break;
+      const int32_t f = search(keyedStart, keyedChild, keyedTag, uint32_t(keyedOf[pp]), node);
+      if (f < 0) break;
+      contexts[s] = keyedCtx[f];
+      keyedOf[s] = f;
+      marks[s] = 1;
+    }
+    return s;
+  };
   Context* root = cct_.root();
   auto entry = [&](EntryKind k) { return root->child(entryKey(k)); };
   std::vector<uint32_t>& chain = out.chain_;
@@ -447,8 +471,43 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (lm.structured) cache_->prefetch(Cache::hash(parent, lm.module, node.offset));
     else cct_.prefetchChild(parent, instructionKey(lm.module, node.offset));
   };
+  // Runs of nodes equal to the template's at the same shift, under parents that are: the
+  // template's contexts, in a loop over plain arrays (up to the probe, which it must not skip).
+  const bool runs = m != 0 && out.dense_ && (!keyed || keyedFromPrev);
+  auto run = [](size_t s, size_t end, int64_t shift, size_t m, const TreeNode* __restrict nodes,
+                const TreeNode* __restrict prevNodes, const int32_t* __restrict pos, size_t posSize,
+                uint8_t* __restrict marks, Context** __restrict contexts, Context* const* __restrict prevContexts,
+                int32_t* __restrict keyedOf, const int32_t* __restrict prevKeyedOf) {
+    for (; s < end; ++s) {
+      const size_t p = size_t(int64_t(s) + shift);
+      const TreeNode& node = nodes[s];
+      if (p >= m || marks[s] || !node.parent || node.parent >= posSize || !sameNode(node, prevNodes[p])) break;
+      const int32_t pp = pos[node.parent];
+      if (pp < 0 || marks[pp] != 2) break;
+      contexts[s] = prevContexts[p];
+      marks[s] = 2;
+      if (keyedOf) keyedOf[s] = prevKeyedOf[p];
+    }
+    return s;
+  };
   for (size_t s = 0; s < n; ++s) {
     if (s == kProbe && 2 * hits < kProbe) m = 0;
+    if (runs && m != 0) {
+      const size_t from = s;
+      s = run(s, s < kProbe ? kProbe : n, shift, m, tree.nodes.data(), prev.data(), out.posTable_.data(),
+              out.posTable_.size(), done.data(), ctx.data(), prevCtx.data(), keyed ? keyedOf.data() : nullptr,
+              prevKeyedOf);
+      hits += s - from;
+      if (s == n) break;
+      if (s == kProbe && 2 * hits < kProbe) m = 0;
+    }
+    if (m == 0 && keyed && out.dense_) {
+      const size_t from = s;
+      s = keyedRun(s, n, tree.nodes.data(), out.posTable_.data(), out.posTable_.size(), done.data(), ctx.data(),
+                   keyedOf.data(), keyedStart, keyedChild, keyedTag, out.keyedCtx_.data());
+      keyedHits += s - from;
+      if (s == n) break;
+    }
     if (lookAhead && s + kAhead < n) prefetchNode(s + kAhead);
     if (done[s]) continue;
     const TreeNode& node = tree.nodes[s];
