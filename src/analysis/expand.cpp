@@ -318,9 +318,9 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     maxId = 0;
     for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
   }
-  // The template tree's table is kept: a node is found in the template by its id.
+  // The template tree's table is kept: a node is found in the template by its id (a sparse
+  // tree left its table empty).
   std::swap(out.posTable_, out.prevPosTable_);
-  if (!out.dense_) out.prevPosTable_.clear();
   out.dense_ = maxId <= 2 * n + 1024;
   out.posTable_.clear();
   out.posHash_.clear();
