@@ -231,12 +231,16 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
 
 namespace {
 
-// A node's key (module, offset, kind) in 32 bits, for the keyed template's children.
-uint32_t keyTag(uint64_t offset, uint16_t module, Placeholder placeholder, bool unwound) {
-  const uint64_t x = (offset ^ (uint64_t(module) << 48) ^ (uint64_t(placeholder) << 40) ^ (uint64_t(unwound) << 39)) *
-                     0x9E3779B97F4A7C15ull;
-  return uint32_t(x >> 32);
+// A node's key (module, offset, kind) exactly in 63 bits, for the keyed template: offsets
+// below 2^42 (any module's), so a key equal to a template child's is that child's key. A node
+// whose key does not fit has kNoKey and is never matched in the template (the shared table
+// serves it), and the template's slot 0, the roots' parent, has it too.
+constexpr uint64_t kNoKey = ~uint64_t(0);
+uint64_t packedKey(uint64_t offset, uint16_t module, Placeholder placeholder, bool unwound) {
+  if (offset >> 42 || uint8_t(placeholder) >= 16) return kNoKey;
+  return offset | uint64_t(module) << 42 | uint64_t(uint8_t(placeholder)) << 58 | uint64_t(unwound ? 1 : 0) << 62;
 }
+uint64_t packedKey(const TreeNode& t) { return packedKey(t.offset, t.module, t.placeholder, t.unwound); }
 
 bool sameNode(const TreeNode& a, const TreeNode& b) {
   return a.id == b.id && a.parent == b.parent && a.offset == b.offset && a.module == b.module &&
@@ -257,11 +261,10 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyed_ = o.keyed_;
   keyedLoadMap_ = o.keyedLoadMap_;
   keyedCtx_ = o.keyedCtx_;
-  keyedStart_ = o.keyedStart_;
-  keyedChild_ = o.keyedChild_;
-  keyedTag_ = o.keyedTag_;
-  keyedOf_ = o.keyedOf_;
-  prevKeyedOf_ = o.prevKeyedOf_;
+  keyedSlot_ = o.keyedSlot_;
+  keyedRoots_ = o.keyedRoots_;
+  keyedKids_ = o.keyedKids_;
+  prevKeyedKids_ = o.prevKeyedKids_;
   keyedGen_ = o.keyedGen_;
   keyedOfGen_ = o.keyedOfGen_;
   prevLoadMap_ = o.prevLoadMap_;
@@ -375,79 +378,65 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   };
   std::vector<Context*>& ctx = out.ctx_;
   std::vector<uint8_t>& done = out.done_;
-  ctx.assign(n, nullptr);
+  ctx.resize(n);  // every node's is set below, before any is read
   done.assign(n, 0);
   const bool keyed = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
   // The template's matches, where made against this keyed template.
-  std::swap(out.keyedOf_, out.prevKeyedOf_);
-  const bool keyedFromPrev = keyed && out.keyedOfGen_ == out.keyedGen_ && m <= out.prevKeyedOf_.size();
-  const int32_t* prevKeyedOf = out.prevKeyedOf_.data();
+  std::swap(out.keyedKids_, out.prevKeyedKids_);
+  const bool keyedFromPrev = keyed && out.keyedOfGen_ == out.keyedGen_ && m <= out.prevKeyedKids_.size();
+  const uint64_t* prevKeyedKids = out.prevKeyedKids_.data();
   out.keyedOfGen_ = 0;  // until this tree is done
-  std::vector<int32_t>& keyedOf = out.keyedOf_;
-  if (keyed) keyedOf.assign(n, -1);
+  std::vector<uint64_t>& keyedKids = out.keyedKids_;
+  if (keyed) keyedKids.resize(n);  // set with each node's context (0 where unmatched)
   size_t keyedHits = 0;
-  const uint32_t keyedRoots = keyed ? uint32_t(out.keyedStart_.size() - 2) : 0;
-  // The template position of node s's match among the children of template position tp.
-  // Up to kScan children are compared by their keys' tags, 4 at once; more, sorted by
-  // offset, are searched by halves.
+  // The slot of a node's match among the slots `kids` (begin | end << 32) by its packed key:
+  // up to kScan compared 2 at once, more (sorted) searched by halves; -1 where none is.
   constexpr uint32_t kScan = 32;
-  const uint32_t* keyedStart = out.keyedStart_.data();
-  const NodeContexts::KeyedChild* keyedChild = out.keyedChild_.data();
-  const uint32_t* keyedTag = out.keyedTag_.data();
-  auto search = [](const uint32_t* __restrict keyedStart, const NodeContexts::KeyedChild* __restrict keyedChild,
-                   const uint32_t* __restrict keyedTag, uint32_t tp, const TreeNode& node) -> int32_t {
-    const uint32_t begin = keyedStart[tp];
-    const uint32_t count = keyedStart[tp + 1] - begin;
-    const NodeContexts::KeyedChild* kids = keyedChild + begin;
-    auto same = [&](const NodeContexts::KeyedChild& c) {
-      return c.offset == node.offset && c.module == node.module && c.placeholder == node.placeholder &&
-             c.unwound == node.unwound;
-    };
+  using KeyedSlot = NodeContexts::KeyedSlot;
+  auto search = [](const KeyedSlot* __restrict slots, uint64_t kids, uint64_t key) -> int32_t {
+    const uint32_t begin = uint32_t(kids);
+    const uint32_t count = uint32_t(kids >> 32) - begin;
+    const KeyedSlot* at = slots + begin;
+    if (key == kNoKey) return -1;
     if (count > kScan) {
-      const NodeContexts::KeyedChild* last = kids + count;
-      for (const NodeContexts::KeyedChild* c =
-               std::lower_bound(kids, last, node.offset,
-                                [](const NodeContexts::KeyedChild& k, uint64_t off) { return k.offset < off; });
-           c != last && c->offset == node.offset; ++c)
-        if (same(*c)) return int32_t(c->pos);
-      return -1;
+      const KeyedSlot* found =
+          std::lower_bound(at, at + count, key, [](const KeyedSlot& k, uint64_t want) { return k.key < want; });
+      return found != at + count && found->key == key ? int32_t(found - slots) : -1;
     }
-    const uint32_t tag = keyTag(node.offset, node.module, node.placeholder, node.unwound);
-    const uint32_t* tags = keyedTag + begin;
 #if defined(__SSE2__)
-    const __m128i want = _mm_set1_epi32(int32_t(tag));
-    for (uint32_t at = 0; at < count; at += 4) {
-      const __m128i four = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tags + at));
-      unsigned mask = unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(four, want))));
-      if (count - at < 4) mask &= (1u << (count - at)) - 1;
-      for (; mask; mask &= mask - 1)
-        if (const uint32_t i = at + uint32_t(std::countr_zero(mask)); same(kids[i])) return int32_t(kids[i].pos);
+    const __m128i want = _mm_set1_epi64x(int64_t(key));
+    for (uint32_t i = 0; i < count; i += 2) {
+      const __m128i two = _mm_cmpeq_epi32(
+          _mm_unpacklo_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i)),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i + 1))),
+          want);
+      const __m128i both = _mm_and_si128(two, _mm_shuffle_epi32(two, _MM_SHUFFLE(2, 3, 0, 1)));
+      unsigned mask = unsigned(_mm_movemask_pd(_mm_castsi128_pd(both)));
+      if (count - i < 2) mask &= 1u;
+      if (mask) return int32_t(begin + i + uint32_t(std::countr_zero(mask)));
     }
 #else
     for (uint32_t i = 0; i < count; ++i)
-      if (tags[i] == tag && same(kids[i])) return int32_t(kids[i].pos);
+      if (at[i].key == key) return int32_t(begin + i);
 #endif
     return -1;
   };
-  auto keyedMatch = [&](uint32_t tp, const TreeNode& node) {
-    return search(keyedStart, keyedChild, keyedTag, tp, node);
-  };
+  const KeyedSlot* keyedSlot = out.keyedSlot_.data();
   // Runs of nodes matched in the keyed template under parents that were, in a loop over
   // plain arrays.
   auto keyedRun = [&search](size_t s, size_t n, const TreeNode* __restrict nodes, const int32_t* __restrict pos,
                             size_t posSize, uint8_t* __restrict marks, Context** __restrict contexts,
-                            int32_t* __restrict keyedOf, const uint32_t* __restrict keyedStart,
-                            const NodeContexts::KeyedChild* __restrict keyedChild, const uint32_t* __restrict keyedTag,
+                            uint64_t* __restrict keyedKids, const KeyedSlot* __restrict keyedSlot,
                             Context* const* __restrict keyedCtx) {
     for (; s < n; ++s) {
       const TreeNode& node = nodes[s];
       if (marks[s] || !node.parent || node.parent >= posSize) break;
       const int32_t pp = pos[node.parent];
-      if (pp < 0 || !marks[pp] || keyedOf[pp] < 0) break;
-      const int32_t f = search(keyedStart, keyedChild, keyedTag, uint32_t(keyedOf[pp]), node);
+      if (pp < 0 || !marks[pp]) break;
+      const int32_t f = search(keyedSlot, keyedKids[pp], packedKey(node));
       if (f < 0) break;
       contexts[s] = keyedCtx[f];
-      keyedOf[s] = f;
+      keyedKids[s] = keyedSlot[f].kids;
       marks[s] = 1;
     }
     return s;
@@ -477,7 +466,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   auto run = [](size_t s, size_t end, int64_t shift, size_t m, const TreeNode* __restrict nodes,
                 const TreeNode* __restrict prevNodes, const int32_t* __restrict pos, size_t posSize,
                 uint8_t* __restrict marks, Context** __restrict contexts, Context* const* __restrict prevContexts,
-                int32_t* __restrict keyedOf, const int32_t* __restrict prevKeyedOf) {
+                uint64_t* __restrict keyedKids, const uint64_t* __restrict prevKeyedKids) {
     for (; s < end; ++s) {
       const size_t p = size_t(int64_t(s) + shift);
       const TreeNode& node = nodes[s];
@@ -486,7 +475,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (pp < 0 || marks[pp] != 2) break;
       contexts[s] = prevContexts[p];
       marks[s] = 2;
-      if (keyedOf) keyedOf[s] = prevKeyedOf[p];
+      if (keyedKids) keyedKids[s] = prevKeyedKids[p];
     }
     return s;
   };
@@ -495,8 +484,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (runs && m != 0) {
       const size_t from = s;
       s = run(s, s < kProbe ? kProbe : n, shift, m, tree.nodes.data(), prev.data(), out.posTable_.data(),
-              out.posTable_.size(), done.data(), ctx.data(), prevCtx.data(), keyed ? keyedOf.data() : nullptr,
-              prevKeyedOf);
+              out.posTable_.size(), done.data(), ctx.data(), prevCtx.data(), keyed ? keyedKids.data() : nullptr,
+              prevKeyedKids);
       hits += s - from;
       if (s == n) break;
       if (s == kProbe && 2 * hits < kProbe) m = 0;
@@ -504,7 +493,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (m == 0 && keyed && out.dense_) {
       const size_t from = s;
       s = keyedRun(s, n, tree.nodes.data(), out.posTable_.data(), out.posTable_.size(), done.data(), ctx.data(),
-                   keyedOf.data(), keyedStart, keyedChild, keyedTag, out.keyedCtx_.data());
+                   keyedKids.data(), keyedSlot, out.keyedCtx_.data());
       keyedHits += s - from;
       if (s == n) break;
     }
@@ -518,28 +507,30 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         ctx[s] = prevCtx[size_t(t)];
         done[s] = 2;
         ++hits;
-        if (keyedFromPrev) keyedOf[s] = prevKeyedOf[t];  // the same node, the same match
-        else if (keyed && keyedOf[size_t(pp)] >= 0) keyedOf[s] = keyedMatch(uint32_t(keyedOf[size_t(pp)]), node);
+        if (keyedFromPrev) {
+          keyedKids[s] = prevKeyedKids[t];  // the same node, the same match
+        } else if (keyed) {
+          const int32_t f = search(keyedSlot, keyedKids[size_t(pp)], packedKey(node));
+          keyedKids[s] = f < 0 ? 0 : keyedSlot[f].kids;
+        }
         continue;
       }
     }
     // Keyed template: the parent matched a template node, this node one of its children.
     if (keyed) {
-      int32_t tp = -1;
+      uint64_t kids = 0;
       if (!node.parent) {
-        tp = int32_t(keyedRoots);
+        kids = out.keyedRoots_;
       } else {
         const int64_t pp = out.posOf(node.parent);
-        if (pp >= 0 && done[size_t(pp)]) tp = keyedOf[size_t(pp)];
+        if (pp >= 0 && done[size_t(pp)]) kids = keyedKids[size_t(pp)];
       }
-      if (tp >= 0) {
-        if (const int32_t f = keyedMatch(uint32_t(tp), node); f >= 0) {
-          ctx[s] = out.keyedCtx_[size_t(f)];
-          keyedOf[s] = f;
-          done[s] = matched(s);
-          ++keyedHits;
-          continue;
-        }
+      if (const int32_t f = search(keyedSlot, kids, packedKey(node)); f >= 0) {
+        ctx[s] = out.keyedCtx_[size_t(f)];
+        keyedKids[s] = keyedSlot[f].kids;
+        done[s] = matched(s);
+        ++keyedHits;
+        continue;
       }
     }
     // The common case, handled as below but without the chain: an instruction whose parent
@@ -557,6 +548,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
               lm->structured ? cache_->find(Cache::hash(parent, lm->module, node.offset), parent, lm->module, node.offset)
                              : nullptr;
           ctx[s] = leaf ? leaf : expandInstruction(parent, *lm->path, lm->module, lm->structured, node.offset, Gpu::No);
+          if (keyed) keyedKids[s] = 0;
           done[s] = matched(s);
           continue;
         }
@@ -613,6 +605,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       }
       }
       ctx[*it] = self;
+      if (keyed) keyedKids[*it] = 0;
       done[*it] = matched(*it);
     }
   }
@@ -623,10 +616,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   if (n >= kProbe && m == 0 && 2 * keyedHits < n) {
     out.keyed_ = true;
     out.keyedLoadMap_ = tree.loadMap;
-    out.keyedCtx_.assign(ctx.begin(), ctx.end());
     // Children by parent position (roots under the extra position n), by counting.
-    std::vector<uint32_t>& start = out.keyedStart_;
-    start.assign(n + 2, 0);
+    std::vector<uint32_t> start(n + 2, 0);
     auto parentPos = [&](const TreeNode& t) -> size_t {
       if (!t.parent) return n;
       const int64_t pp = out.posOf(t.parent);
@@ -635,31 +626,51 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     for (size_t i = 0; i < n; ++i)
       if (const size_t pp = parentPos(tree.nodes[i]); pp <= n) ++start[pp + 1];
     for (size_t p = 0; p <= n; ++p) start[p + 1] += start[p];
-    out.keyedChild_.resize(start[n + 1]);
-    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      const TreeNode& t = tree.nodes[i];
-      if (const size_t pp = parentPos(t); pp <= n)
-        out.keyedChild_[fill[pp]++] = {t.offset, t.module, t.placeholder, t.unwound, uint32_t(i)};
+    std::vector<uint32_t> kids(start[n + 1]);
+    {
+      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        if (const size_t pp = parentPos(tree.nodes[i]); pp <= n) kids[fill[pp]++] = uint32_t(i);
     }
-    // By offset within each position's children searched by halves (stable: the first of
-    // equal keys stays first).
-    for (size_t p = 0; p <= n; ++p)
-      if (start[p + 1] - start[p] > kScan)
-        std::stable_sort(out.keyedChild_.begin() + start[p], out.keyedChild_.begin() + start[p + 1],
-                         [](const NodeContexts::KeyedChild& a, const NodeContexts::KeyedChild& b) {
-                           return a.offset < b.offset;
-                         });
-    std::vector<uint32_t>& tags = out.keyedTag_;
-    tags.resize(out.keyedChild_.size() + 3);  // 4 read at once from any child
-    for (size_t i = 0; i < out.keyedChild_.size(); ++i) {
-      const NodeContexts::KeyedChild& c = out.keyedChild_[i];
-      tags[i] = keyTag(c.offset, c.module, c.placeholder, c.unwound);
+    // Slots in blocks of siblings, each node's block made where a depth-first walk from the
+    // roots meets it: a subtree's blocks lie together, as do its nodes in a profile's list.
+    // More than kScan children sorted by key (stable: the first of equal keys stays first).
+    std::vector<uint32_t> order(start[n + 1]);  // slot -> position
+    std::vector<KeyedSlot>& slots = out.keyedSlot_;
+    slots.assign(order.size() + 1, KeyedSlot{kNoKey, 0});
+    std::vector<uint32_t> stack;
+    uint32_t next = 0;
+    // The children of position p (n: the roots) take the next block; returns its slots.
+    auto block = [&](uint32_t p) {
+      const uint32_t count = start[p + 1] - start[p];
+      std::copy(kids.begin() + start[p], kids.begin() + start[p + 1], order.begin() + next);
+      if (count > kScan)
+        std::stable_sort(order.begin() + next, order.begin() + next + count, [&](uint32_t a, uint32_t b) {
+          return packedKey(tree.nodes[a]) < packedKey(tree.nodes[b]);
+        });
+      for (uint32_t k = next + count; k > next; --k) stack.push_back(k - 1);
+      const uint64_t range = next | uint64_t(next + count) << 32;
+      next += count;
+      return range;
+    };
+    out.keyedRoots_ = block(uint32_t(n));
+    while (!stack.empty()) {
+      const uint32_t c = stack.back();
+      stack.pop_back();
+      slots[c].key = packedKey(tree.nodes[order[c]]);
+      slots[c].kids = block(order[c]);
     }
+    // Nodes not reached from the roots (a cycle) have no slot.
+    order.resize(next);
+    slots.resize(next + 1);
+    out.keyedCtx_.resize(next);
     // This tree's nodes are the template's, each its own match.
     ++out.keyedGen_;
-    keyedOf.resize(n);
-    for (size_t i = 0; i < n; ++i) keyedOf[i] = int32_t(i);
+    keyedKids.assign(n, 0);
+    for (uint32_t c = 0; c < next; ++c) {
+      out.keyedCtx_[c] = ctx[order[c]];
+      keyedKids[order[c]] = slots[c].kids;
+    }
     out.keyedOfGen_ = out.keyedGen_;
   }
   return Status();

@@ -57,25 +57,25 @@ private:
   // contexts, and each node's children by key. A node whose parent matched a template node
   // and whose key (module, offset, kind) is that of one of its children has that child's
   // context. Kept while it serves (rebuilt from a profile on which it matched under half).
-  struct KeyedChild {
-    uint64_t offset;
-    uint16_t module;
-    Placeholder placeholder;
-    bool unwound;
-    uint32_t pos;  // in the template
+  // Its nodes by slot, in blocks of siblings (a subtree's blocks together), each with its
+  // key and the slots of its children, [begin, end) in one word (begin | end << 32); more
+  // than a few children sorted by key.
+  struct KeyedSlot {
+    uint64_t key;   // packedKey()
+    uint64_t kids;  // its children's slots
   };
   bool keyed_ = false;
   std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
-  std::vector<Context*> keyedCtx_;      // by template position
-  std::vector<uint32_t> keyedStart_;    // children of template position p: [start[p], start[p+1]); the last entry is the roots'
-  std::vector<KeyedChild> keyedChild_;
-  std::vector<uint32_t> keyedTag_;  // by keyedChild_ index (3 more at the end): a hash of each key, compared 4 at once
-  std::vector<int32_t> keyedOf_;        // this profile: position -> template position, -1 when unmatched
-  // The template tree's keyedOf_: a node matched by position has its template node's match
-  // (no search), where that was made against the same keyed template (its generation).
-  std::vector<int32_t> prevKeyedOf_;
+  std::vector<Context*> keyedCtx_;    // by slot
+  std::vector<KeyedSlot> keyedSlot_;  // one more at the end: 2 read at once from any slot
+  uint64_t keyedRoots_ = 0;           // the slots of the roots
+  // This profile, by position: the slots of the children of the node's match (0: none).
+  std::vector<uint64_t> keyedKids_;
+  // The template tree's keyedKids_: a node matched by position has its template node's
+  // (no search), where those were made against the same keyed template (its generation).
+  std::vector<uint64_t> prevKeyedKids_;
   uint64_t keyedGen_ = 0;     // bumped whenever the keyed template is rebuilt
-  uint64_t keyedOfGen_ = 0;   // the generation keyedOf_ was made against; 0: none
+  uint64_t keyedOfGen_ = 0;   // the generation keyedKids_ was made against; 0: none
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
   struct Lm {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 #include <tuple>
 
 namespace hpc::analysis {
@@ -816,6 +817,75 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
   size_t differ = 0;
   for (size_t k = 0; k < trees[0].nodes.size(); ++k) differ += a.find(trees[0].nodes[k].id) != b.find(trees[3].nodes[k].id);
   EXPECT_GT(differ, 0u);
+}
+
+// A node with more children than are compared at once (they are searched by halves in the
+// keyed template), among them equal keys, keys too large to pack (never matched in the
+// keyed template) and nodes placed without an unwind (another key): every node must still
+// get a fresh unification's context, in any order.
+TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, &structure);
+  using P = Placeholder;
+  // Shape: 0 root, 1 main thread, 2 a call below it with 300 children, each with 2 below.
+  std::vector<uint32_t> parentOf{0, 0, 1};
+  std::vector<uint64_t> offsetOf{0, 0, 0x1200};
+  std::vector<bool> unwoundOf{true, true, true};
+  for (uint32_t i = 0; i < 300; ++i) {
+    parentOf.push_back(2);
+    offsetOf.push_back(i % 7 == 0 ? (uint64_t(1) << 43) + i % 3 : 0x1300 + (i % 90) * 4);
+    unwoundOf.push_back(i % 5 != 0);
+  }
+  for (uint32_t i = 3; i < 303; ++i)
+    for (uint32_t k = 0; k < 2; ++k) {
+      parentOf.push_back(i);
+      offsetOf.push_back(0x1129 + k);
+      unwoundOf.push_back(true);
+    }
+  const size_t size = parentOf.size();
+  std::vector<std::vector<uint32_t>> kids(size);
+  for (uint32_t i = 1; i < size; ++i) kids[parentOf[i]].push_back(i);
+  auto listed = [&](unsigned seed) {
+    std::mt19937 order(seed);
+    std::vector<uint32_t> stack{0}, seq, idOf(size);
+    while (!stack.empty()) {
+      const uint32_t at = stack.back();
+      stack.pop_back();
+      seq.push_back(at);
+      std::vector<uint32_t> k = kids[at];
+      std::shuffle(k.begin(), k.end(), order);
+      stack.insert(stack.end(), k.begin(), k.end());
+    }
+    for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
+    ProfileTree t;
+    t.loadMap = {{1, "/bin/small"}};
+    for (uint32_t at : seq) {
+      TreeNode n;
+      n.id = idOf[at];
+      n.parent = at ? idOf[parentOf[at]] : 0;
+      n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
+      n.module = at > 1 ? 1 : 0;
+      n.offset = offsetOf[at];
+      n.unwound = unwoundOf[at];
+      t.nodes.push_back(n);
+    }
+    return t;
+  };
+  std::vector<ProfileTree> trees;
+  for (unsigned k = 0; k < 5; ++k) trees.push_back(listed(200 + k));
+  expectContextsOfFreshUnifications(expander, trees);
+  // Equal keys below one parent are one context (the unwind matters below GPU operations only).
+  NodeContexts a;
+  ASSERT_TRUE(expander.unify(trees[0], a).ok());
+  uint32_t call = 0;
+  for (const TreeNode& n : trees[0].nodes)
+    if (n.offset == 0x1200) call = n.id;
+  std::set<Context*> wide;
+  for (const TreeNode& n : trees[0].nodes)
+    if (n.parent == call) wide.insert(a.find(n.id));
+  EXPECT_EQ(wide.size(), 93u);  // 90 offsets and 3 large ones
 }
 
 // Nodes matched by position (or, where the lists differ, by id) take their template node's
