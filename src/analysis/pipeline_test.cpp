@@ -760,23 +760,19 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   EXPECT_EQ(a.find(20), b.find(20));
 }
 
-// One tree of 600 nodes (root, main thread, then instructions below recent nodes), listed
-// depth first with each node's children in an order drawn from `seed`, and numbered in that
-// order (as a thread numbers its nodes); `changedOffset`, where not 0, moves node 300's call
-// site. Offsets are drawn from `offsets` values: few make many nodes share a key.
-ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets = 0x80) {
+// A tree given by each node's parent, offset and unwind (node 0 the root, node 1 the main
+// thread, the rest instructions of one module), listed depth first with each node's children
+// in an order drawn from `seed`, and numbered in that order (as a thread numbers its nodes).
+ProfileTree listedDepthFirst(const std::vector<uint32_t>& parentOf, const std::vector<uint64_t>& offsetOf,
+                             const std::vector<bool>& unwoundOf, unsigned seed) {
   using P = Placeholder;
-  std::mt19937 rng(11);
-  std::vector<uint32_t> parentOf(600, 0);
-  for (uint32_t i = 2; i < 600; ++i) parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 1, 8);
-  std::vector<uint64_t> offsetOf(600);
-  for (auto& o : offsetOf) o = 0x1129 + rng() % offsets;
-  std::vector<std::vector<uint32_t>> kids(600);
-  for (uint32_t i = 1; i < 600; ++i) kids[parentOf[i]].push_back(i);
+  const size_t size = parentOf.size();
+  std::vector<std::vector<uint32_t>> kids(size);
+  for (uint32_t i = 1; i < size; ++i) kids[parentOf[i]].push_back(i);
   std::mt19937 order(seed);
-  std::vector<uint32_t> stack{0}, seq, idOf(600);
+  std::vector<uint32_t> stack{0}, seq, idOf(size);
   while (!stack.empty()) {
-    uint32_t at = stack.back();
+    const uint32_t at = stack.back();
     stack.pop_back();
     seq.push_back(at);
     std::vector<uint32_t> k = kids[at];
@@ -792,10 +788,25 @@ ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets
     n.parent = at ? idOf[parentOf[at]] : 0;
     n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
     n.module = at > 1 ? 1 : 0;
-    n.offset = at > 1 ? (at == 300 && changedOffset ? changedOffset : offsetOf[at]) : 0;
+    n.offset = at > 1 ? offsetOf[at] : 0;
+    n.unwound = unwoundOf[at];
     t.nodes.push_back(n);
   }
   return t;
+}
+
+// One tree of 600 nodes (root, main thread, then instructions below recent nodes), listed
+// depth first with each node's children in an order drawn from `seed`, and numbered in that
+// order (as a thread numbers its nodes); `changedOffset`, where not 0, moves node 300's call
+// site. Offsets are drawn from `offsets` values: few make many nodes share a key.
+ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets = 0x80) {
+  std::mt19937 rng(11);
+  std::vector<uint32_t> parentOf(600, 0);
+  for (uint32_t i = 2; i < 600; ++i) parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 1, 8);
+  std::vector<uint64_t> offsetOf(600);
+  for (auto& o : offsetOf) o = 0x1129 + rng() % offsets;
+  if (changedOffset) offsetOf[300] = changedOffset;
+  return listedDepthFirst(parentOf, offsetOf, std::vector<bool>(600, true), seed);
 }
 
 // Profiles listing one tree each in an order of its own (ids as a thread numbers its nodes)
@@ -828,7 +839,6 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
   Cct cct;
   Names names;
   Expander expander(cct, names, &structure);
-  using P = Placeholder;
   // Shape: 0 root, 1 main thread, 2 a call below it with 300 children, each with 2 below.
   std::vector<uint32_t> parentOf{0, 0, 1};
   std::vector<uint64_t> offsetOf{0, 0, 0x1200};
@@ -844,37 +854,8 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
       offsetOf.push_back(0x1129 + k);
       unwoundOf.push_back(true);
     }
-  const size_t size = parentOf.size();
-  std::vector<std::vector<uint32_t>> kids(size);
-  for (uint32_t i = 1; i < size; ++i) kids[parentOf[i]].push_back(i);
-  auto listed = [&](unsigned seed) {
-    std::mt19937 order(seed);
-    std::vector<uint32_t> stack{0}, seq, idOf(size);
-    while (!stack.empty()) {
-      const uint32_t at = stack.back();
-      stack.pop_back();
-      seq.push_back(at);
-      std::vector<uint32_t> k = kids[at];
-      std::shuffle(k.begin(), k.end(), order);
-      stack.insert(stack.end(), k.begin(), k.end());
-    }
-    for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
-    ProfileTree t;
-    t.loadMap = {{1, "/bin/small"}};
-    for (uint32_t at : seq) {
-      TreeNode n;
-      n.id = idOf[at];
-      n.parent = at ? idOf[parentOf[at]] : 0;
-      n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
-      n.module = at > 1 ? 1 : 0;
-      n.offset = offsetOf[at];
-      n.unwound = unwoundOf[at];
-      t.nodes.push_back(n);
-    }
-    return t;
-  };
   std::vector<ProfileTree> trees;
-  for (unsigned k = 0; k < 5; ++k) trees.push_back(listed(200 + k));
+  for (unsigned k = 0; k < 5; ++k) trees.push_back(listedDepthFirst(parentOf, offsetOf, unwoundOf, 200 + k));
   expectContextsOfFreshUnifications(expander, trees);
   // Equal keys below one parent are one context (the unwind matters below GPU operations only).
   NodeContexts a;
