@@ -698,7 +698,7 @@ void expectContextsOfFreshUnifications(const Expander& expander, const std::vect
     return a.nodes.size() == b.nodes.size() &&
            std::equal(a.nodes.begin(), a.nodes.end(), b.nodes.begin(), [](const TreeNode& x, const TreeNode& y) {
              return x.id == y.id && x.parent == y.parent && x.offset == y.offset && x.module == y.module &&
-                    x.placeholder == y.placeholder;
+                    x.placeholder == y.placeholder && x.unwound == y.unwound;
            });
   };
   NodeContexts reused;
@@ -760,15 +760,27 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   EXPECT_EQ(a.find(20), b.find(20));
 }
 
-// A tree given by each node's parent, offset and unwind (node 0 the root, node 1 the main
-// thread, the rest instructions of one module), listed depth first with each node's children
-// in an order drawn from `seed`, and numbered in that order (as a thread numbers its nodes).
-ProfileTree listedDepthFirst(const std::vector<uint32_t>& parentOf, const std::vector<uint64_t>& offsetOf,
-                             const std::vector<bool>& unwoundOf, unsigned seed) {
+// A tree by node: parent, offset, module and kind (node 0 the root, node 1 the main thread).
+struct TreeShape {
+  std::vector<uint32_t> parent = {};
+  std::vector<uint64_t> offset = {};
+  std::vector<uint16_t> module = {};   // empty: 1 for every node but the first two (0)
+  std::vector<Placeholder> kind = {};  // empty: the root, the main thread, then instructions
+  std::vector<bool> unwound = {};      // empty: all
+  std::vector<bool> present = {};      // empty: all; a node left out has no children present
+};
+
+// The tree listed depth first from the root, each node's children in the shape's order
+// (seed 0) or in an order drawn from `seed`; ids in list order (as a thread numbers its
+// nodes) or, with idsByShape, the node's place in the shape plus one (stable across
+// profiles that leave nodes out), times idScale (sparse ids).
+ProfileTree listedDepthFirst(const TreeShape& shape, unsigned seed, bool idsByShape = false, uint32_t idScale = 1) {
   using P = Placeholder;
-  const size_t size = parentOf.size();
+  const size_t size = shape.parent.size();
+  auto present = [&](uint32_t i) { return shape.present.empty() || shape.present[i]; };
   std::vector<std::vector<uint32_t>> kids(size);
-  for (uint32_t i = 1; i < size; ++i) kids[parentOf[i]].push_back(i);
+  for (uint32_t i = 1; i < size; ++i)
+    if (present(i)) kids[shape.parent[i]].push_back(i);
   std::mt19937 order(seed);
   std::vector<uint32_t> stack{0}, seq, idOf(size);
   while (!stack.empty()) {
@@ -776,20 +788,24 @@ ProfileTree listedDepthFirst(const std::vector<uint32_t>& parentOf, const std::v
     stack.pop_back();
     seq.push_back(at);
     std::vector<uint32_t> k = kids[at];
-    std::shuffle(k.begin(), k.end(), order);
-    stack.insert(stack.end(), k.begin(), k.end());
+    if (seed) {
+      std::shuffle(k.begin(), k.end(), order);
+      stack.insert(stack.end(), k.begin(), k.end());
+    } else {
+      stack.insert(stack.end(), k.rbegin(), k.rend());  // the first child on top
+    }
   }
-  for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(k + 1);
+  for (size_t k = 0; k < seq.size(); ++k) idOf[seq[k]] = uint32_t(idsByShape ? seq[k] + 1 : k + 1) * idScale;
   ProfileTree t;
   t.loadMap = {{1, "/bin/small"}};
   for (uint32_t at : seq) {
     TreeNode n;
     n.id = idOf[at];
-    n.parent = at ? idOf[parentOf[at]] : 0;
-    n.placeholder = at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
-    n.module = at > 1 ? 1 : 0;
-    n.offset = at > 1 ? offsetOf[at] : 0;
-    n.unwound = unwoundOf[at];
+    n.parent = at ? idOf[shape.parent[at]] : 0;
+    n.placeholder = !shape.kind.empty() ? shape.kind[at] : at == 0 ? P::Root : at == 1 ? P::MainThread : P::None;
+    n.module = !shape.module.empty() ? shape.module[at] : at > 1 ? 1 : 0;
+    n.offset = n.placeholder == P::None ? shape.offset[at] : 0;
+    n.unwound = shape.unwound.empty() || shape.unwound[at];
     t.nodes.push_back(n);
   }
   return t;
@@ -806,7 +822,7 @@ ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets
   std::vector<uint64_t> offsetOf(600);
   for (auto& o : offsetOf) o = 0x1129 + rng() % offsets;
   if (changedOffset) offsetOf[300] = changedOffset;
-  return listedDepthFirst(parentOf, offsetOf, std::vector<bool>(600, true), seed);
+  return listedDepthFirst({.parent = parentOf, .offset = offsetOf}, seed);
 }
 
 // Profiles listing one tree each in an order of its own (ids as a thread numbers its nodes)
@@ -855,7 +871,7 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
       unwoundOf.push_back(true);
     }
   std::vector<ProfileTree> trees;
-  for (unsigned k = 0; k < 5; ++k) trees.push_back(listedDepthFirst(parentOf, offsetOf, unwoundOf, 200 + k));
+  for (unsigned k = 0; k < 5; ++k) trees.push_back(listedDepthFirst({.parent = parentOf, .offset = offsetOf, .unwound = unwoundOf}, 200 + k));
   expectContextsOfFreshUnifications(expander, trees);
   // Equal keys below one parent are one context (the unwind matters below GPU operations only).
   NodeContexts a;
@@ -926,6 +942,72 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
   for (unsigned k = 0; k < 4; ++k) {                 // nodes moved down the list, by position before them
     ProfileTree t = tree(100, 0);
     std::rotate(t.nodes.begin() + 50 + 100 * k, t.nodes.begin() + 51 + 100 * k, t.nodes.begin() + 90 + 100 * k);
+    trees.push_back(std::move(t));
+  }
+  expectContextsOfFreshUnifications(expander, trees);
+}
+
+// Many profiles of one program in a drawn sequence of the ways they differ (each thread's
+// order of its own or the shape's, ids by list or by shape and sparse, leaves left out, a
+// node more, a call site or module changed, another binary, GPU operations with and without
+// an unwind, a node with many children, the same list again), unified one after the other
+// into one NodeContexts: every node must get a fresh unification's context, whichever of
+// the templates (by position, by id, keyed) serves it.
+TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, &structure);
+  using P = Placeholder;
+  std::mt19937 rng(2026);
+  TreeShape base;
+  base.parent = {0, 0, 1};
+  base.kind = {P::Root, P::MainThread, P::None};
+  for (uint32_t i = 3; i < 700; ++i) {
+    const uint32_t r = uint32_t(rng() % 100);
+    base.parent.push_back(r < 6 ? 2 : r < 70 ? i - 1 - uint32_t(rng() % std::min<uint32_t>(i - 2, 12)) : 2 + uint32_t(rng() % (i - 2)));
+    base.kind.push_back(i % 97 == 0 ? P::GpuKernel : P::None);
+  }
+  for (uint32_t i = 0; i < base.parent.size(); ++i) {
+    const bool instruction = base.kind[i] == P::None && i > 1;
+    base.offset.push_back(instruction ? 0x1129 + rng() % 0x90 : 0);
+    base.module.push_back(instruction ? uint16_t(1 + rng() % 3) : 0);
+    base.unwound.push_back(!(base.kind[base.parent[i]] == P::GpuKernel && rng() % 2));
+  }
+  std::vector<bool> leaf(base.parent.size(), true);
+  for (uint32_t i = 1; i < base.parent.size(); ++i) leaf[base.parent[i]] = false;
+  const std::vector<std::pair<uint16_t, std::string>> maps[2] = {
+      {{1, "/bin/small"}, {2, "/lib/a.so"}, {3, "/lib/b.so"}},
+      {{1, "/bin/small"}, {2, "/lib/c.so"}, {3, "/lib/b.so"}}};
+  std::vector<ProfileTree> trees;
+  for (unsigned p = 0; p < 80; ++p) {
+    if (p > 0 && rng() % 8 == 0) {
+      trees.push_back(trees.back());  // the same list again
+      continue;
+    }
+    TreeShape shape = base;
+    const unsigned leftOut = unsigned(rng() % 3) * 2;  // percent of the leaves
+    shape.present.assign(shape.parent.size(), true);
+    for (uint32_t i = 2; i < shape.parent.size(); ++i)
+      if (leaf[i] && rng() % 100 < leftOut) shape.present[i] = false;
+    if (rng() % 4 == 0) shape.offset[3 + rng() % 600] ^= 0x4;  // a call site moved: its subtree too
+    if (rng() % 5 == 0) {
+      const uint32_t at = 3 + uint32_t(rng() % 600);
+      if (shape.module[at]) shape.module[at] = uint16_t(1 + shape.module[at] % 3);
+    }
+    if (rng() % 4 == 0) {  // a node more, below any
+      shape.parent.push_back(2 + uint32_t(rng() % 600));
+      shape.offset.push_back(0x1129 + rng() % 0x90);
+      shape.module.push_back(1);
+      shape.kind.push_back(P::None);
+      shape.unwound.push_back(true);
+      shape.present.push_back(true);
+    }
+    const bool ownOrder = rng() % 2;
+    const bool idsByShape = !ownOrder && rng() % 2;
+    const uint32_t idScale = rng() % 10 == 0 ? 10007 : 1;
+    ProfileTree t = listedDepthFirst(shape, ownOrder ? 1 + unsigned(rng() % 1000) : 0, idsByShape, idScale);
+    t.loadMap = maps[rng() % 10 == 0 ? 1 : 0];
     trees.push_back(std::move(t));
   }
   expectContextsOfFreshUnifications(expander, trees);
