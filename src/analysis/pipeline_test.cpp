@@ -690,6 +690,14 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
   EXPECT_EQ(a.ids[3][1].logical, 2u);
 }
 
+// An expander over a fresh tree, with FakeStructure's structure.
+struct Unifier {
+  FakeStructure structure;
+  Cct cct;
+  Names names;
+  Expander expander{cct, names, &structure};
+};
+
 // Unifies `trees` in order into one NodeContexts, as a reader fills one ProfileTree (new
 // nodes get a new id, the old ones become previousNodes; the same nodes again keep theirs),
 // and expects every node's context to be the one a fresh unification gives it.
@@ -722,10 +730,8 @@ void expectContextsOfFreshUnifications(const Expander& expander, const std::vect
 // A thread unifies each profile against the previous one it saw (the template); every
 // node must get the context a fresh unification gives it, whatever differs between the two.
 TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
-  FakeStructure structure;
-  Cct cct;
-  Names names;
-  Expander expander(cct, names, &structure);
+  Unifier u;
+  Expander& expander = u.expander;
   using P = Placeholder;
   std::vector<ProfileTree> trees;
   trees.push_back(smallTree());
@@ -828,10 +834,8 @@ ProfileTree shuffledTree(unsigned seed, uint64_t changedOffset, uint32_t offsets
 // Profiles listing one tree each in an order of its own (ids as a thread numbers its nodes)
 // go through the keyed template; every node must still get a fresh unification's context.
 TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
-  FakeStructure structure;
-  Cct cct;
-  Names names;
-  Expander expander(cct, names, &structure);
+  Unifier u;
+  Expander& expander = u.expander;
   auto profile = [](unsigned seed, uint64_t changedOffset) { return shuffledTree(seed, changedOffset); };
   std::vector<ProfileTree> trees;
   for (unsigned k = 0; k < 6; ++k) trees.push_back(profile(100 + k, k == 3 ? 0x1190 : 0));
@@ -851,10 +855,8 @@ TEST(Expander, KeyedTemplateGivesTheContextsOfAFreshUnification) {
 // keyed template) and nodes placed without an unwind (another key): every node must still
 // get a fresh unification's context, in any order.
 TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
-  FakeStructure structure;
-  Cct cct;
-  Names names;
-  Expander expander(cct, names, &structure);
+  Unifier u;
+  Expander& expander = u.expander;
   // Shape: 0 root, 1 main thread, 2 a call below it with 300 children, each with 2 below.
   std::vector<uint32_t> parentOf{0, 0, 1};
   std::vector<uint64_t> offsetOf{0, 0, 0x1200};
@@ -889,10 +891,8 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
 // keyed match (no search); the nodes that both miss are then searched below those matches. Every node
 // must still get a fresh unification's context, through rebuilt keyed templates too.
 TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
-  FakeStructure structure;
-  Cct cct;
-  Names names;
-  Expander expander(cct, names, &structure);
+  Unifier u;
+  Expander& expander = u.expander;
   auto swapped = [](ProfileTree t, size_t a, size_t b) {
     std::swap(t.nodes[a], t.nodes[b]);
     return t;
@@ -954,10 +954,8 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
 // into one NodeContexts: every node must get a fresh unification's context, whichever of
 // the templates (by position, by id, keyed) serves it.
 TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
-  FakeStructure structure;
-  Cct cct;
-  Names names;
-  Expander expander(cct, names, &structure);
+  Unifier u;
+  Expander& expander = u.expander;
   using P = Placeholder;
   std::mt19937 rng(2026);
   TreeShape base;
