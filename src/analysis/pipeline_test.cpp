@@ -950,9 +950,9 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
 // Many profiles of one program in a drawn sequence of the ways they differ (each thread's
 // order of its own or the shape's, ids by list or by shape and sparse, leaves left out, a
 // node more, a call site or module changed, another binary, GPU operations with and without
-// an unwind, a node with many children, the same list again), unified one after the other
-// into one NodeContexts: every node must get a fresh unification's context, whichever of
-// the templates (by position, by id, keyed) serves it.
+// an unwind, a node with many children, a node before its parent, an orphan, the same list
+// again), unified one after the other into one NodeContexts: every node must get a fresh
+// unification's context, whichever of the templates (by position, by id, keyed) serves it.
 TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
   Unifier u;
   Expander& expander = u.expander;
@@ -968,7 +968,7 @@ TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
   }
   for (uint32_t i = 0; i < base.parent.size(); ++i) {
     const bool instruction = base.kind[i] == P::None && i > 1;
-    base.offset.push_back(instruction ? 0x1129 + rng() % 0x90 : 0);
+    base.offset.push_back(instruction ? 0x1129 + rng() % 6 * 0x11 : 0);  // few keys: a search below the wrong node mostly finds one
     base.module.push_back(instruction ? uint16_t(1 + rng() % 3) : 0);
     base.unwound.push_back(!(base.kind[base.parent[i]] == P::GpuKernel && rng() % 2));
   }
@@ -995,7 +995,7 @@ TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
     }
     if (rng() % 4 == 0) {  // a node more, below any
       shape.parent.push_back(2 + uint32_t(rng() % 600));
-      shape.offset.push_back(0x1129 + rng() % 0x90);
+      shape.offset.push_back(0x1129 + rng() % 6 * 0x11);
       shape.module.push_back(1);
       shape.kind.push_back(P::None);
       shape.unwound.push_back(true);
@@ -1006,6 +1006,15 @@ TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
     const uint32_t idScale = rng() % 10 == 0 ? 10007 : 1;
     ProfileTree t = listedDepthFirst(shape, ownOrder ? 1 + unsigned(rng() % 1000) : 0, idsByShape, idScale);
     t.loadMap = maps[rng() % 10 == 0 ? 1 : 0];
+    if (rng() % 8 == 0) {  // a node listed before its parent
+      const size_t at = 3 + rng() % (t.nodes.size() - 3);
+      for (size_t k = 0; k < at; ++k)
+        if (t.nodes[k].id == t.nodes[at].parent) {
+          std::swap(t.nodes[k], t.nodes[at]);
+          break;
+        }
+    }
+    if (rng() % 8 == 0) t.nodes[3 + rng() % (t.nodes.size() - 3)].parent = 999999;  // an orphan
     trees.push_back(std::move(t));
   }
   expectContextsOfFreshUnifications(expander, trees);
