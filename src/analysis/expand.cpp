@@ -266,7 +266,7 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedKids_ = o.keyedKids_;
   prevKeyedKids_ = o.prevKeyedKids_;
   keyedGen_ = o.keyedGen_;
-  keyedOfGen_ = o.keyedOfGen_;
+  keyedKidsGen_ = o.keyedKidsGen_;
   prevLoadMap_ = o.prevLoadMap_;
   // lm_, lmSparse_ and unknown_ are made again by every unify().
 }
@@ -383,9 +383,9 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   const bool keyed = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
   // The template's matches, where made against this keyed template.
   std::swap(out.keyedKids_, out.prevKeyedKids_);
-  const bool keyedFromPrev = keyed && out.keyedOfGen_ == out.keyedGen_ && m <= out.prevKeyedKids_.size();
+  const bool keyedFromPrev = keyed && out.keyedKidsGen_ == out.keyedGen_ && m <= out.prevKeyedKids_.size();
   const uint64_t* prevKeyedKids = out.prevKeyedKids_.data();
-  out.keyedOfGen_ = 0;  // until this tree is done
+  out.keyedKidsGen_ = 0;  // until this tree is done
   std::vector<uint64_t>& keyedKids = out.keyedKids_;
   if (keyed) keyedKids.resize(n);  // set with each node's context (0 where unmatched)
   size_t keyedHits = 0;
@@ -610,7 +610,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
   }
   out.templateId_ = tree.nodesId;  // the next tree's template
-  if (keyed) out.keyedOfGen_ = out.keyedGen_;
+  if (keyed) out.keyedKidsGen_ = out.keyedGen_;
   // A new keyed template from this tree when the positional one gave up on it and the keyed
   // one (if any) matched under half of it.
   if (n >= kProbe && m == 0 && 2 * keyedHits < n) {
@@ -671,7 +671,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       out.keyedCtx_[c] = ctx[order[c]];
       keyedKids[order[c]] = slots[c].kids;
     }
-    out.keyedOfGen_ = out.keyedGen_;
+    out.keyedKidsGen_ = out.keyedGen_;
   }
   return Status();
 }

@@ -75,7 +75,7 @@ private:
   // (no search), where those were made against the same keyed template (its generation).
   std::vector<uint64_t> prevKeyedKids_;
   uint64_t keyedGen_ = 0;     // bumped whenever the keyed template is rebuilt
-  uint64_t keyedOfGen_ = 0;   // the generation keyedKids_ was made against; 0: none
+  uint64_t keyedKidsGen_ = 0;   // the generation keyedKids_ was made against; 0: none
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   std::vector<uint32_t> chain_;
   struct Lm {
