@@ -19,6 +19,7 @@
 
 #include "analysis/cct.hpp"
 #include "analysis/expand.hpp"
+#include "analysis/heap.hpp"
 #include "analysis/model.hpp"
 
 using namespace hpc::analysis;
@@ -90,6 +91,7 @@ std::vector<TreeNode> listing(const Shape& s, Kind kind, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  setUpHeap();  // as hpcprof: the heap on huge pages
   const uint32_t nodes = argc > 1 ? uint32_t(std::atoi(argv[1])) : 20000;
   const std::string only = argc > 2 ? argv[2] : "";
   std::mt19937_64 rng(7);
