@@ -10,7 +10,9 @@
 // each profile lists the tree in the one order but leaves out about 1 % of its leaves, drawn
 // for each profile, as threads of one program reach not quite the same code: no two
 // profiles' node lists are byte-equal, yet they are mostly alike position by position.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|varied]
+// With metrics=N, each profile describes N metrics (the first measured, the others never: a
+// GPU measurement's table of dozens), as hpcrun writes its whole table into every profile.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|varied] [metrics=1]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +35,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [shuffled|deep|bushy|varied]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|varied] [metrics]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -59,6 +61,13 @@ int main(int argc, char** argv) {
   md.flags.val_fmt = kValFmtReal;
   md.period = 5000;
   shape.metrics = {md};
+  const int numMetrics = argc > 7 ? std::max(1, std::atoi(argv[7])) : 1;
+  for (int m = 1; m < numMetrics; ++m) {
+    MetricDesc more = md;
+    more.name = "GPU:METRIC_" + std::to_string(m);
+    more.description = "a metric this synthetic run describes but never measures, number " + std::to_string(m);
+    shape.metrics.push_back(more);
+  }
   shape.id_kinds = {{kIdSummary, "SUMMARY"}, {kIdNode, "NODE"}, {kIdRank, "RANK"}, {kIdThread, "THREAD"}};
   shape.nodes.push_back({1, 0, 0, tag("^Primary"), 1, {}});
   shape.nodes.push_back({2, 1, 0, tag("| Main  "), 1, {}});

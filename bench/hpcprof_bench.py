@@ -10,7 +10,8 @@ profile count), the database size against a dense matrix of the same values, hpc
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
 four other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree: x read and peak
-memory) and hpcprof -v's per-phase times at -j1 for N.
+memory), peak memory at 500 and 4,000 profiles that each describe 40 metrics, and hpcprof -v's
+per-phase times at -j1 for N.
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
@@ -128,6 +129,24 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
             f"-j2 {w2 / (t_read + t_write):.1f} x (read + write)")
 
 
+def metric_tables(gen, prof, tmp, metrics=40, nodes=100, counts=(500, 4000)):
+    """Peak memory at -j2 against the profile count where each profile describes many metrics
+    (a GPU measurement's table): small trees, so that what grows with the count shows; one
+    printed line."""
+    peaks = []
+    for n in counts:
+        meas = tmp / f"t{n}"
+        subprocess.run([gen, meas, str(n), str(nodes), "3", "20", "same", str(metrics)], check=True,
+                       stdout=subprocess.DEVNULL)
+        peaks.append(min(run([prof, "--foreign", "-j2", "-o", tmp / "dt", meas], tmp / "dt")[1] for _ in range(3)))
+        shutil.rmtree(meas)
+    shutil.rmtree(tmp / "dt", ignore_errors=True)
+    per = (peaks[-1] - peaks[0]) * 1024 / (counts[-1] - counts[0])
+    return (f"metric tables, profiles of {nodes} CCT nodes describing {metrics} metrics: peak -j2 "
+            + ", ".join(f"{p:.1f} MiB at {n}" for n, p in zip(counts, peaks))
+            + f" ({per:.1f} KiB more a profile)")
+
+
 def main():
     build = Path(sys.argv[1])
     profiles = int(sys.argv[2]) if len(sys.argv) > 2 else 500
@@ -183,7 +202,8 @@ def main():
         others = [other_shape(gen, prof, tmp, "varied node lists", profiles, nodes, 2000, "varied"),
                   other_shape(gen, prof, tmp, "many profiles", 10000, 5000, 500),
                   other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000),
-                  other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy")]
+                  other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy"),
+                  metric_tables(gen, prof, tmp)]
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
         print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
               f"CPU s is steadier)")

@@ -58,6 +58,7 @@ struct IdIn {
 struct MetricDescIn {
   std::string name, description, format, formula;
   uint8_t show = 1, showPercent = 1;
+  bool operator==(const MetricDescIn&) const = default;
 };
 
 // The part of a profile read in the first pass: who it is and its calling-context tree.

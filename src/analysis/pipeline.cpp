@@ -23,6 +23,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/expand.hpp"
 #include "analysis/progress.hpp"
@@ -209,6 +210,11 @@ Status Spill::read(uint64_t at, std::span<uint8_t> into) const {
   return Status();
 }
 
+std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::shared_ptr<const HeaderShared>& last) {
+  if (!last || !(*last == made)) last = std::make_shared<const HeaderShared>(std::move(made));
+  return last;
+}
+
 void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
                    Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
                    std::vector<Unified>& out) {
@@ -224,6 +230,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     std::vector<uint8_t> record;  // only grown: the records [0, used)
     size_t used = 0;
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
+    std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
   };
   tbb::enumerable_thread_specific<Scratch> scratch;
   // A copy of the first profile's reader buffers and templates, for every other thread to
@@ -305,11 +312,10 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     } else {
       u.valuesError = data.valuesStatus.message();
     }
-    u.header.metrics = std::move(tree.metrics);
-    u.header.descs = std::move(tree.descs);
+    u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs)},
+                                   sc.lastHeader);
     u.header.ids = std::move(tree.idTuple);
     u.header.hasTrace = tree.hasTrace;
-    u.header.program = std::move(tree.programName);
     u.header.state = ProfileState::Ok;
   };
   arena.execute([&] {
@@ -346,8 +352,10 @@ static std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* cons
   for (uint32_t i = 0; i < plan.metricNames.size(); ++i) global.emplace(plan.metricNames[i], i);
   std::vector<MetricDescIn> out;
   std::unordered_map<std::string, size_t> seen;
+  std::unordered_set<const HeaderShared*> done;  // a table taken again adds nothing
   for (size_t i : plan.live) {
-    const ProfileHeader& h = *headers[i];
+    const HeaderShared& h = *headers[i]->shared;
+    if (!done.insert(&h).second) continue;
     if (h.descs.empty())
       for (const std::string& m : h.metrics)
         if (seen.emplace(m, out.size()).second) out.push_back({m, m, "", "", 1, 1});
@@ -387,27 +395,35 @@ static std::vector<MetricDescIn> metricDescs(std::span<const ProfileHeader* cons
 
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options) {
   Plan plan;
-  plan.localToGlobal.resize(headers.size());
+  plan.metricMaps.resize(1);  // 0: none (profiles not used)
+  plan.mapOf.assign(headers.size(), 0);
   std::unordered_map<std::string, uint32_t> metricIndex;
+  std::unordered_map<const HeaderShared*, uint32_t> mapOfTable;
   std::vector<std::vector<IdIn>> rawIds;
   for (size_t i = 0; i < headers.size(); ++i) {
     const ProfileHeader& h = *headers[i];
     if (h.state == ProfileState::Unreadable) ++plan.skipped;
     if (h.state != ProfileState::Ok) continue;
     plan.live.push_back(i);
-    // Metrics in order of first appearance, profiles taken in order.
-    for (const std::string& m : h.metrics) {
-      auto [it, added] = metricIndex.emplace(m, uint32_t(plan.metricNames.size()));
-      if (added) plan.metricNames.push_back(m);
-      plan.localToGlobal[i].push_back(it->second);
+    // Metrics in order of first appearance, profiles taken in order (a table met before
+    // names no new ones).
+    auto [at, added] = mapOfTable.emplace(h.shared.get(), uint32_t(plan.metricMaps.size()));
+    if (added) {
+      std::vector<uint32_t>& map = plan.metricMaps.emplace_back();
+      for (const std::string& m : h.shared->metrics) {
+        auto [it, isNew] = metricIndex.emplace(m, uint32_t(plan.metricNames.size()));
+        if (isNew) plan.metricNames.push_back(m);
+        map.push_back(it->second);
+      }
     }
+    plan.mapOf[i] = at->second;
     rawIds.push_back(h.ids);
     plan.anyTrace |= h.hasTrace;
   }
   if (plan.live.empty()) return Status::error("no usable profiles among the measurements given");
   plan.metricDescs = metricDescs(headers, plan);
   plan.idTuples = resolveIdTuples(rawIds);
-  plan.title = options.title.empty() ? headers[plan.live[0]]->program : options.title;
+  plan.title = options.title.empty() ? headers[plan.live[0]]->shared->program : options.title;
   return plan;
 }
 
@@ -569,7 +585,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                    [&](InFlight* f) {
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
-                                                         *profiles[i], *spill, unified[i], plan.localToGlobal[i],
+                                                         *profiles[i], *spill, unified[i], plan.localToGlobal(i),
                                                          propagators.local(), f->p);
                                                      // Split while the row is in this core's cache.
                                                      const int lane = tbb::this_task_arena::current_thread_index();

@@ -7,6 +7,7 @@
 #include "analysis/expand.hpp"
 #include "analysis/io.hpp"
 #include "analysis/memory_sink.hpp"
+#include "analysis/stages.hpp"
 #include "analysis/transpose.hpp"
 
 #include <algorithm>
@@ -688,6 +689,65 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     }
   }
   EXPECT_EQ(a.ids[3][1].logical, 2u);
+}
+
+// Profiles whose metric tables (and program) are equal share one HeaderShared where a
+// thread meets them in a row, and the plan maps each table's local metric ids once; a table
+// of its own (another order, one more metric) gets its own map, and its values their metrics.
+TEST(Pipeline, ProfilesShareEqualMetricTables) {
+  auto profile = [](std::string name, std::vector<std::string> metrics, double value) {
+    ProfileTree t = smallTree();
+    t.programName = "small";
+    t.metrics = metrics;
+    for (const std::string& m : metrics) t.descs.push_back({m, m + " described", "", "", 1, 1});
+    ProfileValues v = smallValues();
+    for (PointValue& x : v.values) x.value = value;  // on local metric 0
+    return std::make_unique<FakeProfile>(name, t, v);
+  };
+  std::vector<std::unique_ptr<ProfileSource>> in;
+  in.push_back(profile("a", {"CPUTIME (sec)"}, 1));
+  in.push_back(profile("b", {"CPUTIME (sec)"}, 2));
+  in.push_back(profile("c", {"REALTIME (sec)", "CPUTIME (sec)"}, 4));
+  in.push_back(profile("d", {"CPUTIME (sec)"}, 8));
+
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, nullptr);
+  PipelineOptions opt;
+  auto spill = Spill::create(std::filesystem::temp_directory_path());
+  ASSERT_TRUE(spill.ok()) << spill.status().message();
+  tbb::task_arena arena(1);
+  std::vector<Unified> unified;
+  unifyProfiles(in, expander, **spill, opt, arena, unified);
+  ASSERT_EQ(unified.size(), 4u);
+  for (const Unified& u : unified) ASSERT_TRUE(u.header.shared);
+  EXPECT_EQ(unified[0].header.shared, unified[1].header.shared);  // one table, not two
+  EXPECT_NE(unified[1].header.shared, unified[2].header.shared);
+  EXPECT_EQ(unified[2].header.shared->metrics, (std::vector<std::string>{"REALTIME (sec)", "CPUTIME (sec)"}));
+  EXPECT_EQ(unified[3].header.shared->program, "small");
+  EXPECT_EQ(*unified[3].header.shared, *unified[0].header.shared);
+
+  std::vector<const ProfileHeader*> headers;
+  for (const Unified& u : unified) headers.push_back(&u.header);
+  auto plan = makePlan(headers, opt);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->metricNames, (std::vector<std::string>{"CPUTIME (sec)", "REALTIME (sec)"}));
+  EXPECT_EQ(plan->localToGlobal(0), std::vector<uint32_t>{0});
+  EXPECT_EQ(plan->mapOf[0], plan->mapOf[1]);
+  EXPECT_EQ(plan->localToGlobal(2), (std::vector<uint32_t>{1, 0}));
+  EXPECT_EQ(plan->localToGlobal(3), std::vector<uint32_t>{0});
+  ASSERT_EQ(plan->metricDescs.size(), 2u);
+  EXPECT_EQ(plan->metricDescs[1].description, "REALTIME (sec) described");
+  EXPECT_EQ(plan->title, "small");
+
+  // Through the whole pipeline: c's values are REALTIME's, the others' CPUTIME's.
+  MemorySink sink;
+  auto r = runPipeline(in, nullptr, sink, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double points = double(smallValues().values.size());
+  EXPECT_DOUBLE_EQ(sink.value(0, 0, propId(0, kExecution)), (1 + 2 + 8) * points);  // summary
+  EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(1, kExecution)), 4 * points);
+  EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(0, kExecution)), 0);
 }
 
 // An expander over a fresh tree, with FakeStructure's structure.

@@ -21,13 +21,24 @@ namespace hpc::analysis {
 
 enum class ProfileState : uint8_t { Ok = 0, Unreadable = 1, Filtered = 2 };
 
+// What the profiles of one program have alike. Profiles whose readers gave equal ones share
+// one (a thread compares each profile's with its last one's), so that memory does not grow by
+// a metric table a profile (a GPU measurement's has dozens of metrics).
+struct HeaderShared {
+  std::string program;
+  std::vector<std::string> metrics;  // by local metric id
+  std::vector<MetricDescIn> descs;   // ProfileTree::descs
+  bool operator==(const HeaderShared&) const = default;
+};
+
+// `last` if it equals `made`, else `made` (then the new last).
+std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::shared_ptr<const HeaderShared>& last);
+
 // What the database takes from a profile's header, besides its tree.
 struct ProfileHeader {
   ProfileState state = ProfileState::Unreadable;
-  std::vector<std::string> metrics;  // by local metric id
-  std::vector<MetricDescIn> descs;   // ProfileTree::descs
+  std::shared_ptr<const HeaderShared> shared;  // set where state is Ok
   std::vector<IdIn> ids;
-  std::string program;
   bool hasTrace = false;
 };
 
@@ -98,7 +109,10 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
 // the same on every rank that sees the same headers.
 struct Plan {
   std::vector<size_t> live;  // positions of the usable profiles; live[k] has index k + 1
-  std::vector<std::vector<uint32_t>> localToGlobal;  // per position: local -> global metric
+  // Per position: local -> global metric ids, one table for each distinct HeaderShared.
+  const std::vector<uint32_t>& localToGlobal(size_t position) const { return metricMaps[mapOf[position]]; }
+  std::vector<std::vector<uint32_t>> metricMaps;
+  std::vector<uint32_t> mapOf;  // per position: its table in metricMaps (0, empty, if not usable)
   std::vector<std::vector<IdOut>> idTuples;          // per live profile
   std::vector<std::string> metricNames;              // in order of first appearance
   // For metrics/default.yaml: the descriptors of the measured metrics and of the derived

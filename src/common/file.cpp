@@ -17,9 +17,10 @@
 namespace hpc {
 namespace fs = std::filesystem;
 
-static Status errno_status(const std::string& what, const fs::path& p) {
-  return Status::error(p.string() + ": " + what + ": " + std::strerror(errno));
+static Status errno_status(const std::string& what, const std::string& p) {
+  return Status::error(p + ": " + what + ": " + std::strerror(errno));
 }
+static Status errno_status(const std::string& what, const fs::path& p) { return errno_status(what, p.string()); }
 
 Expected<MappedFile> MappedFile::open(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -85,7 +86,9 @@ Status SpaceAhead::trim(int fd, const fs::path& name) {
   return Status();
 }
 
-Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {
+Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) { return read_file_into(path.string(), into); }
+
+Status read_file_into(const std::string& path, std::vector<uint8_t>& into) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("cannot open", path);
   struct stat st;
@@ -96,7 +99,7 @@ Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::error(path.string() + ": not a regular file");
+    return Status::error(path + ": not a regular file");
   }
   const size_t size = static_cast<size_t>(st.st_size);
   if (into.capacity() < size) {
@@ -111,7 +114,7 @@ Status read_file_into(const fs::path& path, std::vector<uint8_t>& into) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       Status s = n < 0 ? errno_status("cannot read", path)
-                       : Status::error(path.string() + ": file shrank while being read");
+                       : Status::error(path + ": file shrank while being read");
       ::close(fd);
       return s;
     }

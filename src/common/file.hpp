@@ -65,6 +65,9 @@ Expected<std::string> read_text_file(const std::filesystem::path& path);
 // The whole file into `into` (resized to the file's size; its capacity is reused): for
 // files read whole and often, where mapping costs page faults and a TLB flush per unmap.
 Status read_file_into(const std::filesystem::path& path, std::vector<uint8_t>& into);
+// The same by a path as a string (no std::filesystem::path made: a reader that keeps many
+// files' names keeps them as strings, a tenth of the memory).
+Status read_file_into(const std::string& path, std::vector<uint8_t>& into);
 
 // A file's blocks, given ahead of the writes that fill it, past its end (fallocate with
 // FALLOC_FL_KEEP_SIZE): ext4 then maps each page written to a block the file holds, where a

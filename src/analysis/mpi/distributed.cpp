@@ -30,18 +30,26 @@ private:
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
-void putHeader(ByteWriter& w, const ProfileHeader& h) {
+// A header's shared part goes once for a run of headers that share it: 0 none, 1 the last one
+// sent again, 2 a new one (`last`: the last one sent, by this writer).
+void putHeader(ByteWriter& w, const ProfileHeader& h, const HeaderShared*& last) {
   w.le<uint8_t>(uint8_t(h.state));
-  w.le<uint32_t>(uint32_t(h.metrics.size()));
-  for (const std::string& m : h.metrics) putStr(w, m);
-  w.le<uint32_t>(uint32_t(h.descs.size()));
-  for (const MetricDescIn& d : h.descs) {
-    putStr(w, d.name);
-    putStr(w, d.description);
-    putStr(w, d.format);
-    putStr(w, d.formula);
-    w.le<uint8_t>(d.show);
-    w.le<uint8_t>(d.showPercent);
+  const HeaderShared* s = h.shared.get();
+  w.le<uint8_t>(!s ? 0 : s == last ? 1 : 2);
+  if (s && s != last) {
+    putStr(w, s->program);
+    w.le<uint32_t>(uint32_t(s->metrics.size()));
+    for (const std::string& m : s->metrics) putStr(w, m);
+    w.le<uint32_t>(uint32_t(s->descs.size()));
+    for (const MetricDescIn& d : s->descs) {
+      putStr(w, d.name);
+      putStr(w, d.description);
+      putStr(w, d.format);
+      putStr(w, d.formula);
+      w.le<uint8_t>(d.show);
+      w.le<uint8_t>(d.showPercent);
+    }
+    last = s;
   }
   w.le<uint32_t>(uint32_t(h.ids.size()));
   for (const IdIn& i : h.ids) {
@@ -50,24 +58,36 @@ void putHeader(ByteWriter& w, const ProfileHeader& h) {
     w.le<uint64_t>(i.physical);
     w.le<uint64_t>(i.logical);
   }
-  putStr(w, h.program);
   w.le<uint8_t>(h.hasTrace);
 }
 
-ProfileHeader getHeader(WireReader& r) {
+// `last`: the last shared part read (headers from all ranks, read in order).
+ProfileHeader getHeader(WireReader& r, std::shared_ptr<const HeaderShared>& last) {
   ProfileHeader h;
   h.state = ProfileState(r.get<uint8_t>());
-  for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) h.metrics.push_back(r.str());
-  for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
-    MetricDescIn d;
-    d.name = r.str();
-    d.description = r.str();
-    d.format = r.str();
-    d.formula = r.str();
-    d.show = r.get<uint8_t>();
-    d.showPercent = r.get<uint8_t>();
-    h.descs.push_back(std::move(d));
+  const uint8_t shared = r.get<uint8_t>();
+  if (shared == 1) {
+    h.shared = last;
+    if (!last) r.fail();
+  } else if (shared == 2) {
+    HeaderShared s;
+    s.program = r.str();
+    for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) s.metrics.push_back(r.str());
+    for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
+      MetricDescIn d;
+      d.name = r.str();
+      d.description = r.str();
+      d.format = r.str();
+      d.formula = r.str();
+      d.show = r.get<uint8_t>();
+      d.showPercent = r.get<uint8_t>();
+      s.descs.push_back(std::move(d));
+    }
+    h.shared = internHeader(std::move(s), last);
+  } else if (shared != 0) {
+    r.fail();
   }
+  if (h.state == ProfileState::Ok && !h.shared) r.fail();
   for (uint32_t n = r.get<uint32_t>(); n-- && !r.failed();) {
     IdIn i;
     i.kind = r.get<uint16_t>();
@@ -76,7 +96,6 @@ ProfileHeader getHeader(WireReader& r) {
     i.logical = r.get<uint64_t>();
     h.ids.push_back(i);
   }
-  h.program = r.str();
   h.hasTrace = r.get<uint8_t>() != 0;
   return h;
 }
@@ -211,11 +230,13 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
 
   // Every rank derives the same plan from every profile's header.
   ByteWriter mine;
-  for (const Unified& u : unified) putHeader(mine, u.header);
+  const HeaderShared* lastSent = nullptr;
+  for (const Unified& u : unified) putHeader(mine, u.header, lastSent);
   std::vector<uint8_t> all = comm.allgather(mine.buffer());
   std::vector<ProfileHeader> headers;
   WireReader hr(all);
-  while (!hr.done() && !hr.failed()) headers.push_back(getHeader(hr));
+  std::shared_ptr<const HeaderShared> lastRead;
+  while (!hr.done() && !hr.failed()) headers.push_back(getHeader(hr, lastRead));
   if (hr.failed() || headers.size() != job.profiles.size())
     return Status::error("profile headers: received " + std::to_string(headers.size()) + " of " +
                          std::to_string(job.profiles.size()));
@@ -247,7 +268,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToGlobal[i],
+      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToGlobal(i),
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), sink);
     });
   });
