@@ -232,6 +232,51 @@ TEST(DbWriter, StreamingWritersMatchWholeFileWriters) {
   fs::remove_all(dir);
 }
 
+// meta.db written to a file goes out its Context section a chunk (1 MiB) at a time, laid out
+// first: the same bytes as the whole file built in memory, for a tree wide and deep enough that
+// its records and their children's arrays fall in different chunks.
+TEST(DbWriter, MetaWrittenInChunksMatchesMetaInMemory) {
+  Database model = hand_built();
+  Meta& m = model.meta;
+  // 60,000 contexts: a chain, each link with a few leaves of each kind of record.
+  ContextList chain;
+  for (uint32_t i = 0; i < 15000; ++i) {
+    Context link{100 + 4 * i, 1, 0, 0, 0, 0, 0, kNone, 0, {}};
+    link.children.push_back(Context{100 + 4 * i + 1, 2, 3, 0, kNone, 0, uint32_t(i), kNone, 0, {}});  // line
+    link.children.push_back(Context{100 + 4 * i + 2, 2, 4, 0, kNone, kNone, 0, 0, 0x1000 + i, {}});   // instruction
+    link.children.push_back(Context{100 + 4 * i + 3, 1, 0, 1, 1, 0, uint32_t(i), 1, 0x20 + i, {}});    // all fields
+    if (!chain.empty()) link.children.push_back(std::move(chain.front()));
+    chain.clear();
+    chain.push_back(std::move(link));
+  }
+  m.entryPoints.push_back({99, 2, "application thread", std::move(chain)});
+  m.entryPoints.push_back({98, 0, "unknown entry", {}});  // no children
+  const std::vector<uint8_t> whole = write_meta(m);
+  ASSERT_GT(whole.size(), size_t(3) << 20);
+  fs::path dir = temp_dir("meta-chunks");
+  ASSERT_TRUE(write_meta(m, dir / "meta.db").ok());
+  std::ifstream f(dir / "meta.db", std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(file == whole) << file.size() << " bytes against " << whole.size();
+  auto back = read_meta(ByteView(file, "meta.db"));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  // The chain reads back whole: 15,000 links, each with its three leaves, innermost last.
+  ASSERT_EQ(back->entryPoints.size(), 3u);
+  ASSERT_EQ(back->entryPoints[1].children.size(), 1u);
+  const Context* link = &back->entryPoints[1].children.front();
+  uint32_t links = 0, lastId = 0;
+  while (link) {
+    ++links;
+    lastId = link->ctxId;
+    ASSERT_GE(link->children.size(), 3u);
+    EXPECT_EQ(link->children[2].offset, 0x20 + (link->ctxId - 100) / 4);
+    link = link->children.size() == 4 ? &link->children[3] : nullptr;
+  }
+  EXPECT_EQ(links, 15000u);
+  EXPECT_EQ(lastId, 100u);
+  fs::remove_all(dir);
+}
+
 // A row larger than the writer's pieces (4 MiB) is encoded and written a piece at a time; it
 // reads back whole and in parts, whatever the alignment it lands on.
 TEST(DbWriter, StreamingLargeRowReadsBack) {

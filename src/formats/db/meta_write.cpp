@@ -1,6 +1,11 @@
 // meta.db v4 writer. Layout: header, General, IdNames, Metrics, Strings, Modules,
 // Files, Functions, Context, footer; every section 8-aligned.
-#include <deque>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <unordered_map>
 
 #include "common/file.hpp"
@@ -62,14 +67,16 @@ private:
   const Meta& m_;
 };
 
-}  // namespace
+constexpr size_t kChunk = size_t(1) << 20;
 
-std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
+// meta.db's bytes: all of them (fd < 0), or written to `fd` and none returned.
+Expected<std::vector<uint8_t>> writeMeta(const Meta& m, const ContextSource* source, int fd) {
   ByteWriter w;
   {
-    // Room for the whole file at once (a buffer grown by doubling touched and copied up to
-    // three times the file's size: 19 MB for 400,000 contexts). A context takes at most 0x40
-    // bytes; names, paths and functions what they take, and some.
+    // Room for the whole file at once, or with a file for all but a chunk of the Context
+    // section (a buffer grown by doubling touched and copied up to three times the file's
+    // size: 19 MB for 400,000 contexts). A context takes at most 0x40 bytes; names, paths and
+    // functions what they take, and some.
     uint64_t bytes = 4096, contexts = 0;
     std::vector<const ContextList*> todo;
     for (const EntryPoint& e : m.entryPoints) {
@@ -84,7 +91,8 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
         if (!c.children.empty()) todo.push_back(&c.children);
     }
     if (source) contexts = source->size();
-    bytes += contexts * 0x40 + m.functions.size() * 0x30 + m.general.title.size() + m.general.description.size();
+    bytes += (fd < 0 ? contexts * 0x40 : kChunk + 0x40) + m.functions.size() * 0x30 + m.general.title.size() +
+             m.general.description.size();
     for (const Metric& x : m.metrics) bytes += 0x40 + x.name.size() + x.scopeInsts.size() * 0x10 + x.summaries.size() * 0x40;
     for (const auto& f : m.functions) bytes += f.name ? f.name->size() + 1 : 0;
     for (const auto& x : m.modules) bytes += 0x20 + x.path.size();
@@ -226,97 +234,157 @@ std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
     }
   });
 
-  section(3, [&] {  // Context: entry points, then child arrays breadth-first
-    size_t h = w.size();
+  // Context: the entry points, then the child arrays breadth-first, the last section. It is
+  // laid out first (every array's size), so that each record is written once, with the place
+  // of its children's array, in file order: with a file, it goes out a chunk at a time and is
+  // never held whole (most of a large tree's meta.db: 26 MB of 33 at 400,000 contexts).
+  w.align(8);
+  const uint64_t p3 = w.size();
+  const MetaContexts own(m);
+  if (!source) source = &own;
+  // A record's flexible fields: (offset, value) of its u64s, and where its line goes.
+  struct Flex {
+    detail::FlexAlloc alloc;
+    std::pair<uint32_t, uint64_t> fields[4];
+    size_t n = 0;
+    uint32_t lineAt = UINT32_MAX;
+  };
+  auto flexOf = [&](const Context& c, bool values) {
+    Flex f;
+    if (c.function != kNone) f.fields[f.n++] = {f.alloc.take(8), values ? ptr(functionAt, c.function) : 0};
+    if (c.file != kNone) {
+      f.fields[f.n++] = {f.alloc.take(8), values ? ptr(fileAt, c.file) : 0};
+      f.lineAt = f.alloc.take(4);
+    }
+    if (c.module != kNone) {
+      f.fields[f.n++] = {f.alloc.take(8), values ? ptr(moduleAt, c.module) : 0};
+      f.fields[f.n++] = {f.alloc.take(8), c.offset};
+    }
+    return f;
+  };
+  // Layout: every context's handle in file order (breadth-first), and each child array's
+  // parent (a position in `order`; kEntry for an entry point's), length and bytes.
+  constexpr uint32_t kEntry = UINT32_MAX;
+  struct Array {
+    uint32_t parent, count;
+    uint64_t bytes;
+  };
+  std::vector<const void*> order, kids;
+  std::vector<Array> arrays;
+  for (size_t e = 0; e < m.entryPoints.size(); ++e) {
+    kids.clear();
+    source->entryChildren(e, kids);
+    if (kids.empty()) continue;
+    arrays.push_back({kEntry, uint32_t(kids.size()), 0});
+    order.insert(order.end(), kids.begin(), kids.end());
+  }
+  for (size_t k = 0, a = 0, left = arrays.empty() ? 0 : arrays[0].count; k < order.size(); ++k) {
+    while (left == 0) left = arrays[++a].count;  // the array position k is in
+    --left;
+    const void* c = order[k];
+    arrays[a].bytes += 0x20 + 8 * flexOf(source->describe(c), false).alloc.words();
+    kids.clear();
+    source->children(c, kids);
+    if (kids.empty()) continue;
+    arrays.push_back({uint32_t(k), uint32_t(kids.size()), 0});
+    order.insert(order.end(), kids.begin(), kids.end());
+  }
+  std::vector<uint64_t> arrayAt(arrays.size() + 1);
+  arrayAt[0] = p3 + 0x10 + (m.entryPoints.empty() ? 0 : 0x20 * m.entryPoints.size());
+  for (size_t a = 0; a < arrays.size(); ++a) arrayAt[a + 1] = arrayAt[a] + arrays[a].bytes;
+  detail::set_section(w, 3, p3, arrayAt.back() - p3);
+
+  // Out: w holds the file from `base` on; with a file, it is written out between records
+  // once it holds a chunk.
+  uint64_t base = 0;
+  Status written;
+  auto flush = [&](bool all) {
+    if (fd < 0 || !written.ok() || (!all && w.size() < kChunk)) return;
+    const std::vector<uint8_t>& b = w.buffer();
+    for (size_t done = 0; done < b.size();) {
+      const ssize_t n = ::pwrite(fd, b.data() + done, b.size() - done, off_t(base + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        written = Status::error(std::string("meta.db: write failed: ") + std::strerror(errno));
+        return;
+      }
+      done += size_t(n);
+    }
+    base += b.size();
+    w.buffer().clear();
+  };
+  size_t next = 0;  // the next array, in file order
+  auto children = [&](size_t at, uint32_t parent) {
+    if (next < arrays.size() && arrays[next].parent == parent) {
+      w.patch_le<uint64_t>(at, arrays[next].bytes);
+      w.patch_le<uint64_t>(at + 8, arrayAt[next]);
+      ++next;
+    }
+  };
+  {
+    const size_t h = w.size();
     w.zeros(0x10);
     w.patch_le<uint16_t>(h + 8, uint16_t(m.entryPoints.size()));
     w.patch_le<uint8_t>(h + 0xa, 0x20);
-    if (!m.entryPoints.empty()) w.patch_le<uint64_t>(h, w.size());
-    const MetaContexts own(m);
-    if (!source) source = &own;
-    // One {Ctx} record; its children's array is patched in when the array is written.
-    auto record = [&](const Context& c) {
-      size_t a = w.size();
-      detail::FlexAlloc flex;
-      std::pair<uint32_t, uint64_t> fields[4];  // (offset, value) of u64s: no allocation per context
-      size_t numFields = 0;
-      uint32_t lineAt = UINT32_MAX;
-      if (c.function != kNone) fields[numFields++] = {flex.take(8), ptr(functionAt, c.function)};
-      if (c.file != kNone) {
-        fields[numFields++] = {flex.take(8), ptr(fileAt, c.file)};
-        lineAt = flex.take(4);
-      }
-      if (c.module != kNone) {
-        fields[numFields++] = {flex.take(8), ptr(moduleAt, c.module)};
-        fields[numFields++] = {flex.take(8), c.offset};
-      }
-      // The whole record at once, then its fields in place (one growth per context).
-      w.zeros(0x20 + 8 * flex.words());
-      w.patch_le<uint32_t>(a + 0x10, c.ctxId);
-      w.patch_le<uint8_t>(a + 0x14, c.flags());
-      w.patch_le<uint8_t>(a + 0x15, c.relation);
-      w.patch_le<uint8_t>(a + 0x16, c.lexicalType);
-      w.patch_le<uint8_t>(a + 0x17, uint8_t(flex.words()));
-      w.patch_le<uint16_t>(a + 0x18, c.propagation);
-      for (size_t f = 0; f < numFields; ++f) w.patch_le<uint64_t>(a + 0x20 + fields[f].first, fields[f].second);
-      if (lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + lineAt, c.line);
-      return a;
-    };
-    auto entry = [&](const EntryPoint& e) {
-      size_t a = w.size();
-      w.zeros(0x10);
-      w.le<uint32_t>(e.ctxId);
-      w.le<uint16_t>(e.entryPoint);
-      w.zeros(2);
-      w.le<uint64_t>(strAt[e.prettyName]);
-      return a;
-    };
-    {
-      // Breadth-first: each pending array is a run of handles in one pool, consumed from the
-      // front. Without a source, Meta::entryPoints' own trees are the source.
-      std::vector<const void*> pool, kids;
-      struct Pending {
-        size_t parent;        // where its record is, to patch
-        size_t first, count;  // its children in pool
-      };
-      std::deque<Pending> todo;
-      for (size_t i = 0; i < m.entryPoints.size(); ++i) {
-        const size_t a = entry(m.entryPoints[i]);
-        kids.clear();
-        source->entryChildren(i, kids);
-        if (!kids.empty()) {
-          todo.push_back({a, pool.size(), kids.size()});
-          pool.insert(pool.end(), kids.begin(), kids.end());
-        }
-      }
-      while (!todo.empty()) {
-        const Pending at = todo.front();
-        todo.pop_front();
-        size_t p = w.size();
-        for (size_t k = at.first; k < at.first + at.count; ++k) {
-          const void* c = pool[k];
-          const size_t a = record(source->describe(c));
-          kids.clear();
-          source->children(c, kids);
-          if (!kids.empty()) {
-            todo.push_back({a, pool.size(), kids.size()});
-            pool.insert(pool.end(), kids.begin(), kids.end());
-          }
-        }
-        w.patch_le<uint64_t>(at.parent, w.size() - p);
-        w.patch_le<uint64_t>(at.parent + 8, p);
-      }
-    }
-  });
+    if (!m.entryPoints.empty()) w.patch_le<uint64_t>(h, base + w.size());
+  }
+  for (size_t e = 0; e < m.entryPoints.size(); ++e) {
+    const EntryPoint& ep = m.entryPoints[e];
+    const size_t a = w.size();
+    w.zeros(0x10);
+    w.le<uint32_t>(ep.ctxId);
+    w.le<uint16_t>(ep.entryPoint);
+    w.zeros(2);
+    w.le<uint64_t>(strAt[ep.prettyName]);
+    // Entry points without children have no array (and took none in the layout).
+    kids.clear();
+    source->entryChildren(e, kids);
+    if (!kids.empty()) children(a, kEntry);
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Context c = source->describe(order[k]);
+    const Flex f = flexOf(c, true);
+    const size_t a = w.size();
+    // The whole record at once, then its fields in place (one growth per context).
+    w.zeros(0x20 + 8 * f.alloc.words());
+    children(a, uint32_t(k));
+    w.patch_le<uint32_t>(a + 0x10, c.ctxId);
+    w.patch_le<uint8_t>(a + 0x14, c.flags());
+    w.patch_le<uint8_t>(a + 0x15, c.relation);
+    w.patch_le<uint8_t>(a + 0x16, c.lexicalType);
+    w.patch_le<uint8_t>(a + 0x17, uint8_t(f.alloc.words()));
+    w.patch_le<uint16_t>(a + 0x18, c.propagation);
+    for (size_t x = 0; x < f.n; ++x) w.patch_le<uint64_t>(a + 0x20 + f.fields[x].first, f.fields[x].second);
+    if (f.lineAt != UINT32_MAX) w.patch_le<uint32_t>(a + 0x20 + f.lineAt, c.line);
+    flush(false);
+  }
 
-  w.align(8);
+  w.align(8);  // (records are whole words: nothing to add)
   w.str("_meta.db");
+  flush(true);
+  HPC_RETURN_IF_ERROR(written);
   return std::move(w.buffer());
 }
 
+}  // namespace
+
+std::vector<uint8_t> write_meta(const Meta& m, const ContextSource* source) {
+  Expected<std::vector<uint8_t>> bytes = writeMeta(m, source, -1);
+  return bytes.ok() ? std::move(*bytes) : std::vector<uint8_t>();  // no file: nothing fails
+}
+
+// The file written as write_meta lays it out, its Context section a chunk at a time.
 Status write_meta(const Meta& meta, const std::filesystem::path& file, const ContextSource* contexts) {
-  auto bytes = write_meta(meta, contexts);
-  return write_file_atomically(file, bytes);
+  AtomicOutput out(file, AtomicOutput::Kind::File);
+  HPC_RETURN_IF_ERROR(out.begin());
+  // Written without truncating the file begin() made (see write_file_atomically).
+  const int fd = ::open(out.temp_path().c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::error(out.temp_path().string() + ": cannot open: " + std::strerror(errno));
+  Expected<std::vector<uint8_t>> rest = writeMeta(meta, contexts, fd);
+  const bool closed = ::close(fd) == 0;
+  if (!rest.ok()) return Status::error(out.temp_path().string() + ": " + rest.status().message());
+  if (!closed) return Status::error(out.temp_path().string() + ": write failed: " + std::strerror(errno));
+  return out.commit();
 }
 
 ContextList::~ContextList() {
