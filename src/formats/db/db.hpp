@@ -272,6 +272,7 @@ private:
   mutable std::mutex mu_;
 };
 
+struct BlockRef;  // regions.hpp
 // cct.db: begin() with the context count (ctxId 0 included), then ascending blocks.
 class CctDbWriter {
 public:
@@ -287,14 +288,12 @@ public:
   Status finish();
 
 private:
-  struct Block {
-    uint64_t nValues = 0, pValues = 0, pMetricIndices = 0;
-    uint16_t nMetrics = 0;
-  };
   struct Stage;  // blocks gathered into large writes
   Status flush();
   std::unique_ptr<StreamFile> out_;
-  std::vector<Block> blocks_;
+  // Each context's block as the header lists it (regions.hpp), so that finish() encodes the
+  // header from it with no copy (32 bytes a context: 13 MB at 400,000).
+  std::vector<BlockRef> blocks_;
   int64_t last_ = -1;
   std::unique_ptr<Stage> stage_;
 };

@@ -258,7 +258,7 @@ Status CctDbWriter::begin(const std::filesystem::path& file, uint32_t numContext
   stage_ = std::make_unique<Stage>();
   out_ = std::make_unique<StreamFile>(file);
   HPC_RETURN_IF_ERROR(out_->open());
-  blocks_.assign(numContexts, Block{});
+  blocks_.assign(numContexts, BlockRef{});
   out_->reserve(cct_db_header_size(numContexts));
   return Status();
 }
@@ -285,7 +285,7 @@ Status CctDbWriter::write(uint32_t ctxId, const ContextValuesView& values) {
   std::memset(st.buf.data() + st.used, 0, gap);
   detail::BlockPtrs b = detail::encode_block(st.buf.data() + st.used + gap, values, 2, at);
   st.used += gap + n;
-  blocks_[ctxId] = {values.size(), b.pValues, b.pIdx, uint16_t(values.key.size())};
+  blocks_[ctxId] = {values.size(), values.key.size(), b.pValues, b.pIdx};
   if (st.used >= Stage::kFlushBytes) return flush();
   return Status();
 }
@@ -293,10 +293,7 @@ Status CctDbWriter::write(uint32_t ctxId, const ContextValuesView& values) {
 Status CctDbWriter::finish() {
   if (!out_) return Status::error("cct.db: finish() before begin()");
   HPC_RETURN_IF_ERROR(flush());
-  std::vector<BlockRef> refs;
-  refs.reserve(blocks_.size());
-  for (const Block& b : blocks_) refs.push_back({b.nValues, b.nMetrics, b.pValues, b.pMetricIndices});
-  HPC_RETURN_IF_ERROR(out_->write(0, cct_db_header(refs)));
+  HPC_RETURN_IF_ERROR(out_->write(0, cct_db_header(blocks_)));
   Status s = out_->commit(kCctDbFooter);
   out_.reset();
   return s;
