@@ -59,6 +59,7 @@ struct Analysis {
   uint64_t recorded = 0, errant = 0;
   double total = 0, complete = 0;
   std::map<std::string, double> byLeaf;  // metric 0 by leaf function
+  std::map<std::string, double> incomplete;  // metric 0 by incomplete path, leaf first
 };
 
 // A thread's outermost frame in libc or the loader means the unwind ran past the start
@@ -106,10 +107,28 @@ Analysis analyze(const fs::path& dir) {
         outer = cur;
         cur = byId[cur->parent_id];
       }
-      if (cur->lm_ip == 0x5e5061727469616cull /* ^Partial */ || outer == cur) continue;
-      uint64_t off = outer == &n ? outer->lm_ip : outer->lm_ip - 1;
-      const std::string& fn = sym.name(lm[outer->lm_id], off);
-      if (mainThread ? fn == "main" : !isStartup(lm[outer->lm_id], fn)) a.complete += v;
+      bool ok = false;
+      if (cur->lm_ip != 0x5e5061727469616cull /* ^Partial */ && outer != cur) {
+        uint64_t off = outer == &n ? outer->lm_ip : outer->lm_ip - 1;
+        const std::string& fn = sym.name(lm[outer->lm_id], off);
+        ok = mainThread ? fn == "main" : !isStartup(lm[outer->lm_id], fn);
+      }
+      if (ok) {
+        a.complete += v;
+        continue;
+      }
+      std::string path;
+      for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = byId[f->parent_id]) {
+        uint64_t off = f == &n ? f->lm_ip : f->lm_ip - 1;
+        std::string fn = f->lm_id ? sym.name(lm[f->lm_id], off) : "";
+        if (fn.empty()) {
+          std::ostringstream os;
+          os << fs::path(f->lm_id ? lm[f->lm_id] : "?").filename().string() << "+0x" << std::hex << off;
+          fn = os.str();
+        }
+        path += (path.empty() ? "" : " < ") + fn;
+      }
+      a.incomplete[path] += v;
     }
   }
   return a;
@@ -152,14 +171,19 @@ TEST_P(Workload, SameBehaviourAndCompletePaths) {
   EXPECT_NEAR(double(a.recorded + a.errant), expected, 0.25 * expected)
       << "cpu " << prof.cpu << " (bare " << bare.cpu << ")";
   ASSERT_GT(a.total, 0);
-  EXPECT_GE(a.complete / a.total, 0.99) << "complete " << a.complete << " of " << a.total;
+  std::string paths;
+  for (auto& [path, v] : a.incomplete) paths += "\n  " + std::to_string(v) + "  " + path;
+  EXPECT_GE(a.complete / a.total, 0.99) << "complete " << a.complete << " of " << a.total << paths;
   fs::remove_all(scratch);
 }
 
+// Each run long enough (over 100 samples at 200 Hz) that one stray incomplete path does not
+// by itself fall below 99 %: `signals` at 1 had 67 samples, and one CI run in several hundred
+// of its runs had one incomplete (the failure message now lists such paths).
 const Case kCases[] = {
     {"recursion", "1", 1, 0}, {"cxx", "1", 1, 0},       {"longjmp", "1", 1, 0},
     {"threads", "1", 505, 0}, {"omp", "1", 3, 0},       {"forkexec", "1", 3, 0},
-    {"dlopen", "1", 1, 0},    {"signals", "1", 1, 0},   {"thread_exit", "1", 2, 5},
+    {"dlopen", "1", 1, 0},    {"signals", "3", 1, 0},   {"thread_exit", "1", 2, 5},
     {"nocfi", "1", 1, 0},     {"crash", "1", 2, 128 + 11},
 };
 
