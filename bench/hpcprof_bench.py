@@ -10,8 +10,9 @@ profile count), the database size against a dense matrix of the same values, hpc
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
 four other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree: x read and peak
-memory), peak memory at 500 and 4,000 profiles that each describe 40 metrics, and hpcprof -v's
-per-phase times at -j1 for N.
+memory, and one more -j2 run with -v: the time its threads spent in reads and in writes),
+peak memory at 500 and 4,000 profiles that each describe 40 metrics, and hpcprof -v's
+per-phase times at -j1 for N (with each phase's time in reads and writes).
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
@@ -71,15 +72,29 @@ def write_new(d, nbytes):
 
 
 def phases(cmd):
-    """hpcprof -v's per-phase lines: [(phase, wall seconds, CPU seconds or None)]."""
+    """hpcprof -v's per-phase lines: [(phase, wall seconds, CPU seconds or None, seconds in
+    reads, seconds in writes)]."""
     err = subprocess.run(cmd + ["-v"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True, check=True).stderr
     out = []
     for line in err.splitlines():
         m = re.match(r"hpcprof: (.+?)\s+([\d.]+) s(?: \(CPU ([\d.]+) s.*\))?$", line.rstrip())
         if m:
-            out.append((m.group(1), float(m.group(2)), float(m.group(3)) if m.group(3) else None))
+            io = re.search(r"read [\d.]+ MB in ([\d.]+) s, wrote [\d.]+ MB in ([\d.]+) s", line)
+            out.append((m.group(1), float(m.group(2)), float(m.group(3)) if m.group(3) else None,
+                        float(io.group(1)) if io else 0.0, float(io.group(2)) if io else 0.0))
     return out
+
+
+def io_split(prof, meas, out):
+    """One more -j2 run with -v after the input was read: its wall time and the time its
+    threads spent in reads and in writes (summed over threads, so up to twice the wall
+    time's share), as a string."""
+    read_all(meas)
+    ph = phases([prof, "--foreign", "-j2", "-o", out, meas])
+    shutil.rmtree(out, ignore_errors=True)
+    wall, rd, wr = (sum(p[k] for p in ph) for k in (1, 3, 4))
+    return f"a -v run at -j2 {wall:.3f} s, in reads {rd:.3f} s and writes {wr:.3f} s"
 
 
 def n_contexts(db):
@@ -116,6 +131,7 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
     read_all(meas)
     reads = [read_all(meas) for _ in range(2)]
     res = best_runs(prof, meas, lambda j: tmp / "dx", reads)
+    split = io_split(prof, meas, tmp / "dv")
     shutil.rmtree(meas)
     db = tmp / "dx"
     dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
@@ -126,7 +142,7 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
     return (f"{label}, {profiles} profiles of {nodes} CCT nodes: {nbytes / 1e6:.0f} MB, read {t_read:.3f} s, "
             f"-j1 {w1:.3f} s ({w1 / t_read:.1f} x read), -j2 {w2:.3f} s ({w2 / t_read:.1f} x read), "
             f"peak {m1:.1f} / {m2:.1f} MiB; database {dbsize / 1e6:.0f} MB, written in {t_write:.3f} s, "
-            f"-j2 {w2 / (t_read + t_write):.1f} x (read + write)")
+            f"-j2 {w2 / (t_read + t_write):.1f} x (read + write); {split}")
 
 
 def metric_tables(gen, prof, tmp, metrics=40, nodes=100, counts=(500, 4000)):
@@ -226,14 +242,14 @@ def main():
         print(f"shuffled node order, {n} profiles: {s_bytes / 1e6:.1f} MB, read {s_read:.3f} s, -j1 {w1:.3f} s "
               f"({w1 / s_read:.1f} x read, CPU {c1:.3f} s = {c1 / s_read:.1f} x), -j2 {w2:.3f} s "
               f"({w2 / s_read:.1f} x read), peak {m1:.1f} / {m2:.1f} MiB; "
-              + ", ".join(f"{name} {cpu:.3f} s CPU" for name, _, cpu in s_ph if cpu is not None and name.startswith("unify")))
+              + ", ".join(f"{name} {cpu:.3f} s CPU" for name, _, cpu, _, _ in s_ph if cpu is not None and name.startswith("unify")))
         for line in others:
             print(line)
         t_read, ph = breakdown
         print(f"-j1 phases at {profiles} profiles (x read = phase time / time to read the input):")
-        for name, secs, cpu in ph:
+        for name, secs, cpu, rd, wr in ph:
             cpus = f"  CPU {cpu:>6.3f} s {cpu / t_read:>6.1f} x read" if cpu is not None else ""
-            print(f"  {name:<32} {secs:>7.3f} s {secs / t_read:>8.1f} x read{cpus}")
+            print(f"  {name:<32} {secs:>7.3f} s {secs / t_read:>8.1f} x read{cpus}  in reads {rd:.3f} s, writes {wr:.3f} s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

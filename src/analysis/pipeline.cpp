@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "analysis/expand.hpp"
+#include "common/file.hpp"
 #include "analysis/progress.hpp"
 #include "analysis/propagate.hpp"
 #include "analysis/stages.hpp"
@@ -38,10 +39,11 @@ namespace {
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
 // The wall time of each phase; with -v printed with its CPU (user + system, all threads)
-// time and the peak resident memory so far.
+// time, the peak resident memory so far and the bytes it read and wrote through the counted
+// calls (common/file.hpp) with the wall time those took (summed over threads).
 class PhaseTimer {
 public:
-  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()) {}
+  explicit PhaseTimer(bool on) : on_(on), t0_(std::chrono::steady_clock::now()), cpu0_(cpu()), io0_(io_counts()) {}
   double lap(const char* what) {
     auto now = std::chrono::steady_clock::now();
     const double wall = std::chrono::duration<double>(now - t0_).count();
@@ -52,10 +54,14 @@ public:
     const double c = cpu();
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB)\n", what, wall, c - cpu0_,
-                 double(ru.ru_maxrss) / 1024);
+    const IoCounts io = io_counts();
+    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB; read %.1f MB in %.3f s, wrote %.1f MB in %.3f s)\n",
+                 what, wall, c - cpu0_, double(ru.ru_maxrss) / 1024, double(io.readBytes - io0_.readBytes) / 1e6,
+                 double(io.readNs - io0_.readNs) / 1e9, double(io.writeBytes - io0_.writeBytes) / 1e6,
+                 double(io.writeNs - io0_.writeNs) / 1e9);
     t0_ = now;
     cpu0_ = c;
+    io0_ = io;
     return wall;
   }
 
@@ -68,6 +74,7 @@ private:
   bool on_;
   std::chrono::steady_clock::time_point t0_;
   double cpu0_;
+  IoCounts io0_;
 };
 
 }  // namespace
@@ -175,7 +182,7 @@ Expected<uint64_t> Spill::append(std::span<const std::span<const uint8_t>> piece
         iov.push_back({const_cast<uint8_t*>(pieces[j].data() + from), pieces[j].size() - from});
     }
     if (iov.empty()) break;
-    ssize_t n = ::pwritev(file.fd, iov.data(), int(iov.size()), off_t(at));
+    ssize_t n = counted_pwritev(file.fd, iov.data(), int(iov.size()), off_t(at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::error("temporary file in " + dir_ + ": write failed: " + std::strerror(errno));
     at += uint64_t(n);
@@ -202,7 +209,7 @@ Status Spill::read(uint64_t at, std::span<uint8_t> into) const {
   const int fd = files_[which].fd;
   at &= (uint64_t(1) << kFileShift) - 1;
   for (size_t done = 0; done < into.size();) {
-    ssize_t n = ::pread(fd, into.data() + done, into.size() - done, off_t(at + done));
+    ssize_t n = counted_pread(fd, into.data() + done, into.size() - done, off_t(at + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::error("temporary file in " + dir_ + ": read back failed");
     done += size_t(n);

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -21,6 +23,49 @@ static Status errno_status(const std::string& what, const std::string& p) {
   return Status::error(p + ": " + what + ": " + std::strerror(errno));
 }
 static Status errno_status(const std::string& what, const fs::path& p) { return errno_status(what, p.string()); }
+
+namespace {
+
+std::atomic<uint64_t> gReadBytes{0}, gReadNs{0}, gWriteBytes{0}, gWriteNs{0};
+
+uint64_t nowNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
+}
+
+ssize_t tally(ssize_t n, uint64_t t0, std::atomic<uint64_t>& bytes, std::atomic<uint64_t>& ns) {
+  ns.fetch_add(nowNs() - t0, std::memory_order_relaxed);
+  if (n > 0) bytes.fetch_add(uint64_t(n), std::memory_order_relaxed);
+  return n;
+}
+
+}  // namespace
+
+IoCounts io_counts() {
+  return IoCounts{gReadBytes.load(std::memory_order_relaxed), gReadNs.load(std::memory_order_relaxed),
+                  gWriteBytes.load(std::memory_order_relaxed), gWriteNs.load(std::memory_order_relaxed)};
+}
+
+ssize_t counted_pread(int fd, void* to, size_t len, off_t at) {
+  const uint64_t t0 = nowNs();
+  return tally(::pread(fd, to, len, at), t0, gReadBytes, gReadNs);
+}
+
+ssize_t counted_pwrite(int fd, const void* from, size_t len, off_t at) {
+  const uint64_t t0 = nowNs();
+  return tally(::pwrite(fd, from, len, at), t0, gWriteBytes, gWriteNs);
+}
+
+ssize_t counted_pwritev(int fd, const iovec* iov, int n, off_t at) {
+  const uint64_t t0 = nowNs();
+  return tally(::pwritev(fd, iov, n, at), t0, gWriteBytes, gWriteNs);
+}
+
+ssize_t counted_write(int fd, const void* from, size_t len) {
+  const uint64_t t0 = nowNs();
+  return tally(::write(fd, from, len), t0, gWriteBytes, gWriteNs);
+}
 
 Expected<MappedFile> MappedFile::open(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -110,7 +155,7 @@ Status read_file_into(const std::string& path, std::vector<uint8_t>& into) {
   into.resize(size);
   size_t done = 0;
   while (done < into.size()) {
-    ssize_t n = ::pread(fd, into.data() + done, into.size() - done, off_t(done));
+    ssize_t n = counted_pread(fd, into.data() + done, into.size() - done, off_t(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       Status s = n < 0 ? errno_status("cannot read", path)
@@ -200,7 +245,7 @@ Status write_file_atomically(const fs::path& target, std::span<const uint8_t> by
   const int fd = ::open(out.temp_path().c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("cannot open", out.temp_path());
   for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = counted_write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       Status s = errno_status("write failed", out.temp_path());

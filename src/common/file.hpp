@@ -3,6 +3,9 @@
 // interrupted writer never leaves a half-written file (or directory) behind.
 #pragma once
 
+#include <sys/types.h>
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -68,6 +71,20 @@ Status read_file_into(const std::filesystem::path& path, std::vector<uint8_t>& i
 // The same by a path as a string (no std::filesystem::path made: a reader that keeps many
 // files' names keeps them as strings, a tenth of the memory).
 Status read_file_into(const std::string& path, std::vector<uint8_t>& into);
+
+// Reads and writes that count what they move and the wall time spent in them, for the whole
+// process: `hpcprof -v` shows each phase's share, so that a run can be told I/O-bound (the
+// time to write a database into fresh page-cache pages varies fivefold on a VM) from
+// compute-bound. Each is the system call of the same name; a call costs two clock reads,
+// nothing next to the tens of KiB a call moves. MT: thread-safe (relaxed atomic sums).
+struct IoCounts {
+  uint64_t readBytes = 0, readNs = 0, writeBytes = 0, writeNs = 0;
+};
+IoCounts io_counts();
+ssize_t counted_pread(int fd, void* to, size_t len, off_t at);
+ssize_t counted_pwrite(int fd, const void* from, size_t len, off_t at);
+ssize_t counted_pwritev(int fd, const iovec* iov, int count, off_t at);
+ssize_t counted_write(int fd, const void* from, size_t len);
 
 // A file's blocks, given ahead of the writes that fill it, past its end (fallocate with
 // FALLOC_FL_KEEP_SIZE): ext4 then maps each page written to a block the file holds, where a

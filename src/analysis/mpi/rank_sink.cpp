@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "analysis/io.hpp"
+#include "common/file.hpp"
 #include "analysis/mpi/wire.hpp"
 #include "analysis/stages.hpp"
 
@@ -33,7 +34,7 @@ public:
   // MT: thread-safe for disjoint ranges.
   Status write(uint64_t at, std::span<const uint8_t> b) {
     for (size_t done = 0; done < b.size();) {
-      ssize_t n = ::pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
+      ssize_t n = counted_pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
       if (n <= 0) return Status::error(path_.string() + ": write failed: " + std::strerror(errno));
       done += size_t(n);
     }
@@ -41,7 +42,7 @@ public:
   }
   Status read(uint64_t at, std::span<uint8_t> b) const {
     for (size_t done = 0; done < b.size();) {
-      ssize_t n = ::pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
+      ssize_t n = counted_pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
       if (n <= 0) return Status::error(path_.string() + ": read back failed at offset " + std::to_string(at));
       done += size_t(n);
     }

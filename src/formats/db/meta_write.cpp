@@ -301,7 +301,7 @@ Expected<std::vector<uint8_t>> writeMeta(const Meta& m, const ContextSource* sou
     if (fd < 0 || !written.ok() || (!all && w.size() < kChunk)) return;
     const std::vector<uint8_t>& b = w.buffer();
     for (size_t done = 0; done < b.size();) {
-      const ssize_t n = ::pwrite(fd, b.data() + done, b.size() - done, off_t(base + done));
+      const ssize_t n = counted_pwrite(fd, b.data() + done, b.size() - done, off_t(base + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         written = Status::error(std::string("meta.db: write failed: ") + std::strerror(errno));

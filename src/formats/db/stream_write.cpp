@@ -80,7 +80,7 @@ public:
     }
     size_t done = 0;
     while (done < b.size()) {
-      ssize_t n = ::pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
+      ssize_t n = counted_pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
       if (n <= 0) return Status::error(out_.target().string() + ": read back failed");
       done += size_t(n);
     }
@@ -105,7 +105,7 @@ private:
     space_.cover(fd_, at + b.size());
     size_t done = 0;
     while (done < b.size()) {
-      ssize_t n = ::pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
+      ssize_t n = counted_pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
       if (n <= 0) return Status::error(out_.target().string() + ": write failed: " + std::strerror(errno));
       done += size_t(n);
     }

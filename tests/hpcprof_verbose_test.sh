@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# hpcprof -v: a line per phase with its wall and CPU time, peak memory and the bytes it read
+# and wrote (with the time those took); the bytes add up to at least the input's size and
+# the database's.
+set -euo pipefail
+prof=$1 gen=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$gen" "$tmp/m" 12 20000 3 2000 shuffled >/dev/null
+"$prof" -j2 -v -o "$tmp/db" "$tmp/m" 2>"$tmp/err"
+in=$(cat "$tmp/m"/* | wc -c)
+out=$(find "$tmp/db" -type f -exec cat {} + | wc -c)
+python3 - "$tmp/err" "$in" "$out" <<'PY'
+import re, sys
+err, inb, outb = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
+pat = (r"hpcprof: (.+?)\s+([\d.]+) s \(CPU ([\d.]+) s, peak ([\d.]+) MiB; "
+       r"read ([\d.]+) MB in ([\d.]+) s, wrote ([\d.]+) MB in ([\d.]+) s\)$")
+phases = [m.groups() for m in map(lambda l: re.match(pat, l), err.splitlines()) if m]
+names = [p[0] for p in phases]
+if not phases or names[0] != "unify calling contexts":
+    sys.exit(f"no phase lines, or not unification first:\n{err}")
+read = sum(float(p[4]) for p in phases)
+wrote = sum(float(p[6]) for p in phases)
+first = float(phases[0][4])
+# The profiles and traces are read in the first phase; the database is all written by the end.
+if first < inb / 1e6 - 0.1:
+    sys.exit(f"unification read {first} MB of an input of {inb / 1e6:.1f} MB:\n{err}")
+if wrote < outb / 1e6 - 0.1 or read < first:
+    sys.exit(f"wrote {wrote} MB for a database of {outb / 1e6:.1f} MB (read {read}):\n{err}")
+print(f"hpcprof -v: {len(phases)} phases, read {read:.1f} MB (input {inb / 1e6:.1f}), "
+      f"wrote {wrote:.1f} MB (database {outb / 1e6:.1f})")
+PY
