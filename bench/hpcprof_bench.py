@@ -89,7 +89,10 @@ def phases(cmd):
 def io_split(prof, meas, out):
     """One more -j2 run with -v after the input was read: its wall time and the time its
     threads spent in reads and in writes (summed over threads, so up to twice the wall
-    time's share), as a string."""
+    time's share), as a string. `out` is the best runs' database, removed first as before
+    each of them: a database written while the last one still holds its page cache is
+    written into fresh memory, which this VM makes up to ten times slower."""
+    shutil.rmtree(out, ignore_errors=True)
     read_all(meas)
     ph = phases([prof, "--foreign", "-j2", "-o", out, meas])
     shutil.rmtree(out, ignore_errors=True)
@@ -131,11 +134,10 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
     read_all(meas)
     reads = [read_all(meas) for _ in range(2)]
     res = best_runs(prof, meas, lambda j: tmp / "dx", reads)
-    split = io_split(prof, meas, tmp / "dv")
-    shutil.rmtree(meas)
     db = tmp / "dx"
     dbsize = sum(f.stat().st_size for f in db.rglob("*") if f.is_file())
-    shutil.rmtree(db, ignore_errors=True)
+    split = io_split(prof, meas, db)
+    shutil.rmtree(meas)
     t_write = min(write_new(tmp, dbsize) for _ in range(3))
     t_read, nbytes = min(reads)
     (w1, m1, _), (w2, m2, _) = res[1], res[2]
