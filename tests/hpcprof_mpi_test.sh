@@ -29,6 +29,10 @@ echo "2 ranks x 2 threads: same database as hpcprof"
 "$mpiexec" -n 1 "$mpi" --foreign -j2 -v -o "$tmp/mpi1.d" "$m" 2>"$tmp/err1"
 compare "$tmp/ref.d" "$tmp/mpi1.d"
 grep -q "^hpcprof-mpi: rank 0: profiles=[1-9][0-9]* .*contexts=[1-9]" "$tmp/err1" || { cat "$tmp/err1"; exit 1; }
+# The rank read at least its profiles' bytes and wrote at least its share of the database.
+awk '/^hpcprof-mpi: rank 0:/ { for (i = 1; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+       ok = f["read_bytes"] >= f["input_bytes"] && f["written_bytes"] >= f["output_bytes"] && f["output_bytes"] > 0 }
+     END { exit ok ? 0 : 1 }' "$tmp/err1" || { echo "rank 0's I/O counts short:"; cat "$tmp/err1"; exit 1; }
 ! grep -q "^hpcprof: " "$tmp/err1" || { cat "$tmp/err1"; exit 1; }
 echo "1 rank x 2 threads: same database as hpcprof"
 
