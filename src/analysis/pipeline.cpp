@@ -26,11 +26,11 @@
 #include <unordered_set>
 
 #include "analysis/expand.hpp"
-#include "common/file.hpp"
 #include "analysis/progress.hpp"
 #include "analysis/propagate.hpp"
 #include "analysis/stages.hpp"
 #include "analysis/transpose.hpp"
+#include "common/file.hpp"
 
 namespace hpc::analysis {
 
@@ -55,7 +55,9 @@ public:
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     const IoCounts io = io_counts();
-    std::fprintf(stderr, "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB; read %.1f MB in %.3f s, wrote %.1f MB in %.3f s)\n",
+    std::fprintf(stderr,
+                 "hpcprof: %-28s %8.3f s (CPU %.3f s, peak %.1f MiB; read %.1f MB in %.3f s, wrote %.1f MB in "
+                 "%.3f s)\n",
                  what, wall, c - cpu0_, double(ru.ru_maxrss) / 1024, double(io.readBytes - io0_.readBytes) / 1e6,
                  double(io.readNs - io0_.readNs) / 1e9, double(io.writeBytes - io0_.writeBytes) / 1e6,
                  double(io.writeNs - io0_.writeNs) / 1e9);
