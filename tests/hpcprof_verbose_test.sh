@@ -9,7 +9,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$prof" -j2 -v -o "$tmp/db" "$tmp/m" 2>"$tmp/err"
 in=$(cat "$tmp/m"/* | wc -c)
 out=$(find "$tmp/db" -type f -exec cat {} + | wc -c)
-python3 - "$tmp/err" "$in" "$out" <<'PY'
+/usr/bin/python3 - "$tmp/err" "$in" "$out" <<'PY'
 import re, sys
 err, inb, outb = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
 pat = (r"hpcprof: (.+?)\s+([\d.]+) s \(CPU ([\d.]+) s, peak ([\d.]+) MiB; "
