@@ -95,6 +95,43 @@ want='<L l="29" f="/src/inlines+loops.cu" v="{[0x13370-0x13371)}">
   || fail "f3_2's loops are not nested: $f32"
 [ "$(grep -c '<L ' "$tmp/gpu1.hpcstruct")" = 2 ] || fail "loops outside f3_2"
 grep -q 'has-calls="1"' "$tmp/gpu1.hpcstruct" || fail "--gpucfg=yes: LM has-calls is not 1"
+# The control-flow graph CUDA 13.0's nvdisasm printed for an sm_90 cubin of its nvcc (recorded
+# on an H100 machine; src/structure/testdata/gpu_loops.cu): four copies of the r loop, the
+# last holding the k loop.
+src=$(cd "$(dirname "$0")/.." && pwd)/src/structure/testdata
+mkdir "$tmp/fake13"
+{
+  echo '#!/bin/sh'
+  echo '[ "$1 $2 $3 $4" = "-cfg -poff -fun 11" ] || exit 2'
+  echo "cat '$src/nvdisasm13_cfg_sm90.dot'"
+} >"$tmp/fake13/nvdisasm"
+chmod +x "$tmp/fake13/nvdisasm"
+for j in 1 2; do
+  PATH="$tmp/fake13:$PATH" "$hs" --nocache -j$j --gpucfg=yes -o "$tmp/sm90_$j.hpcstruct" \
+    "$src/gpu_loops_sm90_nvcc13.cubin" 2>"$tmp/err90_$j" || fail "sm_90 cubin: $(cat "$tmp/err90_$j")"
+done
+[ -s "$tmp/err90_1" ] && fail "sm_90 cubin warned: $(cat "$tmp/err90_1")"
+cmp "$tmp/sm90_1.hpcstruct" "$tmp/sm90_2.hpcstruct" || fail "sm_90 cubin: -j1 and -j2 differ"
+loops=$(grep -o '<L [^>]*>\|</L>' "$tmp/sm90_1.hpcstruct" | sed 's/ i="[0-9]*"//; s/ f="[^"]*"//' | tr '\n' ' ')
+want='<L l="3" v="{[0x1e70-0x1e71)}"> </L> <L l="3" v="{[0x2540-0x2541)}"> </L> <L l="3" v="{[0x26c0-0x26c1)}"> </L> <L l="3" v="{[0x2800-0x2801)}"> <L l="5" v="{[0x29d0-0x29d1)}"> </L> </L> '
+[ "$loops" = "$want" ] || fail "sm_90 cubin's loops from nvdisasm 13: $loops"
+# nvdisasm refusing: CUDA 13.0's does for the CUDA 11.2 cubin (its messages, as printed there).
+mkdir "$tmp/refuse"
+{
+  echo '#!/bin/sh'
+  echo 'echo "nvdisasm warning : Disassembling Std Elf to Old format or Old Elf to Std format not supported yet, switching to Old format" >&2'
+  echo 'echo "nvdisasm warning : Dataflow analysis disabled due to previous warnings" >&2'
+  echo 'echo "nvdisasm error   : Cannot print control flow graph as flow analysis is disabled" >&2'
+  echo 'exit 1'
+} >"$tmp/refuse/nvdisasm"
+chmod +x "$tmp/refuse/nvdisasm"
+PATH="$tmp/refuse:$PATH" "$hs" --nocache -j2 --gpucfg=yes -o "$tmp/refused.hpcstruct" "$cubin" 2>"$tmp/errr" \
+  || fail "--gpucfg=yes with a refusing nvdisasm failed: $(cat "$tmp/errr")"
+[ "$(wc -l <"$tmp/errr")" = 1 ] \
+  && grep -q "^hpcstruct: warning: $cubin: nvdisasm failed (status 1): Cannot print control flow graph as flow analysis is disabled; loops are omitted in [0-9]* functions (" "$tmp/errr" \
+  || fail "a refusing nvdisasm: not one warning with its reason: $(cat "$tmp/errr")"
+grep -q "<L " "$tmp/refused.hpcstruct" && fail "loops from a refusing nvdisasm"
+grep -q 'n="f3_2()"' "$tmp/refused.hpcstruct" || fail "functions lost when nvdisasm refuses"
 if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then  # found there even off PATH
 mkdir "$tmp/nopath"
 PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/nogpu.hpcstruct" "$cubin" 2>"$tmp/errn" \

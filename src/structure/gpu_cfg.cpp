@@ -1,6 +1,7 @@
 #include "structure/gpu_cfg.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -403,10 +404,15 @@ std::optional<std::string> find_nvdisasm() {
 Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::string& cubin, uint32_t symbol) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Status::error(cubin + ": cannot create a pipe for nvdisasm");
+  // Its messages go to an anonymous file, read once it exits: a refusal then says why.
+  int err = ::memfd_create("nvdisasm-stderr", MFD_CLOEXEC);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  if (err >= 0)
+    posix_spawn_file_actions_adddup2(&fa, err, 2);
+  else
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   std::string fun = std::to_string(symbol);
   std::vector<std::string> args = {nvdisasm, "-cfg", "-poff", "-fun", fun, cubin};
   std::vector<char*> argv;
@@ -418,6 +424,7 @@ Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::strin
   ::close(fds[1]);
   if (rc != 0) {
     ::close(fds[0]);
+    if (err >= 0) ::close(err);
     return Status::error(cubin + ": cannot run " + nvdisasm);
   }
   std::string out;
@@ -433,10 +440,41 @@ Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::strin
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    return Status::error(cubin + ": nvdisasm -fun " + fun + " failed (status " +
-                         std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + ")");
+  std::string said;
+  if (err >= 0) {
+    for (ssize_t n; (n = ::pread(err, buf, sizeof buf, static_cast<off_t>(said.size()))) > 0;)
+      said.append(buf, static_cast<size_t>(n));
+    ::close(err);
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    std::string why = "nvdisasm -fun " + fun + " failed (status " +
+                      std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + ")";
+    if (auto line = nvdisasm_complaint(said); !line.empty()) why += ": " + line;
+    return Status::error(cubin + ": " + why);
+  }
   return out;
+}
+
+std::string nvdisasm_complaint(std::string_view said) {
+  // The last line that reports an error (else the last line), without the tool's own prefix
+  // ("nvdisasm error   : ...") and surrounding blanks.
+  std::string_view last, last_error;
+  for (size_t start = 0; start < said.size();) {
+    size_t e = said.find('\n', start);
+    if (e == std::string_view::npos) e = said.size();
+    std::string_view line = said.substr(start, e - start);
+    start = e + 1;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    if (line.empty()) continue;
+    last = line;
+    if (line.find("error") != std::string_view::npos || line.find("fatal") != std::string_view::npos)
+      last_error = line;
+  }
+  std::string_view pick = last_error.empty() ? last : last_error;
+  if (size_t c = pick.find(" : "); c != std::string_view::npos && pick.substr(0, c).starts_with("nvdisasm"))
+    pick.remove_prefix(c + 3);
+  while (!pick.empty() && std::isspace(static_cast<unsigned char>(pick.front()))) pick.remove_prefix(1);
+  return std::string(pick);
 }
 
 }  // namespace hpc::structure

@@ -49,7 +49,13 @@ Cfg cfg_from_nvgraph(const NvGraph& g, uint64_t section, uint64_t begin, uint64_
 std::optional<std::string> find_nvdisasm();
 
 // Runs `nvdisasm -cfg -poff -fun <symbol> <cubin>` and returns what it printed; an error
-// names the cubin and the exit status.
+// names the cubin, the exit status and what nvdisasm said (nvdisasm_complaint).
 Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::string& cubin, uint32_t symbol);
+
+// The line of nvdisasm's messages that says why it failed: the last error line, else the
+// last line, without its "nvdisasm error   : " prefix. CUDA 13.0's nvdisasm, for example,
+// refuses control flow for cubins built by CUDA 10.2 and 11.2 ("Cannot print control flow
+// graph as flow analysis is disabled").
+std::string nvdisasm_complaint(std::string_view said);
 
 }  // namespace hpc::structure

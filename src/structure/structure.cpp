@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,15 +112,34 @@ void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, 
     }
     auto g = parse_nvdisasm_cfg(*dot);
     if (!g) {
-      failed[i] = path + ": function " + f.link_name + ": " + g.status().message();
+      failed[i] = path + ": its control-flow graph from nvdisasm: " + g.status().message();
       return;
     }
     cfgs[i] = cfg_from_nvgraph(*g, sec->addr, f.begin, f.end);
   });
+  // One warning per reason, naming the functions it cost their loops: a cubin nvdisasm
+  // refuses as a whole would otherwise give a line per function.
+  std::map<std::string, std::vector<size_t>> by_reason;
   for (size_t i = 0; i < p.fns.size(); ++i) {
     if (cfgs[i]) p.cfgs.emplace(p.fns[i].begin, std::move(*cfgs[i]));
-    if (!failed[i].empty() && warnings) *warnings += failed[i] + "; its loops are omitted\n";
+    if (!failed[i].empty()) {
+      std::string& r = failed[i];
+      if (size_t at = r.find("nvdisasm -fun "); at != std::string::npos) {  // the symbol number differs
+        size_t end = r.find(' ', at + 14);
+        r.erase(at + 8, (end == std::string::npos ? r.size() : end) - (at + 8));
+      }
+      by_reason[r].push_back(i);
+    }
   }
+  if (warnings)
+    for (const auto& [reason, fns] : by_reason) {
+      std::string names;
+      for (size_t k = 0; k < fns.size() && k < 3; ++k) names += (k ? ", " : "") + p.fns[fns[k]].link_name;
+      if (fns.size() > 3) names += " and " + std::to_string(fns.size() - 3) + " more";
+      *warnings += reason + "; loops are omitted in " +
+                   (fns.size() == 1 ? "function " : std::to_string(fns.size()) + " functions (") + names +
+                   (fns.size() == 1 ? "" : ")") + "\n";
+    }
   p.gpu_cfg = true;
 }
 

@@ -288,6 +288,19 @@ TEST(Cuda, GpucfgWithoutNvdisasmWarnsAndStillAnalyses) {
     for (const auto& c : p.root.children) EXPECT_NE(c->kind, Scope::Kind::Loop) << p.name;
 }
 
+TEST(GpuCfg, NvdisasmComplaintIsItsLastErrorLine) {
+  // As CUDA 13.0's nvdisasm printed for a CUDA 11.2 cubin.
+  EXPECT_EQ(nvdisasm_complaint("nvdisasm warning : Disassembling Std Elf to Old format or Old Elf to Std format "
+                               "not supported yet, switching to Old format\n"
+                               "nvdisasm warning : Dataflow analysis disabled due to previous warnings\n"
+                               "nvdisasm error   : Cannot print control flow graph as flow analysis is disabled\n"),
+            "Cannot print control flow graph as flow analysis is disabled");
+  EXPECT_EQ(nvdisasm_complaint("nvdisasm fatal   : Could not open input file 'x'\nsome trailing note\n\n"),
+            "Could not open input file 'x'");
+  EXPECT_EQ(nvdisasm_complaint("  just a line  \r\n"), "just a line");
+  EXPECT_EQ(nvdisasm_complaint(""), "");
+}
+
 TEST(GpuCfg, ParsesNvdisasmRecordsAndPorts) {
   auto g = parse_nvdisasm_cfg(slurp(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/nvdisasm_cfg_sm75.dot"));
   ASSERT_TRUE(g.ok()) << g.status().message();
