@@ -78,6 +78,15 @@ public:
   }
   db::Context describe(const void* c) const override { return analysis::describe(static_cast<const Context*>(c)); }
   uint64_t size() const override { return cct_.size(); }
+  void prefetch(const void* c) const override {
+    const auto* ctx = static_cast<const Context*>(c);
+    __builtin_prefetch(ctx);
+    __builtin_prefetch(reinterpret_cast<const char*>(ctx) + sizeof(Context) - 1);
+  }
+  void prefetchChildren(const void* c) const override {
+    const auto kids = static_cast<const Context*>(c)->children();
+    for (size_t i = 0; i < kids.size() && i < 4; ++i) __builtin_prefetch(kids[i]);
+  }
 
 private:
   static void listed(const Context* c, std::vector<const void*>& out) { appendListed(c, out); }

@@ -224,6 +224,11 @@ public:
   virtual Context describe(const void* c) const = 0;
   // About how many contexts there are (the buffer is sized from it).
   virtual uint64_t size() const = 0;
+  // A hint: context `c` is described (and its children listed) soon. The writer walks the
+  // tree breadth first, which a tree built depth first has scattered over its memory.
+  virtual void prefetch(const void* c) const { (void)c; }
+  // A hint: `c`, prefetched a while ago, has its children listed soon.
+  virtual void prefetchChildren(const void* c) const { (void)c; }
 };
 
 // ---- Writers producing whole files in memory.

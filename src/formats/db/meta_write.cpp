@@ -264,6 +264,10 @@ Expected<std::vector<uint8_t>> writeMeta(const Meta& m, const ContextSource* sou
   // Layout: every context's handle in file order (breadth-first), and each child array's
   // parent (a position in `order`; entry point e's: kEntry - e), length and bytes.
   constexpr uint32_t kEntry = UINT32_MAX;
+  // Breadth-first order scatters the contexts over memory (a tree is built depth first): the
+  // layout fetches contexts 2 x kAhead ahead of the one described and lists of children
+  // kAhead ahead; the records' pass fetches contexts kAhead ahead.
+  constexpr size_t kAhead = 8;
   struct Array {
     uint32_t parent, count;
     uint64_t bytes;
@@ -281,6 +285,8 @@ Expected<std::vector<uint8_t>> writeMeta(const Meta& m, const ContextSource* sou
     while (left == 0) left = arrays[++a].count;  // the array position k is in
     --left;
     const void* c = order[k];
+    if (k + 2 * kAhead < order.size()) source->prefetch(order[k + 2 * kAhead]);
+    if (k + kAhead < order.size()) source->prefetchChildren(order[k + kAhead]);
     arrays[a].bytes += 0x20 + 8 * flexOf(source->describe(c), false).alloc.words();
     kids.clear();
     source->children(c, kids);
@@ -338,6 +344,7 @@ Expected<std::vector<uint8_t>> writeMeta(const Meta& m, const ContextSource* sou
     children(a, kEntry - uint32_t(e));
   }
   for (size_t k = 0; k < order.size(); ++k) {
+    if (k + kAhead < order.size()) source->prefetch(order[k + kAhead]);
     const Context c = source->describe(order[k]);
     const Flex f = flexOf(c, true);
     const size_t a = w.size();
