@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/file.hpp"
+#include "formats/db/internal.hpp"
 #include "formats/db/regions.hpp"
 
 using namespace hpc;
@@ -162,6 +163,24 @@ TEST(DbConformance, SmallDatabaseHasKnownContent) {
   ASSERT_TRUE(db->profiles[1].idTuple.has_value());
   ASSERT_TRUE(db->trace.has_value());
   EXPECT_EQ(db->trace->traces.size(), 1u);
+}
+
+TEST(DbWriter, FlexFieldsTakeWholeWordsPastTheLastByteUsed) {
+  // A context's flexible fields as the writer places them: the record grows by the words up
+  // to the last byte taken (8-byte pointers first, the 4-byte line after them).
+  detail::FlexAlloc none;
+  EXPECT_EQ(none.words(), 0u);
+  detail::FlexAlloc fn;
+  EXPECT_EQ(fn.take(8), 0u);
+  EXPECT_EQ(fn.words(), 1u);
+  detail::FlexAlloc fileLine;
+  EXPECT_EQ(fileLine.take(8), 0u);
+  EXPECT_EQ(fileLine.take(8), 8u);
+  EXPECT_EQ(fileLine.take(4), 16u);
+  EXPECT_EQ(fileLine.words(), 3u);  // 20 bytes
+  detail::FlexAlloc all;
+  for (uint32_t size : {8u, 8u, 4u, 8u, 8u}) all.take(size);
+  EXPECT_EQ(all.words(), 5u);  // 36 bytes: function, file, line, module, offset
 }
 
 TEST(DbWriter, HandBuiltModelIsReadByTheCheckerAndRoundTrips) {

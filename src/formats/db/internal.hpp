@@ -1,6 +1,7 @@
 // Helpers shared by the v4 readers and writers (not part of the public API).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,9 +56,7 @@ public:
     }
   }
   uint32_t words() const {
-    uint32_t hi = 0;
-    for (uint32_t i = 0; i < 64; ++i)
-      if (claimed_ >> i & 1) hi = i + 1;
+    const uint32_t hi = claimed_ ? 64 - uint32_t(std::countl_zero(claimed_)) : 0;  // past the last byte
     return (hi + 7) / 8;
   }
 
