@@ -1,8 +1,8 @@
 #include "structure/gpu_cfg.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
