@@ -447,7 +447,8 @@ Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::strin
     ::close(err);
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    std::string why = "nvdisasm -fun " + fun + " failed (status " +
+    // The function is the caller's to name: failures of one cubin's functions then read alike.
+    std::string why = "nvdisasm failed (status " +
                       std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + ")";
     if (auto line = nvdisasm_complaint(said); !line.empty()) why += ": " + line;
     return Status::error(cubin + ": " + why);

@@ -49,7 +49,8 @@ Cfg cfg_from_nvgraph(const NvGraph& g, uint64_t section, uint64_t begin, uint64_
 std::optional<std::string> find_nvdisasm();
 
 // Runs `nvdisasm -cfg -poff -fun <symbol> <cubin>` and returns what it printed; an error
-// names the cubin, the exit status and what nvdisasm said (nvdisasm_complaint).
+// names the cubin, the exit status and what nvdisasm said (nvdisasm_complaint), not the
+// function.
 Expected<std::string> run_nvdisasm(const std::string& nvdisasm, const std::string& cubin, uint32_t symbol);
 
 // The line of nvdisasm's messages that says why it failed: the last error line, else the

@@ -122,14 +122,7 @@ void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, 
   std::map<std::string, std::vector<size_t>> by_reason;
   for (size_t i = 0; i < p.fns.size(); ++i) {
     if (cfgs[i]) p.cfgs.emplace(p.fns[i].begin, std::move(*cfgs[i]));
-    if (!failed[i].empty()) {
-      std::string& r = failed[i];
-      if (size_t at = r.find("nvdisasm -fun "); at != std::string::npos) {  // the symbol number differs
-        size_t end = r.find(' ', at + 14);
-        r.erase(at + 8, (end == std::string::npos ? r.size() : end) - (at + 8));
-      }
-      by_reason[r].push_back(i);
-    }
+    if (!failed[i].empty()) by_reason[failed[i]].push_back(i);
   }
   if (warnings)
     for (const auto& [reason, fns] : by_reason) {
