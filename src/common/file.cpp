@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <system_error>

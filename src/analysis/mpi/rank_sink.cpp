@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "analysis/io.hpp"
-#include "common/file.hpp"
 #include "analysis/mpi/wire.hpp"
 #include "analysis/stages.hpp"
+#include "common/file.hpp"
 
 namespace hpc::analysis::mpi {
 
