@@ -40,9 +40,13 @@ echo "1 rank x 2 threads: same database as hpcprof"
 cp -r "$m" "$tmp/bad.m"
 last=$(ls "$tmp"/bad.m/*.hpcrun | tail -1)
 head -c 300 "$last" >"$tmp/x" && mv "$tmp/x" "$last"
-"$prof" --foreign -j1 -o "$tmp/ref-bad.d" "$tmp/bad.m" 2>/dev/null
+"$prof" --foreign -j1 -o "$tmp/ref-bad.d" "$tmp/bad.m" 2>"$tmp/err-prof"
+# The warning names the file once, then what is wrong with it.
+warn=$(grep "warning: skipping" "$tmp/err-prof")
+[ "$(grep -o "$(basename "$last")" <<<"$warn" | wc -l)" = 1 ] && grep -q "$(basename "$last"): offset 0x" <<<"$warn" \
+  || { cat "$tmp/err-prof"; exit 1; }
 "$mpiexec" -n 2 "$mpi" --foreign -j2 -o "$tmp/mpi-bad.d" "$tmp/bad.m" 2>"$tmp/err"
-grep -q "warning: skipping .*$(basename "$last")" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+grep -q "^hpcprof-mpi: warning: skipping .*$(basename "$last"): offset 0x" "$tmp/err" || { cat "$tmp/err"; exit 1; }
 compare "$tmp/ref-bad.d" "$tmp/mpi-bad.d"
 echo "corrupt profile on rank 1: skipped with a warning, same database as hpcprof"
 

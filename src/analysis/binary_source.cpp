@@ -4,6 +4,7 @@
 // structure-file adapter, so a database is the same with or without a prior hpcstruct run.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -92,8 +93,8 @@ private:
       if (loaded.ok()) return std::move(*loaded);
       st = loaded.status();
     }
-    std::fprintf(stderr, "hpcprof: warning: %s: no structure from the binary: %s\n", path.c_str(),
-                 st.message().c_str());
+    std::fprintf(stderr, "%s: warning: %s: no structure from the binary: %s\n", program_invocation_short_name,
+                 path.c_str(), st.message().c_str());
     return nullptr;
   }
 

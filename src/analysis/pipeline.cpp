@@ -38,6 +38,15 @@ namespace {
 
 enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
+// "<tool>: warning: <what> <file>: <why>" (hpcprof or hpcprof-mpi), the file named once where
+// the reader's message begins with it already ("<file>: offset 0x10: ...").
+void warnProfile(const char* what, const std::string& path, const std::string& why) {
+  const std::string prefix = path + ": ";
+  const bool named = why.compare(0, prefix.size(), prefix) == 0;
+  std::fprintf(stderr, "%s: warning: %s%s\n", program_invocation_short_name, what,
+               (named ? why : prefix + why).c_str());
+}
+
 // The wall time of each phase; with -v printed with its CPU (user + system, all threads)
 // time, the peak resident memory so far and the bytes it read and wrote through the counted
 // calls (common/file.hpp) with the wall time those took (summed over threads).
@@ -282,8 +291,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     }
     ProfileData& data = sc.data;
     if (Status st = profiles[i]->read(data); !st.ok()) {
-      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                   st.message().c_str());
+      warnProfile("skipping ", profiles[i]->path(), st.message());
       return;
     }
     ProfileTree& tree = data.tree;
@@ -295,8 +303,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
       }
     }
     if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
-      std::fprintf(stderr, "hpcprof: warning: skipping %s: %s\n", profiles[i]->path().c_str(),
-                   st.message().c_str());
+      warnProfile("skipping ", profiles[i]->path(), st.message());
       return;
     }
     // Only the values and trace records go on to pass 2, each with its node's context.
@@ -445,8 +452,7 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   rec.resize(u.values * sizeof(SpilledValue) + u.traces * sizeof(SpilledTrace));
   Status read = u.valuesError.empty() ? spill.read(u.spillAt, rec) : Status::error(u.valuesError);
   if (!read.ok()) {
-    std::fprintf(stderr, "hpcprof: warning: %s: values unreadable, profile left empty: %s\n",
-                 source.path().c_str(), read.message().c_str());
+    warnProfile("values unreadable, profile left empty: ", source.path(), read.message());
     out.row.clear();
     out.hasTrace = false;
     return Status();
