@@ -50,6 +50,18 @@ grep -q "^hpcprof-mpi: warning: skipping .*$(basename "$last"): offset 0x" "$tmp
 compare "$tmp/ref-bad.d" "$tmp/mpi-bad.d"
 echo "corrupt profile on rank 1: skipped with a warning, same database as hpcprof"
 
+# Traces cut short, unreadable or missing, on both ranks: the profiles stay, with the trace
+# lines hpcprof writes (whole records kept, empty lines for the rest).
+cp -r "$m" "$tmp/traces.m"
+traces=("$tmp"/traces.m/*.hpctrace)
+head -c $(( $(stat -c %s "${traces[0]}") - 5 )) "${traces[0]}" >"$tmp/x" && mv "$tmp/x" "${traces[0]}"
+printf 'not a trace' >"${traces[1]}"
+rm "${traces[3]}"
+"$prof" --foreign -j1 -o "$tmp/ref-traces.d" "$tmp/traces.m" 2>/dev/null
+"$mpiexec" -n 2 "$mpi" --foreign -j2 -o "$tmp/mpi-traces.d" "$tmp/traces.m" 2>/dev/null
+compare "$tmp/ref-traces.d" "$tmp/mpi-traces.d"
+echo "damaged traces on both ranks: same database as hpcprof"
+
 # Rank 1 alone gets a corrupt structure file: it cannot go on, so nobody does.
 printf '<HPCToolkitStructure garbage' >"$tmp/bad.hpcstruct"
 cat >"$tmp/wrap.sh" <<WRAP

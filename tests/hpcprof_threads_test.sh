@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hpcprof gives the same database (byte for byte) at -j1 and -j2, and writes it atomically.
+# hpcprof gives the same database (byte for byte) at -j1 and -j2, and writes it atomically;
+# damaged traces cost no values.
 set -euo pipefail
 prof=$1 dump=$2 conf=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -15,6 +16,45 @@ for m in small loops-cputime-t loops-cuda-nvidia-t loops-cuda-nvidiapc-t; do
   grep -q '^pv 0 ' "$tmp/a" || { echo "$m: no summary values"; exit 1; }
   test -f "$tmp/$m.j1.d/metrics/default.yaml"
 done
+# Damaged traces lose no values: one cut short keeps its whole records, one with a bad header
+# and one missing leave their profiles in the database with an empty line each (as the
+# reference gives every profile a line), all with warnings naming the trace file.
+m=loops-cputime-t
+cp -r "$conf/meas/$m.m" "$tmp/damaged.m"
+traces=("$tmp"/damaged.m/*.hpctrace)
+cut=${traces[0]} bad=${traces[1]} gone=${traces[2]}
+head -c $(( $(stat -c %s "$cut") - 6 )) "$cut" >"$tmp/x" && mv "$tmp/x" "$cut"
+printf 'not a trace header, not at all' >"$bad"
+rm "$gone"
+"$prof" --foreign -j1 -o "$tmp/damaged.j1.d" "$tmp/damaged.m" 2>"$tmp/err"
+"$prof" --foreign -j2 -o "$tmp/damaged.j2.d" "$tmp/damaged.m" 2>/dev/null
+grep -q "^hpcprof: warning: $cut: offset 0x[0-9a-f]*: .* 6 trailing bytes .*kept the [0-9]* whole records" "$tmp/err" \
+  || { echo "no warning for the cut trace"; cat "$tmp/err"; exit 1; }
+grep -q "^hpcprof: warning: $bad: offset 0x0: .*kept without its trace" "$tmp/err" \
+  || { echo "no warning for the bad trace"; cat "$tmp/err"; exit 1; }
+! grep -q "values unreadable" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+"$dump" "$tmp/damaged.j1.d" >"$tmp/a"
+"$dump" "$tmp/damaged.j2.d" >"$tmp/b"
+cmp -s "$tmp/a" "$tmp/b" || { echo "damaged traces: -j1 and -j2 differ"; exit 1; }
+# Every value as with intact traces: the same profile.db rows.
+"$dump" "$tmp/$m.j1.d" >"$tmp/intact"
+cmp -s <(grep '^pv ' "$tmp/intact") <(grep '^pv ' "$tmp/a") || { echo "damaged traces lost values"; exit 1; }
+# Four trace lines, profile indexes 1-4; two empty, one shorter than intact, one intact.
+lines=$(grep '^trace [0-9]*|' "$tmp/a" | sed -E 's/^trace ([0-9]+)\|(.*)/\1 \2/' |
+  awk '{ print $1, NF - 1 }' | sort -n | tr '\n' ' ')
+intact=$(grep '^trace [0-9]*|' "$tmp/intact" | awk -F'|' '{ n = split($2, r, " "); print n }' | sort -n | tail -1)
+/usr/bin/python3 - "$lines" "$intact" <<'PY' || exit 1
+import sys
+vals = list(map(int, sys.argv[1].split()))
+got = dict(zip(vals[0::2], vals[1::2]))
+full = int(sys.argv[2])
+counts = sorted(got.values())
+ok = sorted(got) == [1, 2, 3, 4] and counts[0] == 0 and counts[1] == 0 and 0 < counts[2] < full and counts[3] == full
+if not ok:
+    sys.exit(f"trace lines by profile {got}, intact lines of {full} records")
+PY
+echo "damaged traces: values kept, whole records kept, empty lines for the rest"
+
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi

@@ -156,6 +156,7 @@ public:
     HPC_RETURN_IF_ERROR(contexts_.begin(dir_ / "cct.db", numContexts));
     traces_ = traces;
     if (traces) HPC_RETURN_IF_ERROR(trace_.begin(dir_ / "trace.db", numProfiles - 1));
+    if (traces) traced_.assign(numProfiles, 0);
     return Status();
   }
 
@@ -169,6 +170,7 @@ public:
 
   Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
+    traced_[index] = 1;  // each index by one thread
     return trace_.write(index - 1, index, trace, &TracePoint::time, &TracePoint::ctx);
   }
 
@@ -205,7 +207,14 @@ public:
   Status finish(const MetaInput& meta) override {
     HPC_RETURN_IF_ERROR(profiles_.finish());
     HPC_RETURN_IF_ERROR(contexts_.finish());
-    if (traces_) HPC_RETURN_IF_ERROR(trace_.finish());
+    if (traces_) {
+      // A profile without a trace (its file missing or unreadable, or from a run without
+      // tracing) still has its header, with an empty line at the end of the others, as the
+      // reference gives every profile one.
+      for (uint32_t index = 1; index < traced_.size(); ++index)
+        if (!traced_[index]) HPC_RETURN_IF_ERROR(trace_.write(index - 1, index, std::span<const db::TraceElem>()));
+      HPC_RETURN_IF_ERROR(trace_.finish());
+    }
     return metaWritten_ ? Status() : writeMeta(dir_, meta);
   }
 
@@ -221,6 +230,7 @@ private:
   db::CctDbWriter contexts_;
   db::TraceDbWriter trace_;
   bool traces_ = false;
+  std::vector<uint8_t> traced_;  // by profile index: its trace written
   bool metaWritten_ = false;
 };
 

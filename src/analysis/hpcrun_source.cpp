@@ -132,6 +132,7 @@ public:
     ProfileValues& v = out.values;
     v.values.clear();
     v.trace.clear();
+    out.traceStatus = Status();
     if (!out.valuesStatus.ok()) return Status();
     local = localMetricIds(p);
     v.values.reserve(p.flat_values.size());
@@ -147,10 +148,14 @@ public:
       Status st = read_file_into(trace_, traceBuffer);
       if (st.ok()) st = hpcrun::view_trace(traceBuffer, trace_, tr);
       if (!st.ok()) {
-        v.values.clear();
-        out.valuesStatus = st;
+        // The values do not depend on the trace: the profile stays, without one.
+        t.hasTrace = false;
+        out.traceStatus = Status::error(st.message() + "; the profile is kept without its trace");
         return Status();
       }
+      if (tr.trailing != 0)  // cut short: its whole records are kept
+        out.traceStatus = Status::error(tr.trailingError.message() + "; kept the " + std::to_string(tr.count) +
+                                        " whole records before them");
       // Decoded straight into the profile's records (no records of the format's in between).
       v.trace.reserve(tr.count);
       for (uint64_t k = 0; k < tr.count; ++k) {

@@ -107,6 +107,9 @@ struct ProfileData {
   // Not ok: the values or the trace are unreadable (the tree is fine); `values` is then
   // empty and the profile stays in the database without values, with a warning.
   Status valuesStatus;
+  // Not ok: the trace was unreadable (then the tree has none) or cut short (then its whole
+  // records are in `values`); the profile is analysed, with this as a warning.
+  Status traceStatus;
   // The reader's: the file last read and the one before, and where the encoded nodes are in
   // each, so that the next read can tell whether its nodes are the same.
   std::vector<uint8_t> bytes, previousBytes;

@@ -295,6 +295,8 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
       return;
     }
     ProfileTree& tree = data.tree;
+    if (!data.traceStatus.ok())  // it names the trace file
+      std::fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, data.traceStatus.message().c_str());
     if (!options.onlyExe.empty()) {
       std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
       if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {

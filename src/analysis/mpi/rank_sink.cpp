@@ -261,7 +261,8 @@ Status RankSink::placeProfiles() {
     t.profIndex = in.get<uint32_t>();
     t.pStart = in.get<uint64_t>();
     t.pEnd = in.get<uint64_t>();
-    if (hasLine) lines_[index - 1] = t;
+    // A profile without a trace: an empty line at the end of the others (as hpcprof writes).
+    lines_[index - 1] = hasLine ? t : db::TraceRef{index, linesEnd_, linesEnd_};
   }
   if (st.ok() && (in.failed() || !in.done()))
     st = Status::error("profile placement: " + std::to_string(all.size()) +

@@ -156,5 +156,32 @@ TEST(HpcrunCorruption, ErrorsNameFileOffsetAndExpectation) {
   EXPECT_NE(p.status().message().find("footer"), std::string::npos) << p.status().message();
 }
 
+// A trace cut short (a crash while it was written): view_trace keeps the whole records before
+// the cut and names the trailing bytes; parse_trace, which promises the whole file, refuses.
+TEST(HpcrunCorruption, TraceCutShortKeepsItsWholeRecords) {
+  Trace t;
+  t.version = "01.01";
+  for (uint32_t k = 0; k < 5; ++k) t.records.push_back({1000 + k, 10 + k, 0});
+  auto bytes = encode_trace(t);
+  ASSERT_TRUE(bytes.ok());
+  std::vector<uint8_t> cut = *bytes;
+  cut.resize(cut.size() - 5);  // the last record loses 5 of its 12 bytes
+  TraceView view;
+  ASSERT_TRUE(view_trace(cut, "x.hpctrace", view).ok());
+  EXPECT_EQ(view.count, 4u);
+  EXPECT_EQ(view.trailing, 7u);
+  EXPECT_EQ(view.record(3).cct_id, 13u);
+  EXPECT_EQ(view.trailingError.message(),
+            "x.hpctrace: offset 0x50: expected whole 12-byte trace records, found 7 trailing bytes (truncated file?)");
+  auto parsed = parse_trace(cut, "x.hpctrace");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), view.trailingError.message());
+  // Whole: nothing trailing, and the view of a later whole trace forgets the cut one's error.
+  ASSERT_TRUE(view_trace(*bytes, "y.hpctrace", view).ok());
+  EXPECT_EQ(view.count, 5u);
+  EXPECT_EQ(view.trailing, 0u);
+  EXPECT_TRUE(view.trailingError.ok());
+}
+
 }  // namespace
 }  // namespace hpc::hpcrun

@@ -210,6 +210,10 @@ struct TraceView {
   const uint8_t* first = nullptr;  // the first record
   uint64_t stride = 12;            // 16 with kTraceDataCentric
   uint64_t count = 0;
+  // Bytes after the last whole record (a file cut short, as by a crash while it was being
+  // written), and the error that names them; count holds the whole records before them.
+  uint64_t trailing = 0;
+  Status trailingError;
   TraceRecord record(uint64_t k) const {
     const uint8_t* p = first + k * stride;
     uint64_t t;
@@ -220,6 +224,8 @@ struct TraceView {
     return {__builtin_bswap64(t), __builtin_bswap32(id), __builtin_bswap32(metric)};
   }
 };
+// An error for a bad header; a body cut short is not one (out.trailing, out.trailingError):
+// its whole records are there to keep. parse_trace and read_trace refuse it.
 Status view_trace(std::span<const uint8_t> bytes, const std::string& name, TraceView& out);
 Expected<Trace> read_trace(const std::filesystem::path& path);
 Expected<std::vector<uint8_t>> encode_trace(const Trace& t);

@@ -19,6 +19,8 @@ Status view_trace(std::span<const uint8_t> bytes, const std::string& name, Trace
   ByteView v(bytes, name);
   t.flags = 0;
   t.count = 0;
+  t.trailing = 0;
+  t.trailingError = Status();
   HPC_RETURN_IF_ERROR(v.check(0, 24, "the 24-byte trace magic/version/endian"));
   const uint8_t* b = bytes.data();
   if (std::memcmp(b, enc::kTraceMagic, 18) != 0)
@@ -34,12 +36,13 @@ Status view_trace(std::span<const uint8_t> bytes, const std::string& name, Trace
   }
   t.stride = (t.flags & kTraceDataCentric) ? 16 : 12;
   const uint64_t body = v.size() - off;
-  if (body % t.stride != 0)
-    return v.error(v.size() - body % t.stride,
-                   "expected whole " + std::to_string(t.stride) + "-byte trace records, found " +
-                       std::to_string(body % t.stride) + " trailing bytes (truncated file?)");
   t.first = b + off;
   t.count = body / t.stride;  // bounded by the file size, so every record is whole
+  t.trailing = body % t.stride;
+  if (t.trailing != 0)
+    t.trailingError = v.error(v.size() - t.trailing,
+                              "expected whole " + std::to_string(t.stride) + "-byte trace records, found " +
+                                  std::to_string(t.trailing) + " trailing bytes (truncated file?)");
   return Status();
 }
 
@@ -48,6 +51,7 @@ Status parse_trace(std::span<const uint8_t> bytes, const std::string& name, Trac
   t.flags = 0;
   t.records.clear();
   HPC_RETURN_IF_ERROR(view_trace(bytes, name, view));
+  HPC_RETURN_IF_ERROR(view.trailingError);
   t.version = std::move(view.version);
   t.flags = view.flags;
   t.records.reserve(view.count);
