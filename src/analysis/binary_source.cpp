@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "analysis/io.hpp"
+#include "common/interrupt.hpp"
 #include "structure/emit.hpp"
 #include "structure/structure.hpp"
 
@@ -27,6 +28,7 @@ public:
   ~MeasuredBinaries() override {
     std::error_code ec;
     if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+    if (!scratch_.empty()) drop_temporary(scratch_);
   }
   MeasuredBinaries(const MeasuredBinaries&) = delete;
   MeasuredBinaries& operator=(const MeasuredBinaries&) = delete;
@@ -81,6 +83,7 @@ private:
     std::call_once(scratchOnce_, [&] {
       char tmpl[] = "/tmp/hpcprof-structs-XXXXXX";
       if (mkdtemp(tmpl)) scratch_ = tmpl;
+      if (!scratch_.empty()) add_temporary(scratch_);
     });
     if (scratch_.empty()) return nullptr;
     auto s = structure::analyze_binary(onDisk, structure::Options{});

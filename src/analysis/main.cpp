@@ -10,6 +10,7 @@
 #include "analysis/options.hpp"
 #include "analysis/pipeline.hpp"
 #include "common/file.hpp"
+#include "common/interrupt.hpp"
 
 using namespace hpc;
 using namespace hpc::analysis;
@@ -24,6 +25,7 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  remove_temporaries_on_signal();  // before any thread: an interrupted run leaves no temporaries
   setUpHeap();
   auto parsed = parseCommandLine(argc, argv, "hpcprof");
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;

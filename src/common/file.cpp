@@ -16,6 +16,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/interrupt.hpp"
+
 namespace hpc {
 namespace fs = std::filesystem;
 
@@ -197,12 +199,15 @@ AtomicOutput::~AtomicOutput() {
   if (!committed_) {
     std::error_code ec;
     fs::remove_all(tmp_, ec);
+    if (begun_) drop_temporary(tmp_);
   }
 }
 
 Status AtomicOutput::begin() {
   std::error_code ec;
   fs::remove_all(tmp_, ec);
+  if (!begun_) add_temporary(tmp_);  // removed if a signal ends the process from now on
+  begun_ = true;
   if (kind_ == Kind::Directory) {
     if (!fs::create_directories(tmp_, ec) || ec)
       return Status::error(tmp_.string() + ": cannot create directory: " + ec.message());
@@ -214,6 +219,14 @@ Status AtomicOutput::begin() {
 }
 
 Status AtomicOutput::commit() {
+  Status st = rename_into_place();
+  if (st.ok() && begun_) drop_temporary(tmp_);
+  return st;
+}
+
+Status AtomicOutput::rename_into_place() {
+  // Renamed whole or not at all before an ending signal's removal of the temporaries.
+  auto lock = lock_temporaries();
   std::error_code ec;
   if (kind_ == Kind::Directory && fs::exists(target_, ec)) {
     // rename(2) cannot replace a non-empty directory: move the old one aside first.

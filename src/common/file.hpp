@@ -39,7 +39,9 @@ private:
 };
 
 // Writes to "<target>.tmp-<pid>" and renames onto <target> in commit(); if destroyed
-// without commit() the temporary is removed. Works for a file or a directory.
+// without commit() the temporary is removed, and so it is if SIGINT, SIGTERM or SIGHUP ends
+// a tool that called remove_temporaries_on_signal() (common/interrupt.hpp). Works for a file
+// or a directory.
 class AtomicOutput {
 public:
   enum class Kind { File, Directory };
@@ -56,8 +58,10 @@ public:
   Status commit();
 
 private:
+  Status rename_into_place();
   std::filesystem::path target_, tmp_;
   Kind kind_;
+  bool begun_ = false;  // tmp_ registered with common/interrupt.hpp
   bool committed_ = false;
 };
 

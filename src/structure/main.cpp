@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/interrupt.hpp"
 #include "structure/cache.hpp"
 #include "structure/emit.hpp"
 #include "structure/measdir.hpp"
@@ -106,6 +107,7 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpc::remove_temporaries_on_signal();  // before any thread: an interrupted run leaves no temporaries
   CLI::App app{"hpcstruct: recover functions, inlined code, loops and source lines from a binary,\n"
                "or from every binary the profiles of a measurement directory used"};
   int jobs = 0;

@@ -14,6 +14,7 @@
 #include "analysis/options.hpp"
 #include "analysis/pipeline.hpp"
 #include "common/file.hpp"
+#include "common/interrupt.hpp"
 
 using namespace hpc;
 using namespace hpc::analysis;
@@ -85,6 +86,7 @@ Expected<DistributedResult> runAlone(Job& job, const std::filesystem::path& dir,
 }  // namespace
 
 int main(int argc, char** argv) {
+  remove_temporaries_on_signal();  // before MPI's and TBB's threads, which inherit the mask
   setUpHeap();  // as hpcprof's: huge pages, one arena
   Comm comm(&argc, &argv);
   const bool root = comm.rank() == 0;

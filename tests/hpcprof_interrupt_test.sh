@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# An interrupted hpcprof (SIGTERM, SIGINT, SIGHUP) removes its unfinished database, leaves an
+# existing database of the same name as it was, and ends by that signal. The shim holds it
+# on its first trace, after the temporary database exists.
+set -euo pipefail
+prof=$1 shim=$2 conf=$3
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cp -r "$conf/meas/loops-cputime-t.m" "$tmp/m"
+"$prof" --foreign -o "$tmp/out.d" "$tmp/m"
+cp -r "$tmp/out.d" "$tmp/before.d"
+# A background job of a script starts with SIGINT ignored: python resets it and becomes
+# hpcprof (same pid), started as from a terminal.
+as_from_terminal='import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])'
+for sig in TERM INT HUP; do
+  LD_PRELOAD=$shim /usr/bin/python3 -c "$as_from_terminal" "$prof" --foreign -j2 -o "$tmp/out.d" "$tmp/m" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 400); do [ -d "$tmp/.out.d.tmp-$pid" ] && break; sleep 0.05; done
+  [ -d "$tmp/.out.d.tmp-$pid" ] || { echo "no temporary database appeared"; kill -KILL $pid; exit 1; }
+  kill -$sig $pid
+  rc=0; { wait $pid; } 2>/dev/null || rc=$?
+  [ "$rc" = $((128 + $(kill -l $sig))) ] || { echo "SIG$sig: exit status $rc"; cat "$tmp/err"; exit 1; }
+  leftovers=$(find "$tmp" -maxdepth 1 -name '.out.d.tmp-*')
+  [ -z "$leftovers" ] || { echo "SIG$sig: left $leftovers"; exit 1; }
+  grep -q "removed the unfinished $tmp/.out.d.tmp-$pid" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+  diff -r "$tmp/before.d" "$tmp/out.d" >/dev/null || { echo "SIG$sig: the earlier database changed"; exit 1; }
+  echo "SIG$sig: unfinished database removed, the earlier one kept"
+done
+# Started with SIGHUP ignored (nohup), hpcprof keeps it ignored and finishes.
+SLOW_OPEN_SECONDS=1 LD_PRELOAD=$shim nohup "$prof" --foreign -o "$tmp/nohup.d" "$tmp/m" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 400); do [ -d "$tmp/.nohup.d.tmp-$pid" ] && break; sleep 0.05; done
+kill -HUP $pid
+wait $pid
+[ -f "$tmp/nohup.d/meta.db" ] || { echo "nohup: no database"; exit 1; }
+echo "SIGHUP under nohup: ignored, database written"
