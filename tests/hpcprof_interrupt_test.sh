@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # An interrupted hpcprof (SIGTERM, SIGINT, SIGHUP) removes its unfinished database, leaves an
 # existing database of the same name as it was, and ends by that signal. The shim holds it
-# on its first trace, after the temporary database exists.
+# on its first trace, after the temporary database exists. Out of space for the values it
+# keeps between its passes, it stops with an error rather than drop those values.
 set -euo pipefail
-prof=$1 shim=$2 conf=$3
+prof=$1 shim=$2 conf=$3 gen=$4
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp -r "$conf/meas/loops-cputime-t.m" "$tmp/m"
 "$prof" --foreign -o "$tmp/out.d" "$tmp/m"
@@ -35,3 +36,14 @@ kill -HUP $pid
 wait $pid
 [ -f "$tmp/nohup.d/meta.db" ] || { echo "nohup: no database"; exit 1; }
 echo "SIGHUP under nohup: ignored, database written"
+
+# No room for the spill (files limited to 1 MiB; SIGXFSZ ignored, so the write fails): an
+# error naming the temporary file's directory, no database, no temporaries.
+"$gen" "$tmp/g" 60 20000 3 2000 shuffled >/dev/null
+rc=0
+(trap '' XFSZ; ulimit -f 1024; exec "$prof" -j2 --foreign -o "$tmp/full.d" "$tmp/g") 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || { echo "out of space: exit status $rc"; cat "$tmp/err"; exit 1; }
+grep -q "^hpcprof: error: temporary file in .*: write failed: File too large" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+! grep -q "values unreadable" "$tmp/err" || { echo "out of space: went on without values"; exit 1; }
+[ ! -e "$tmp/full.d" ] && [ -z "$(find "$tmp" -maxdepth 1 -name '.full.d.tmp-*')" ] || { echo "out of space: output left"; exit 1; }
+echo "out of space for the spill: an error, nothing left behind"

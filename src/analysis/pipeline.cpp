@@ -233,9 +233,9 @@ std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::share
   return last;
 }
 
-void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
-                   Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
-                   std::vector<Unified>& out) {
+Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
+                     Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
+                     std::vector<Unified>& out) {
   out.clear();
   out.resize(profiles.size());
   Progress progress(options.progress, "reading calling contexts", profiles.size());
@@ -259,13 +259,19 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
   // templates are tens of MB, and fresh memory is dear), once the others have copied it.
   std::atomic<int> seedsLeft{0}, seedCopies{0};
   int seedCopiers = 0;
+  // The first failed write to the spill (a full disk, say): the run stops with it, rather
+  // than go on with profiles whose values were lost.
+  std::mutex failedMu;
+  Status failed;
   auto spillGathered = [&](Scratch& sc) {
     if (sc.pending.empty()) return;
     Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
-    for (const auto& [i, offset] : sc.pending) {
-      if (at.ok()) out[i].spillAt = *at + offset;
-      else out[i].valuesError = at.status().message();
+    if (!at.ok()) {
+      std::lock_guard lock(failedMu);
+      if (failed.ok()) failed = at.status();
     }
+    for (const auto& [i, offset] : sc.pending)
+      if (at.ok()) out[i].spillAt = *at + offset;
     sc.pending.clear();
     sc.used = 0;
   };
@@ -359,6 +365,7 @@ void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, con
     });
   });
   for (Scratch& sc : scratch) spillGathered(sc);
+  return failed;
 }
 
 // The database's metrics for metrics/default.yaml as the measurements describe them, in
@@ -532,7 +539,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
     // The expander's instruction cache (as large as the tree) goes once pass 1 is done: its
     // memory serves the later passes rather than their taking fresh pages.
     Expander expander(cct, names, structure);
-    unifyProfiles(profiles, expander, *spill, options, arena, unified);
+    HPC_RETURN_IF_ERROR(unifyProfiles(profiles, expander, *spill, options, arena, unified));
   }
   const double unifySeconds = timer.lap("unify calling contexts");
 

@@ -718,7 +718,7 @@ TEST(Pipeline, ProfilesShareEqualMetricTables) {
   ASSERT_TRUE(spill.ok()) << spill.status().message();
   tbb::task_arena arena(1);
   std::vector<Unified> unified;
-  unifyProfiles(in, expander, **spill, opt, arena, unified);
+  ASSERT_TRUE(unifyProfiles(in, expander, **spill, opt, arena, unified).ok());
   ASSERT_EQ(unified.size(), 4u);
   for (const Unified& u : unified) ASSERT_TRUE(u.header.shared);
   EXPECT_EQ(unified[0].header.shared, unified[1].header.shared);  // one table, not two

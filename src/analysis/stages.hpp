@@ -100,10 +100,11 @@ struct Unified {
 
 // Pass 1 (class 1): reads every profile once, unifies its tree into the expander's CCT and
 // spills its values, in parallel on `arena`; out[i] belongs to profiles[i]. Unreadable
-// profiles are warned about.
-void unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
-                   Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
-                   std::vector<Unified>& out);
+// profiles are warned about; a failed write to the spill (a full disk) is returned: the
+// analysis cannot go on without those profiles' values.
+Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
+                     Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
+                     std::vector<Unified>& out);
 
 // The database-wide facts derived from all profiles' headers, taken in profile order:
 // the same on every rank that sees the same headers.

@@ -222,10 +222,13 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   Names names;
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(opt.scratchDir));
   std::vector<Unified> unified;
+  Status unifiedAll;
   {
     Expander expander(cct, names, job.structure.get());  // its cache freed after pass 1
-    unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, *spill, opt, arena, unified);
+    unifiedAll = unifyProfiles(std::span(job.profiles).subspan(first, last - first), expander, *spill, opt, arena,
+                               unified);
   }
+  HPC_RETURN_IF_ERROR(comm.agree(unifiedAll));
   report.unify = lap.next();
 
   // Every rank derives the same plan from every profile's header.
