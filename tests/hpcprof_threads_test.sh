@@ -55,6 +55,11 @@ if not ok:
 PY
 echo "damaged traces: values kept, whole records kept, empty lines for the rest"
 
+# A database that cannot be made (its directory is a file): the error names it, and why.
+touch "$tmp/file"
+if "$prof" --foreign -o "$tmp/file/db" "$conf/meas/small.m" 2>"$tmp/err"; then echo "unwritable output accepted"; exit 1; fi
+grep -q "^hpcprof: error: $tmp/file/db: cannot create .*: Not a directory" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi

@@ -8,6 +8,11 @@ tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 bin=$conf/struct/bin/inlines+loops-x86_64-gcc10-d
 
+# An output that cannot be made: the error names it once, and why.
+if "$hs" --nocache -o "$tmp/no/such/dir/x.hpcstruct" "$bin" 2>"$tmp/err0"; then fail "unwritable output accepted"; fi
+[ "$(grep -o "$tmp/no/such/dir/x.hpcstruct" "$tmp/err0" | wc -l)" = 1 ] && grep -q "No such file or directory" "$tmp/err0" \
+  || fail "unwritable output: $(cat "$tmp/err0")"
+
 # Cache: the first run fills it, the second copies from it, --nocache bypasses it.
 "$hs" --cache "$tmp/cache" -o "$tmp/a.hpcstruct" "$bin" 2>"$tmp/err1"
 grep -q 'copied from cache' "$tmp/err1" && fail "empty cache hit"

@@ -210,10 +210,13 @@ Status AtomicOutput::begin() {
   begun_ = true;
   if (kind_ == Kind::Directory) {
     if (!fs::create_directories(tmp_, ec) || ec)
-      return Status::error(tmp_.string() + ": cannot create directory: " + ec.message());
+      return Status::error(target_.string() + ": cannot create (as " + tmp_.filename().string() +
+                           " first): " + ec.message());
   } else {
     std::ofstream f(tmp_, std::ios::binary | std::ios::trunc);
-    if (!f) return errno_status("cannot create", tmp_);
+    if (!f)
+      return Status::error(target_.string() + ": cannot create (as " + tmp_.filename().string() +
+                           " first): " + std::strerror(errno));
   }
   return Status();
 }

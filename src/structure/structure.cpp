@@ -316,7 +316,10 @@ private:
 Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
                               std::string* warnings) {
   HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
-  auto failed = [&](Status st) { return st.ok() ? st : st.prepend(output); };
+  // The output named once: errors from writing it name it already.
+  auto failed = [&](Status st) {
+    return st.ok() || st.message().rfind(output + ": ", 0) == 0 ? st : st.prepend(output);
+  };
   AnalysisContext ctx = prep->context();
   const ProcedureTable& fns = prep->procs;
   const DebugInfo& debug = *prep->debug;
