@@ -20,32 +20,36 @@ static void maybe_sleep(const char* path) {
 static mode_t mode_of(int flags, va_list ap) {
   return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
+// The mode argument, where the flags say there is one.
+#define TAKE_MODE(flags, mode) \
+  do {                         \
+    va_list ap;                \
+    va_start(ap, flags);       \
+    mode = mode_of(flags, ap); \
+    va_end(ap);                \
+  } while (0)
+
+static int open_as(const char* symbol, const char* path, int flags, mode_t mode) {
+  maybe_sleep(path);
+  int (*real)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, symbol);
+  return real(path, flags, mode);
+}
 
 int open(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  const mode_t mode = mode_of(flags, ap);
-  va_end(ap);
-  maybe_sleep(path);
-  int (*real)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open");
-  return real(path, flags, mode);
+  mode_t mode;
+  TAKE_MODE(flags, mode);
+  return open_as("open", path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  const mode_t mode = mode_of(flags, ap);
-  va_end(ap);
-  maybe_sleep(path);
-  int (*real)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, "open64");
-  return real(path, flags, mode);
+  mode_t mode;
+  TAKE_MODE(flags, mode);
+  return open_as("open64", path, flags, mode);
 }
 
 int openat(int dir, const char* path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  const mode_t mode = mode_of(flags, ap);
-  va_end(ap);
+  mode_t mode;
+  TAKE_MODE(flags, mode);
   maybe_sleep(path);
   int (*real)(int, const char*, int, ...) = (int (*)(int, const char*, int, ...))dlsym(RTLD_NEXT, "openat");
   return real(dir, path, flags, mode);
