@@ -60,6 +60,18 @@ touch "$tmp/file"
 if "$prof" --foreign -o "$tmp/file/db" "$conf/meas/small.m" 2>"$tmp/err"; then echo "unwritable output accepted"; exit 1; fi
 grep -q "^hpcprof: error: $tmp/file/db: cannot create .*: Not a directory" "$tmp/err" || { cat "$tmp/err"; exit 1; }
 
+# Without -o: the database is named after the measurement directory, beside it, and a second
+# run does not replace the first one's.
+mkdir "$tmp/runs"
+cp -r "$conf/meas/small.m" "$tmp/runs/hpctoolkit-small-app-measurements"
+(cd "$tmp" && "$prof" --foreign runs/hpctoolkit-small-app-measurements 2>"$tmp/err")
+[ -f "$tmp/runs/hpctoolkit-small-app-database/meta.db" ] || { ls "$tmp/runs"; cat "$tmp/err"; exit 1; }
+(cd "$tmp" && "$prof" --foreign runs/hpctoolkit-small-app-measurements 2>"$tmp/err")
+[ -f "$tmp/runs/hpctoolkit-small-app-database-2/meta.db" ] || { ls "$tmp/runs"; cat "$tmp/err"; exit 1; }
+grep -q "runs/hpctoolkit-small-app-database exists; writing the database to runs/hpctoolkit-small-app-database-2" \
+  "$tmp/err" || { cat "$tmp/err"; exit 1; }
+cmp "$tmp/runs/hpctoolkit-small-app-database/meta.db" "$tmp/runs/hpctoolkit-small-app-database-2/meta.db"
+
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/io.hpp"
+#include "analysis/options.hpp"
 #include "common/file.hpp"
 #include "formats/db/db.hpp"
 
@@ -18,6 +19,57 @@ TEST(ReplacePath, FirstMatchingPrefix) {
   std::vector<PathReplacement> r{{"/a/", "/x/"}, {"/a/b/", "/y/"}};
   EXPECT_EQ(replacePath("/a/b/c.c", r), "/x/b/c.c");
   EXPECT_EQ(replacePath("/b/c.c", r), "/b/c.c");
+}
+
+TEST(ReplacePath, ArgumentSplitsAtTheFirstUnescapedEquals) {
+  auto r = parseReplacement("/build/a=b/src=/home/me/src");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->from, "/build/a");
+  EXPECT_EQ(r->to, "b/src=/home/me/src");
+  r = parseReplacement("/build/a\\=b/src=/home/me/x\\=y");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->from, "/build/a=b/src");
+  EXPECT_EQ(r->to, "/home/me/x=y");
+  r = parseReplacement("/old=");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->to, "");
+  for (const char* bad : {"/no/equals", "=/new", "/only\\=escaped"}) {
+    auto b = parseReplacement(bad);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find(bad), std::string::npos) << b.status().message();
+  }
+}
+
+TEST(DefaultDatabase, NamedAsTheReferenceNamesIt) {
+  fs::path tmp = fs::temp_directory_path() / ("hpc-default-db-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  for (const char* d : {"hpctoolkit-my-app-measurements", "hpctoolkit-my-app-measurements-1234", "runs",
+                        "hpctoolkit-x-measurements-12a"})
+    fs::create_directories(tmp / d);
+  const fs::path profile = "my-app-000000-001-7f000101-4242-0.hpcrun";
+  EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements"}, profile),
+            tmp / "hpctoolkit-my-app-database");
+  EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements/"}, profile),
+            tmp / "hpctoolkit-my-app-database");
+  EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements-1234"}, profile),
+            tmp / "hpctoolkit-my-app-database-1234");
+  EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-x-measurements-12a"}, profile),
+            tmp / "hpctoolkit-x-measurements-12a-database");
+  EXPECT_EQ(defaultDatabase({tmp / "runs"}, profile), tmp / "runs-database");
+  // Several inputs, or a profile: the program's name, dashes and all.
+  EXPECT_EQ(defaultDatabase({tmp / "runs", tmp / "hpctoolkit-my-app-measurements"}, profile),
+            "hpctoolkit-my-app-database");
+  EXPECT_EQ(defaultDatabase({tmp / "runs" / profile}, profile), "hpctoolkit-my-app-database");
+  EXPECT_EQ(defaultDatabase({}, "short-1.hpcrun"), "hpctoolkit-short-database");
+
+  // An existing default is never replaced: the first free -N beside it.
+  const fs::path db = tmp / "hpctoolkit-my-app-database";
+  EXPECT_EQ(unusedPath(db), db);
+  fs::create_directories(db);
+  fs::create_directories(tmp / "hpctoolkit-my-app-database-2");
+  std::ofstream(tmp / "hpctoolkit-my-app-database-3") << "a file\n";
+  EXPECT_EQ(unusedPath(db), tmp / "hpctoolkit-my-app-database-4");
+  fs::remove_all(tmp);
 }
 
 TEST(WriteMeta, SourcesFollowReplacePath) {

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
   auto job = prepareJob(cl, "hpcprof");
   if (!job.ok()) return fail(job.status().message());
+  if (!job->defaultTaken.empty())
+    std::fprintf(stderr, "hpcprof: %s exists; writing the database to %s\n", job->defaultTaken.c_str(),
+                 job->output.c_str());
 
   AtomicOutput out(job->output, AtomicOutput::Kind::Directory);
   if (Status st = out.begin(); !st.ok()) return fail(st.message());

@@ -20,9 +20,11 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
   app.add_option("measurements", cl.measurements, "Measurement directories or profiles")->required();
   app.add_option("-j,--threads", cl.threads, "Analysis threads (default: all available)")
       ->check(CLI::Range(1u, 4096u));
-  app.add_option("-o,--db,--output", cl.output, "Database to write (default ./hpctoolkit-<app>-database)");
+  app.add_option("-o,--db,--output", cl.output,
+                 "Database to write, replaced if it exists (default: hpctoolkit-<app>-database beside "
+                 "hpctoolkit-<app>-measurements, never replacing an earlier one: -2, -3, ... instead)");
   app.add_option("-S,--structure", cl.structs, "Structure file from hpcstruct (repeatable)");
-  app.add_option("-R,--replace-path", cl.replacePaths, "OLD=NEW prefix replacement (repeatable)");
+  app.add_option("-R,--replace-path", cl.replacePaths, "OLD=NEW prefix replacement, \\= for an = in a path (repeatable)");
   app.add_option("--title,--name", cl.title, "Database title");
   app.add_option("-M,--metric", cl.metrics, "sum | stats | thread (repeatable)")
       ->check(CLI::IsMember({"sum", "stats", "thread"}));
@@ -52,10 +54,8 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   structFiles.insert(structFiles.end(), cl.structs.begin(), cl.structs.end());
   std::vector<PathReplacement> replace;
   for (const std::string& r : cl.replacePaths) {
-    size_t eq = r.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Status::error("-R/--replace-path '" + r + "': expected OLD=NEW");
-    replace.push_back({r.substr(0, eq), r.substr(eq + 1)});
+    HPC_ASSIGN_OR_RETURN(PathReplacement one, parseReplacement(r));
+    replace.push_back(std::move(one));
   }
 
   Job job;
@@ -93,13 +93,72 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
 
   job.output = cl.output;
   if (job.output.empty()) {
-    std::string app0 = inputs.profiles[0].filename().string();
-    app0 = app0.substr(0, app0.find('-') == std::string::npos ? app0.size() : app0.find('-'));
-    job.output = "hpctoolkit-" + app0 + "-database";
+    const fs::path chosen = defaultDatabase(meas, inputs.profiles[0]);
+    job.output = unusedPath(chosen);
+    if (job.output != chosen) job.defaultTaken = chosen;
   }
   // The spill of pass 1 goes beside the database (on its file system, not in memory).
   opt.scratchDir = job.output.parent_path().empty() ? fs::path(".") : job.output.parent_path();
   return job;
+}
+
+Expected<PathReplacement> parseReplacement(const std::string& arg) {
+  std::string from;
+  for (size_t i = 0; i < arg.size(); ++i) {
+    if (arg[i] == '\\' && i + 1 < arg.size() && arg[i + 1] == '=') {
+      from += '=';
+      ++i;
+    } else if (arg[i] == '=') {
+      std::string to;
+      for (size_t j = i + 1; j < arg.size(); ++j) {
+        if (arg[j] == '\\' && j + 1 < arg.size() && arg[j + 1] == '=') ++j;
+        to += arg[j];
+      }
+      if (from.empty()) break;
+      return PathReplacement{from, to};
+    } else {
+      from += arg[i];
+    }
+  }
+  return Status::error("-R/--replace-path '" + arg + "': expected OLD=NEW (\\= for an '=' in a path)");
+}
+
+fs::path defaultDatabase(const std::vector<fs::path>& measurements, const fs::path& firstProfile) {
+  std::error_code ec;
+  if (measurements.size() == 1 && fs::is_directory(measurements[0], ec)) {
+    fs::path dir = measurements[0];
+    if (dir.filename().empty()) dir = dir.parent_path();  // "dir/"
+    std::string name = dir.filename().string();
+    const std::string head = "hpctoolkit-", tail = "-measurements";
+    const size_t at = name.rfind(tail);
+    const std::string after = at == std::string::npos ? std::string() : name.substr(at + tail.size());
+    const bool numbered = after.empty() || (after.size() > 1 && after[0] == '-' &&
+                                            after.find_first_not_of("0123456789", 1) == std::string::npos);
+    if (name.rfind(head, 0) == 0 && at != std::string::npos && at >= head.size() && numbered)
+      name = name.substr(0, at) + "-database" + after;
+    else
+      name += "-database";
+    return dir.parent_path() / name;
+  }
+  // hpcrun names a profile PROGRAM-RANK-THREAD-HOST-PID-GENERATION.hpcrun; PROGRAM may have
+  // dashes of its own.
+  std::string app = firstProfile.stem().string();
+  for (int field = 0; field < 5; ++field) {
+    const size_t dash = app.rfind('-');
+    if (dash == std::string::npos || dash == 0) break;
+    app.resize(dash);
+  }
+  return "hpctoolkit-" + app + "-database";
+}
+
+fs::path unusedPath(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return path;
+  for (unsigned n = 2;; ++n) {
+    fs::path next = path;
+    next += "-" + std::to_string(n);
+    if (!fs::exists(fs::symlink_status(next, ec))) return next;
+  }
 }
 
 }  // namespace hpc::analysis

@@ -33,9 +33,24 @@ struct Job {
   std::vector<uint64_t> profileBytes;  // size of each .hpcrun (and .hpctrace) file; hpcprof-mpi only
   std::unique_ptr<StructureSource> structure;
   std::filesystem::path output;
+  // Without -o, where the default database exists already (output is then beside it).
+  std::filesystem::path defaultTaken;
   PipelineOptions options;
 };
 // `tool` prefixes the warnings it prints (unimplemented options, missing structure).
 Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool);
+
+// -R's argument: OLD=NEW split at the first '=' not escaped by a backslash ("\=" is an '='
+// within a path, as the reference reads it).
+Expected<PathReplacement> parseReplacement(const std::string& arg);
+// The database's path when -o is not given, as the reference names it: beside a single
+// measurement directory hpctoolkit-APP-measurements[-N], hpctoolkit-APP-database[-N]; beside
+// any other single directory DIR, DIR-database; else ./hpctoolkit-APP-database, APP the
+// program of the first profile (its file name less hpcrun's five trailing fields).
+std::filesystem::path defaultDatabase(const std::vector<std::filesystem::path>& measurements,
+                                      const std::filesystem::path& firstProfile);
+// `path`, or where it exists already, the first of path-2, path-3, ... that does not: the
+// default database never replaces an earlier one (an explicit -o does).
+std::filesystem::path unusedPath(const std::filesystem::path& path);
 
 }  // namespace hpc::analysis

@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
   };
   auto job = prepareJob(cl, root ? "hpcprof-mpi" : "");
   if (Status st = comm.agree(job.ok() ? Status() : job.status()); !st.ok()) return fail(st);
+  if (root && !job->defaultTaken.empty())
+    std::fprintf(stderr, "hpcprof-mpi: %s exists; writing the database to %s\n", job->defaultTaken.c_str(),
+                 job->output.c_str());
 
   // Rank 0 owns the temporary directory: removed unless renamed into place at the end.
   std::unique_ptr<AtomicOutput> out;
