@@ -72,6 +72,11 @@ grep -q "runs/hpctoolkit-small-app-database exists; writing the database to runs
   "$tmp/err" || { cat "$tmp/err"; exit 1; }
 cmp "$tmp/runs/hpctoolkit-small-app-database/meta.db" "$tmp/runs/hpctoolkit-small-app-database-2/meta.db"
 
+# A measured binary that is not here (and no structure file for it): one warning naming it.
+"$prof" --ignore-structs -o "$tmp/nobin.d" "$conf/meas/loops-cputime-t.m" 2>"$tmp/err"
+[ "$(grep -c "warning: .*/testmeas-loops: not found here, so its code is attributed to addresses only" "$tmp/err")" = 1 ] \
+  || { cat "$tmp/err"; exit 1; }
+
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi

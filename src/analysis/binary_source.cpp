@@ -77,7 +77,14 @@ private:
         onDisk = r.to + onDisk.substr(r.from.size());
         break;
       }
-    if (!fs::is_regular_file(onDisk, ec)) return nullptr;
+    if (!fs::is_regular_file(onDisk, ec)) {
+      // Said once a binary (each is looked for once): why its code shows as addresses.
+      std::fprintf(stderr,
+                   "%s: warning: %s: not found here, so its code is attributed to addresses only "
+                   "(run hpcstruct on the measurements where the binary is, or map its directory with -R OLD=NEW)\n",
+                   program_invocation_short_name, onDisk.c_str());
+      return nullptr;
+    }
     // The scratch directory for structure files, made on the first binary found (most
     // analyses find none: no directory made and removed on every run).
     std::call_once(scratchOnce_, [&] {
