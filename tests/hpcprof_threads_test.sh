@@ -77,6 +77,20 @@ cmp "$tmp/runs/hpctoolkit-small-app-database/meta.db" "$tmp/runs/hpctoolkit-smal
 [ "$(grep -c "warning: .*/testmeas-loops: not found here, so its code is attributed to addresses only" "$tmp/err")" = 1 ] \
   || { cat "$tmp/err"; exit 1; }
 
+# A structure file for the binary under another directory: a warning suggests the -R that
+# matches it, and with that -R its functions appear.
+m=$conf/meas/loops-cputime-t.m
+sed 's|n="/builds/hpctoolkit/hpctoolkit/builddir/tests/data/meas/testmeas-loops"|n="/elsewhere/bin/testmeas-loops"|' \
+  "$m/structs/testmeas-loops.hpcstruct" >"$tmp/moved.hpcstruct"
+"$prof" --foreign --ignore-structs -S "$tmp/moved.hpcstruct" -o "$tmp/moved.d" "$m" 2>"$tmp/err"
+suggested=$(sed -n "s/.*testmeas-loops: no structure file describes this binary, but one describes .*; if that is the same binary, add -R '\(.*\)'$/\1/p" "$tmp/err")
+[ "$suggested" = /builds/hpctoolkit/hpctoolkit/builddir/tests/data/meas=/elsewhere/bin ] || { cat "$tmp/err"; exit 1; }
+"$prof" --foreign --ignore-structs -S "$tmp/moved.hpcstruct" -R "$suggested" -o "$tmp/mapped.d" "$m" 2>/dev/null
+"$dump" "$tmp/moved.d" >"$tmp/a"
+"$dump" "$tmp/mapped.d" >"$tmp/b"
+! grep -q 'main._omp_fn.0' "$tmp/a" || { echo "structure used without -R"; exit 1; }
+grep -q 'main._omp_fn.0' "$tmp/b" || { echo "-R did not match the structure file"; exit 1; }
+
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi

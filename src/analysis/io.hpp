@@ -16,9 +16,13 @@ namespace hpc::analysis {
 std::unique_ptr<ProfileSource> openHpcrunProfile(const std::filesystem::path& profile,
                                                  const std::filesystem::path& trace);
 
-// Loads the structure files (.hpcstruct), keyed by the load-module path they describe.
+// Loads the structure files (.hpcstruct), keyed by the load-module path they describe. A
+// measured module is found at its path or, failing that, at its path as -R rewrites it
+// (`replace`); one that a structure file describes under another directory (the same file
+// name) is named once in a warning with the -R that would match it.
 Expected<std::unique_ptr<StructureSource>> loadStructure(
-    const std::vector<std::filesystem::path>& files, unsigned threads);
+    const std::vector<std::filesystem::path>& files, unsigned threads,
+    std::vector<PathReplacement> replace = {});
 
 // Adds function names from the ELF symbol tables of binaries kept in the measurement
 // directories (the vdso copies under vdso/) for modules that `structs` does not cover.

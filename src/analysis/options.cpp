@@ -60,7 +60,7 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
 
   Job job;
   if (!structFiles.empty()) {
-    HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads));
+    HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads, replace));
   }
   job.options.replacePaths = replace;
   if (!cl.foreign) job.structure = withMeasuredBinaries(std::move(job.structure), std::move(replace));

@@ -3,7 +3,11 @@
 // address ranges hold it; the last such statement in document order wins.
 #include <tbb/parallel_for.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "analysis/io.hpp"
 #include "formats/structfile/structfile.hpp"
@@ -22,7 +26,8 @@ uint64_t firstAddress(const SScope& s) {
 
 class StructFiles final : public StructureSource {
 public:
-  explicit StructFiles(std::vector<structfile::Structure> files) : files_(std::move(files)) {
+  StructFiles(std::vector<structfile::Structure> files, std::vector<PathReplacement> replace)
+      : files_(std::move(files)), replace_(std::move(replace)) {
     for (const auto& f : files_)
       for (const SScope& lm : f.children)
         if (lm.kind == Kind::LoadModule && lm.name)
@@ -31,7 +36,7 @@ public:
 
   bool lookup(const std::string& modulePath, uint64_t offset,
               std::vector<ScopeStep>& out) const override {
-    auto it = modules_.find(modulePath);
+    auto it = find(modulePath);
     if (it == modules_.end()) return false;
     const SScope* leaf = it->second->find(offset);
     if (!leaf || (leaf->kind != Kind::Statement && leaf->kind != Kind::Call)) return false;
@@ -80,17 +85,54 @@ public:
     return !out.empty();
   }
 
-  bool mayCover(const std::string& modulePath) const override { return modules_.count(modulePath) != 0; }
+  bool mayCover(const std::string& modulePath) const override {
+    if (find(modulePath) != modules_.end()) return true;
+    hintReplacement(modulePath);
+    return false;
+  }
 
 private:
+  using Modules = std::map<std::string, std::unique_ptr<structfile::AddressIndex>>;
+  Modules::const_iterator find(const std::string& modulePath) const {
+    auto it = modules_.find(modulePath);
+    if (it != modules_.end() || replace_.empty()) return it;
+    const std::string replaced = replacePath(modulePath, replace_);
+    return replaced == modulePath ? it : modules_.find(replaced);
+  }
+
+  // A module no structure file covers, where one describes a binary of the same file name
+  // elsewhere: most likely the same binary, built or measured under another directory. Said
+  // once a module (mayCover is asked by every profile).
+  void hintReplacement(const std::string& modulePath) const {
+    const fs::path measured(modulePath);
+    if (measured.filename().empty() || !measured.is_absolute()) return;
+    {
+      std::lock_guard lock(hintedMu_);
+      if (!hinted_.insert(modulePath).second) return;
+    }
+    for (const auto& [path, index] : modules_) {
+      const fs::path described(path);
+      if (described.filename() != measured.filename()) continue;
+      std::fprintf(stderr,
+                   "%s: warning: %s: no structure file describes this binary, but one describes %s; if that is "
+                   "the same binary, add -R '%s=%s'\n",
+                   program_invocation_short_name, modulePath.c_str(), path.c_str(),
+                   measured.parent_path().c_str(), described.parent_path().c_str());
+      return;
+    }
+  }
+
   std::vector<structfile::Structure> files_;
-  std::map<std::string, std::unique_ptr<structfile::AddressIndex>> modules_;
+  std::vector<PathReplacement> replace_;
+  Modules modules_;
+  mutable std::mutex hintedMu_;
+  mutable std::set<std::string> hinted_;
 };
 
 }  // namespace
 
-Expected<std::unique_ptr<StructureSource>> loadStructure(const std::vector<fs::path>& files,
-                                                         unsigned threads) {
+Expected<std::unique_ptr<StructureSource>> loadStructure(const std::vector<fs::path>& files, unsigned threads,
+                                                         std::vector<PathReplacement> replace) {
   std::vector<structfile::Structure> loaded(files.size());
   std::vector<Status> errors(files.size());
   tbb::parallel_for(size_t(0), files.size(), [&](size_t i) {
@@ -101,7 +143,7 @@ Expected<std::unique_ptr<StructureSource>> loadStructure(const std::vector<fs::p
       errors[i] = s.status();
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
-  return std::unique_ptr<StructureSource>(std::make_unique<StructFiles>(std::move(loaded)));
+  return std::unique_ptr<StructureSource>(std::make_unique<StructFiles>(std::move(loaded), std::move(replace)));
 }
 
 }  // namespace hpc::analysis
