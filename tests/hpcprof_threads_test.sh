@@ -96,4 +96,8 @@ mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi
 grep -q 'no profiles' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 test ! -e "$tmp/none.d"
+# One of several measurement directories empty: an error naming it, no database.
+if "$prof" --foreign -o "$tmp/none.d" "$conf/meas/small.m" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty directory accepted"; exit 1; fi
+grep -q "^hpcprof: error: $tmp/empty.m: no profiles (.hpcrun) in this measurement directory" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+test ! -e "$tmp/none.d"
 echo "hpcprof: identical at -j1 and -j2"

@@ -67,6 +67,10 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     if (listError) return Status::error(m.string() + ": cannot list: " + std::strerror(listError));
     // Name order: the database's profile order must not depend on the file system. A trace
     // goes with the profile of its stem.
+    // A directory given with no profile in it is a mistake to say (a wrong path, or a run
+    // that wrote nothing), not a part of the analysis to leave out quietly.
+    if (found.empty() && measurements.size() > 1)
+      return Status::error(m.string() + ": no profiles (.hpcrun) in this measurement directory");
     std::sort(found.begin(), found.end());
     std::sort(traces.begin(), traces.end());
     std::string trace;
