@@ -66,6 +66,13 @@ Status ElfImage::load() {
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Status::error("only 64-bit ELF binaries are supported");
   machine_ = eh.e_machine;
   relocatable_ = eh.e_type == ET_REL || machine_ == EM_CUDA;
+  // A file cut short (a copy or a build interrupted) has its section headers, at the end,
+  // past its end: libelf then lists no sections, and the binary would seem to have no code.
+  const uint64_t headers = eh.e_shoff + uint64_t(std::max<uint16_t>(eh.e_shnum, 1)) * eh.e_shentsize;
+  if (eh.e_shoff != 0 && (eh.e_shoff >= bytes.size() || headers > bytes.size()))
+    return Status::error("section header table at offset " + std::to_string(eh.e_shoff) + " (" +
+                         std::to_string(eh.e_shnum) + " headers) extends past the end of the file (" +
+                         std::to_string(bytes.size()) + " bytes): truncated?");
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf_, &shstrndx) != 0)
     return Status::error(std::string("malformed section header table: ") + elf_errmsg(-1));

@@ -246,6 +246,22 @@ TEST(Structure, MalformedBinaryIsNamed) {
   EXPECT_NE(s.status().message().find(bad), std::string::npos) << s.status().message();
 }
 
+// A binary cut short loses its section headers (at the end of the file): an error that says
+// so, not an empty structure.
+TEST(Structure, TruncatedBinaryIsAnErrorNotAnEmptyStructure) {
+  std::ifstream in(cubin("inlines+loops-x86_64-gcc10-d"), std::ios::binary);  // the kit's binaries
+  std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(whole.size(), 4096u);
+  auto cut = (std::filesystem::temp_directory_path() / "hpcstruct_cut.elf").string();
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  auto s = analyze_binary(cut, Options{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(cut + ": section header table at offset"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("truncated?"), std::string::npos) << s.status().message();
+  std::filesystem::remove(cut);
+}
+
 
 TEST(Cuda, InlinedCallsFromTheLineTable) {
   // nvcc 11.2 -lineinfo: no .debug_info; the inlined call is in the line table's vendor opcode.
