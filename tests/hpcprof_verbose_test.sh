@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hpcprof -v: a line per phase with its wall and CPU time, peak memory and the bytes it read
+# hpcprof -v: the thread count, and a line per phase with its wall and CPU time, peak memory and the bytes it read
 # and wrote (with the time those took); the bytes add up to at least the input's size and
 # the database's.
 set -euo pipefail
@@ -29,3 +29,11 @@ if wrote < outb / 1e6 - 0.1 or read < first:
 print(f"hpcprof -v: {len(phases)} phases, read {read:.1f} MB (input {inb / 1e6:.1f}), "
       f"wrote {wrote:.1f} MB (database {outb / 1e6:.1f})")
 PY
+grep -q "^hpcprof: 2 analysis threads$" "$tmp/err" || { echo "-j2 not reported"; cat "$tmp/err"; exit 1; }
+# Without -j: as many threads as the CPUs the process may run on (a batch job's share of a
+# node), not the machine's count.
+if command -v taskset >/dev/null; then
+  taskset -c 0 "$prof" -v -o "$tmp/db1" "$tmp/m" 2>"$tmp/err1"
+  grep -q "^hpcprof: 1 analysis threads$" "$tmp/err1" || { echo "default -j ignores the affinity mask"; cat "$tmp/err1"; exit 1; }
+  echo "default -j under taskset -c 0: 1 thread"
+fi

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   const CommandLine& cl = std::get<CommandLine>(parsed);
 
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
+  if (cl.verbose) std::fprintf(stderr, "hpcprof: %u analysis threads\n", cl.threads);
   auto job = prepareJob(cl, "hpcprof");
   if (!job.ok()) return fail(job.status().message());
   if (!job->defaultTaken.empty())

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "analysis/io.hpp"
+#include "common/cpus.hpp"
 
 namespace hpc::analysis {
 
@@ -16,9 +17,9 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
                                                 bool quiet) {
   CLI::App app{tool + ": attributes call-path profiles to source structure and writes a database"};
   CommandLine cl;
-  cl.threads = std::max(1u, std::thread::hardware_concurrency());
+  cl.threads = usable_cpus();
   app.add_option("measurements", cl.measurements, "Measurement directories or profiles")->required();
-  app.add_option("-j,--threads", cl.threads, "Analysis threads (default: all available)")
+  app.add_option("-j,--threads", cl.threads, "Analysis threads (default: the CPUs this process may run on)")
       ->check(CLI::Range(1u, 4096u));
   app.add_option("-o,--db,--output", cl.output,
                  "Database to write, replaced if it exists (default: hpctoolkit-<app>-database beside "

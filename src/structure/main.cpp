@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/cpus.hpp"
 #include "common/interrupt.hpp"
 #include "structure/cache.hpp"
 #include "structure/emit.hpp"
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   std::string output, cacheDir, gpucfg = "no", binary;
   bool nocache = false;
   size_t dwarfCacheMb = 128;
-  app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs)");
+  app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs this process may run on)");
   app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
   app.add_flag("--nocache", nocache, "do not use the structure cache");
   app.add_option("-c,--cache", cacheDir, "structure cache directory (or $HPCTOOLKIT_HPCSTRUCT_CACHE)");
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
                  "is analysed into DIR/structs/<name>.hpcstruct")->required();
   CLI11_PARSE(app, argc, argv);
 
-  if (jobs <= 0) jobs = std::max(1u, std::thread::hardware_concurrency() / 2);
+  if (jobs <= 0) jobs = int(std::max(1u, hpc::usable_cpus() / 2));
   if (cacheDir.empty())
     if (const char* env = std::getenv("HPCTOOLKIT_HPCSTRUCT_CACHE")) cacheDir = env;
   if (nocache) cacheDir.clear();
