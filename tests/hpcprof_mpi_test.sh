@@ -62,6 +62,11 @@ rm "${traces[3]}"
 compare "$tmp/ref-traces.d" "$tmp/mpi-traces.d"
 echo "damaged traces on both ranks: same database as hpcprof"
 
+# A measured binary missing here, met by both ranks' profiles: one warning, from rank 0.
+"$mpiexec" -n 2 "$mpi" --ignore-structs -j1 -o "$tmp/nobin.d" "$m" 2>"$tmp/err"
+[ "$(grep -c "^hpcprof-mpi: warning: .*/testmeas-loops: not found here" "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
+echo "a missing binary: one warning from 2 ranks"
+
 # Rank 1 alone gets a corrupt structure file: it cannot go on, so nobody does.
 printf '<HPCToolkitStructure garbage' >"$tmp/bad.hpcstruct"
 cat >"$tmp/wrap.sh" <<WRAP

@@ -4,6 +4,7 @@
 // structure-file adapter, so a database is the same with or without a prior hpcstruct run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -20,6 +21,14 @@ namespace hpc::analysis {
 namespace fs = std::filesystem;
 
 namespace {
+
+std::mutex warningsMu;
+std::vector<std::string> warnings;
+
+void warn(std::string line) {
+  std::lock_guard lock(warningsMu);
+  warnings.push_back(std::move(line));
+}
 
 class MeasuredBinaries final : public StructureSource {
 public:
@@ -79,10 +88,9 @@ private:
       }
     if (!fs::is_regular_file(onDisk, ec)) {
       // Said once a binary (each is looked for once): why its code shows as addresses.
-      std::fprintf(stderr,
-                   "%s: warning: %s: not found here, so its code is attributed to addresses only "
-                   "(run hpcstruct on the measurements where the binary is, or map its directory with -R OLD=NEW)\n",
-                   program_invocation_short_name, onDisk.c_str());
+      warn(onDisk +
+           ": not found here, so its code is attributed to addresses only (run hpcstruct on the measurements "
+           "where the binary is, or map its directory with -R OLD=NEW)");
       return nullptr;
     }
     // The scratch directory for structure files, made on the first binary found (most
@@ -103,8 +111,7 @@ private:
       if (loaded.ok()) return std::move(*loaded);
       st = loaded.status();
     }
-    std::fprintf(stderr, "%s: warning: %s: no structure from the binary: %s\n", program_invocation_short_name,
-                 path.c_str(), st.message().c_str());
+    warn(path + ": no structure from the binary: " + st.message());
     return nullptr;
   }
 
@@ -121,6 +128,14 @@ private:
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace) {
   return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace));
+}
+
+std::vector<std::string> takeBinaryWarnings() {
+  std::lock_guard lock(warningsMu);
+  std::vector<std::string> taken;
+  taken.swap(warnings);
+  std::sort(taken.begin(), taken.end());
+  return taken;
 }
 
 }  // namespace hpc::analysis

@@ -35,6 +35,10 @@ std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSo
 // rewritten by the first matching replacement. `structs` may be null.
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace);
+// What the analysis of measured binaries found to warn about (a binary not on this machine,
+// one that gave no structure), one line each, taken once the run is done: hpcprof prints
+// them, hpcprof-mpi prints every rank's once. MT: thread-safe.
+std::vector<std::string> takeBinaryWarnings();
 
 // Writes a database v4 into `directory` (created; the caller renames it into place).
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);

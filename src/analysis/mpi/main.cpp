@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "analysis/heap.hpp"
@@ -123,6 +124,21 @@ int main(int argc, char** argv) {
   const std::filesystem::path tempDir(std::string(dir.begin(), dir.end()));
   auto result = comm.size() == 1 ? runAlone(*job, tempDir, report) : runDistributed(comm, *job, tempDir, report);
   if (!result.ok()) return fail(result.status());
+  {
+    // Every rank's warnings about the measured binaries, each said once by rank 0
+    // (after a run every rank finished: a collective here must not meet a rank that left).
+    std::string mine;
+    for (const std::string& w : takeBinaryWarnings()) mine += w + '\n';
+    const std::vector<uint8_t> all =
+        comm.gather(std::span(reinterpret_cast<const uint8_t*>(mine.data()), mine.size()), 0);
+    if (root) {
+      std::set<std::string> lines;
+      std::string text(all.begin(), all.end());
+      for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+        lines.insert(text.substr(at, nl - at));
+      for (const std::string& w : lines) std::fprintf(stderr, "hpcprof-mpi: warning: %s\n", w.c_str());
+    }
+  }
   if (root) st = out->commit();
   if (st = comm.agree(st); !st.ok()) return fail(st);
   if (cl.verbose)
