@@ -27,7 +27,9 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
   app.add_option("-S,--structure", cl.structs, "Structure file from hpcstruct (repeatable)");
   app.add_option("-R,--replace-path", cl.replacePaths, "OLD=NEW prefix replacement, \\= for an = in a path (repeatable)");
   app.add_option("--title,--name", cl.title, "Database title");
-  app.add_option("-M,--metric", cl.metrics, "sum | stats | thread (repeatable)")
+  app.add_option("-M,--metric", cl.metrics,
+                 "sum (default) | stats (also mean, std. dev., coef. of variation, min, max) | thread "
+                 "(per-thread values: always in profile.db) (repeatable)")
       ->check(CLI::IsMember({"sum", "stats", "thread"}));
   app.add_option("--only-exe", cl.onlyExe, "Only profiles of this executable (repeatable)");
   app.add_flag("--foreign", cl.foreign, "Do not read the measured binaries; use only structure files");
