@@ -96,6 +96,11 @@ mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi
 grep -q 'no profiles' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 test ! -e "$tmp/none.d"
+# --only-exe naming no measured program: an error that says why nothing was left.
+if "$prof" --foreign --only-exe nothing -o "$tmp/none.d" "$conf/meas/small.m" 2>"$tmp/err"; then echo "nothing analysed, yet success"; exit 1; fi
+grep -q "no usable profiles among the measurements given (1 profile, 1 of programs --only-exe does not name)" "$tmp/err" \
+  || { cat "$tmp/err"; exit 1; }
+test ! -e "$tmp/none.d"
 # One of several measurement directories empty: an error naming it, no database.
 if "$prof" --foreign -o "$tmp/none.d" "$conf/meas/small.m" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty directory accepted"; exit 1; fi
 grep -q "^hpcprof: error: $tmp/empty.m: no profiles (.hpcrun) in this measurement directory" "$tmp/err" || { cat "$tmp/err"; exit 1; }

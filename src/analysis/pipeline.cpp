@@ -425,9 +425,11 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   std::unordered_map<std::string, uint32_t> metricIndex;
   std::unordered_map<const HeaderShared*, uint32_t> mapOfTable;
   std::vector<std::vector<IdIn>> rawIds;
+  size_t filtered = 0;
   for (size_t i = 0; i < headers.size(); ++i) {
     const ProfileHeader& h = *headers[i];
     if (h.state == ProfileState::Unreadable) ++plan.skipped;
+    if (h.state == ProfileState::Filtered) ++filtered;
     if (h.state != ProfileState::Ok) continue;
     plan.live.push_back(i);
     // Metrics in order of first appearance, profiles taken in order (a table met before
@@ -445,7 +447,12 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
     rawIds.push_back(h.ids);
     plan.anyTrace |= h.hasTrace;
   }
-  if (plan.live.empty()) return Status::error("no usable profiles among the measurements given");
+  if (plan.live.empty()) {
+    std::string why = std::to_string(headers.size()) + (headers.size() == 1 ? " profile" : " profiles");
+    if (plan.skipped) why += ", " + std::to_string(plan.skipped) + " unreadable";
+    if (filtered) why += ", " + std::to_string(filtered) + " of programs --only-exe does not name";
+    return Status::error("no usable profiles among the measurements given (" + why + ")");
+  }
   plan.metricDescs = metricDescs(headers, plan);
   plan.idTuples = resolveIdTuples(rawIds);
   plan.title = options.title.empty() ? headers[plan.live[0]]->shared->program : options.title;
