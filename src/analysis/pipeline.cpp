@@ -301,8 +301,6 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       return;
     }
     ProfileTree& tree = data.tree;
-    if (!data.traceStatus.ok())  // it names the trace file
-      std::fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, data.traceStatus.message().c_str());
     if (!options.onlyExe.empty()) {
       std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
       if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
@@ -310,6 +308,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         return;
       }
     }
+    if (!data.traceStatus.ok())  // it names the trace file
+      std::fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, data.traceStatus.message().c_str());
     if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
       warnProfile("skipping ", profiles[i]->path(), st.message());
       return;

@@ -6,8 +6,8 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -71,9 +71,7 @@ void remove_temporaries_on_signal() {
   std::call_once(once, [] {
     std::signal(SIGPIPE, SIG_IGN);
     const sigset_t s = endingSignals();
-    sigset_t none;
-    sigemptyset(&none);
-    if (std::memcmp(&s, &none, sizeof s) == 0) return;  // all three ignored: nothing to wait for
+    if (sigisemptyset(&s)) return;  // all three ignored: nothing to wait for
     pthread_sigmask(SIG_BLOCK, &s, nullptr);
     std::thread(watch, s).detach();
   });
