@@ -25,11 +25,6 @@ namespace {
 std::mutex warningsMu;
 std::vector<std::string> warnings;
 
-void warn(std::string line) {
-  std::lock_guard lock(warningsMu);
-  warnings.push_back(std::move(line));
-}
-
 class MeasuredBinaries final : public StructureSource {
 public:
   MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace)
@@ -88,7 +83,7 @@ private:
       }
     if (!fs::is_regular_file(onDisk, ec)) {
       // Said once a binary (each is looked for once): why its code shows as addresses.
-      warn(onDisk +
+      addBinaryWarning(onDisk +
            ": not found here, so its code is attributed to addresses only (run hpcstruct on the measurements "
            "where the binary is, or map its directory with -R OLD=NEW)");
       return nullptr;
@@ -111,7 +106,7 @@ private:
       if (loaded.ok()) return std::move(*loaded);
       st = loaded.status();
     }
-    warn(path + ": no structure from the binary: " + st.message());
+    addBinaryWarning(path + ": no structure from the binary: " + st.message());
     return nullptr;
   }
 
@@ -128,6 +123,11 @@ private:
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace) {
   return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace));
+}
+
+void addBinaryWarning(std::string line) {
+  std::lock_guard lock(warningsMu);
+  warnings.push_back(std::move(line));
 }
 
 std::vector<std::string> takeBinaryWarnings() {

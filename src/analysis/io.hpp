@@ -35,9 +35,10 @@ std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSo
 // rewritten by the first matching replacement. `structs` may be null.
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace);
-// What the analysis of measured binaries found to warn about (a binary not on this machine,
-// one that gave no structure), one line each, taken once the run is done: hpcprof prints
-// them, hpcprof-mpi prints every rank's once. MT: thread-safe.
+// Warnings about measured binaries (not on this machine, no structure from one, a structure
+// file for one under another directory), one line each, kept until the run is done:
+// hpcprof prints them, hpcprof-mpi prints every rank's once. MT: thread-safe.
+void addBinaryWarning(std::string line);
 std::vector<std::string> takeBinaryWarnings();
 
 // Writes a database v4 into `directory` (created; the caller renames it into place).

@@ -3,8 +3,6 @@
 // address ranges hold it; the last such statement in document order wins.
 #include <tbb/parallel_for.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -113,11 +111,9 @@ private:
     for (const auto& [path, index] : modules_) {
       const fs::path described(path);
       if (described.filename() != measured.filename()) continue;
-      std::fprintf(stderr,
-                   "%s: warning: %s: no structure file describes this binary, but one describes %s; if that is "
-                   "the same binary, add -R '%s=%s'\n",
-                   program_invocation_short_name, modulePath.c_str(), path.c_str(),
-                   measured.parent_path().c_str(), described.parent_path().c_str());
+      addBinaryWarning(modulePath + ": no structure file describes this binary, but one describes " + path +
+                       "; if that is the same binary, add -R '" + measured.parent_path().string() + "=" +
+                       described.parent_path().string() + "'");
       return;
     }
   }
