@@ -6,6 +6,9 @@
 #include <new>
 #include <type_traits>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 namespace hpc::analysis {
 
 int compare(const ContextKey& a, const ContextKey& b) {
@@ -139,12 +142,13 @@ Context* Cct::findChild(const Context* parent, const ContextKey& key) {
 }
 
 void Cct::finalize() {
-  // Children counted per parent, given ranges of one list, then filled and sorted. The
-  // contexts are taken from the arenas' blocks, in memory order.
+  // The contexts, the root first and then the arenas' blocks in memory order; a context's
+  // index is its place here, and rides in its id_ until the ids are set.
   std::vector<Context*> all;
   size_t total = 0;
   for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) total += shards_[k].used;
-  all.reserve(total);
+  all.reserve(total + 1);
+  all.push_back(root_);
   for (const auto& a : arenas_) {
     for (size_t b = 0; b < a->blocks.size(); ++b) {
       const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
@@ -152,64 +156,104 @@ void Cct::finalize() {
       for (size_t i = 0; i < n; ++i) all.push_back(first + i);
     }
   }
-  root_->numChildren_ = 0;
-  for (Context* c : all) c->numChildren_ = 0;
-  for (Context* c : all) ++c->parent_->numChildren_;
+  const uint32_t count = uint32_t(all.size());
+  // Each pass but the walk over the contexts in ranges, on the calling arena's threads where
+  // the tree is large (a pass is a few milliseconds a 100,000 contexts).
+  auto each = [&](auto&& f) {
+    constexpr uint32_t kGrain = 16384;
+    if (count < 4 * kGrain) {
+      for (uint32_t i = 0; i < count; ++i) f(i);
+      return;
+    }
+    tbb::parallel_for(tbb::blocked_range<uint32_t>(0, count, kGrain), [&](const tbb::blocked_range<uint32_t>& r) {
+      for (uint32_t i = r.begin(); i < r.end(); ++i) f(i);
+    });
+  };
+  each([&](uint32_t i) {
+    all[i]->id_ = i;
+    all[i]->numChildren_ = 0;
+  });
+  // Children counted per parent, given ranges of one list, then filled (in any order) and
+  // sorted by content: siblings never share a key, so the lists do not depend on the threads.
+  each([&](uint32_t i) {
+    if (i) std::atomic_ref<uint32_t>(all[i]->parent_->numChildren_).fetch_add(1, std::memory_order_relaxed);
+  });
+  // What the walk below needs of a context, by index: its range of children and whether it
+  // is hidden (the top bit).
+  struct Shape {
+    uint32_t firstChild, numChildren;
+  };
+  constexpr uint32_t kHidden = uint32_t(1) << 31;
+  std::vector<Shape> shapes(count);
   uint32_t next = 0;
-  auto place = [&next](Context* c) {
+  for (uint32_t i = 0; i < count; ++i) {
+    Context* c = all[i];
+    shapes[i] = {next, c->numChildren_ | (i && c->key_.hidden ? kHidden : 0)};
     c->firstChild_ = next;
     next += c->numChildren_;
     c->numChildren_ = 0;  // counted again as the list is filled
-  };
-  place(root_);
-  for (Context* c : all) place(c);
-  kids_.assign(all.size(), nullptr);
-  for (Context* c : all) {
-    Context* p = c->parent_;
-    kids_[p->firstChild_ + p->numChildren_++] = c;
   }
-  auto byContent = [](const Context* a, const Context* b) { return compare(a->key_, b->key_) < 0; };
-  auto sortKids = [&](const Context* c) {
-    if (c->numChildren_ > 1)
-      std::sort(kids_.begin() + c->firstChild_, kids_.begin() + c->firstChild_ + c->numChildren_, byContent);
-  };
-  sortKids(root_);
-  for (const Context* c : all) sortKids(c);
-
-  byId_.clear();
-  parent_.clear();
-  byId_.reserve(all.size() + 1);
-  parent_.reserve(all.size() + 1);
-  // Iterative pre-order walk: call chains can be deep (recursion in the application). What a
-  // context takes from its parent rides on the stack (the parent's lines may be long gone from
-  // the cache when a later sibling comes), and a context's lines are fetched as it is pushed.
-  struct Visit {
+  // Filled with each child's index beside it, so that the walk finds a child's shape with no
+  // look at the child itself.
+  struct Kid {
     Context* c;
-    const Context* parentListed;  // null for the root
-    uint32_t parentId, parentListedId;
+    uint32_t index;
   };
-  std::vector<Visit> stack{{root_, nullptr, 0, 0}};
+  std::vector<Kid> kids(next);
+  each([&](uint32_t i) {
+    if (!i) return;
+    Context* p = all[i]->parent_;
+    kids[p->firstChild_ + std::atomic_ref<uint32_t>(p->numChildren_).fetch_add(1, std::memory_order_relaxed)] = {
+        all[i], i};
+  });
+  kids_.resize(next);
+  std::vector<uint32_t> kidIndex(next);
+  each([&](uint32_t i) {
+    const Shape sh = shapes[i];
+    const uint32_t end = sh.firstChild + (sh.numChildren & ~kHidden);
+    if (end - sh.firstChild > 1)
+      std::sort(kids.begin() + sh.firstChild, kids.begin() + end,
+                [](const Kid& a, const Kid& b) { return compare(a.c->key_, b.c->key_) < 0; });
+    for (uint32_t k = sh.firstChild; k < end; ++k) {
+      kids_[k] = kids[k].c;
+      kidIndex[k] = kids[k].index;
+    }
+  });
+  kids = {};
+  // Ids: a pre-order walk with siblings in content order over these compact arrays, not the
+  // contexts (a deep tree's walk was a dependent miss a step on them; the arrays are a
+  // seventh of their size). Iterative: call chains can be deep (recursion in the application).
+  byId_.resize(count);
+  parent_.resize(count);
+  std::vector<uint32_t> idOf(count), listedOf(count);
+  struct Visit {
+    uint32_t index, parentId, parentListedId;
+  };
+  std::vector<Visit> stack{{0, 0, 0}};
+  uint32_t nextId = 0;
   while (!stack.empty()) {
     const Visit v = stack.back();
     stack.pop_back();
-    Context* c = v.c;
-    c->id_ = uint32_t(byId_.size());
-    byId_.push_back(c);
-    parent_.push_back(c->parent_ ? v.parentId : c->id_);
-    if (c->key_.hidden && c->parent_) {
-      c->listed_ = v.parentListed;
-      c->listedId_ = v.parentListedId;
-    } else {
-      c->listed_ = c;
-      c->listedId_ = c->id_;
-    }
-    for (uint32_t k = c->numChildren_; k-- > 0;) {
-      Context* kid = kids_[c->firstChild_ + k];
-      __builtin_prefetch(kid);
-      __builtin_prefetch(reinterpret_cast<const char*>(kid) + sizeof(Context) - 1);
-      stack.push_back({kid, c->listed_, c->id_, c->listedId_});
+    const uint32_t id = nextId++;
+    const Shape sh = shapes[v.index];
+    const uint32_t listed = sh.numChildren & kHidden ? v.parentListedId : id;
+    idOf[v.index] = id;
+    listedOf[v.index] = listed;
+    byId_[id] = all[v.index];
+    parent_[id] = v.parentId;
+    for (uint32_t k = (sh.numChildren & ~kHidden); k-- > 0;) {
+      const uint32_t kid = kidIndex[sh.firstChild + k];
+      __builtin_prefetch(&shapes[kid]);
+      stack.push_back({kid, id, listed});
     }
   }
+  each([&](uint32_t i) {
+    Context* c = all[i];
+    c->id_ = idOf[i];
+    c->listedId_ = listedOf[i];
+    c->listed_ = byId_[listedOf[i]];
+    c->numChildren_ = shapes[i].numChildren & ~kHidden;
+  });
 }
 
 }  // namespace hpc::analysis

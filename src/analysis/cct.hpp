@@ -105,7 +105,8 @@ public:
   void prefetchChild(const Context* parent, const ContextKey& key) const;
 
   // MT: externally synchronized; call after all unification (again after more). Ids are a
-  // pre-order walk with siblings in content order, root = 0.
+  // pre-order walk with siblings in content order, root = 0. A large tree's passes but the
+  // walk run on the calling task arena's threads.
   void finalize();
   uint32_t size() const { return uint32_t(byId_.size()); }
   const Context* byId(uint32_t id) const { return byId_[id]; }

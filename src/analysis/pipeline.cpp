@@ -557,7 +557,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   result.unifySeconds = unifySeconds;
   result.skipped = plan.skipped;
   result.profiles = uint32_t(plan.live.size());
-  cct.finalize();
+  arena.execute([&] { cct.finalize(); });  // on the arena's threads
   names.finalize();
   result.contexts = cct.size();
   analysis->metrics = std::make_unique<MetricTable>(plan.metricNames, options.stats);

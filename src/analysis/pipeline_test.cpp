@@ -14,7 +14,10 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <thread>
 #include <tuple>
+
+#include <tbb/task_arena.h>
 
 namespace hpc::analysis {
 namespace {
@@ -357,7 +360,6 @@ TEST(Pipeline, IdTuples) {
   EXPECT_EQ(out[1][1].logical, 4u);
   EXPECT_EQ(out[1][1].physical, 9u);
 }
-
 }  // namespace
 }  // namespace hpc::analysis
 
@@ -633,7 +635,6 @@ TEST(Transpose, RangeBucketsGiveTheSameColumns) {
     EXPECT_EQ(summaryRows.value, summaryBuckets.value);
   }
 }
-
 }  // namespace
 }  // namespace hpc::analysis
 
@@ -1078,6 +1079,92 @@ TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
     trees.push_back(std::move(t));
   }
   expectContextsOfFreshUnifications(expander, trees);
+}
+
+// A tree large enough that finalize() runs its passes on the arena's threads, made by four
+// threads racing (its contexts spread over their arenas) and again by one: the same ids,
+// parents, listed contexts and sorted children.
+TEST(Cct, LargeTreeFinalizedOnThreadsAsOnOne) {
+  constexpr uint32_t kNodes = 150000;
+  std::mt19937_64 rng(11);
+  std::vector<uint32_t> parent(kNodes);
+  std::vector<ContextKey> keys(kNodes);
+  std::vector<uint64_t> offsets(kNodes);
+  for (uint32_t i = 0; i < kNodes; ++i) offsets[i] = 0x1000 + 4 * uint64_t(i);
+  std::shuffle(offsets.begin(), offsets.end(), rng);
+  for (uint32_t i = 0; i < kNodes; ++i) {
+    // Node 0 hangs on the root; a few nodes have hundreds of children, most have one or two.
+    parent[i] = i == 0 ? kNodes : (rng() % 50 == 0 ? uint32_t(rng() % std::min<uint32_t>(i, 20)) : i - 1 - uint32_t(rng() % std::min<uint32_t>(i, 30)));
+    keys[i].type = LexType::Instruction;
+    keys[i].offset = offsets[i];
+    keys[i].hidden = rng() % 10 == 0;
+  }
+  auto build = [&](Cct& cct, int threads) {
+    std::vector<std::atomic<Context*>> made(kNodes);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        // Each thread finds or makes every context, starting at its own place.
+        for (uint32_t k = 0; k < kNodes; ++k) {
+          const uint32_t i = (k + uint32_t(t) * 997) % kNodes;
+          const uint32_t p = parent[i];
+          Context* at = p == kNodes ? cct.root() : made[p].load();
+          if (!at) {  // its parent not made yet: make the chain from the last one made
+            std::vector<uint32_t> chain{i};
+            for (uint32_t q = p; q != kNodes && !made[q].load(); q = parent[q]) chain.push_back(q);
+            const uint32_t top = parent[chain.back()];
+            at = top == kNodes ? cct.root() : made[top].load();
+            for (size_t c = chain.size(); c-- > 1;) made[chain[c]].store(at = at->child(keys[chain[c]]));
+          }
+          made[i].store(at->child(keys[i]));
+        }
+      });
+    for (std::thread& w : workers) w.join();
+    tbb::task_arena arena(threads);
+    arena.execute([&] { cct.finalize(); });
+  };
+  Cct many, one;
+  build(many, 4);
+  build(one, 1);
+  ASSERT_EQ(many.size(), kNodes + 1);
+  ASSERT_EQ(one.size(), kNodes + 1);
+  ASSERT_EQ(many.parents(), one.parents());
+  size_t hiddenSeen = 0;
+  for (uint32_t id = 0; id < many.size(); ++id) {
+    const Context* a = many.byId(id);
+    const Context* b = one.byId(id);
+    ASSERT_EQ(a->id(), id);
+    ASSERT_EQ(b->id(), id);
+    ASSERT_TRUE(a->key() == b->key()) << id;
+    ASSERT_EQ(a->listedId(), b->listedId()) << id;
+    ASSERT_EQ(a->listed()->id(), a->listedId());
+    // Listed: the nearest ancestor-or-self that is not hidden.
+    const Context* want = a;
+    while (want->key().hidden && want->parent()) want = want->parent();
+    ASSERT_EQ(a->listed(), want) << id;
+    hiddenSeen += a->key().hidden ? 1 : 0;
+    if (id) ASSERT_EQ(many.parents()[id], a->parent()->id());
+    ASSERT_EQ(a->children().size(), b->children().size()) << id;
+    const Context* elder = nullptr;
+    for (size_t k = 0; k < a->children().size(); ++k) {
+      const Context* kid = a->children()[k];
+      ASSERT_EQ(kid->parent(), a);
+      ASSERT_EQ(kid->id(), b->children()[k]->id());
+      if (elder) ASSERT_LT(compare(elder->key(), kid->key()), 0);  // siblings in content order
+      elder = kid;
+    }
+  }
+  EXPECT_GT(hiddenSeen, kNodes / 20);
+  // Ids in pre-order.
+  uint32_t expect = 0;
+  std::vector<const Context*> stack{many.root()};
+  while (!stack.empty()) {
+    const Context* c = stack.back();
+    stack.pop_back();
+    ASSERT_EQ(c->id(), expect++);
+    for (size_t k = c->children().size(); k-- > 0;) stack.push_back(c->children()[k]);
+  }
+  EXPECT_EQ(expect, many.size());
 }
 
 }  // namespace
