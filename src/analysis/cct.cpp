@@ -8,6 +8,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 namespace hpc::analysis {
 
@@ -159,9 +160,10 @@ void Cct::finalize() {
   const uint32_t count = uint32_t(all.size());
   // Each pass but the walk over the contexts in ranges, on the calling arena's threads where
   // the tree is large (a pass is a few milliseconds a 100,000 contexts).
+  constexpr uint32_t kGrain = 16384;
+  const bool parallel = count >= 4 * kGrain && tbb::this_task_arena::max_concurrency() > 1;
   auto each = [&](auto&& f) {
-    constexpr uint32_t kGrain = 16384;
-    if (count < 4 * kGrain) {
+    if (!parallel) {
       for (uint32_t i = 0; i < count; ++i) f(i);
       return;
     }
@@ -175,8 +177,13 @@ void Cct::finalize() {
   });
   // Children counted per parent, given ranges of one list, then filled (in any order) and
   // sorted by content: siblings never share a key, so the lists do not depend on the threads.
+  // The next place in a context's list of children (atomic only where threads share them).
+  auto nextChild = [parallel](Context* c) {
+    return parallel ? std::atomic_ref<uint32_t>(c->numChildren_).fetch_add(1, std::memory_order_relaxed)
+                    : c->numChildren_++;
+  };
   each([&](uint32_t i) {
-    if (i) std::atomic_ref<uint32_t>(all[i]->parent_->numChildren_).fetch_add(1, std::memory_order_relaxed);
+    if (i) nextChild(all[i]->parent_);
   });
   // What the walk below needs of a context, by index: its range of children and whether it
   // is hidden (the top bit).
@@ -203,8 +210,7 @@ void Cct::finalize() {
   each([&](uint32_t i) {
     if (!i) return;
     Context* p = all[i]->parent_;
-    kids[p->firstChild_ + std::atomic_ref<uint32_t>(p->numChildren_).fetch_add(1, std::memory_order_relaxed)] = {
-        all[i], i};
+    kids[p->firstChild_ + nextChild(p)] = {all[i], i};
   });
   kids_.resize(next);
   std::vector<uint32_t> kidIndex(next);
