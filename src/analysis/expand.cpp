@@ -380,7 +380,90 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   std::vector<uint8_t>& done = out.done_;
   ctx.resize(n);  // every node's is set below, before any is read
   done.assign(n, 0);
-  const bool keyed = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
+  constexpr uint32_t kScan = 32;
+  using KeyedSlot = NodeContexts::KeyedSlot;
+  // Makes the keyed template from a tree's nodes, their contexts (by position) and their
+  // positions (by id); kidsOf (if any) gets each node's own match (its slot's children).
+  auto buildKeyed = [&](const std::vector<TreeNode>& nodes, const std::vector<Context*>& ctxOf, auto&& posOf,
+                        std::vector<uint64_t>* kidsOf) {
+    const size_t n = nodes.size();
+    out.keyed_ = true;
+    out.keyedLoadMap_ = tree.loadMap;
+    // Children by parent position (roots under the extra position n), by counting.
+    std::vector<uint32_t> start(n + 2, 0);
+    auto parentPos = [&](const TreeNode& t) -> size_t {
+      if (!t.parent) return n;
+      const int64_t pp = posOf(t.parent);
+      return pp < 0 ? n + 1 : size_t(pp);  // n + 1: orphans, never matched
+    };
+    for (size_t i = 0; i < n; ++i)
+      if (const size_t pp = parentPos(nodes[i]); pp <= n) ++start[pp + 1];
+    for (size_t p = 0; p <= n; ++p) start[p + 1] += start[p];
+    std::vector<uint32_t> kids(start[n + 1]);
+    {
+      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        if (const size_t pp = parentPos(nodes[i]); pp <= n) kids[fill[pp]++] = uint32_t(i);
+    }
+    // Slots in blocks of siblings, each node's block made where a depth-first walk from the
+    // roots meets it: a subtree's blocks lie together, as do its nodes in a profile's list.
+    // More than kScan children sorted by key (stable: the first of equal keys stays first).
+    std::vector<uint32_t> order(start[n + 1]);  // slot -> position
+    std::vector<KeyedSlot>& slots = out.keyedSlot_;
+    slots.assign(order.size() + 1, KeyedSlot{kNoKey, 0});
+    std::vector<uint32_t> stack;
+    uint32_t next = 0;
+    // The children of position p (n: the roots) take the next block; returns its slots.
+    auto block = [&](uint32_t p) {
+      const uint32_t count = start[p + 1] - start[p];
+      std::copy(kids.begin() + start[p], kids.begin() + start[p + 1], order.begin() + next);
+      if (count > kScan)
+        std::stable_sort(order.begin() + next, order.begin() + next + count, [&](uint32_t a, uint32_t b) {
+          return packedKey(nodes[a]) < packedKey(nodes[b]);
+        });
+      for (uint32_t k = next + count; k > next; --k) stack.push_back(k - 1);
+      const uint64_t range = next | uint64_t(next + count) << 32;
+      next += count;
+      return range;
+    };
+    out.keyedRoots_ = block(uint32_t(n));
+    while (!stack.empty()) {
+      const uint32_t c = stack.back();
+      stack.pop_back();
+      slots[c].key = packedKey(nodes[order[c]]);
+      slots[c].kids = block(order[c]);
+    }
+    // Nodes not reached from the roots (a cycle) have no slot.
+    order.resize(next);
+    slots.resize(next + 1);
+    out.keyedCtx_.resize(next);
+    // This tree's nodes are the template's, each its own match.
+    ++out.keyedGen_;
+    if (kidsOf) kidsOf->assign(n, 0);
+    for (uint32_t c = 0; c < next; ++c) {
+      out.keyedCtx_[c] = ctxOf[order[c]];
+      if (kidsOf) (*kidsOf)[order[c]] = slots[c].kids;
+    }
+  };
+  bool keyedNow = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
+  // Whether this profile had a positional template to start with.
+  const bool positional = m != 0;
+  // A keyed template is made when first needed: where the positional one would give up on
+  // this profile (under half of the first kProbe nodes are the template's), from the template
+  // tree. A program whose threads list their trees alike, as most do, never makes one.
+  if (!keyedNow && m != 0 && n >= kProbe && m == prev.size() && out.prevPosTable_.size() > 0) {
+    size_t alike = 0;
+    for (size_t s = 0; s < kProbe; ++s) alike += templateOf(s) >= 0 ? 1 : 0;
+    shift = 0;
+    if (2 * alike < kProbe) {
+      const std::vector<int32_t>& table = out.prevPosTable_;
+      buildKeyed(prev, prevCtx, [&table](uint32_t id) -> int64_t { return id < table.size() ? table[id] : -1; },
+                 nullptr);
+      keyedNow = true;
+      m = 0;
+    }
+  }
+  const bool keyed = keyedNow;
   // The template's matches, where made against this keyed template.
   std::swap(out.keyedKids_, out.prevKeyedKids_);
   const bool keyedFromPrev = keyed && out.keyedKidsGen_ == out.keyedGen_ && m <= out.prevKeyedKids_.size();
@@ -391,8 +474,6 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   size_t keyedHits = 0;
   // The slot of a node's match among the slots `kids` (begin | end << 32) by its packed key:
   // up to kScan compared 2 at once, more (sorted) searched by halves; -1 where none is.
-  constexpr uint32_t kScan = 32;
-  using KeyedSlot = NodeContexts::KeyedSlot;
   auto search = [](const KeyedSlot* __restrict slots, uint64_t kids, uint64_t key) -> int32_t {
     const uint32_t begin = uint32_t(kids);
     const uint32_t count = uint32_t(kids >> 32) - begin;
@@ -613,64 +694,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   if (keyed) out.keyedKidsGen_ = out.keyedGen_;
   // A new keyed template from this tree when the positional one gave up on it and the keyed
   // one (if any) matched under half of it.
-  if (n >= kProbe && m == 0 && 2 * keyedHits < n) {
-    out.keyed_ = true;
-    out.keyedLoadMap_ = tree.loadMap;
-    // Children by parent position (roots under the extra position n), by counting.
-    std::vector<uint32_t> start(n + 2, 0);
-    auto parentPos = [&](const TreeNode& t) -> size_t {
-      if (!t.parent) return n;
-      const int64_t pp = out.posOf(t.parent);
-      return pp < 0 ? n + 1 : size_t(pp);  // n + 1: orphans, never matched
-    };
-    for (size_t i = 0; i < n; ++i)
-      if (const size_t pp = parentPos(tree.nodes[i]); pp <= n) ++start[pp + 1];
-    for (size_t p = 0; p <= n; ++p) start[p + 1] += start[p];
-    std::vector<uint32_t> kids(start[n + 1]);
-    {
-      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-      for (size_t i = 0; i < n; ++i)
-        if (const size_t pp = parentPos(tree.nodes[i]); pp <= n) kids[fill[pp]++] = uint32_t(i);
-    }
-    // Slots in blocks of siblings, each node's block made where a depth-first walk from the
-    // roots meets it: a subtree's blocks lie together, as do its nodes in a profile's list.
-    // More than kScan children sorted by key (stable: the first of equal keys stays first).
-    std::vector<uint32_t> order(start[n + 1]);  // slot -> position
-    std::vector<KeyedSlot>& slots = out.keyedSlot_;
-    slots.assign(order.size() + 1, KeyedSlot{kNoKey, 0});
-    std::vector<uint32_t> stack;
-    uint32_t next = 0;
-    // The children of position p (n: the roots) take the next block; returns its slots.
-    auto block = [&](uint32_t p) {
-      const uint32_t count = start[p + 1] - start[p];
-      std::copy(kids.begin() + start[p], kids.begin() + start[p + 1], order.begin() + next);
-      if (count > kScan)
-        std::stable_sort(order.begin() + next, order.begin() + next + count, [&](uint32_t a, uint32_t b) {
-          return packedKey(tree.nodes[a]) < packedKey(tree.nodes[b]);
-        });
-      for (uint32_t k = next + count; k > next; --k) stack.push_back(k - 1);
-      const uint64_t range = next | uint64_t(next + count) << 32;
-      next += count;
-      return range;
-    };
-    out.keyedRoots_ = block(uint32_t(n));
-    while (!stack.empty()) {
-      const uint32_t c = stack.back();
-      stack.pop_back();
-      slots[c].key = packedKey(tree.nodes[order[c]]);
-      slots[c].kids = block(order[c]);
-    }
-    // Nodes not reached from the roots (a cycle) have no slot.
-    order.resize(next);
-    slots.resize(next + 1);
-    out.keyedCtx_.resize(next);
-    // This tree's nodes are the template's, each its own match.
-    ++out.keyedGen_;
-    keyedKids.assign(n, 0);
-    for (uint32_t c = 0; c < next; ++c) {
-      out.keyedCtx_[c] = ctx[order[c]];
-      keyedKids[order[c]] = slots[c].kids;
-    }
+  if (n >= kProbe && m == 0 && 2 * keyedHits < n && (positional || !out.dense_)) {
+    buildKeyed(tree.nodes, ctx, [&](uint32_t id) { return out.posOf(id); }, &keyedKids);
     out.keyedKidsGen_ = out.keyedGen_;
   }
   return Status();
