@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <functional>
 #include <new>
 #include <type_traits>
@@ -92,7 +93,46 @@ Context* Cct::make(Context* parent, const ContextKey& key) {
   return c;
 }
 
+void Cct::releaseLookup() {
+  for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
+    Shard& s = shards_[k];
+    std::vector<Slot>().swap(s.table);
+    s.slots.store(nullptr, std::memory_order_relaxed);
+    s.mask.store(0, std::memory_order_relaxed);
+  }
+  released_.store(true, std::memory_order_release);
+}
+
+void Cct::restoreLookup() {
+  std::lock_guard arenas(arenasMu_);
+  if (!released_.load(std::memory_order_acquire)) return;  // another thread did it
+  for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
+    Shard& s = shards_[k];
+    std::lock_guard lock(s.mu);
+    s.table.assign(std::bit_ceil(std::max<size_t>(64, 2 * s.used + 2)), Slot{});
+    s.slots.store(s.table.data(), std::memory_order_relaxed);
+    s.mask.store(s.table.size() - 1, std::memory_order_relaxed);
+  }
+  for (const auto& a : arenas_)
+    for (size_t b = 0; b < a->blocks.size(); ++b) {
+      const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
+      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
+      for (size_t i = 0; i < n; ++i) {
+        Context* c = first + i;
+        const uint64_t h = hashOf(c->parent_, c->key_);
+        Shard& s = shards_[h >> (64 - kShardBits)];
+        std::lock_guard lock(s.mu);
+        const size_t mask = s.table.size() - 1;
+        size_t at = h & mask;
+        while (s.table[at].ctx) at = (at + 1) & mask;
+        s.table[at] = {h, c};
+      }
+    }
+  released_.store(false, std::memory_order_release);
+}
+
 Context* Cct::child(Context* parent, const ContextKey& key) {
+  if (released_.load(std::memory_order_acquire)) [[unlikely]] restoreLookup();
   const uint64_t h = hashOf(parent, key);
   Shard& s = shards_[h >> (64 - kShardBits)];
   std::lock_guard lock(s.mu);
@@ -130,6 +170,7 @@ void Cct::prefetchChild(const Context* parent, const ContextKey& key) const {
 }
 
 Context* Cct::findChild(const Context* parent, const ContextKey& key) {
+  if (released_.load(std::memory_order_acquire)) [[unlikely]] restoreLookup();
   const uint64_t h = hashOf(parent, key);
   Shard& s = shards_[h >> (64 - kShardBits)];
   std::lock_guard lock(s.mu);

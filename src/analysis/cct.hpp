@@ -104,6 +104,11 @@ public:
   // MT: thread-safe.
   void prefetchChild(const Context* parent, const ContextKey& key) const;
 
+  // MT: externally synchronized. Frees the table that finds a context's child by key (a
+  // large tree's is tens of MB), for a tree that is done growing: its memory then serves the
+  // later passes. child() and findChild() make it again if called after.
+  void releaseLookup();
+
   // MT: externally synchronized; call after all unification (again after more). Ids are a
   // pre-order walk with siblings in content order, root = 0. A large tree's passes but the
   // walk run on the calling task arena's threads.
@@ -149,9 +154,12 @@ private:
   Arena& arena();
   static constexpr unsigned kShardBits = 6;
   static uint64_t hashOf(const Context* parent, const ContextKey& key);
+  // The table again after releaseLookup(), from the contexts (once, whichever thread asks).
+  void restoreLookup();
   Context* make(Context* parent, const ContextKey& key);
 
   std::unique_ptr<Shard[]> shards_;
+  std::atomic<bool> released_{false};
   const uint64_t serial_;  // tells this tree's arenas from another's in a thread's cache
   std::mutex arenasMu_;
   std::vector<std::unique_ptr<Arena>> arenas_;

@@ -558,6 +558,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   result.skipped = plan.skipped;
   result.profiles = uint32_t(plan.live.size());
   arena.execute([&] { cct.finalize(); });  // on the arena's threads
+  cct.releaseLookup();  // done growing: its table's memory serves pass 2
   names.finalize();
   result.contexts = cct.size();
   analysis->metrics = std::make_unique<MetricTable>(plan.metricNames, options.stats);

@@ -1165,6 +1165,23 @@ TEST(Cct, LargeTreeFinalizedOnThreadsAsOnOne) {
     for (size_t k = c->children().size(); k-- > 0;) stack.push_back(c->children()[k]);
   }
   EXPECT_EQ(expect, many.size());
+
+  // The lookup table released and made again on demand: the same contexts are found, and a
+  // new one is made once.
+  many.releaseLookup();
+  for (uint32_t id = 1; id < many.size(); id += 997) {
+    Context* c = const_cast<Context*>(many.byId(id));
+    ASSERT_EQ(many.findChild(c->parent(), c->key()), c) << id;
+  }
+  many.releaseLookup();
+  Context* top = const_cast<Context*>(many.byId(1));
+  ContextKey fresh = top->key();
+  fresh.offset = 0x7;
+  Context* made = many.child(top, fresh);
+  EXPECT_EQ(many.child(top, fresh), made);
+  EXPECT_EQ(many.child(top->parent(), top->key()), top);
+  many.finalize();
+  EXPECT_EQ(many.size(), kNodes + 2);
 }
 
 }  // namespace

@@ -251,6 +251,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   const uint64_t before = comm.stats().bytesSent + comm.stats().bytesReceived;
   HPC_RETURN_IF_ERROR(comm.agree(reduceTree(comm, cct, names, arena.max_concurrency(), arena)));
   arena.execute([&] { cct.finalize(); });
+  cct.releaseLookup();  // done growing: its table's memory serves pass 2
   names.finalize();
   if (comm.allreduceMin(cct.size()) != comm.allreduceMax(cct.size()))
     return Status::error("internal: ranks disagree on the number of contexts after the reduction");
