@@ -48,12 +48,12 @@ ProfileTree threadTree() {
   t.idTuple = {{1, 1, 7, 0}, {3, 3, 0, 0}};
   t.metrics = {"GPUOP (sec)", "GKER:COUNT"};
   t.loadMap = {{kCpu, "/bin/app"}, {kGpu, "/gpu/k.gpubin"}};
-  t.nodes = {{1, 0, 0, 0, P::Root},         {2, 1, 0, 0, P::MainThread},
-             {3, 2, kCpu, 0x500, P::None},  {10, 3, 0, 0, P::GpuKernel},
-             {11, 10, kGpu, 0x2e00, P::None}, {12, 10, kGpu, 0x2e20, P::None, false},
-             {20, 3, 0, 0, P::GpuCopy},     {21, 3, 0, 0, P::GpuMemset},
-             {22, 3, 0, 0, P::GpuSync},     {23, 3, 0, 0, P::GpuAlloc},
-             {30, 3, 0, 0, P::GpuTrace},    {31, 30, kGpu, 0x2e00, P::None}};
+  t.nodes = {{1, 0, 0, P::Root, true, 0},         {2, 1, 0, P::MainThread, true, 0},
+             {3, 2, kCpu, P::None, true, 0x500},  {10, 3, 0, P::GpuKernel, true, 0},
+             {11, 10, kGpu, P::None, true, 0x2e00}, {12, 10, kGpu, P::None, false, 0x2e20},
+             {20, 3, 0, P::GpuCopy, true, 0},     {21, 3, 0, P::GpuMemset, true, 0},
+             {22, 3, 0, P::GpuSync, true, 0},     {23, 3, 0, P::GpuAlloc, true, 0},
+             {30, 3, 0, P::GpuTrace, true, 0},    {31, 30, kGpu, P::None, true, 0x2e00}};
   return t;
 }
 
@@ -69,9 +69,9 @@ ProfileValues threadValues() {
 ProfileTree streamTree() {
   ProfileTree t = threadTree();
   t.idTuple = {{1, 1, 7, 0}, {4, 3, 0, 0}, {5, 3, 1, 1}, {6, 3, 7, 7}};
-  t.nodes = {{1, 0, 0, 0, P::Root},        {5, 1, 0, 0, P::NoActivity},
-             {2, 1, 0, 0, P::MainThread},  {3, 2, kCpu, 0x500, P::None},
-             {30, 3, 0, 0, P::GpuTrace},   {31, 30, kGpu, 0x2e00, P::None}};
+  t.nodes = {{1, 0, 0, P::Root, true, 0},        {5, 1, 0, P::NoActivity, true, 0},
+             {2, 1, 0, P::MainThread, true, 0},  {3, 2, kCpu, P::None, true, 0x500},
+             {30, 3, 0, P::GpuTrace, true, 0},   {31, 30, kGpu, P::None, true, 0x2e00}};
   t.hasTrace = true;
   return t;
 }

@@ -34,14 +34,17 @@ constexpr bool isGpuPlaceholder(Placeholder p) {
   return p >= Placeholder::GpuKernel && p <= Placeholder::GpuTrace;
 }
 
+// 24 bytes (the offset last: no padding): a thread holds two trees of them, and a large
+// tree's lists pass through the caches at every unification.
 struct TreeNode {
   uint32_t id = 0;
   uint32_t parent = 0;  // 0: none
   uint16_t module = 0;  // load-map id, 0 for placeholders
-  uint64_t offset = 0;
   Placeholder placeholder = Placeholder::None;
   bool unwound = true;  // false: placed without an unwind (a GPU PC sample)
+  uint64_t offset = 0;
 };
+static_assert(sizeof(TreeNode) == 24);
 
 // One element of the profile's hierarchical identifier. `interpret` is hpcrun's
 // IDTUPLE_IDS_* code: how the logical id is derived from the physical one.

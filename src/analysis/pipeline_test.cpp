@@ -70,13 +70,13 @@ ProfileTree smallTree() {
   t.loadMap = {{1, "/bin/small"}};
   t.hasTrace = true;
   using P = Placeholder;
-  t.nodes = {{12, 0, 0, 0, P::Root},       {19, 12, 0, 0, P::NoActivity},
-             {20, 12, 0, 0, P::MainThread}, {22, 20, 1, 0x119c, P::None},
-             {24, 22, 1, 0x1154, P::None}, {28, 22, 1, 0x114c, P::None},
-             {27, 22, 1, 0x1129, P::None}, {30, 20, 1, 0x11a6, P::None},
-             {32, 30, 1, 0x1187, P::None}, {38, 32, 1, 0x1154, P::None},
-             {40, 32, 1, 0x1160, P::None}, {34, 32, 1, 0x114c, P::None},
-             {37, 32, 1, 0x1129, P::None}};
+  t.nodes = {{12, 0, 0, P::Root, true, 0},       {19, 12, 0, P::NoActivity, true, 0},
+             {20, 12, 0, P::MainThread, true, 0}, {22, 20, 1, P::None, true, 0x119c},
+             {24, 22, 1, P::None, true, 0x1154}, {28, 22, 1, P::None, true, 0x114c},
+             {27, 22, 1, P::None, true, 0x1129}, {30, 20, 1, P::None, true, 0x11a6},
+             {32, 30, 1, P::None, true, 0x1187}, {38, 32, 1, P::None, true, 0x1154},
+             {40, 32, 1, P::None, true, 0x1160}, {34, 32, 1, P::None, true, 0x114c},
+             {37, 32, 1, P::None, true, 0x1129}};
   return t;
 }
 
@@ -654,7 +654,7 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
       t.idTuple = {{1, 1, 7, 0}, {3, 3, 0, p}};
       ProfileValues v = smallValues();
       // Extra leaves that only some profiles have, with values that round differently.
-      t.nodes.push_back({100 + p, 22, 1, 0x1140 + (p % 7) * 4, Placeholder::None});
+      t.nodes.push_back({100 + p, 22, 1, Placeholder::None, true, 0x1140 + (p % 7) * 4});
       v.values.push_back({100 + p, 0, 0.1 * (p + 1) / 3.0});
       for (auto& x : v.values) x.value *= 1.0 + p / 7.0;
       in.push_back(std::make_unique<FakeProfile>("p" + std::to_string(100 + p), t, v));
@@ -806,7 +806,7 @@ TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   trees.push_back(smallTree());
   trees.back().loadMap = {{1, "/bin/other"}};  // same ids, another binary
   trees.push_back(smallTree());
-  trees.back().nodes.insert(trees.back().nodes.begin() + 4, TreeNode{50, 22, 1, 0x1160, P::None});  // shifted
+  trees.back().nodes.insert(trees.back().nodes.begin() + 4, TreeNode{50, 22, 1, P::None, true, 0x1160});  // shifted
   trees.push_back(smallTree());
   std::swap(trees.back().nodes[4], trees.back().nodes[9]);  // reordered
   trees.push_back(smallTree());
@@ -979,7 +979,7 @@ TEST(Expander, PositionalMatchesKeepTheirKeyedMatches) {
   }
   {
     ProfileTree t = tree(100, 0x1190);                 // a node more, and by id the others
-    t.nodes.insert(t.nodes.begin() + 120, TreeNode{900, t.nodes[119].id, 1, 0x1129, Placeholder::None});
+    t.nodes.insert(t.nodes.begin() + 120, TreeNode{900, t.nodes[119].id, 1, Placeholder::None, true, 0x1129});
     trees.push_back(std::move(t));
     ProfileTree u = tree(100, 0);
     u.nodes[60].parent = u.nodes[10].id;               // a node moved, its id kept
