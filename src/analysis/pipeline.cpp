@@ -242,6 +242,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   // Each thread gathers its profiles' records and spills them a few at a time (a write costs
   // several microseconds on a virtual machine, whatever its size).
   constexpr size_t kGatherBytes = size_t(256) << 10;
+  // The seed's memory is made ahead for first profiles of this many nodes or more.
+  constexpr size_t kPrepareAbove = 16384;
   struct Scratch {
     ProfileData data;
     NodeContexts nodes;
@@ -259,6 +261,11 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   // templates are tens of MB, and fresh memory is dear), once the others have copied it.
   std::atomic<int> seedsLeft{0}, seedCopies{0};
   int seedCopiers = 0;
+  // The first profile's sizes, once it is read, for the seed's memory to be made meanwhile:
+  // 0 not yet, 1 set, 2 none (it failed or was left out).
+  std::atomic<int> firstRead{0};
+  size_t firstBytes = 0, firstNodes = 0;
+  uint32_t firstMaxId = 0;
   // The first failed write to the spill (a full disk, say): the run stops with it, rather
   // than go on with profiles whose values were lost.
   std::mutex failedMu;
@@ -301,6 +308,13 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       return;
     }
     ProfileTree& tree = data.tree;
+    if (i == 0 && seed && firstRead.load(std::memory_order_relaxed) == 0) {
+      firstBytes = data.bytes.size();
+      firstNodes = tree.nodes.size();
+      firstMaxId = 0;
+      for (const TreeNode& t : tree.nodes) firstMaxId = std::max(firstMaxId, t.id);
+      firstRead.store(1, std::memory_order_release);
+    }
     if (!options.onlyExe.empty()) {
       std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
       if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
@@ -347,9 +361,23 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // would each make again, meeting on the same contexts' locks.
     size_t first = 0;
     if (profiles.size() > 1 && options.threads > 1) {
-      tbb::this_task_arena::isolate([&] { unifyOne(first++); });
-      const Scratch& mine = scratch.local();
+      // While the first profile is unified, another thread makes the seed's memory (a large
+      // tree's is tens of MB of fresh pages), so that copying into it is a copy only.
       seed = std::make_unique<Scratch>();
+      tbb::task_group prepare;
+      prepare.run([&] {
+        int state;
+        while ((state = firstRead.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
+        if (state != 1 || firstNodes < kPrepareAbove) return;
+        seed->data.bytes.assign(firstBytes, 0);
+        seed->data.tree.nodes.assign(firstNodes, TreeNode{});
+        seed->nodes.prepareFor(firstNodes, firstMaxId);
+      });
+      tbb::this_task_arena::isolate([&] { unifyOne(first++); });
+      int none = 0;
+      firstRead.compare_exchange_strong(none, 2, std::memory_order_acq_rel);
+      prepare.wait();
+      const Scratch& mine = scratch.local();
       seed->data.tree = mine.data.tree;
       seed->data.bytes = mine.data.bytes;
       seed->data.nodesAt = mine.data.nodesAt;
