@@ -361,6 +361,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // would each make again, meeting on the same contexts' locks.
     size_t first = 0;
     if (profiles.size() > 1 && options.threads > 1) {
+      // This thread's scratch, made before the seed is: it takes none.
+      const Scratch& mine = scratch.local();
       // While the first profile is unified, another thread makes the seed's memory (a large
       // tree's is tens of MB of fresh pages), so that copying into it is a copy only.
       seed = std::make_unique<Scratch>();
@@ -377,7 +379,6 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       int none = 0;
       firstRead.compare_exchange_strong(none, 2, std::memory_order_acq_rel);
       prepare.wait();
-      const Scratch& mine = scratch.local();
       seed->data.tree = mine.data.tree;
       seed->data.bytes = mine.data.bytes;
       seed->data.nodesAt = mine.data.nodesAt;
