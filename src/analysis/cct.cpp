@@ -93,6 +93,16 @@ Context* Cct::make(Context* parent, const ContextKey& key) {
   return c;
 }
 
+template <typename F>
+void Cct::eachContext(F&& f) const {
+  for (const auto& a : arenas_)
+    for (size_t b = 0; b < a->blocks.size(); ++b) {
+      const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
+      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
+      for (size_t i = 0; i < n; ++i) f(first + i);
+    }
+}
+
 void Cct::releaseLookup() {
   for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) {
     Shard& s = shards_[k];
@@ -113,21 +123,15 @@ void Cct::restoreLookup() {
     s.slots.store(s.table.data(), std::memory_order_relaxed);
     s.mask.store(s.table.size() - 1, std::memory_order_relaxed);
   }
-  for (const auto& a : arenas_)
-    for (size_t b = 0; b < a->blocks.size(); ++b) {
-      const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
-      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
-      for (size_t i = 0; i < n; ++i) {
-        Context* c = first + i;
-        const uint64_t h = hashOf(c->parent_, c->key_);
-        Shard& s = shards_[h >> (64 - kShardBits)];
-        std::lock_guard lock(s.mu);
-        const size_t mask = s.table.size() - 1;
-        size_t at = h & mask;
-        while (s.table[at].ctx) at = (at + 1) & mask;
-        s.table[at] = {h, c};
-      }
-    }
+  eachContext([&](Context* c) {
+    const uint64_t h = hashOf(c->parent_, c->key_);
+    Shard& s = shards_[h >> (64 - kShardBits)];
+    std::lock_guard lock(s.mu);
+    const size_t mask = s.table.size() - 1;
+    size_t at = h & mask;
+    while (s.table[at].ctx) at = (at + 1) & mask;
+    s.table[at] = {h, c};
+  });
   released_.store(false, std::memory_order_release);
 }
 
@@ -191,13 +195,7 @@ void Cct::finalize() {
   for (size_t k = 0; k < (size_t(1) << kShardBits); ++k) total += shards_[k].used;
   all.reserve(total + 1);
   all.push_back(root_);
-  for (const auto& a : arenas_) {
-    for (size_t b = 0; b < a->blocks.size(); ++b) {
-      const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
-      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
-      for (size_t i = 0; i < n; ++i) all.push_back(first + i);
-    }
-  }
+  eachContext([&](Context* c) { all.push_back(c); });
   const uint32_t count = uint32_t(all.size());
   // Each pass but the walk over the contexts in ranges, on the calling arena's threads where
   // the tree is large (a pass is a few milliseconds a 100,000 contexts).

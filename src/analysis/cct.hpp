@@ -156,6 +156,8 @@ private:
   static uint64_t hashOf(const Context* parent, const ContextKey& key);
   // The table again after releaseLookup(), from the contexts (once, whichever thread asks).
   void restoreLookup();
+  // f(Context*) for every context but the root, arena by arena, in memory order.
+  template <typename F> void eachContext(F&& f) const;
   Context* make(Context* parent, const ContextKey& key);
 
   std::unique_ptr<Shard[]> shards_;

@@ -1143,14 +1143,18 @@ TEST(Cct, LargeTreeFinalizedOnThreadsAsOnOne) {
     while (want->key().hidden && want->parent()) want = want->parent();
     ASSERT_EQ(a->listed(), want) << id;
     hiddenSeen += a->key().hidden ? 1 : 0;
-    if (id) ASSERT_EQ(many.parents()[id], a->parent()->id());
+    if (id) {
+      ASSERT_EQ(many.parents()[id], a->parent()->id());
+    }
     ASSERT_EQ(a->children().size(), b->children().size()) << id;
     const Context* elder = nullptr;
     for (size_t k = 0; k < a->children().size(); ++k) {
       const Context* kid = a->children()[k];
       ASSERT_EQ(kid->parent(), a);
       ASSERT_EQ(kid->id(), b->children()[k]->id());
-      if (elder) ASSERT_LT(compare(elder->key(), kid->key()), 0);  // siblings in content order
+      if (elder) {
+        ASSERT_LT(compare(elder->key(), kid->key()), 0);  // siblings in content order
+      }
       elder = kid;
     }
   }
