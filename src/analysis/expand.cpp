@@ -250,7 +250,7 @@ bool sameNode(const TreeNode& a, const TreeNode& b) {
 }  // namespace
 
 void NodeContexts::prepareFor(size_t nodes, uint32_t maxId) {
-  posTable_.assign(size_t(maxId) + 1, -1);
+  if (denseIds(nodes, maxId)) posTable_.assign(size_t(maxId) + 1, -1);
   ctx_.assign(nodes, nullptr);
   done_.assign(nodes, 0);
 }
@@ -322,15 +322,11 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
 
   // Node id -> position in tree.nodes: a table when ids are dense, else a hash map.
   const size_t n = tree.nodes.size();
-  uint32_t maxId = tree.maxId;
-  if (tree.maxIdOf == 0 || tree.maxIdOf != tree.nodesId) {
-    maxId = 0;
-    for (const TreeNode& t : tree.nodes) maxId = std::max(maxId, t.id);
-  }
+  const uint32_t maxId = maxNodeId(tree);
   // The template tree's table is kept: a node is found in the template by its id (a sparse
   // tree left its table empty).
   std::swap(out.posTable_, out.prevPosTable_);
-  out.dense_ = maxId <= 2 * n + 1024;
+  out.dense_ = NodeContexts::denseIds(n, maxId);
   out.posTable_.clear();
   out.posHash_.clear();
   auto duplicate = [](uint32_t id) { return Status::error("duplicate cct node id " + std::to_string(id)); };

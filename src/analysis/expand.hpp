@@ -35,6 +35,9 @@ public:
   // to `maxId` into, ahead of time: fresh pages are dear, and a thread with nothing else to
   // do can take them.
   void prepareFor(size_t nodes, uint32_t maxId);
+  // Whether a tree of `nodes` nodes with ids up to `maxId` is found by id through a table
+  // (else a hash map: ids too sparse for a table of them).
+  static bool denseIds(size_t nodes, uint32_t maxId) { return maxId <= 2 * nodes + 1024; }
 
 private:
   friend class Expander;

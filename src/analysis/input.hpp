@@ -86,6 +86,14 @@ struct ProfileTree {
   uint64_t maxIdOf = 0;
 };
 
+// The largest node id of a tree: the reader's where it found it, else counted.
+inline uint32_t maxNodeId(const ProfileTree& t) {
+  if (t.maxIdOf != 0 && t.maxIdOf == t.nodesId) return t.maxId;
+  uint32_t most = 0;
+  for (const TreeNode& n : t.nodes) most = most < n.id ? n.id : most;
+  return most;
+}
+
 struct PointValue {
   uint32_t node = 0;
   uint16_t metric = 0;  // local metric id

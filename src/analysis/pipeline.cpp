@@ -311,8 +311,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     if (i == 0 && seed && firstRead.load(std::memory_order_relaxed) == 0) {
       firstBytes = data.bytes.size();
       firstNodes = tree.nodes.size();
-      firstMaxId = 0;
-      for (const TreeNode& t : tree.nodes) firstMaxId = std::max(firstMaxId, t.id);
+      firstMaxId = maxNodeId(tree);
       firstRead.store(1, std::memory_order_release);
     }
     if (!options.onlyExe.empty()) {

@@ -10,6 +10,8 @@
 #include "analysis/stages.hpp"
 #include "analysis/transpose.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <fstream>
 #include <random>
@@ -1079,6 +1081,48 @@ TEST(Expander, AnySequenceOfProfilesGetsFreshContexts) {
     trees.push_back(std::move(t));
   }
   expectContextsOfFreshUnifications(expander, trees);
+}
+
+// Profiles whose node ids are sparse (up to about 2^31) at two threads: the seed made ahead
+// of the first profile's copy sizes nothing by the ids (a table of them would be 8 GB), and
+// the database is the one thread's.
+TEST(Pipeline, SparseIdsAtTwoThreadsMakeNoTableOfThem) {
+  auto run = [](unsigned threads, MemorySink& sink) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    for (uint32_t p = 0; p < 3; ++p) {
+      ProfileTree t;
+      t.idTuple = {{1, 1, 7, 0}, {3, 3, 0, p}};
+      t.metrics = {"m"};
+      t.loadMap = {{1, "/bin/sparse"}};
+      constexpr uint32_t kStride = 107000;  // 20,002 nodes: ids up to about 2.14e9
+      t.nodes.push_back({1, 0, 0, Placeholder::Root, true, 0});
+      t.nodes.push_back({1 + kStride, 1, 0, Placeholder::MainThread, true, 0});
+      for (uint32_t i = 2; i < 20002; ++i)
+        t.nodes.push_back({1 + i * kStride, 1 + (i - 1 - (i % 5 == 0 ? 0 : i % 3 == 0)) * kStride, 1,
+                           Placeholder::None, true, 0x1000 + 4 * uint64_t(i)});
+      ProfileValues v;
+      v.values = {{1 + 20001 * kStride, 0, 1.0 + p}, {1 + 7 * kStride, 0, 0.5}};
+      in.push_back(std::make_unique<FakeProfile>("p" + std::to_string(p), t, v));
+    }
+    PipelineOptions opt;
+    opt.threads = threads;
+    auto r = runPipeline(in, nullptr, sink, opt);
+    EXPECT_TRUE(r.ok());
+  };
+  MemorySink one, two;
+  run(1, one);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  run(2, two);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024) << "KiB more at the peak";
+  ASSERT_EQ(one.rows.size(), two.rows.size());
+  for (size_t p = 0; p < one.rows.size(); ++p) {
+    EXPECT_EQ(one.rows[p].ctx, two.rows[p].ctx) << p;
+    EXPECT_EQ(one.rows[p].value, two.rows[p].value) << p;
+  }
+  EXPECT_GT(one.rows.size(), 1u);
 }
 
 // A tree large enough that finalize() runs its passes on the arena's threads, made by four
