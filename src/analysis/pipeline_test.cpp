@@ -637,6 +637,81 @@ TEST(Transpose, RangeBucketsGiveTheSameColumns) {
     EXPECT_EQ(summaryRows.value, summaryBuckets.value);
   }
 }
+
+// A sink that fails the n-th write of columns or the reads of one profile's row from a given
+// context on; everything else goes to a MemorySink.
+class FailingSink final : public DatabaseSink {
+public:
+  MemorySink inner;
+  int failWriteAt = -1;  // the failing writeContexts call (0-based), or never
+  uint32_t failProfile = 0, failFrom = UINT32_MAX;  // readProfile(failProfile, lo >= failFrom) fails
+  std::atomic<int> writes{0};
+  Status begin(uint32_t numProfiles, uint32_t numContexts, bool traces) override {
+    return inner.begin(numProfiles, numContexts, traces);
+  }
+  Status writeProfile(uint32_t index, const std::vector<IdOut>& idTuple, const SparseRow& row) override {
+    return inner.writeProfile(index, idTuple, row);
+  }
+  Status writeTrace(uint32_t index, std::span<const TracePoint> trace) override { return inner.writeTrace(index, trace); }
+  Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override {
+    if (index == failProfile && lo >= failFrom) return Status::error("profile.db unreadable at profile " + std::to_string(index));
+    return inner.readProfile(index, lo, hi, out);
+  }
+  Status writeContexts(const ColumnBatch& columns) override {
+    if (writes++ == failWriteAt) return Status::error("cct.db write failed");
+    return inner.writeContexts(columns);
+  }
+  Status writeSummary(const SparseRow& row) override { return inner.writeSummary(row); }
+  Status finish(const MetaInput& meta) override { return inner.finish(meta); }
+};
+
+// Rounds read back from rows, at any thread count (with threads a round's columns are written
+// while the next round is read): a failed write or read stops the transpose with that error,
+// the columns before it written in order, and nothing after the failed write.
+TEST(Transpose, RowRoundsStopAtTheFirstFailureAtAnyThreadCount) {
+  const uint32_t contexts = 6000, profiles = 12;
+  MetricTable metrics({"a"}, true);
+  std::vector<SparseRow> rows(profiles + 1);
+  std::vector<uint64_t> counts(contexts, 0);
+  for (uint32_t p = 1; p <= profiles; ++p)
+    for (uint32_t c = 0; c < contexts; ++c) {
+      if ((c + p) % 3) continue;
+      rows[p].ctx.push_back(c);
+      rows[p].metric.push_back(uint16_t(c % metrics.numProp()));
+      rows[p].value.push_back(double(c + p));
+      rows[p].start.push_back(rows[p].value.size());
+      ++counts[c];
+    }
+  for (unsigned threads : {1u, 2u, 3u}) {
+    for (int failing : {0, 1}) {
+      FailingSink sink;
+      ASSERT_TRUE(sink.begin(profiles + 1, contexts, false).ok());
+      for (uint32_t p = 1; p <= profiles; ++p) ASSERT_TRUE(sink.writeProfile(p, {}, rows[p]).ok());
+      if (failing == 0) sink.failWriteAt = 3;
+      else sink.failProfile = 7, sink.failFrom = contexts / 2;
+      TransposeOptions opt;
+      opt.budgetBytes = uint64_t(32) << 10;  // many rounds
+      opt.threads = threads;
+      SparseRow summary;
+      const Status st = transposeRange(sink, metrics, profiles + 1, counts, 0, contexts, opt, summary);
+      ASSERT_FALSE(st.ok()) << threads << " " << failing;
+      EXPECT_NE(st.message().find(failing == 0 ? "cct.db write failed" : "profile.db unreadable at profile 7"),
+                std::string::npos)
+          << st.message();
+      const auto& cols = sink.inner.columns;
+      ASSERT_FALSE(cols.empty()) << threads << " " << failing;
+      for (size_t i = 1; i < cols.size(); ++i) ASSERT_LT(cols[i - 1].ctx, cols[i].ctx);
+      if (failing == 0) {
+        EXPECT_EQ(sink.writes.load(), 4) << threads;  // no write after the failed one
+      } else {
+        EXPECT_LT(cols.back().ctx, contexts / 2 + contexts / 8) << threads;
+      }
+      for (const ContextColumn& col : cols)
+        for (size_t k = 0; k < col.profile.size(); ++k)
+          ASSERT_EQ(col.value[k], double(col.ctx + col.profile[k]));
+    }
+  }
+}
 }  // namespace
 }  // namespace hpc::analysis
 
