@@ -11,8 +11,9 @@ cost (a run on one tiny profile: process start, heap on huge pages, output set-u
 four other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree: x read and peak
 memory, and one more -j2 run with -v: the time its threads spent in reads and in writes),
-peak memory at 500 and 4,000 profiles that each describe 40 metrics, and hpcprof -v's
-per-phase times at -j1 for N (with each phase's time in reads and writes).
+peak memory at 500 and 4,000 profiles that each describe 40 metrics, hpcprof -v's
+per-phase times at -j1 for N (with each phase's time in reads and writes), and what new
+memory costs the machine at the end of the run (the first touch after a pause, then again).
 
 usage: bench/hpcprof_bench.py BUILD_DIR [profiles=500] [nodes=20000]
 """
@@ -68,6 +69,25 @@ def write_new(d, nbytes):
     os.close(fd)
     t = time.perf_counter() - t0
     path.unlink()
+    return t
+
+
+def fresh_memory(mib=128):
+    """Seconds to touch mib MiB of new anonymous memory advised for huge pages, as hpcprof's heap
+    is, a write to each 4 KiB page. On the benchmark's VM the guest reports freed memory to
+    the host (free page reporting), which takes it back after a few seconds: the first touch
+    of such memory costs the host's faults (about 3 ms a MiB against 0.12 when the guest
+    still holds it), and so does every new page a run takes, its heap and its files' page
+    cache alike."""
+    import mmap
+    m = mmap.mmap(-1, mib << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # shared would be shmem
+    if hasattr(m, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        m.madvise(mmap.MADV_HUGEPAGE)
+    t0 = time.perf_counter()
+    for off in range(0, mib << 20, 4096):
+        m[off] = 1
+    t = time.perf_counter() - t0
+    m.close()
     return t
 
 
@@ -230,10 +250,14 @@ def main():
                   other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000),
                   other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy"),
                   metric_tables(gen, prof, tmp)]
+        time.sleep(5)  # freed memory goes back to the host meanwhile
+        fresh = [fresh_memory() for _ in range(3)]
         print(f"synthetic input: {nodes} CCT nodes per profile, 3% non-zero, 2000 trace records")
         print(f"load average before: {os.getloadavg()[0]:.2f} (wall times are only comparable on a quiet machine; "
               f"CPU s is steadier)")
         print(f"fixed cost (one profile of 100 nodes): {fixed[0]:.3f} s wall, {fixed[2]:.3f} s CPU")
+        print("fresh memory (128 MiB of new pages, huge pages advised as hpcprof's heap; after a 5 s pause, then "
+              "twice more at once): " + ", ".join(f"{t * 1000 / 128:.2f}" for t in fresh) + " ms a MiB")
         print(f"{'profiles':>8} {'input MB':>9} {'read s':>7} {'-j1 s':>7} {'-j2 s':>7} {'CPU s j1':>8} "
               f"{'MB/s/core j1':>12} {'speedup':>7} {'x read j1':>9} {'x read j2':>9} {'CPU x read':>10} "
               f"{'peak MiB j1':>11} {'peak MiB j2':>11} {'db MB':>6} {'dense MB':>8} {'write db s':>10} "

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -16,11 +17,11 @@ namespace {
 // Touching fresh memory costs hpcprof much of its time in page faults (one trap per 4 KiB
 // page, a dear one on a virtual machine: it was a quarter of the CPU time on the benchmark's
 // VM). Where the kernel gives transparent huge pages on request, the malloc heap asks for
-// them: it is given a large reserve (address space only, backed as it is touched) and the
-// whole of it is advised MADV_HUGEPAGE. Allocations stay in the heap up to 32 MiB (glibc's
-// most), so they get huge pages too; a heap that outgrows the reserve (an analysis of more
-// than 1 GiB) has 4 KiB pages beyond it. (glibc's tunable glibc.malloc.hugetlb=1 does the same,
-// but only in a process started with it: hpcprof restarted itself, which cost an exec.)
+// them: it is given a large reserve (address space only, backed as it is touched) whose first
+// kHugeHeapBytes are advised MADV_HUGEPAGE (the rest, and a heap that outgrows the 1 GiB
+// reserve, has 4 KiB pages: see heap.hpp). Allocations stay in the heap up to 32 MiB (glibc's
+// most), so they get huge pages too. (glibc's tunable glibc.malloc.hugetlb=1 advises the whole
+// heap, and only in a process started with it: hpcprof restarted itself, which cost an exec.)
 // HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
 void heapOnHugePages() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
@@ -42,7 +43,8 @@ void heapOnHugePages() {
   if (!probe) return;
   const uintptr_t start = (reinterpret_cast<uintptr_t>(probe) + 4095) & ~uintptr_t(4095);
   const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~uintptr_t(4095);
-  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+  if (end > start)
+    ::madvise(reinterpret_cast<void*>(start), std::min<uintptr_t>(end - start, kHugeHeapBytes), MADV_HUGEPAGE);
   std::free(probe);
 }
 
