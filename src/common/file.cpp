@@ -56,17 +56,23 @@ ssize_t counted_pread(int fd, void* to, size_t len, off_t at) {
 
 ssize_t counted_pwrite(int fd, const void* from, size_t len, off_t at) {
   const uint64_t t0 = nowNs();
-  return tally(::pwrite(fd, from, len, at), t0, gWriteBytes, gWriteNs);
+  return tally(::pwrite(fd, from, std::min(len, kMaxWriteBytes), at), t0, gWriteBytes, gWriteNs);
 }
 
 ssize_t counted_pwritev(int fd, const iovec* iov, int n, off_t at) {
+  // The pieces up to kMaxWriteBytes in all (the last one cut short).
+  size_t total = 0;
+  int k = 0;
+  for (; k < n && total + iov[k].iov_len <= kMaxWriteBytes; ++k) total += iov[k].iov_len;
   const uint64_t t0 = nowNs();
-  return tally(::pwritev(fd, iov, n, at), t0, gWriteBytes, gWriteNs);
+  if (k == n) return tally(::pwritev(fd, iov, n, at), t0, gWriteBytes, gWriteNs);
+  if (k == 0) return tally(::pwrite(fd, iov[0].iov_base, kMaxWriteBytes, at), t0, gWriteBytes, gWriteNs);
+  return tally(::pwritev(fd, iov, k, at), t0, gWriteBytes, gWriteNs);
 }
 
 ssize_t counted_write(int fd, const void* from, size_t len) {
   const uint64_t t0 = nowNs();
-  return tally(::write(fd, from, len), t0, gWriteBytes, gWriteNs);
+  return tally(::write(fd, from, std::min(len, kMaxWriteBytes)), t0, gWriteBytes, gWriteNs);
 }
 
 Expected<MappedFile> MappedFile::open(const fs::path& path) {

@@ -88,3 +88,40 @@ TEST(SpaceAhead, AllocatesAheadAndTrimsToTheBytesWritten) {
   EXPECT_EQ(std::vector<uint8_t>(back->begin(), back->end()), bytes);
   fs::remove_all(dir);
 }
+
+// Each counted write moves at most kMaxWriteBytes (a larger request is written in part, as
+// the callers' loops expect of any write), and the bytes land where they were asked to.
+TEST(CountedWrites, AtMostTheMostAWriteAndInPlace) {
+  fs::path path = fs::temp_directory_path() / ("hpc-counted-" + std::to_string(getpid()));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> big(kMaxWriteBytes * 3 + 100);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 7 + i / 251);
+  // pwrite: written in pieces of the most, on from where each stopped.
+  size_t done = 0;
+  int calls = 0;
+  while (done < big.size()) {
+    const ssize_t n = counted_pwrite(fd, big.data() + done, big.size() - done, off_t(done));
+    ASSERT_GT(n, 0);
+    ASSERT_LE(size_t(n), kMaxWriteBytes);
+    done += size_t(n);
+    ++calls;
+  }
+  EXPECT_EQ(calls, 4);
+  // pwritev after it: pieces together up to the most, one larger than it cut short.
+  std::vector<uint8_t> a(1000, 0xa1), b(kMaxWriteBytes, 0xb2), c(5000, 0xc3);
+  iovec iov[3] = {{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}};
+  const off_t at = off_t(big.size());
+  EXPECT_EQ(counted_pwritev(fd, iov, 3, at), ssize_t(a.size()));  // a + b is more than the most
+  EXPECT_EQ(counted_pwritev(fd, iov + 1, 2, at + off_t(a.size())), ssize_t(kMaxWriteBytes));
+  EXPECT_EQ(counted_pwritev(fd, iov + 2, 1, at + off_t(a.size() + b.size())), ssize_t(c.size()));
+  std::vector<uint8_t> back(big.size() + a.size() + b.size() + c.size());
+  ASSERT_EQ(::pread(fd, back.data(), back.size(), 0), ssize_t(back.size()));
+  std::vector<uint8_t> want = big;
+  want.insert(want.end(), a.begin(), a.end());
+  want.insert(want.end(), b.begin(), b.end());
+  want.insert(want.end(), c.begin(), c.end());
+  EXPECT_EQ(back, want);
+  ::close(fd);
+  fs::remove(path);
+}
