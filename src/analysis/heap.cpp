@@ -43,9 +43,12 @@ void heapOnHugePages() {
   if (!probe) return;
   const uintptr_t start = (reinterpret_cast<uintptr_t>(probe) + 4095) & ~uintptr_t(4095);
   const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~uintptr_t(4095);
-  if (end > start)
-    ::madvise(reinterpret_cast<void*>(start), std::min<uintptr_t>(end - start, kHugeHeapBytes), MADV_HUGEPAGE);
-  std::free(probe);
+  std::free(probe);  // its memory stays in the heap
+  if (end <= start) return;
+  const uintptr_t huge = std::min<uintptr_t>(end - start, kHugeHeapBytes);
+  ::madvise(reinterpret_cast<void*>(start), huge, MADV_HUGEPAGE);
+  // The rest on 4 KiB pages also where the kernel gives huge pages to all memory ("always").
+  if (end - start > huge) ::madvise(reinterpret_cast<void*>(start + huge), end - start - huge, MADV_NOHUGEPAGE);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ namespace hpc::analysis {
 // Allocations up to 32 MiB stay in the heap (per-profile buffers of a few hundred KB come
 // and go thousands of times: no fresh mapping each, with its page faults and a TLB flush per
 // unmap), its first kHugeHeapBytes on transparent huge pages where the kernel gives them on
-// request, and all threads share one heap. HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
+// request (the rest advised MADV_NOHUGEPAGE), and all threads share one heap.
+// HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
 void setUpHeap();
 
 // How much of the heap asks for huge pages. A small run's heap is on huge pages whole (fewer
