@@ -685,8 +685,8 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
         }
         return Status();
       }
-      // Writing a round's columns (encoding and writing cct.db: a third of the rounds' time
-      // on a large tree: about a quarter) is serial; it runs as a task while all threads read and fill the
+      // Writing a round's columns (encoding and writing cct.db: about a quarter of the rounds'
+      // time on a large tree) is serial; it runs as a task while all threads read and fill the
       // next round in the other storage. Rounds are still read, and written, in order.
       tbb::task_group writer;
       Status written, filled;

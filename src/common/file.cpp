@@ -60,7 +60,7 @@ ssize_t counted_pwrite(int fd, const void* from, size_t len, off_t at) {
 }
 
 ssize_t counted_pwritev(int fd, const iovec* iov, int n, off_t at) {
-  // The pieces up to kMaxWriteBytes in all (the last one cut short).
+  // The whole pieces that fit in kMaxWriteBytes, or the first kMaxWriteBytes of the first.
   size_t total = 0;
   int k = 0;
   for (; k < n && total + iov[k].iov_len <= kMaxWriteBytes; ++k) total += iov[k].iov_len;
