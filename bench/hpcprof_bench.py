@@ -10,7 +10,9 @@ profile count), the database size against a dense matrix of the same values, hpc
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
 four other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree: x read and peak
-memory, and one more -j2 run with -v: the time its threads spent in reads and in writes),
+memory, and one more -j2 run with -v: the time its threads spent in reads and in writes;
+for the 400,000-node tree also its first profile alone at -j2, what the tree costs whatever
+the profile count, and the other 99 profiles' time beyond it against their read),
 peak memory at 500 and 4,000 profiles that each describe 40 metrics, hpcprof -v's
 per-phase times at -j1 for N (with each phase's time in reads and writes), and what new
 memory costs the machine at the end of the run (the first touch after a pause, then again).
@@ -144,9 +146,28 @@ def best_runs(prof, meas, out, reads):
     return res
 
 
-def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
+def one_profile(gen, prof, tmp, nodes, trace, kind):
+    """The first profile of a shape alone (the generator makes the same first profile
+    whatever the count): best of 3 at -j2 and its best read, (wall s, read s). What a tree
+    costs whatever the number of profiles (its contexts made, ordered, described in meta.db)."""
+    meas = tmp / f"one{nodes}"
+    subprocess.run([gen, meas, "1", str(nodes), "3", str(trace), kind], check=True, stdout=subprocess.DEVNULL)
+    os.sync()
+    read_all(meas)
+    reads, runs = [], []
+    for _ in range(3):
+        reads.append(read_all(meas)[0])
+        runs.append(run([prof, "--foreign", "-j2", "-o", tmp / "done", meas], tmp / "done")[0])
+    shutil.rmtree(tmp / "done", ignore_errors=True)
+    shutil.rmtree(meas)
+    return min(runs), min(reads)
+
+
+def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same", alone=False):
     """One more input shape: best of 3 at -j1 and -j2 against the best of the reads before
-    each run, and peak memory; one printed line."""
+    each run, and peak memory; with `alone`, also its first profile alone at -j2 and the
+    other profiles' share (the -j2 time beyond that one's over the reading beyond its); one
+    printed line."""
     meas = tmp / f"x{profiles}x{nodes}"
     subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace), kind], check=True,
                    stdout=subprocess.DEVNULL)
@@ -161,10 +182,15 @@ def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same"):
     t_write = min(write_new(tmp, dbsize) for _ in range(3))
     t_read, nbytes = min(reads)
     (w1, m1, _), (w2, m2, _) = res[1], res[2]
+    one = ""
+    if alone:
+        w_one, r_one = one_profile(gen, prof, tmp, nodes, trace, kind)
+        one = (f"; its first profile alone at -j2 {w_one:.3f} s (read {r_one * 1000:.1f} ms), the other "
+               f"{profiles - 1} at -j2 {(w2 - w_one) / (t_read - r_one):.1f} x their read")
     return (f"{label}, {profiles} profiles of {nodes} CCT nodes: {nbytes / 1e6:.0f} MB, read {t_read:.3f} s, "
             f"-j1 {w1:.3f} s ({w1 / t_read:.1f} x read), -j2 {w2:.3f} s ({w2 / t_read:.1f} x read), "
             f"peak {m1:.1f} / {m2:.1f} MiB; database {dbsize / 1e6:.0f} MB, written in {t_write:.3f} s, "
-            f"-j2 {w2 / (t_read + t_write):.1f} x (read + write); {split}")
+            f"-j2 {w2 / (t_read + t_write):.1f} x (read + write); {split}{one}")
 
 
 def metric_tables(gen, prof, tmp, metrics=40, nodes=100, counts=(500, 4000)):
@@ -247,7 +273,7 @@ def main():
         # of one program reach not quite the same code): no node list is byte-equal to another.
         others = [other_shape(gen, prof, tmp, "varied node lists", profiles, nodes, 2000, "varied"),
                   other_shape(gen, prof, tmp, "many profiles", 10000, 5000, 500),
-                  other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000),
+                  other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000, alone=True),
                   other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy"),
                   metric_tables(gen, prof, tmp)]
         time.sleep(5)  # freed memory goes back to the host meanwhile
