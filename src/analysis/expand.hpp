@@ -35,6 +35,11 @@ public:
   // to `maxId` into, ahead of time: fresh pages are dear, and a thread with nothing else to
   // do can take them.
   void prepareFor(size_t nodes, uint32_t maxId);
+  // Whether the tree unified last (the template) is the tree named `nodesId` with this load
+  // map: unifying that tree again finds every node's context here, its nodes never looked at.
+  bool holds(uint64_t nodesId, const std::vector<std::pair<uint16_t, std::string>>& loadMap) const {
+    return nodesId != 0 && nodesId == templateId_ && loadMap == prevLoadMap_;
+  }
   // Whether a tree of `nodes` nodes with ids up to `maxId` is found by id through a table
   // (else a hash map: ids too sparse for a table of them).
   static bool denseIds(size_t nodes, uint32_t maxId) { return maxId <= 2 * nodes + 1024; }

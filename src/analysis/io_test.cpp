@@ -2,13 +2,21 @@
 // at its rewritten path, and the file is copied from there into the database's src/.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "analysis/io.hpp"
+#include "analysis/memory_sink.hpp"
 #include "analysis/options.hpp"
+#include "analysis/pipeline.hpp"
 #include "common/file.hpp"
 #include "formats/db/db.hpp"
+#include "formats/hpcrun/hpcrun.hpp"
 
 namespace hpc::analysis {
 namespace {
@@ -166,6 +174,125 @@ TEST(WriteMeta, DeepChainWithoutRecursion) {
     ASSERT_TRUE(db::dump(tmp / "db" / "meta.db", text).ok());
     EXPECT_NE(text.str().find("|line " + std::to_string(lastLine) + "|"), std::string::npos);
   }  // the read tree is freed here
+  fs::remove_all(tmp);
+}
+
+
+// While the first profile is unified alone, another thread reads the next ones ahead and
+// keeps those whose nodes are the first one's. Here the first profile's unification waits
+// 300 ms (its structure's first answer), so that profiles 1-5 (the first one's nodes, values
+// of their own) are read meanwhile; profile 6 has one node more (the reading ahead stops
+// there, and it is read again in turn) and profile 8 is cut short (skipped, warned about).
+// The database is the one thread's, and profiles read ahead are not all read again.
+class SlowStructure final : public StructureSource {
+public:
+  bool lookup(const std::string&, uint64_t, std::vector<ScopeStep>& out) const override {
+    if (!answered_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      answered_.store(true);
+    }
+    out.clear();
+    return false;  // instructions stay instructions
+  }
+  bool answered() const { return answered_.load(); }
+  void reset() { answered_.store(false); }
+
+private:
+  mutable std::atomic<bool> answered_{false};
+};
+
+class CountedProfile final : public ProfileSource {
+public:
+  CountedProfile(std::unique_ptr<ProfileSource> in, const SlowStructure& s) : in_(std::move(in)), s_(s) {}
+  const std::string& path() const override { return in_->path(); }
+  Expected<ProfileTree> readTree() override { return in_->readTree(); }
+  Expected<ProfileValues> readValues() override { return in_->readValues(); }
+  Status read(ProfileData& out) override {
+    ++reads;
+    if (!s_.answered()) ++early;
+    return in_->read(out);
+  }
+  int reads = 0, early = 0;
+
+private:
+  std::unique_ptr<ProfileSource> in_;
+  const SlowStructure& s_;
+};
+
+TEST(Pipeline, ProfilesReadAheadWhileTheFirstIsUnified) {
+  fs::path tmp = fs::temp_directory_path() / ("hpc-read-ahead-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  std::vector<fs::path> files;
+  for (uint32_t p = 0; p < 10; ++p) {
+    hpcrun::Profile prof;
+    prof.header = {{"program-name", "ahead"}};
+    prof.load_modules.push_back({1, "/bin/ahead", 1});
+    hpcrun::MetricDesc md;
+    md.name = md.description = "CPUTIME (sec)";
+    md.flags.val_fmt = hpcrun::kValFmtReal;
+    prof.metrics = {md};
+    prof.id_kinds = {{hpcrun::kIdThread, "THREAD"}};
+    prof.id_tuple = {{hpcrun::kIdThread, p, p}};
+    prof.nodes.push_back({1, 0, 0, 0, 1, {}});
+    for (uint32_t i = 2; i <= 300 + (p == 6 ? 1 : 0); ++i) {
+      hpcrun::CctNode n{i, i < 5 ? i - 1 : 2 + i % 7, 1, 0x1000 + 4 * uint64_t(i % 97) + 512 * (i / 97), 1, {}};
+      if ((i + p) % 9 == 0) n.values.push_back({0, std::bit_cast<uint64_t>(0.25 * (i % 5 + 1) + p)});
+      prof.nodes.push_back(n);
+    }
+    files.push_back(tmp / ("ahead-000000-" + std::to_string(100 + p) + "-0-0-0.hpcrun"));
+    ASSERT_TRUE(hpcrun::write_profile(prof, files.back()).ok());
+  }
+  fs::resize_file(files[8], fs::file_size(files[8]) / 2);
+
+  SlowStructure structure;
+  auto run = [&](unsigned threads, MemorySink& sink, std::vector<int>& reads, std::vector<int>& early) {
+    structure.reset();
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    std::vector<CountedProfile*> counted;
+    for (const fs::path& f : files) {
+      auto c = std::make_unique<CountedProfile>(openHpcrunProfile(f, {}), structure);
+      counted.push_back(c.get());
+      in.push_back(std::move(c));
+    }
+    PipelineOptions opt;
+    opt.threads = threads;
+    opt.scratchDir = tmp;
+    auto r = runPipeline(in, &structure, sink, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->skipped, 1u);
+    for (CountedProfile* c : counted) {
+      reads.push_back(c->reads);
+      early.push_back(c->early);
+    }
+  };
+  MemorySink one, two;
+  std::vector<int> reads1, early1, reads2, early2;
+  run(1, one, reads1, early1);
+  run(2, two, reads2, early2);
+  ASSERT_EQ(one.rows.size(), 10u);  // the summary and 9 profiles
+  ASSERT_EQ(one.rows.size(), two.rows.size());
+  for (size_t p = 0; p < one.rows.size(); ++p) {
+    EXPECT_EQ(one.rows[p].ctx, two.rows[p].ctx) << p;
+    EXPECT_EQ(one.rows[p].metric, two.rows[p].metric) << p;
+    EXPECT_EQ(one.rows[p].value, two.rows[p].value) << p;
+  }
+  EXPECT_GT(one.rows[6].size(), 0u);
+  ASSERT_EQ(one.columns.size(), two.columns.size());
+  for (size_t i = 0; i < one.columns.size(); ++i) {
+    EXPECT_EQ(one.columns[i].profile, two.columns[i].profile);
+    EXPECT_EQ(one.columns[i].value, two.columns[i].value);
+  }
+  // One thread reads each profile once, in turn; with two, profiles 1-6 were read while the
+  // first was unified, 6 (nodes of its own) again after, and of 1-5 not all again.
+  for (int r : reads1) EXPECT_EQ(r, 1);
+  for (int p = 1; p <= 6; ++p) EXPECT_EQ(early2[p], 1) << p;
+  EXPECT_EQ(reads2[6], 2);
+  int again = 0;
+  for (int p = 1; p <= 5; ++p) again += reads2[p] - 1;
+  EXPECT_LT(again, 5);
+  EXPECT_EQ(reads2[7], 1);
+  EXPECT_EQ(reads2[8], 1);
   fs::remove_all(tmp);
 }
 

@@ -867,6 +867,29 @@ void expectContextsOfFreshUnifications(const Expander& expander, const std::vect
 
 // A thread unifies each profile against the previous one it saw (the template); every
 // node must get the context a fresh unification gives it, whatever differs between the two.
+// holds(): whether a tree read ahead (its nodes not decoded, only named) may take its
+// contexts from this NodeContexts: only while the template is that very tree, in that binary.
+TEST(Expander, HoldsOnlyTheTreeUnifiedLast) {
+  Unifier u;
+  NodeContexts nc;
+  ProfileTree a = smallTree();
+  a.nodesId = 101;
+  ProfileTree b = smallTree();
+  b.nodes.pop_back();
+  b.nodesId = 102;
+  EXPECT_FALSE(nc.holds(101, a.loadMap));  // nothing unified yet
+  ASSERT_TRUE(u.expander.unify(a, nc).ok());
+  EXPECT_TRUE(nc.holds(101, a.loadMap));
+  EXPECT_FALSE(nc.holds(101, {{1, "/bin/other"}}));  // the same nodes in another binary
+  EXPECT_FALSE(nc.holds(0, a.loadMap));              // an unnamed tree
+  ASSERT_TRUE(u.expander.unify(b, nc).ok());
+  EXPECT_FALSE(nc.holds(101, a.loadMap));
+  EXPECT_TRUE(nc.holds(102, b.loadMap));
+  NodeContexts seeded;
+  seeded.seedFrom(nc);  // a thread's first profile starts from another's template
+  EXPECT_TRUE(seeded.holds(102, b.loadMap));
+}
+
 TEST(Expander, TemplateGivesTheContextsOfAFreshUnification) {
   Unifier u;
   Expander& expander = u.expander;
