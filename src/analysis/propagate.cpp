@@ -1,5 +1,8 @@
 #include "analysis/propagate.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -14,11 +17,22 @@ PropagationShape::PropagationShape(const Cct& cct) {
   parent_ = cct.parents();
   lexical_.resize(n);
   loop_.resize(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const ContextKey& k = cct.byId(i)->key();
-    lexical_[i] = k.kind == NodeKind::Scope && k.relation == Relation::Lexical;
-    loop_[i] = k.kind == NodeKind::Scope && k.type == LexType::Loop;
+  // Each context's key read where it lies (a miss a context on a large tree): in ranges on
+  // the calling arena's threads (400,000 contexts: 5-9 ms on one thread).
+  auto fill = [&](uint32_t lo, uint32_t hi) {
+    for (uint32_t i = lo; i < hi; ++i) {
+      const ContextKey& k = cct.byId(i)->key();
+      lexical_[i] = k.kind == NodeKind::Scope && k.relation == Relation::Lexical;
+      loop_[i] = k.kind == NodeKind::Scope && k.type == LexType::Loop;
+    }
+  };
+  constexpr uint32_t kRange = 32768;
+  if (n <= kRange) {
+    fill(0, n);
+    return;
   }
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, n, kRange),
+                    [&](const tbb::blocked_range<uint32_t>& r) { fill(r.begin(), r.end()); });
 }
 
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics, size_t denseLimit)
