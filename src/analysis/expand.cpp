@@ -249,12 +249,6 @@ bool sameNode(const TreeNode& a, const TreeNode& b) {
 
 }  // namespace
 
-void NodeContexts::prepareFor(size_t nodes, uint32_t maxId) {
-  if (denseIds(nodes, maxId)) posTable_.assign(size_t(maxId) + 1, -1);
-  ctx_.assign(nodes, nullptr);
-  done_.assign(nodes, 0);
-}
-
 void NodeContexts::seedFrom(const NodeContexts& o) {
   dense_ = o.dense_;
   posTable_ = o.posTable_;

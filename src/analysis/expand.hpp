@@ -31,10 +31,6 @@ public:
   // unified the tree `other` unified last: a thread's first profile then matches like its
   // later ones. (Its reader's buffers must hold that tree too: ProfileData.)
   void seedFrom(const NodeContexts& other);
-  // Makes (and touches) the memory seedFrom() will copy a tree of `nodes` nodes with ids up
-  // to `maxId` into, ahead of time: fresh pages are dear, and a thread with nothing else to
-  // do can take them.
-  void prepareFor(size_t nodes, uint32_t maxId);
   // Whether the tree unified last (the template) is the tree named `nodesId` with this load
   // map: unifying that tree again finds every node's context here, its nodes never looked at.
   bool holds(uint64_t nodesId, const std::vector<std::pair<uint16_t, std::string>>& loadMap) const {

@@ -93,10 +93,13 @@ public:
     thread_local hpcrun::Profile p;
     thread_local std::vector<int32_t> local;
     ProfileTree& t = out.tree;
-    std::swap(out.bytes, out.previousBytes);
-    const size_t previousAt = out.nodesAt, previousLength = out.nodesLength;
+    const ProfileData* ref = out.reference;
+    if (!ref) std::swap(out.bytes, out.previousBytes);
+    const std::vector<uint8_t>& previousBytes = ref ? ref->bytes : out.previousBytes;
+    const size_t previousAt = ref ? ref->nodesAt : out.nodesAt;
+    const size_t previousLength = ref ? ref->nodesLength : out.nodesLength;
     out.nodesLength = 0;
-    const uint64_t previousId = t.nodesId;
+    const uint64_t previousId = ref ? ref->tree.nodesId : t.nodesId;
     t.nodesId = 0;  // until decoded
     HPC_RETURN_IF_ERROR(read_file_into(path_, out.bytes));
     hpcrun::CctView cct;
@@ -117,7 +120,7 @@ public:
     t.loadMap.clear();
     for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
     if (previousId != 0 && previousLength == out.nodesLength &&
-        std::memcmp(out.previousBytes.data() + previousAt, cct.data, previousLength) == 0) {
+        std::memcmp(previousBytes.data() + previousAt, cct.data, previousLength) == 0) {
       t.nodesId = previousId;  // t.nodes are these nodes already
     } else {
       std::swap(t.nodes, t.previousNodes);

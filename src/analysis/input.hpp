@@ -125,6 +125,10 @@ struct ProfileData {
   // each, so that the next read can tell whether its nodes are the same.
   std::vector<uint8_t> bytes, previousBytes;
   size_t nodesAt = 0, nodesLength = 0;
+  // Where set, the reader compares the nodes it reads with this one's (its bytes, as read
+  // last, and their tree's nodesId) rather than with the file it read before, and keeps no
+  // previous file: threads compare with one profile's buffers, shared, with no copy of them.
+  const ProfileData* reference = nullptr;
 };
 
 // One input profile.

@@ -243,8 +243,6 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   // Each thread gathers its profiles' records and spills them a few at a time (a write costs
   // several microseconds on a virtual machine, whatever its size).
   constexpr size_t kGatherBytes = size_t(256) << 10;
-  // The seed's memory is made ahead for first profiles of this many nodes or more.
-  constexpr size_t kPrepareAbove = 16384;
   struct Scratch {
     ProfileData data;
     NodeContexts nodes;
@@ -252,21 +250,20 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     size_t used = 0;
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
+    // Still reading against the seed (its reader buffers and templates, shared, read only):
+    // until a profile whose nodes are not the first one's.
+    bool borrowing = false;
   };
   tbb::enumerable_thread_specific<Scratch> scratch;
-  // A copy of the first profile's reader buffers and templates, for every other thread to
-  // start from (its first profile then matches as its later ones do, not by a lookup of
-  // every node in the shared tree).
+  // The first profile's reader buffers and templates once it is unified (the seed), shared
+  // by every thread, read only: a profile with the same nodes is compared with its bytes and
+  // takes its contexts, with no copy (a large tree's buffers and templates are tens of MB a
+  // thread, and fresh memory is dear). A thread's first profile that differs gets a copy
+  // of it to start from (its template: that profile then matches as a thread's later ones
+  // do, not by a lookup of every node in the shared tree).
   std::unique_ptr<Scratch> seed;
-  // The last thread to start takes the seed itself (a large tree's reader buffers and
-  // templates are tens of MB, and fresh memory is dear), once the others have copied it.
-  std::atomic<int> seedsLeft{0}, seedCopies{0};
-  int seedCopiers = 0;
-  // The first profile's sizes, once it is read, for the seed's memory to be made meanwhile:
-  // 0 not yet, 1 set, 2 none (it failed or was left out).
+  // Whether the first profile is read: 0 not yet, 1 read, 2 not (it failed).
   std::atomic<int> firstRead{0};
-  size_t firstBytes = 0, firstNodes = 0;
-  uint32_t firstMaxId = 0;
   // Profiles read ahead while the first one is unified alone, by a thread that would wait
   // meanwhile, and kept where their nodes are the first profile's (they then need of the
   // tree nothing but its contexts, which the first profile makes): their header, values and
@@ -298,34 +295,21 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     } tick{progress};
     bool exists = true;
     Scratch& sc = scratch.local(exists);
-    if (!exists && seed) {
-      const int left = seedsLeft.fetch_sub(1, std::memory_order_acq_rel);
-      if (left == 1) {
-        while (seedCopies.load(std::memory_order_acquire) < seedCopiers) std::this_thread::yield();
-        sc.data = std::move(seed->data);
-        sc.nodes = std::move(seed->nodes);
-      } else if (left > 1) {
-        sc.data = seed->data;
-        sc.nodes.seedFrom(seed->nodes);
-        seedCopies.fetch_add(1, std::memory_order_release);
-      }
-    }
+    if (!exists && seed) sc.borrowing = true;
     // Read ahead, while the first profile was unified: taken where this thread's template is
     // still that profile's tree (else read again: its nodes were not kept).
+    const NodeContexts& mineNow = sc.borrowing ? seed->nodes : sc.nodes;
     std::unique_ptr<ProfileData> early = std::move(ahead[i]);
-    if (early && !sc.nodes.holds(early->tree.nodesId, early->tree.loadMap)) early.reset();
+    if (early && !mineNow.holds(early->tree.nodesId, early->tree.loadMap)) early.reset();
     ProfileData& data = early ? *early : sc.data;
+    if (!early) sc.data.reference = sc.borrowing ? &seed->data : nullptr;
     if (Status st = early ? Status() : profiles[i]->read(data); !st.ok()) {
       warnProfile("skipping ", profiles[i]->path(), st.message());
       return;
     }
     ProfileTree& tree = data.tree;
-    if (i == 0 && seed && firstRead.load(std::memory_order_relaxed) == 0) {
-      firstBytes = data.bytes.size();
-      firstNodes = tree.nodes.size();
-      firstMaxId = maxNodeId(tree);
+    if (i == 0 && options.threads > 1 && firstRead.load(std::memory_order_relaxed) == 0)
       firstRead.store(1, std::memory_order_release);
-    }
     if (!options.onlyExe.empty()) {
       std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
       if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
@@ -335,9 +319,30 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     }
     if (!data.traceStatus.ok())  // it names the trace file
       std::fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, data.traceStatus.message().c_str());
-    if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
-      warnProfile("skipping ", profiles[i]->path(), st.message());
-      return;
+    // The seed's nodes again: their contexts are the seed's. Else this thread leaves the
+    // seed for a copy of it, and this profile is unified against it as usual.
+    const NodeContexts* nodes = &sc.nodes;
+    if (sc.borrowing && seed->nodes.holds(tree.nodesId, tree.loadMap)) {
+      nodes = &seed->nodes;
+    } else {
+      if (sc.borrowing) {
+        const ProfileTree& st = seed->data.tree;
+        if (tree.nodesId == st.nodesId) {  // the same nodes (not decoded) in another binary
+          tree.nodes = st.nodes;
+          tree.maxId = st.maxId;
+          tree.maxIdOf = st.maxIdOf;
+        } else {  // decoded: the seed's are the template's
+          tree.previousNodes = st.nodes;
+          tree.previousNodesId = st.nodesId;
+        }
+        sc.nodes.seedFrom(seed->nodes);
+        sc.borrowing = false;
+        sc.data.reference = nullptr;
+      }
+      if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
+        warnProfile("skipping ", profiles[i]->path(), st.message());
+        return;
+      }
     }
     // Only the values and trace records go on to pass 2, each with its node's context.
     if (data.valuesStatus.ok()) {
@@ -349,10 +354,10 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       auto* sv = reinterpret_cast<SpilledValue*>(rec);
       uint32_t nv = 0;
       for (const PointValue& p : v.values)
-        if (const Context* c = sc.nodes.find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
+        if (const Context* c = nodes->find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
       auto* st = reinterpret_cast<SpilledTrace*>(rec + nv * sizeof(SpilledValue));
       if (tree.hasTrace)
-        for (const TraceRecord& r : v.trace) *st++ = {r.time, sc.nodes.find(r.node)};
+        for (const TraceRecord& r : v.trace) *st++ = {r.time, nodes->find(r.node)};
       // Spilled with the thread's next few (spillAt is set then).
       sc.pending.emplace_back(i, sc.used);
       sc.used = size_t(reinterpret_cast<uint8_t*>(st) - sc.record.data());
@@ -372,32 +377,22 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // would each make again, meeting on the same contexts' locks.
     size_t first = 0;
     if (profiles.size() > 1 && options.threads > 1) {
-      // This thread's scratch, made before the seed is: it takes none.
-      const Scratch& mine = scratch.local();
-      // While the first profile is unified, another thread makes the seed's memory (a large
-      // tree's is tens of MB of fresh pages), so that copying into it is a copy only.
-      seed = std::make_unique<Scratch>();
+      // This thread's scratch: the first profile's reader buffers and templates become the
+      // seed.
+      Scratch& mine = scratch.local();
       tbb::task_group prepare;
       prepare.run([&] {
         int state;
         while ((state = firstRead.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
         if (state != 1) return;
-        if (firstNodes >= kPrepareAbove) {
-          seed->data.bytes.assign(firstBytes, 0);
-          seed->data.tree.nodes.assign(firstNodes, TreeNode{});
-          seed->nodes.prepareFor(firstNodes, firstMaxId);
-        }
-        // Then the next profiles, compared with the first one's bytes (read, not changed,
-        // while it is unified), until it is done. 100 profiles of 400,000 nodes at -j2:
-        // about 30 read while the first one is unified alone (65 ms).
+        // The next profiles, compared with the first one's bytes (read, not changed, while
+        // it is unified), until it is done. 100 profiles of 400,000 nodes at -j2: about 30
+        // read while the first one is unified alone (65 ms).
         ProfileData pre;
         const ProfileData& firstData = mine.data;
         const uint64_t firstId = firstData.tree.nodesId;
         if (firstId == 0) return;
-        pre.bytes = firstData.bytes;
-        pre.nodesAt = firstData.nodesAt;
-        pre.nodesLength = firstData.nodesLength;
-        pre.tree.nodesId = firstId;
+        pre.reference = &firstData;
         size_t held = 0;
         for (size_t k = 1; k < profiles.size() && held < kAheadBytes; ++k) {
           if (firstDone.load(std::memory_order_acquire)) break;
@@ -412,7 +407,6 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
                   d->values.trace.size() * sizeof(TraceRecord);
           ahead[k] = std::move(d);
           pre.tree = ProfileTree();
-          pre.tree.nodesId = firstId;  // the nodes last read: the first profile's still
           pre.values = ProfileValues();
         }
       });
@@ -421,13 +415,15 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       int none = 0;
       firstRead.compare_exchange_strong(none, 2, std::memory_order_acq_rel);
       prepare.wait();
-      seed->data.tree = mine.data.tree;
-      seed->data.bytes = mine.data.bytes;
-      seed->data.nodesAt = mine.data.nodesAt;
-      seed->data.nodesLength = mine.data.nodesLength;
-      seed->nodes.seedFrom(mine.nodes);
-      seedCopiers = int(options.threads) - 2;
-      seedsLeft.store(int(options.threads) - 1, std::memory_order_release);
+      // A seed only where the first profile was unified (read, kept, its template made).
+      if (mine.nodes.holds(mine.data.tree.nodesId, mine.data.tree.loadMap)) {
+        seed = std::make_unique<Scratch>();
+        seed->data = std::move(mine.data);
+        seed->nodes = std::move(mine.nodes);
+        mine.data = ProfileData();
+        mine.nodes = NodeContexts();
+        mine.borrowing = true;
+      }
     }
     tbb::parallel_for(first, profiles.size(), [&](size_t i) {
       // The thread's scratch is held across the whole profile: isolated, so that a wait
