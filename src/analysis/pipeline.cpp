@@ -264,7 +264,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   std::unique_ptr<Scratch> seed;
   // Whether the first profile is read: 0 not yet, 1 read, 2 not (it failed).
   std::atomic<int> firstRead{0};
-  // Profiles read ahead while the first one is unified alone, by a thread that would wait
+  // Profiles read ahead while the first one is unified alone, by the threads that would wait
   // meanwhile, and kept where their nodes are the first profile's (they then need of the
   // tree nothing but its contexts, which the first profile makes): their header, values and
   // trace, the nodes not decoded. At most kAheadBytes of them, a large tree's few dozen.
