@@ -88,7 +88,8 @@ public:
   }
 
   // Each file read whole into a buffer the caller keeps, and decoded once; nodes the same
-  // as those of the file read last into `out` are not decoded again.
+  // as those of the file read last into `out` (or of out.reference, where set) are not
+  // decoded again.
   Status read(ProfileData& out) override {
     thread_local hpcrun::Profile p;
     thread_local std::vector<int32_t> local;

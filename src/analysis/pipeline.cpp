@@ -308,8 +308,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       return;
     }
     ProfileTree& tree = data.tree;
-    if (i == 0 && options.threads > 1 && firstRead.load(std::memory_order_relaxed) == 0)
-      firstRead.store(1, std::memory_order_release);
+    if (i == 0) firstRead.store(1, std::memory_order_release);  // the readers ahead may start
     if (!options.onlyExe.empty()) {
       std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
       if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
