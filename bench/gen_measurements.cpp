@@ -6,13 +6,14 @@
 // with the children taken at random), as hpcrun numbers nodes in the order a thread first
 // reached them: no two profiles' node lists are alike. With `deep`, the tree is one call
 // chain (deep recursion); with `bushy`, each node hangs below any node made before it, so
-// paths are short (about 10 contexts at 20,000 nodes), as most programs' are. With `varied`,
+// paths are short (about 10 contexts at 20,000 nodes), as most programs' are; with
+// `shuffled-bushy`, that tree in each profile's own order (most programs' threads). With `varied`,
 // each profile lists the tree in the one order but leaves out about 1 % of its leaves, drawn
 // for each profile, as threads of one program reach not quite the same code: no two
 // profiles' node lists are byte-equal, yet they are mostly alike position by position.
 // With metrics=N, each profile describes N metrics (the first measured, the others never: a
 // GPU measurement's table of dozens), as hpcrun writes its whole table into every profile.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|varied] [metrics=1]
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics=1]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|varied] [metrics]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -43,11 +44,12 @@ int main(int argc, char** argv) {
   int nodes = argc > 3 ? std::atoi(argv[3]) : 20000;
   int percent = argc > 4 ? std::atoi(argv[4]) : 3;
   int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
-  const bool shuffled = argc > 6 && std::string(argv[6]) == "shuffled";
+  const std::string kind = argc > 6 ? argv[6] : "same";
+  const bool shuffled = kind == "shuffled" || kind == "shuffled-bushy";
   const bool deep = argc > 6 && std::string(argv[6]) == "deep";  // one call chain, as deep recursion makes
   // Each node below any node made before it, at random: paths of about ln(nodes) contexts
   // (10 at 20,000 nodes, at most about 30), as a program's calling contexts mostly are.
-  const bool bushy = argc > 6 && std::string(argv[6]) == "bushy";
+  const bool bushy = kind == "bushy" || kind == "shuffled-bushy";
   const bool varied = argc > 6 && std::string(argv[6]) == "varied";
   fs::create_directories(dir);
 

@@ -8,8 +8,9 @@ new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per c
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
 profile count), the database size against a dense matrix of the same values, hpcprof's fixed
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
-four other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
-5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree: x read and peak
+five other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
+5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree, listed alike and
+each in its own order: x read and peak
 memory, and one more -j2 run with -v: the time its threads spent in reads and in writes;
 for the 400,000-node tree also its first profile alone at -j2, what the tree costs whatever
 the profile count, and the other 99 profiles' time beyond it against their read),
@@ -275,6 +276,8 @@ def main():
                   other_shape(gen, prof, tmp, "many profiles", 10000, 5000, 500),
                   other_shape(gen, prof, tmp, "large tree", 100, 400000, 2000, alone=True),
                   other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy"),
+                  # The shallow tree listed in each profile's own order: most programs' threads.
+                  other_shape(gen, prof, tmp, "shallow tree, own orders", profiles, nodes, 2000, "shuffled-bushy"),
                   metric_tables(gen, prof, tmp)]
         time.sleep(5)  # freed memory goes back to the host meanwhile
         fresh = [fresh_memory() for _ in range(3)]

@@ -1,13 +1,15 @@
 // hpcprof's unification of one profile's tree into the shared CCT (Expander::unify) alone,
-// on trees shaped like gen_measurements' (each node below one of the 24 made before it, 8
-// load modules, no structure), listed four ways: the node list byte-equal to the last one
+// on trees shaped like gen_measurements' (each node below one of the 24 made before it, paths
+// of about 800 contexts at 20,000 nodes; with `bushy`, below any node made before it, paths of
+// about 10; 8 load modules, no structure), listed four ways: the node list byte-equal to the last one
 // (not even compared), the same order in lists that are not byte-equal, each list lacking
 // about 1 % of the leaves (`varied`), and each tree in an order of its own (`shuffled`).
 // Prints nanoseconds per node, best of several repeats over 32 profiles (a whole hpcprof
 // run varies too much on a virtual machine to see a change of a tenth in this step). The
 // trees are decoded already: reading and decoding the files is not in these figures.
 //
-// usage: unify_bench [nodes=20000 [equal|same|varied|shuffled]]   (one listing only)
+// usage: unify_bench [nodes=20000 [equal|same|varied|shuffled|all [deep|bushy]]]
+//   (one listing, or all four; the default shape is deep)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,13 +35,15 @@ struct Shape {
   std::vector<std::vector<uint32_t>> children;
 };
 
-Shape makeShape(uint32_t nodes, std::mt19937_64& rng) {
+Shape makeShape(uint32_t nodes, bool bushy, std::mt19937_64& rng) {
   Shape s;
   s.parent = {0, 0};
   s.module = {0, 0};
   s.offset = {0, 0};
   for (uint32_t i = 2; i < nodes; ++i) {
-    s.parent.push_back(i == 2 ? 1 : uint32_t(std::max<int64_t>(1, int64_t(i) - 1 - int64_t(rng() % 24))));
+    s.parent.push_back(i == 2  ? 1
+                       : bushy ? uint32_t(1 + rng() % uint64_t(i - 1))
+                               : uint32_t(std::max<int64_t>(1, int64_t(i) - 1 - int64_t(rng() % 24))));
     s.module.push_back(uint16_t(1 + rng() % 8));
     s.offset.push_back(0x1000 + (rng() % 40000) * 4);
   }
@@ -93,9 +97,10 @@ std::vector<TreeNode> listing(const Shape& s, Kind kind, std::mt19937_64& rng) {
 int main(int argc, char** argv) {
   setUpHeap();  // as hpcprof: the heap on huge pages
   const uint32_t nodes = argc > 1 ? uint32_t(std::atoi(argv[1])) : 20000;
-  const std::string only = argc > 2 ? argv[2] : "";
+  const std::string only = argc > 2 && std::string(argv[2]) != "all" ? argv[2] : "";
+  const bool bushy = argc > 3 && std::string(argv[3]) == "bushy";
   std::mt19937_64 rng(7);
-  const Shape shape = makeShape(nodes, rng);
+  const Shape shape = makeShape(nodes, bushy, rng);
   constexpr size_t kProfiles = 32;
   constexpr int kRepeats = 15;
   std::vector<std::pair<uint16_t, std::string>> loadMap;
@@ -160,7 +165,8 @@ int main(int argc, char** argv) {
       best = std::min(best, ns / double(total));
     }
     cct.finalize();
-    std::printf("unify, %u nodes, %-32s %6.2f ns per node (best of %d x %zu profiles), %u contexts\n", nodes, label,
+    std::printf("unify, %u nodes (%s), %-32s %6.2f ns per node (best of %d x %zu profiles), %u contexts\n", nodes,
+                bushy ? "bushy" : "deep", label,
                 best, kRepeats, kProfiles, cct.size());
   }
   return 0;

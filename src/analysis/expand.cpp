@@ -406,7 +406,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     // More than kScan children sorted by key (stable: the first of equal keys stays first).
     std::vector<uint32_t> order(start[n + 1]);  // slot -> position
     std::vector<KeyedSlot>& slots = out.keyedSlot_;
-    slots.assign(order.size() + 1, KeyedSlot{kNoKey, 0});
+    slots.assign(order.size() + 4, KeyedSlot{kNoKey, 0});
     std::vector<uint32_t> stack;
     uint32_t next = 0;
     // The children of position p (n: the roots) take the next block; returns its slots.
@@ -431,7 +431,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
     // Nodes not reached from the roots (a cycle) have no slot.
     order.resize(next);
-    slots.resize(next + 1);
+    slots.resize(next + 4);
     out.keyedCtx_.resize(next);
     // This tree's nodes are the template's, each its own match.
     ++out.keyedGen_;
@@ -482,7 +482,17 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
 #if defined(__SSE2__)
     const __m128i want = _mm_set1_epi64x(int64_t(key));
-    for (uint32_t i = 0; i < count; i += 2) {
+    // Slots i and i + 1 (bits 0 and 1) whose keys are `key`.
+    auto two = [&](uint32_t i) {
+      const __m128i eq = _mm_cmpeq_epi32(_mm_unpacklo_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i)),
+                                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i + 1))),
+                                         want);
+      return unsigned(_mm_movemask_pd(_mm_castsi128_pd(_mm_and_si128(eq, _mm_shuffle_epi32(eq, _MM_SHUFFLE(2, 3, 0, 1))))));
+    };
+    // The first 4 at once, whatever the count (beyond the block: the next one's or the
+    // padding, masked off), so that most searches take one branch.
+    if (const unsigned first = (two(0) | two(2) << 2) & ((1u << std::min(count, 4u)) - 1)) return int32_t(begin + uint32_t(std::countr_zero(first)));
+    for (uint32_t i = 4; i < count; i += 2) {
       const __m128i two = _mm_cmpeq_epi32(
           _mm_unpacklo_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i)),
                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i + 1))),

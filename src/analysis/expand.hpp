@@ -75,7 +75,7 @@ private:
   bool keyed_ = false;
   std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
   std::vector<Context*> keyedCtx_;    // by slot
-  std::vector<KeyedSlot> keyedSlot_;  // one more at the end: 2 read at once from any slot
+  std::vector<KeyedSlot> keyedSlot_;  // 4 more at the end: 4 read at once from any slot
   uint64_t keyedRoots_ = 0;           // the slots of the roots
   // This profile, by position: the slots of the children of the node's match (0: none).
   std::vector<uint64_t> keyedKids_;
