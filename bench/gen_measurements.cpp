@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
   int traceLen = argc > 5 ? std::atoi(argv[5]) : 2000;
   const std::string kind = argc > 6 ? argv[6] : "same";
   const bool shuffled = kind == "shuffled" || kind == "shuffled-bushy";
-  const bool deep = argc > 6 && std::string(argv[6]) == "deep";  // one call chain, as deep recursion makes
+  const bool deep = kind == "deep";  // one call chain, as deep recursion makes
   // Each node below any node made before it, at random: paths of about ln(nodes) contexts
   // (10 at 20,000 nodes, at most about 30), as a program's calling contexts mostly are.
   const bool bushy = kind == "bushy" || kind == "shuffled-bushy";
-  const bool varied = argc > 6 && std::string(argv[6]) == "varied";
+  const bool varied = kind == "varied";
   fs::create_directories(dir);
 
   Profile shape;

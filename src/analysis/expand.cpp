@@ -490,18 +490,11 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       return unsigned(_mm_movemask_pd(_mm_castsi128_pd(_mm_and_si128(eq, _mm_shuffle_epi32(eq, _MM_SHUFFLE(2, 3, 0, 1))))));
     };
     // The first 4 at once, whatever the count (beyond the block: the next one's or the
-    // padding, masked off), so that most searches take one branch.
-    if (const unsigned first = (two(0) | two(2) << 2) & ((1u << std::min(count, 4u)) - 1)) return int32_t(begin + uint32_t(std::countr_zero(first)));
-    for (uint32_t i = 4; i < count; i += 2) {
-      const __m128i two = _mm_cmpeq_epi32(
-          _mm_unpacklo_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i)),
-                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i + 1))),
-          want);
-      const __m128i both = _mm_and_si128(two, _mm_shuffle_epi32(two, _MM_SHUFFLE(2, 3, 0, 1)));
-      unsigned mask = unsigned(_mm_movemask_pd(_mm_castsi128_pd(both)));
-      if (count - i < 2) mask &= 1u;
-      if (mask) return int32_t(begin + i + uint32_t(std::countr_zero(mask)));
-    }
+    // padding, masked off), so that most searches take one branch; then 2 at a time.
+    const unsigned first = (two(0) | two(2) << 2) & ((1u << std::min(count, 4u)) - 1);
+    if (first) return int32_t(begin + uint32_t(std::countr_zero(first)));
+    for (uint32_t i = 4; i < count; i += 2)
+      if (const unsigned mask = two(i) & (count - i < 2 ? 1u : 3u)) return int32_t(begin + i + uint32_t(std::countr_zero(mask)));
 #else
     for (uint32_t i = 0; i < count; ++i)
       if (at[i].key == key) return int32_t(begin + i);
