@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <span>
 
 namespace hpc::structure {
 
@@ -32,6 +33,59 @@ struct Decoded {
   uint64_t addr;
 };
 
+// What the builder knows of an address: the instruction decoded there (its index + 1 in
+// the builder's list, 0 for none), whether a block begins there, whether it is queued. An
+// open-addressing table: a std::map and two std::sets of addresses (a node allocated and a
+// tree walked per instruction) were a third of the CFG's time.
+class Addresses {
+public:
+  static constexpr uint8_t kLeader = 1, kQueued = 2;
+  struct Slot {
+    uint64_t addr;
+    uint32_t insn;
+    uint8_t flags;
+  };
+  Addresses() : slots_(64, Slot{kEmpty, 0, 0}), mask_(63) {}
+  const Slot* find(uint64_t a) const {
+    for (size_t i = hash(a);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.addr == a) return &s;
+      if (s.addr == kEmpty) return nullptr;
+    }
+  }
+  // The slot of `a`, made if new. Valid until the next call.
+  Slot& at(uint64_t a) {
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    for (size_t i = hash(a);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.addr == a) return s;
+      if (s.addr == kEmpty) {
+        ++used_;
+        s.addr = a;
+        return s;
+      }
+    }
+  }
+
+private:
+  static constexpr uint64_t kEmpty = UINT64_MAX;  // no instruction starts there
+  size_t hash(uint64_t a) const { return size_t((a * 0x9e3779b97f4a7c15ULL) >> 32) & mask_; }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, 0, 0});
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old)
+      if (s.addr != kEmpty) {
+        size_t i = hash(s.addr);
+        while (slots_[i].addr != kEmpty) i = (i + 1) & mask_;
+        slots_[i] = s;
+      }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_;
+  size_t used_ = 0;
+};
+
 class Builder {
 public:
   Builder(const CodeRange& code, const std::function<bool(uint64_t)>& noreturn)
@@ -41,8 +95,7 @@ public:
 
   Cfg run(uint64_t entry) {
     std::deque<uint64_t> work{entry};
-    leaders_.insert(entry);
-    queued_.insert(entry);
+    addrs_.at(entry).flags |= Addresses::kLeader | Addresses::kQueued;
     while (!work.empty()) {
       uint64_t a = work.front();
       work.pop_front();
@@ -53,6 +106,11 @@ public:
 
 private:
   bool inside(uint64_t a) const { return a >= code_.begin && a < code_.end; }
+  bool decoded(uint64_t a) const {
+    const Addresses::Slot* s = addrs_.find(a);
+    return s && s->insn;
+  }
+  const Insn& insn_at(uint64_t a) const { return insns_[addrs_.find(a)->insn - 1]; }
 
   bool decode_at(uint64_t a, Decoded& d) const {
     d.addr = a;
@@ -63,29 +121,46 @@ private:
   // Decodes straight-line code from `a` until a block-ending instruction or code
   // already decoded; queues branch targets.
   void decode_run(uint64_t a, std::deque<uint64_t>& work) {
-    std::vector<Decoded> history;
-    while (inside(a) && !insns_.count(a)) {
-      Decoded d;
+    // Each instruction is decoded in place after the ones before it in this run, of which
+    // classify() sees the last kHistory; the older ones are dropped kHistory at a time. (A
+    // Decoded is about 1 KiB: copying each one in, and erasing the first of 24 on every
+    // instruction, were a quarter of hpcprof's time on a binary it analysed.)
+    if (history_.empty()) history_.resize(2 * kHistory);
+    size_t used = 0;
+    while (inside(a) && !decoded(a)) {
+      if (used == history_.size()) {
+        std::copy(history_.end() - kHistory, history_.end(), history_.begin());
+        used = kHistory;
+      }
+      Decoded& d = history_[used];
       if (!decode_at(a, d)) return;
       Insn in;
       in.len = d.insn.length;
-      classify(d, history, in);
+      const size_t before = std::min(used, kHistory);
+      classify(d, std::span<const Decoded>(history_.data() + used - before, before), in);
+      ++used;
       for (uint64_t t : in.targets) {
         if (!inside(t)) continue;
-        leaders_.insert(t);
-        if (queued_.insert(t).second) work.push_back(t);
+        Addresses::Slot& slot = addrs_.at(t);
+        slot.flags |= Addresses::kLeader;
+        if (!(slot.flags & Addresses::kQueued)) {
+          slot.flags |= Addresses::kQueued;
+          work.push_back(t);
+        }
       }
       bool stop = in.ends;
-      if (in.branch) leaders_.insert(a + in.len);
-      insns_.emplace(a, std::move(in));
-      history.push_back(d);
-      if (history.size() > 24) history.erase(history.begin());
+      if (in.branch) addrs_.at(a + in.len).flags |= Addresses::kLeader;
+      insns_.push_back(std::move(in));
+      order_.push_back(a);
+      addrs_.at(a).insn = uint32_t(insns_.size());
       if (stop) return;
       a += d.insn.length;
     }
   }
 
-  void classify(const Decoded& d, const std::vector<Decoded>& history, Insn& in) {
+  static constexpr size_t kHistory = 24;
+
+  void classify(const Decoded& d, std::span<const Decoded> history, Insn& in) {
     const auto& i = d.insn;
     auto direct = [&](uint64_t& t) {
       return i.operand_count_visible > 0 && d.ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
@@ -139,7 +214,7 @@ private:
   //   lea B,[rip+T]; movsxd R,[B+idx*4]; add R,B; jmp R   (entries relative to T)
   // The entry count comes from the guarding "cmp idx, N; ja default" when present,
   // otherwise entries are read while they point into the procedure.
-  void jump_table(const Decoded& d, const std::vector<Decoded>& history, std::vector<uint64_t>& out) {
+  void jump_table(const Decoded& d, std::span<const Decoded> history, std::vector<uint64_t>& out) {
     uint64_t table = 0;
     int entSize = 0;
     bool relative = false;
@@ -209,8 +284,11 @@ private:
     Cfg cfg;
     Block* cur = nullptr;
     uint64_t prevEnd = 0;
-    for (auto& [a, in] : insns_) {
-      if (!cur || leaders_.count(a) || a != prevEnd) {
+    std::sort(order_.begin(), order_.end());
+    for (const uint64_t a : order_) {
+      const Addresses::Slot& slot = *addrs_.find(a);
+      const Insn& in = insns_[slot.insn - 1];
+      if (!cur || (slot.flags & Addresses::kLeader) || a != prevEnd) {
         cfg.blocks.push_back(Block{a, a, a, {}, {}});
         cur = &cfg.blocks.back();
       }
@@ -221,7 +299,7 @@ private:
     }
     for (size_t b = 0; b < cfg.blocks.size(); ++b) {
       auto& blk = cfg.blocks[b];
-      const Insn& last = insns_.at(blk.last);
+      const Insn& last = insn_at(blk.last);
       std::vector<uint64_t> targets = last.targets;
       if (!last.ends) targets.push_back(blk.end);
       for (uint64_t t : targets) {
@@ -248,9 +326,10 @@ private:
   const CodeRange& code_;
   const std::function<bool(uint64_t)>& noreturn_;
   ZydisDecoder dec_;
-  std::map<uint64_t, Insn> insns_;
-  std::set<uint64_t> leaders_;
-  std::set<uint64_t> queued_;
+  std::vector<Decoded> history_;  // decode_run's instructions, 2 x kHistory
+  Addresses addrs_;
+  std::vector<Insn> insns_;     // in the order decoded
+  std::vector<uint64_t> order_;  // their addresses
   std::vector<uint64_t> calls_;
 };
 
