@@ -1,7 +1,10 @@
 // Adapter: the measured binaries themselves -> StructureSource, for modules that no
 // structure file covers (hpcprof without hpcstruct, and without --foreign). Each binary is
-// analysed once, on first use, by the same code as hpcstruct and read back through the
-// structure-file adapter, so a database is the same with or without a prior hpcstruct run.
+// opened once, on first use, and each of its procedures analysed once, when an instruction
+// in it is first looked up: by the same code as hpcstruct, into the model a structure file
+// would hold of that procedure, read through the structure-file adapter's lookup. So a
+// database attributes the same as with a prior hpcstruct run, and a large binary costs only
+// the procedures its samples fell in.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 
 #include "analysis/io.hpp"
 #include "common/interrupt.hpp"
+#include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
 #include "structure/structure.hpp"
 
@@ -25,15 +29,49 @@ namespace {
 std::mutex warningsMu;
 std::vector<std::string> warnings;
 
+// One binary's procedures, each analysed on first lookup. MT: lookup is thread-safe; two
+// threads asking for one procedure at once wait for one analysis.
+class BinaryProcedures final : public StructureSource {
+public:
+  BinaryProcedures(std::unique_ptr<structure::ProcedureAnalyzer> binary, std::string measuredPath)
+      : binary_(std::move(binary)), slots_(std::make_unique<Slot[]>(binary_->size())) {
+    // Named by the measured path (which -R may have rewritten to find it), as a structure
+    // file from hpcstruct on the measurements would be.
+    shell_.binary_path = std::move(measuredPath);
+    shell_.debug = binary_->shell().debug;
+    shell_.gpu = binary_->shell().gpu;
+    shell_.gpu_cfg = binary_->shell().gpu_cfg;
+  }
+
+  bool lookup(const std::string&, uint64_t offset, std::vector<ScopeStep>& out) const override {
+    const std::optional<size_t> i = binary_->find(offset);
+    if (!i) return false;
+    Slot& slot = slots_[*i];
+    std::call_once(slot.once, [&] { slot.procedure = std::make_unique<Analysed>(shell_, binary_->analyze(*i)); });
+    // Inline sites told apart across procedures: each procedure's ids above its own base.
+    return structureSteps(slot.procedure->index, offset, out, uint64_t(*i + 1) << 32);
+  }
+
+private:
+  struct Analysed {
+    Analysed(const structure::Structure& shell, const structure::Procedure& p)
+        : model(structure::procedure_model(shell, p)), index(model) {}
+    structfile::Scope model;  // the load module, its file, the procedure
+    structfile::AddressIndex index;
+  };
+  struct Slot {
+    std::once_flag once;
+    std::unique_ptr<Analysed> procedure;
+  };
+  std::unique_ptr<structure::ProcedureAnalyzer> binary_;
+  structure::Structure shell_;
+  std::unique_ptr<Slot[]> slots_;
+};
+
 class MeasuredBinaries final : public StructureSource {
 public:
   MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace)
       : inner_(std::move(inner)), replace_(std::move(replace)) {}
-  ~MeasuredBinaries() override {
-    std::error_code ec;
-    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
-    if (!scratch_.empty()) drop_temporary(scratch_);
-  }
   MeasuredBinaries(const MeasuredBinaries&) = delete;
   MeasuredBinaries& operator=(const MeasuredBinaries&) = delete;
 
@@ -69,11 +107,11 @@ private:
       if (!slot) slot = std::make_unique<Entry>();
       e = slot.get();
     }
-    std::call_once(e->once, [&] { e->source = analyse(path, e); });
+    std::call_once(e->once, [&] { e->source = analyse(path); });
     return e->source.get();
   }
 
-  std::unique_ptr<StructureSource> analyse(const std::string& path, const Entry* e) const {
+  std::unique_ptr<StructureSource> analyse(const std::string& path) const {
     std::error_code ec;
     std::string onDisk = path;
     for (const PathReplacement& r : replace_)
@@ -88,32 +126,16 @@ private:
            "where the binary is, or map its directory with -R OLD=NEW)");
       return nullptr;
     }
-    // The scratch directory for structure files, made on the first binary found (most
-    // analyses find none: no directory made and removed on every run).
-    std::call_once(scratchOnce_, [&] {
-      char tmpl[] = "/tmp/hpcprof-structs-XXXXXX";
-      if (mkdtemp(tmpl)) scratch_ = tmpl;
-      if (!scratch_.empty()) add_temporary(scratch_);
-    });
-    if (scratch_.empty()) return nullptr;
-    auto s = structure::analyze_binary(onDisk, structure::Options{});
-    if (s.ok() && onDisk != path) s->binary_path = path;  // keyed by the measured path
-    fs::path file = scratch_ / (std::to_string(reinterpret_cast<uintptr_t>(e)) + ".hpcstruct");
-    Status st = s.ok() ? structure::write_structure_file(*s, file.string()) : s.status();
-    if (st.ok()) {
-      auto loaded = loadStructure({file}, 1);
-      fs::remove(file, ec);
-      if (loaded.ok()) return std::move(*loaded);
-      st = loaded.status();
+    auto opened = structure::ProcedureAnalyzer::open(onDisk, structure::Options{});
+    if (!opened.ok()) {
+      addBinaryWarning(path + ": no structure from the binary: " + opened.status().message());
+      return nullptr;
     }
-    addBinaryWarning(path + ": no structure from the binary: " + st.message());
-    return nullptr;
+    return std::make_unique<BinaryProcedures>(std::move(*opened), path);
   }
 
   std::unique_ptr<StructureSource> inner_;
   std::vector<PathReplacement> replace_;
-  mutable std::once_flag scratchOnce_;
-  mutable fs::path scratch_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::unique_ptr<Entry>> modules_;
 };

@@ -10,6 +10,10 @@
 #include "analysis/input.hpp"
 #include "analysis/sink.hpp"
 
+namespace hpc::structfile {
+class AddressIndex;
+}
+
 namespace hpc::analysis {
 
 // A .hpcrun profile and, when present, its .hpctrace companion.
@@ -23,6 +27,12 @@ std::unique_ptr<ProfileSource> openHpcrunProfile(const std::filesystem::path& pr
 Expected<std::unique_ptr<StructureSource>> loadStructure(
     const std::vector<std::filesystem::path>& files, unsigned threads,
     std::vector<PathReplacement> replace = {});
+
+// The nesting of `offset` in a structure file's load module (`index` over it), outermost
+// first, as a StructureSource gives it; an inline site's identity is its element's id plus
+// `siteBase`. False where no statement holds `offset`.
+bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std::vector<ScopeStep>& out,
+                    uint64_t siteBase = 0);
 
 // Adds function names from the ELF symbol tables of binaries kept in the measurement
 // directories (the vdso copies under vdso/) for modules that `structs` does not cover.

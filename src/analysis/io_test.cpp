@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +19,8 @@
 #include "common/file.hpp"
 #include "formats/db/db.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
+#include "structure/emit.hpp"
+#include "structure/structure.hpp"
 
 namespace hpc::analysis {
 namespace {
@@ -309,6 +312,70 @@ TEST(Pipeline, ProfilesReadAheadWhileTheFirstIsUnified) {
   EXPECT_EQ(reads2[7], 1);
   EXPECT_EQ(reads2[8], 1);
   fs::remove_all(tmp);
+}
+
+
+// hpcprof without structure files analyses only the procedures its instructions fall in, one
+// at a time: every address must come out as a structure file of the whole binary from
+// hpcstruct's code gives it (inline sites numbered apart, but one to one).
+TEST(MeasuredBinaries, EachProcedureAsTheWholeBinarysStructureFileHasIt) {
+  const fs::path libs = fs::path(HPC_BINARY_DIR) / "src/structure/testlibs";
+  std::vector<std::pair<fs::path, uint64_t>> binaries;  // binary, step between addresses
+  for (const char* name : {"libinline_loops.so", "libnest3.so", "libswitch_loop.so", "libstripped_s.so",
+                           "libcalled_only.so"})
+    binaries.emplace_back(libs / name, 1);
+  // Ours, built -O2 -g: C++ inlined at many sites in many procedures.
+  binaries.emplace_back(fs::path(HPC_BINARY_DIR) / "lib/libhpcrun.so", 3);
+  if (fs::exists("/lib/x86_64-linux-gnu/libc.so.6")) binaries.emplace_back("/lib/x86_64-linux-gnu/libc.so.6", 13);
+  for (const auto& [binary, step] : binaries) {
+    SCOPED_TRACE(binary.string());
+    ASSERT_TRUE(fs::exists(binary));
+    auto whole = structure::analyze_binary(binary.string(), structure::Options{});
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    const fs::path file = fs::temp_directory_path() / ("hpc-whole-" + std::to_string(::getpid()) + ".hpcstruct");
+    ASSERT_TRUE(structure::write_structure_file(*whole, file.string()).ok());
+    auto fromFile = loadStructure({file}, 1);
+    fs::remove(file);
+    ASSERT_TRUE(fromFile.ok()) << fromFile.status().message();
+    auto lazy = withMeasuredBinaries(nullptr, {});
+    uint64_t end = 0;
+    for (const auto& p : whole->procedures) end = std::max(end, p.entry + 1);
+    end += 1 << 16;  // past the last entry: its code
+    std::map<uint64_t, uint64_t> siteTo, siteFrom;
+    size_t found = 0, inlined = 0, loops = 0;
+    std::vector<ScopeStep> a, b;
+    for (uint64_t at = 0; at < end; at += step) {
+      a.clear();
+      b.clear();
+      const bool inFile = (*fromFile)->lookup(binary.string(), at, a);
+      const bool inLazy = lazy->lookup(binary.string(), at, b);
+      ASSERT_EQ(inFile, inLazy) << "at 0x" << std::hex << at;
+      if (!inFile) continue;
+      ++found;
+      ASSERT_EQ(a.size(), b.size()) << "at 0x" << std::hex << at;
+      for (size_t k = 0; k < a.size(); ++k) {
+        EXPECT_EQ(int(a[k].kind), int(b[k].kind));
+        EXPECT_EQ(a[k].name, b[k].name);
+        EXPECT_EQ(a[k].file, b[k].file);
+        EXPECT_EQ(a[k].line, b[k].line);
+        EXPECT_EQ(a[k].offset, b[k].offset);
+        if (a[k].kind == ScopeStep::Kind::Inline) {
+          ++inlined;
+          EXPECT_EQ(siteTo.emplace(a[k].site, b[k].site).first->second, b[k].site) << "at 0x" << std::hex << at;
+          EXPECT_EQ(siteFrom.emplace(b[k].site, a[k].site).first->second, a[k].site) << "at 0x" << std::hex << at;
+        }
+        if (a[k].kind == ScopeStep::Kind::Loop) ++loops;
+      }
+    }
+    EXPECT_GT(found, 100u);
+    if (binary.filename() == "libinline_loops.so") {
+      EXPECT_GT(inlined, 0u);
+      EXPECT_GT(loops, 0u);
+    }
+    if (binary.filename() == "libhpcrun.so") {
+      EXPECT_GT(siteTo.size(), 100u);  // sites told apart
+    }
+  }
 }
 
 }  // namespace

@@ -22,6 +22,59 @@ uint64_t firstAddress(const SScope& s) {
   return s.vranges && !s.vranges->empty() ? s.vranges->front().begin : 0;
 }
 
+}  // namespace
+
+bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std::vector<ScopeStep>& out,
+                    uint64_t siteBase) {
+  const SScope* leaf = index.find(offset);
+  if (!leaf || (leaf->kind != Kind::Statement && leaf->kind != Kind::Call)) return false;
+  std::string file;
+  out.clear();
+  for (const SScope* s : index.path(offset)) {
+    ScopeStep st;
+    st.line = static_cast<uint32_t>(s->line.value_or(0));
+    switch (s->kind) {
+    case Kind::File:
+      file = s->name.value_or("");
+      continue;
+    case Kind::Procedure:
+      st.kind = ScopeStep::Kind::Procedure;
+      st.name = s->name.value_or("");
+      st.file = file;
+      st.offset = firstAddress(*s);
+      break;
+    case Kind::Alien:
+      if (s->file) file = *s->file;
+      st.file = file;
+      if (s->name && !s->name->empty()) {
+        st.kind = ScopeStep::Kind::Inline;
+        st.name = *s->name;
+        st.site = siteBase + s->id;
+      } else {
+        st.kind = ScopeStep::Kind::Line;  // the call site of the inlined code below
+      }
+      break;
+    case Kind::Loop:
+      if (s->file) file = *s->file;
+      st.kind = ScopeStep::Kind::Loop;
+      st.file = file;
+      st.offset = firstAddress(*s);
+      break;
+    case Kind::Statement:
+    case Kind::Call:
+      st.kind = ScopeStep::Kind::Line;
+      st.file = file;
+      break;
+    default:
+      continue;
+    }
+    out.push_back(std::move(st));
+  }
+  return !out.empty();
+}
+
+namespace {
+
 class StructFiles final : public StructureSource {
 public:
   StructFiles(std::vector<structfile::Structure> files, std::vector<PathReplacement> replace)
@@ -35,52 +88,7 @@ public:
   bool lookup(const std::string& modulePath, uint64_t offset,
               std::vector<ScopeStep>& out) const override {
     auto it = find(modulePath);
-    if (it == modules_.end()) return false;
-    const SScope* leaf = it->second->find(offset);
-    if (!leaf || (leaf->kind != Kind::Statement && leaf->kind != Kind::Call)) return false;
-    std::string file;
-    out.clear();
-    for (const SScope* s : it->second->path(offset)) {
-      ScopeStep st;
-      st.line = static_cast<uint32_t>(s->line.value_or(0));
-      switch (s->kind) {
-      case Kind::File:
-        file = s->name.value_or("");
-        continue;
-      case Kind::Procedure:
-        st.kind = ScopeStep::Kind::Procedure;
-        st.name = s->name.value_or("");
-        st.file = file;
-        st.offset = firstAddress(*s);
-        break;
-      case Kind::Alien:
-        if (s->file) file = *s->file;
-        st.file = file;
-        if (s->name && !s->name->empty()) {
-          st.kind = ScopeStep::Kind::Inline;
-          st.name = *s->name;
-          st.site = s->id;
-        } else {
-          st.kind = ScopeStep::Kind::Line;  // the call site of the inlined code below
-        }
-        break;
-      case Kind::Loop:
-        if (s->file) file = *s->file;
-        st.kind = ScopeStep::Kind::Loop;
-        st.file = file;
-        st.offset = firstAddress(*s);
-        break;
-      case Kind::Statement:
-      case Kind::Call:
-        st.kind = ScopeStep::Kind::Line;
-        st.file = file;
-        break;
-      default:
-        continue;
-      }
-      out.push_back(std::move(st));
-    }
-    return !out.empty();
+    return it != modules_.end() && structureSteps(*it->second, offset, out);
   }
 
   bool mayCover(const std::string& modulePath) const override {

@@ -198,6 +198,15 @@ Status StructureFileWriter::finish() {
   return m.out->finish();
 }
 
+sf::Scope procedure_model(const Structure& shell, const Procedure& p) {
+  Builder b(shell, 0);
+  sf::Scope lm = b.load_module();
+  sf::Scope file = b.file(p.file);
+  file.children.push_back(b.procedure(p));
+  lm.children.push_back(std::move(file));
+  return lm;
+}
+
 std::vector<uint32_t> file_order(const std::vector<uint32_t>& files) {
   // Files ranked by first appearance, then a stable counting sort by rank.
   std::unordered_map<uint32_t, uint32_t> rank;

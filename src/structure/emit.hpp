@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "formats/structfile/structfile.hpp"
 #include "structure/model.hpp"
 
 namespace hpc::structure {
@@ -54,6 +55,11 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// One procedure as the format library's model, as a structure file would hold it: the load
+// module (`shell`'s binary) holding the procedure's file holding the procedure, ids in
+// document order from 0. What a reader of the whole file would find of that procedure.
+structfile::Scope procedure_model(const Structure& shell, const Procedure& p);
 
 // The reference's order of procedures given each one's file id: files in order of first
 // appearance, each file's procedures in their given order. Returns indices into `files`.

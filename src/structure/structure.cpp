@@ -201,6 +201,47 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
   return analyze_prepared(std::move(prep), path, opt);
 }
 
+struct ProcedureAnalyzer::Impl {
+  std::unique_ptr<Prepared> prep;
+  std::optional<AnalysisContext> ctx;  // refers to *prep
+  Structure shell;
+};
+
+Expected<std::unique_ptr<ProcedureAnalyzer>> ProcedureAnalyzer::open(const std::string& path, const Options& opt,
+                                                                     std::string* warnings) {
+  HPC_ASSIGN_OR_RETURN(auto prep, prepare(path, opt, warnings));
+  std::unique_ptr<ProcedureAnalyzer> a(new ProcedureAnalyzer());
+  a->impl_ = std::make_unique<Impl>();
+  Impl& m = *a->impl_;
+  m.prep = std::move(prep);
+  m.ctx.emplace(m.prep->context());
+  m.shell.binary_path = path;
+  m.shell.debug = m.prep->debug;
+  m.shell.gpu = m.prep->cuda;
+  m.shell.gpu_cfg = m.prep->gpu_cfg;
+  return a;
+}
+
+ProcedureAnalyzer::~ProcedureAnalyzer() = default;
+
+size_t ProcedureAnalyzer::size() const { return impl_->prep->procs.size(); }
+
+std::optional<size_t> ProcedureAnalyzer::find(uint64_t addr) const {
+  const ProcedureTable& t = impl_->prep->procs;
+  size_t lo = 0, hi = t.size();  // the first procedure beginning after addr
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (t.begin(mid) <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0 || addr >= t.end(lo - 1)) return std::nullopt;
+  return lo - 1;
+}
+
+Procedure ProcedureAnalyzer::analyze(size_t i) const { return analyze_procedure(*impl_->ctx, impl_->prep->procs.at(i)); }
+
+const Structure& ProcedureAnalyzer::shell() const { return impl_->shell; }
+
 namespace {
 
 // Formatted procedures waiting for their turn in the output: in memory up to `window` bytes,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/status.hpp"
@@ -35,5 +36,31 @@ Expected<Structure> analyze_binary(const std::string& path, const Options& opt, 
 // write_structure_file(analyze_binary(...)). Errors name the binary or the output.
 Status write_binary_structure(const std::string& path, const Options& opt, const std::string& output,
                               std::string* warnings = nullptr);
+
+// A binary opened for analysis one procedure at a time, for callers that need only some of
+// its procedures (hpcprof without structure files: the procedures its samples fell in).
+// A procedure comes out as analyze_binary's would, whichever others are analysed.
+class ProcedureAnalyzer {
+public:
+  // Errors name the binary.
+  static Expected<std::unique_ptr<ProcedureAnalyzer>> open(const std::string& path, const Options& opt,
+                                                           std::string* warnings = nullptr);
+  ~ProcedureAnalyzer();
+  ProcedureAnalyzer(const ProcedureAnalyzer&) = delete;
+  ProcedureAnalyzer& operator=(const ProcedureAnalyzer&) = delete;
+
+  size_t size() const;
+  // The procedure whose code holds `addr` (procedures never overlap), if any.
+  std::optional<size_t> find(uint64_t addr) const;
+  // MT: thread-safe.
+  Procedure analyze(size_t i) const;
+  // The binary without procedures: names its files, for emit's procedure_model.
+  const Structure& shell() const;
+
+private:
+  ProcedureAnalyzer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace hpc::structure
