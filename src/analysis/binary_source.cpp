@@ -7,7 +7,10 @@
 // the procedures its samples fell in.
 #include <unistd.h>
 
+#include <oneapi/tbb/parallel_for.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -46,10 +49,26 @@ public:
   bool lookup(const std::string&, uint64_t offset, std::vector<ScopeStep>& out) const override {
     const std::optional<size_t> i = binary_->find(offset);
     if (!i) return false;
-    Slot& slot = slots_[*i];
-    std::call_once(slot.once, [&] { slot.procedure = std::make_unique<Analysed>(shell_, binary_->analyze(*i)); });
     // Inline sites told apart across procedures: each procedure's ids above its own base.
-    return structureSteps(slot.procedure->index, offset, out, uint64_t(*i + 1) << 32);
+    return structureSteps(procedure(*i).index, offset, out, uint64_t(*i + 1) << 32);
+  }
+
+  // The procedures holding these offsets, analysed in parallel.
+  void prepare(const std::string&, std::vector<uint64_t>& offsets) const override {
+    std::sort(offsets.begin(), offsets.end());
+    std::vector<size_t> todo;
+    for (size_t k = 0; k < offsets.size();) {
+      const std::optional<size_t> i = binary_->find(offsets[k]);
+      if (!i) {
+        ++k;
+        continue;
+      }
+      if (!slots_[*i].done.load(std::memory_order_acquire)) todo.push_back(*i);
+      // Past this procedure's offsets: it ends before the next procedure begins.
+      const uint64_t next = *i + 1 < binary_->size() ? binary_->begin(*i + 1) : UINT64_MAX;
+      k = size_t(std::lower_bound(offsets.begin() + k, offsets.end(), next) - offsets.begin());
+    }
+    tbb::parallel_for(size_t(0), todo.size(), [&](size_t k) { procedure(todo[k]); });
   }
 
 private:
@@ -61,8 +80,17 @@ private:
   };
   struct Slot {
     std::once_flag once;
+    std::atomic<bool> done{false};
     std::unique_ptr<Analysed> procedure;
   };
+  const Analysed& procedure(size_t i) const {
+    Slot& slot = slots_[i];
+    std::call_once(slot.once, [&] {
+      slot.procedure = std::make_unique<Analysed>(shell_, binary_->analyze(i));
+      slot.done.store(true, std::memory_order_release);
+    });
+    return *slot.procedure;
+  }
   std::unique_ptr<structure::ProcedureAnalyzer> binary_;
   structure::Structure shell_;
   std::unique_ptr<Slot[]> slots_;
@@ -82,6 +110,12 @@ public:
     if (modulePath.empty() || modulePath[0] != '/') return false;  // vdso/ copies, placeholders
     const StructureSource* s = module(modulePath);
     return s && s->lookup(modulePath, offset, out);
+  }
+
+  void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const override {
+    if (inner_ && inner_->mayCover(modulePath)) return;  // a structure file describes it
+    if (modulePath.empty() || modulePath[0] != '/') return;
+    if (const StructureSource* s = module(modulePath)) s->prepare(modulePath, offsets);
   }
 
   // A binary that is not on this machine (or gave no structure) covers nothing: its

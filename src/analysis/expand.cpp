@@ -271,6 +271,18 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   // lm_, lmSparse_ and unknown_ are made again by every unify().
 }
 
+void Expander::prepareStructure(const ProfileTree& tree) const {
+  if (!structure_) return;
+  std::map<uint16_t, std::vector<uint64_t>> offsets;  // by load module id
+  for (const TreeNode& node : tree.nodes)
+    if (node.placeholder == Placeholder::None) offsets[node.module].push_back(node.offset);
+  for (const auto& [id, path] : tree.loadMap)
+    if (auto it = offsets.find(id); it != offsets.end()) {
+      structure_->prepare(path, it->second);
+      offsets.erase(it);  // the first of duplicate ids, as unify takes
+    }
+}
+
 Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   // Load modules are interned on first use, so that unused ones never reach meta.db.
   using Lm = NodeContexts::Lm;

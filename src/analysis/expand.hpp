@@ -106,6 +106,11 @@ public:
   // The tree's nodes (or its previousNodes, by nodesId) may be out's template.
   // MT: thread-safe (the CCT, names and the instruction cache are concurrent).
   Status unify(const ProfileTree& tree, NodeContexts& out) const;
+  // Has the structure source make ready what unify() will ask of it for this tree's
+  // instructions, with the idle threads of the caller's task arena helping (the first
+  // profile, unified alone, is where a measured binary's procedures are mostly analysed).
+  // Changes nothing unify() gives. MT: thread-safe.
+  void prepareStructure(const ProfileTree& tree) const;
 
 private:
   struct Cache;

@@ -177,6 +177,13 @@ public:
     (void)modulePath;
     return true;
   }
+  // MT: thread-safe. Makes ready what lookup() will need for these offsets of the module
+  // (`offsets` may be reordered), with the idle threads of the caller's task arena helping.
+  // Never changes what lookup() gives.
+  virtual void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const {
+    (void)modulePath;
+    (void)offsets;
+  }
 };
 
 }  // namespace hpc::analysis

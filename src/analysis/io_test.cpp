@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <oneapi/tbb/task_arena.h>
+
 #include "analysis/io.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/options.hpp"
@@ -341,6 +343,16 @@ TEST(MeasuredBinaries, EachProcedureAsTheWholeBinarysStructureFileHasIt) {
     uint64_t end = 0;
     for (const auto& p : whole->procedures) end = std::max(end, p.entry + 1);
     end += 1 << 16;  // past the last entry: its code
+    // Another, its procedures analysed ahead on two threads (as for hpcprof's first
+    // profile): the same answers.
+    auto ahead = withMeasuredBinaries(nullptr, {});
+    {
+      std::vector<uint64_t> offsets;
+      for (uint64_t at = 0; at < end; at += step) offsets.push_back(at);
+      std::reverse(offsets.begin(), offsets.end());
+      tbb::task_arena(2).execute([&] { ahead->prepare(binary.string(), offsets); });
+    }
+    std::vector<ScopeStep> c;
     std::map<uint64_t, uint64_t> siteTo, siteFrom;
     size_t found = 0, inlined = 0, loops = 0;
     std::vector<ScopeStep> a, b;
@@ -350,6 +362,14 @@ TEST(MeasuredBinaries, EachProcedureAsTheWholeBinarysStructureFileHasIt) {
       const bool inFile = (*fromFile)->lookup(binary.string(), at, a);
       const bool inLazy = lazy->lookup(binary.string(), at, b);
       ASSERT_EQ(inFile, inLazy) << "at 0x" << std::hex << at;
+      c.clear();
+      ASSERT_EQ(ahead->lookup(binary.string(), at, c), inLazy) << "at 0x" << std::hex << at;
+      ASSERT_EQ(c.size(), b.size());
+      for (size_t k = 0; k < c.size(); ++k) {
+        EXPECT_EQ(c[k].name, b[k].name);
+        EXPECT_EQ(c[k].site, b[k].site);
+        EXPECT_EQ(c[k].line, b[k].line);
+      }
       if (!inFile) continue;
       ++found;
       ASSERT_EQ(a.size(), b.size()) << "at 0x" << std::hex << at;

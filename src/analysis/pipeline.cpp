@@ -338,6 +338,9 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         sc.borrowing = false;
         sc.data.reference = nullptr;
       }
+      // The first profile is unified alone: the threads done reading ahead help analyse
+      // the measured binaries' procedures it needs.
+      if (i == 0 && options.threads > 1) expander.prepareStructure(tree);
       if (Status st = expander.unify(tree, sc.nodes); !st.ok()) {
         warnProfile("skipping ", profiles[i]->path(), st.message());
         return;

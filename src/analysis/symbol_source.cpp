@@ -42,6 +42,10 @@ public:
     return true;
   }
 
+  void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const override {
+    if (inner_) inner_->prepare(modulePath, offsets);
+  }
+
   bool mayCover(const std::string& modulePath) const override {
     return (inner_ && inner_->mayCover(modulePath)) || (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
   }

@@ -226,6 +226,8 @@ ProcedureAnalyzer::~ProcedureAnalyzer() = default;
 
 size_t ProcedureAnalyzer::size() const { return impl_->prep->procs.size(); }
 
+uint64_t ProcedureAnalyzer::begin(size_t i) const { return impl_->prep->procs.begin(i); }
+
 std::optional<size_t> ProcedureAnalyzer::find(uint64_t addr) const {
   const ProcedureTable& t = impl_->prep->procs;
   size_t lo = 0, hi = t.size();  // the first procedure beginning after addr

@@ -50,6 +50,7 @@ public:
   ProcedureAnalyzer& operator=(const ProcedureAnalyzer&) = delete;
 
   size_t size() const;
+  uint64_t begin(size_t i) const;  // where procedure i's code begins
   // The procedure whose code holds `addr` (procedures never overlap), if any.
   std::optional<size_t> find(uint64_t addr) const;
   // MT: thread-safe.
