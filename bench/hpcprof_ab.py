@@ -11,6 +11,9 @@ database of each run goes to a scratch directory that is removed before the next
 have dropped part of it from the page cache since).
 
 usage: bench/hpcprof_ab.py MEASUREMENTS THREADS RUNS HPCPROF...
+Each run gets --foreign (the synthetic measurements' binaries are not on this machine); set
+HPCPROF_AB_FLAGS to give other flags instead (HPCPROF_AB_FLAGS= for none: structure from the
+measured binaries, as on a real measurement).
 """
 import os
 import random
@@ -24,6 +27,8 @@ import time
 
 def warm(d):
     for f in os.listdir(d):
+        if not os.path.isfile(os.path.join(d, f)):  # a real measurement's vdso/ and structs/
+            continue
         with open(os.path.join(d, f), "rb") as fh:
             while fh.read(1 << 20):
                 pass
@@ -33,6 +38,7 @@ def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
     meas, threads, runs, bins = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    flags = os.environ.get("HPCPROF_AB_FLAGS", "--foreign").split()
     out = os.path.join(tempfile.mkdtemp(prefix="hpcprof-ab-"), "db")
     res = {b: [] for b in bins}
     try:
@@ -42,7 +48,7 @@ def main():
                 shutil.rmtree(out, ignore_errors=True)
                 warm(meas)
                 t0 = time.perf_counter()
-                p = subprocess.Popen([b, "--foreign", f"-j{threads}", "-o", out, meas],
+                p = subprocess.Popen([b, *flags, f"-j{threads}", "-o", out, meas],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 _, status, ru = os.wait4(p.pid, 0)
                 if status != 0:
