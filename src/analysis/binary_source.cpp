@@ -113,7 +113,7 @@ public:
   }
 
   void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const override {
-    if (inner_ && inner_->mayCover(modulePath)) return;  // a structure file describes it
+    if (inner_ && inner_->mayCover(modulePath)) return inner_->prepare(modulePath, offsets);  // a structure file
     if (modulePath.empty() || modulePath[0] != '/') return;
     if (const StructureSource* s = module(modulePath)) s->prepare(modulePath, offsets);
   }

@@ -20,7 +20,10 @@ namespace hpc::analysis {
 std::unique_ptr<ProfileSource> openHpcrunProfile(const std::filesystem::path& profile,
                                                  const std::filesystem::path& trace);
 
-// Loads the structure files (.hpcstruct), keyed by the load-module path they describe. A
+// Loads the structure files (.hpcstruct), keyed by the load-module path they describe: each
+// checked whole now (errors name the file), its procedures parsed when first looked up or
+// prepared (a damaged file is refused here; one changed on disk since costs the structure
+// of what is read from it afterwards, with a warning). A
 // measured module is found at its path or, failing that, at its path as -R rewrites it
 // (`replace`); one that a structure file describes under another directory (the same file
 // name) is named once in a warning with the -R that would match it.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "common/file.hpp"
 #include "formats/db/db.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
+#include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
 #include "structure/structure.hpp"
 
@@ -396,6 +398,133 @@ TEST(MeasuredBinaries, EachProcedureAsTheWholeBinarysStructureFileHasIt) {
       EXPECT_GT(siteTo.size(), 100u);  // sites told apart
     }
   }
+}
+
+
+// Structure files are read lazily: checked and indexed whole, each procedure (with those
+// whose address ranges overlap it) parsed when first looked up. Every answer must be the one
+// an AddressIndex over the whole load module gives, on the reference's own files (the
+// conformance kit's, CPU and GPU) and on made-up ones with the cases laziness could get
+// wrong.
+void expectLazyAsWhole(const fs::path& file, size_t step) {
+  SCOPED_TRACE(file.string());
+  auto whole = structfile::load(file);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  auto lazy = loadStructure({file}, 1);
+  ASSERT_TRUE(lazy.ok()) << lazy.status().message();
+  std::set<std::string> seen;
+  size_t compared = 0, found = 0;
+  std::vector<ScopeStep> a, b;
+  for (const structfile::Scope& lm : whole->children) {
+    if (!lm.name || !seen.insert(*lm.name).second) continue;  // the first of a name answers
+    structfile::AddressIndex index(lm);
+    // Every range's ends, the addresses just outside, and a sample inside.
+    std::vector<uint64_t> at;
+    std::vector<const structfile::Scope*> todo{&lm};
+    while (!todo.empty()) {
+      const structfile::Scope* sc = todo.back();
+      todo.pop_back();
+      for (const auto& c : sc->children) todo.push_back(&c);
+      if (sc->vranges)
+        for (const auto& r : *sc->vranges) {
+          for (uint64_t x : {r.begin - 1, r.begin, r.end - 1, r.end}) at.push_back(x);
+          for (uint64_t x = r.begin; x < r.end; x += step) at.push_back(x);
+        }
+    }
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+    for (uint64_t x : at) {
+      a.clear();
+      b.clear();
+      const bool inWhole = structureSteps(index, x, a);
+      const bool inLazy = (*lazy)->lookup(*lm.name, x, b);
+      ++compared;
+      ASSERT_EQ(inWhole, inLazy) << *lm.name << " at 0x" << std::hex << x;
+      if (!inWhole) continue;
+      ++found;
+      ASSERT_EQ(a.size(), b.size()) << *lm.name << " at 0x" << std::hex << x;
+      for (size_t k = 0; k < a.size(); ++k) {
+        EXPECT_EQ(int(a[k].kind), int(b[k].kind));
+        EXPECT_EQ(a[k].name, b[k].name);
+        EXPECT_EQ(a[k].file, b[k].file);
+        EXPECT_EQ(a[k].line, b[k].line);
+        EXPECT_EQ(a[k].offset, b[k].offset);
+        EXPECT_EQ(a[k].site, b[k].site);
+      }
+    }
+  }
+  EXPECT_GT(found, 0u) << compared << " addresses compared";
+}
+
+TEST(StructureFiles, ReadLazilyAsTheWholeFileAnswers) {
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(HPC_SHARED_DIR) / "conformance"))
+    if (e.path().extension() == ".hpcstruct") {
+      expectLazyAsWhole(e.path(), 5);
+      ++files;
+    }
+  EXPECT_GT(files, 20u);
+}
+
+TEST(StructureFiles, LazyUnitsThatOverlapAreReadTogether) {
+  const fs::path dir = fs::temp_directory_path() / ("hpc-lazy-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // P "outer" in a.c has a deep statement over [0x20, 0x30) and a cold part at 0x900; P
+  // "inner" in b.c (another F, later) a shallow one over [0x28, 0x40), and a statement of
+  // its own at 0x905 (the cold part's); P "alone" at 0x100 is under the LM itself; an S
+  // sits directly in an F; names use an entity of the DTD.
+  const std::string text = R"(<?xml version="1.0"?>
+<!DOCTYPE HPCToolkitStructure [
+<!ENTITY nm "out">
+<!ELEMENT HPCToolkitStructure (LM)*>
+]>
+<HPCToolkitStructure i="0" version="4.9" n="">
+<LM i="2" n="/bin/lazy" has-calls="0" v="{}">
+<F i="3" n="a.c">
+<P i="4" n="&nm;er" l="1" v="{[0x10-0x11)}">
+<L i="5" l="2" f="a.c" v="{[0x20-0x21)}">
+<A i="6" l="3" f="a.c" v="{}">
+<A i="7" n="helper" l="9" f="h.h" v="{}">
+<S i="8" l="10" v="{[0x20-0x30)}"/>
+</A>
+</A>
+</L>
+<S i="9" l="4" v="{[0x10-0x20) [0x900-0x910)}"/>
+</P>
+<S i="10" l="99" v="{[0x500-0x510)}"/>
+</F>
+<F i="11" n="b.c">
+<P i="12" n="inner" l="20" v="{[0x28-0x29)}">
+<S i="13" l="21" v="{[0x28-0x40)}"/>
+<S i="14" l="22" v="{[0x905-0x906)}"/>
+</P>
+</F>
+<P i="15" n="alone" l="30" v="{[0x100-0x101)}">
+<S i="16" l="31" v="{[0x100-0x120)}"/>
+</P>
+</LM>
+</HPCToolkitStructure>
+)";
+  const fs::path file = dir / "lazy.hpcstruct";
+  std::ofstream(file) << text;
+  expectLazyAsWhole(file, 1);
+  auto lazy = loadStructure({file}, 1);
+  ASSERT_TRUE(lazy.ok()) << lazy.status().message();
+  std::vector<ScopeStep> out;
+  ASSERT_TRUE((*lazy)->lookup("/bin/lazy", 0x2c, out));  // the deeper statement wins
+  EXPECT_EQ(out.back().line, 10u);
+  ASSERT_TRUE((*lazy)->lookup("/bin/lazy", 0x905, out));  // the later statement of equal depth
+  EXPECT_EQ(out.front().name, "inner");
+  ASSERT_TRUE((*lazy)->lookup("/bin/lazy", 0x10, out));
+  EXPECT_EQ(out.front().name, "outer");  // the entity expanded
+  // A damaged file is refused whole, up front, as before.
+  std::string bad = text;
+  bad.replace(bad.find("<S i=\"16\""), 2, "<Q");
+  std::ofstream(dir / "bad.hpcstruct") << bad;
+  auto refused = loadStructure({dir / "bad.hpcstruct"}, 1);
+  EXPECT_FALSE(refused.ok());
+  if (!refused.ok()) EXPECT_NE(refused.status().message().find("bad.hpcstruct"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

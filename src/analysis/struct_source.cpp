@@ -3,11 +3,19 @@
 // address ranges hold it; the last such statement in document order wins.
 #include <tbb/parallel_for.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "analysis/io.hpp"
+#include "common/file.hpp"
 #include "formats/structfile/structfile.hpp"
 
 namespace hpc::analysis {
@@ -75,20 +83,159 @@ bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std:
 
 namespace {
 
+// One structure file, read lazily: checked whole and indexed up front (structfile::
+// index_units), each group of units whose address ranges overlap (mostly one procedure)
+// read from the file, parsed and indexed when an address in it is first looked up. A
+// module's answers are those of an AddressIndex over the whole load module: an address
+// only ever involves the units whose ranges hold it, all in its group, parsed together in
+// document order and at the same depths.
+class LazyFile {
+public:
+  LazyFile(fs::path path, int fd, structfile::UnitIndex index) : path_(std::move(path)), fd_(fd), index_(std::move(index)) {
+    // Groups: units linked by overlapping ranges (union-find), each group's ranges merged
+    // into disjoint hulls, by module.
+    std::vector<uint32_t> parent(index_.units.size());
+    for (uint32_t u = 0; u < parent.size(); ++u) parent[u] = u;
+    auto root = [&](uint32_t u) {
+      while (parent[u] != u) u = parent[u] = parent[parent[u]];
+      return u;
+    };
+    std::vector<structfile::UnitIndex::Range>& ranges = index_.ranges;
+    std::stable_sort(ranges.begin(), ranges.end(), [&](const auto& a, const auto& b) {
+      const uint32_t ma = index_.units[a.unit].module, mb = index_.units[b.unit].module;
+      return ma != mb ? ma < mb : a.begin < b.begin;
+    });
+    struct Hull {
+      uint64_t begin, end;
+      uint32_t module, unit;
+    };
+    std::vector<Hull> hulls;
+    for (const auto& r : ranges) {
+      const uint32_t m = index_.units[r.unit].module;
+      if (!hulls.empty() && hulls.back().module == m && r.begin < hulls.back().end) {
+        hulls.back().end = std::max(hulls.back().end, r.end);
+        parent[root(r.unit)] = root(hulls.back().unit);
+      } else {
+        hulls.push_back({r.begin, r.end, m, r.unit});
+      }
+    }
+    std::vector<structfile::UnitIndex::Range>().swap(ranges);
+    // A group's units, in document order; each hull names its group.
+    std::vector<uint32_t> groupOf(parent.size(), UINT32_MAX);
+    uint32_t groups = 0;
+    for (uint32_t u = 0; u < parent.size(); ++u)
+      if (uint32_t& g = groupOf[root(u)]; g == UINT32_MAX) g = groups++;
+    groups_ = std::make_unique<Group[]>(groups);
+    for (uint32_t u = 0; u < parent.size(); ++u) groups_[groupOf[root(u)]].units.push_back(u);
+    modules_.resize(index_.modules.size());
+    for (const Hull& h : hulls) modules_[h.module].push_back({h.begin, h.end, groupOf[root(h.unit)]});
+    std::string prolog;
+    if (readBytes(0, index_.prolog_end, prolog).ok()) prolog_ = structfile::unit_prolog(prolog, index_);
+  }
+  ~LazyFile() { ::close(fd_); }
+  LazyFile(const LazyFile&) = delete;
+  LazyFile& operator=(const LazyFile&) = delete;
+
+  const structfile::UnitIndex& index() const { return index_; }
+
+  // The nesting of `offset` in module m.
+  bool lookup(uint32_t m, uint64_t offset, std::vector<ScopeStep>& out) const {
+    const std::vector<Span>& spans = modules_[m];
+    auto it = std::upper_bound(spans.begin(), spans.end(), offset, [](uint64_t a, const Span& s) { return a < s.begin; });
+    if (it == spans.begin() || offset >= (--it)->end) return false;
+    const Parsed* p = parsed(it->group);
+    return p && structureSteps(p->index, offset, out);
+  }
+
+  // The groups holding these offsets of module m, parsed in parallel.
+  void prepare(uint32_t m, std::vector<uint64_t>& offsets) const {
+    const std::vector<Span>& spans = modules_[m];
+    std::sort(offsets.begin(), offsets.end());
+    std::vector<uint32_t> todo;
+    size_t k = 0;
+    for (const Span& sp : spans) {
+      k = size_t(std::lower_bound(offsets.begin() + k, offsets.end(), sp.begin) - offsets.begin());
+      if (k == offsets.size()) break;
+      if (offsets[k] < sp.end && !groups_[sp.group].done.load(std::memory_order_acquire)) todo.push_back(sp.group);
+    }
+    std::sort(todo.begin(), todo.end());
+    todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+    tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) { parsed(todo[i]); });
+  }
+
+private:
+  struct Span {
+    uint64_t begin, end;
+    uint32_t group;
+  };
+  struct Parsed {
+    explicit Parsed(structfile::Structure d) : doc(std::move(d)), index(doc.children.front()) {}
+    structfile::Structure doc;  // the root, its load module, the group's units
+    structfile::AddressIndex index;
+  };
+  struct Group {
+    std::vector<uint32_t> units;  // in document order
+    std::once_flag once;
+    std::atomic<bool> done{false};
+    std::unique_ptr<Parsed> parsed;
+  };
+
+  const Parsed* parsed(uint32_t g) const {
+    Group& group = groups_[g];
+    std::call_once(group.once, [&] {
+      auto read = [this](uint64_t at, uint64_t n, std::string& out) { return readBytes(at, n, out); };
+      auto doc = prolog_.empty() ? Expected<std::string>(Status::error(path_.string() + ": cannot read it again"))
+                                 : structfile::units_document(read, index_, prolog_, group.units);
+      auto model = doc.ok() ? structfile::parse_model(*doc, path_.string()) : Expected<structfile::Structure>(doc.status());
+      if (model.ok() && model->children.size() == 1) {
+        group.parsed = std::make_unique<Parsed>(std::move(*model));
+      } else {
+        addBinaryWarning(path_.string() + ": " +
+                         (model.ok() ? std::string("unexpected content") : model.status().message()) +
+                         "; its addresses there are attributed without structure");
+      }
+      group.done.store(true, std::memory_order_release);
+    });
+    return group.parsed.get();
+  }
+
+  Status readBytes(uint64_t at, uint64_t n, std::string& out) const {
+    const size_t was = out.size();
+    out.resize(was + n);
+    for (uint64_t done = 0; done < n;) {
+      const ssize_t got = counted_pread(fd_, out.data() + was + done, n - done, off_t(at + done));
+      if (got <= 0) return Status::error(path_.string() + ": cannot read it again (changed since it was read?)");
+      done += uint64_t(got);
+    }
+    return Status();
+  }
+
+  fs::path path_;
+  int fd_;
+  structfile::UnitIndex index_;
+  std::string prolog_;  // for the units' documents (empty: unreadable)
+  std::vector<std::vector<Span>> modules_;  // by module: disjoint, sorted
+  std::unique_ptr<Group[]> groups_;  // units whose ranges overlap, transitively
+};
+
 class StructFiles final : public StructureSource {
 public:
-  StructFiles(std::vector<structfile::Structure> files, std::vector<PathReplacement> replace)
+  StructFiles(std::vector<std::unique_ptr<LazyFile>> files, std::vector<PathReplacement> replace)
       : files_(std::move(files)), replace_(std::move(replace)) {
     for (const auto& f : files_)
-      for (const SScope& lm : f.children)
-        if (lm.kind == Kind::LoadModule && lm.name)
-          modules_.emplace(*lm.name, std::make_unique<structfile::AddressIndex>(lm));
+      for (uint32_t m = 0; m < f->index().modules.size(); ++m)
+        modules_.emplace(f->index().modules[m].name, Module{f.get(), m});
   }
 
   bool lookup(const std::string& modulePath, uint64_t offset,
               std::vector<ScopeStep>& out) const override {
     auto it = find(modulePath);
-    return it != modules_.end() && structureSteps(*it->second, offset, out);
+    return it != modules_.end() && it->second.file->lookup(it->second.module, offset, out);
+  }
+
+  void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const override {
+    auto it = find(modulePath);
+    if (it != modules_.end()) it->second.file->prepare(it->second.module, offsets);
   }
 
   bool mayCover(const std::string& modulePath) const override {
@@ -98,7 +245,11 @@ public:
   }
 
 private:
-  using Modules = std::map<std::string, std::unique_ptr<structfile::AddressIndex>>;
+  struct Module {
+    const LazyFile* file;
+    uint32_t module;
+  };
+  using Modules = std::map<std::string, Module>;
   Modules::const_iterator find(const std::string& modulePath) const {
     auto it = modules_.find(modulePath);
     if (it != modules_.end() || replace_.empty()) return it;
@@ -126,7 +277,7 @@ private:
     }
   }
 
-  std::vector<structfile::Structure> files_;
+  std::vector<std::unique_ptr<LazyFile>> files_;
   std::vector<PathReplacement> replace_;
   Modules modules_;
   mutable std::mutex hintedMu_;
@@ -137,14 +288,20 @@ private:
 
 Expected<std::unique_ptr<StructureSource>> loadStructure(const std::vector<fs::path>& files, unsigned threads,
                                                          std::vector<PathReplacement> replace) {
-  std::vector<structfile::Structure> loaded(files.size());
+  std::vector<std::unique_ptr<LazyFile>> loaded(files.size());
   std::vector<Status> errors(files.size());
   tbb::parallel_for(size_t(0), files.size(), [&](size_t i) {
-    auto s = structfile::load(files[i]);
-    if (s.ok())
-      loaded[i] = std::move(*s);
-    else
-      errors[i] = s.status();
+    auto index = structfile::index_units(files[i]);
+    if (!index.ok()) {
+      errors[i] = index.status();
+      return;
+    }
+    const int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      errors[i] = Status::error(files[i].string() + ": cannot open: " + std::strerror(errno));
+      return;
+    }
+    loaded[i] = std::make_unique<LazyFile>(files[i], fd, std::move(*index));
   });
   for (const Status& e : errors) HPC_RETURN_IF_ERROR(e);
   return std::unique_ptr<StructureSource>(std::make_unique<StructFiles>(std::move(loaded), std::move(replace)));

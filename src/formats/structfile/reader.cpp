@@ -2,6 +2,7 @@
 // element on a stack, handed to the visitor as each start tag is read.
 #include <expat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 
@@ -109,6 +110,7 @@ private:
       if (idx == specs.size())
         return fail("attribute " + std::string(key) + " is not allowed on <" + tag + ">");
       seen |= 1u << idx;
+      if (!visitor_.wants_text(*kind) && is_text(specs[idx].attr)) continue;  // any text is valid
       if (Status st = set(s, specs[idx].attr, val); !st.ok())
         return fail("attribute " + std::string(key) + ": " + st.message());
     }
@@ -116,6 +118,7 @@ private:
       if (specs[i].required && !(seen & (1u << i)))
         return fail("<" + std::string(tag) + "> lacks attribute " + std::string(specs[i].xml));
     stack_.push_back(std::move(s));
+    visitor_.at(uint64_t(XML_GetCurrentByteIndex(p_)), uint64_t(XML_GetCurrentByteCount(p_)));
     if (Status st = visitor_.enter(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
       error_ = st;
       XML_StopParser(p_, XML_FALSE);
@@ -124,6 +127,7 @@ private:
 
   void end() {
     if (!error_.ok() || stack_.empty()) return;
+    visitor_.at(uint64_t(XML_GetCurrentByteIndex(p_)), uint64_t(XML_GetCurrentByteCount(p_)));
     Status st = visitor_.leave(stack_.back(), int(stack_.size()) - 1);
     if (!st.ok()) {
       error_ = st;
@@ -132,6 +136,11 @@ private:
     }
     if (stack_.back().kind == Kind::Root) root_done_ = true;
     stack_.pop_back();
+  }
+
+  static bool is_text(schema::Attr attr) {
+    using A = schema::Attr;
+    return attr == A::Name || attr == A::LinkName || attr == A::File || attr == A::Device;
   }
 
   static Status set(Scope& s, schema::Attr attr, std::string_view v) {
@@ -239,6 +248,130 @@ Expected<Structure> load(const std::filesystem::path& path) {
   Builder b;
   HPC_RETURN_IF_ERROR(read(path, b));
   return b.take();
+}
+
+namespace {
+
+// Depths: 0 the root, 1 an LM, 2 an F or another child of an LM (a unit), 3 a child of an F
+// (a unit).
+class Indexer : public Visitor {
+public:
+  explicit Indexer(UnitIndex& out) : out_(out) {}
+  void at(uint64_t offset, uint64_t length) override {
+    offset_ = offset;
+    length_ = length;
+  }
+  Status enter(const Scope& s, int depth) override {
+    if (depth == 0) {
+      out_.root_begin = offset_;
+      out_.prolog_end = offset_ + length_;
+      return Status();
+    }
+    if (depth == 1) {
+      out_.modules.push_back({s.name.value_or(""), offset_, offset_ + length_});
+      in_file_ = false;
+      return Status();
+    }
+    if (depth == 2 && s.kind == Kind::File) {
+      in_file_ = true;
+      file_begin_ = offset_;
+      file_end_ = offset_ + length_;
+      return Status();
+    }
+    if (depth == (in_file_ ? 3 : 2)) {
+      UnitIndex::Unit u;
+      u.begin = offset_;
+      u.end = offset_ + length_;  // until its end tag
+      u.module = uint32_t(out_.modules.size() - 1);
+      if (in_file_) {
+        u.file_begin = file_begin_;
+        u.file_end = file_end_;
+      }
+      out_.units.push_back(u);
+      unit_depth_ = depth;
+      first_range_ = out_.ranges.size();
+    }
+    if (depth >= unit_depth_ && !out_.units.empty() && s.vranges) {
+      const uint32_t unit = uint32_t(out_.units.size() - 1);
+      for (const VRange& r : *s.vranges) {
+        if (r.begin >= r.end) continue;
+        // A range touching the unit's last one joins it (a procedure's statements mostly
+        // follow one another): a few ranges a procedure, not one a statement.
+        if (first_range_ < out_.ranges.size()) {
+          UnitIndex::Range& last = out_.ranges.back();
+          if (r.begin <= last.end && r.end >= last.begin) {
+            last.begin = std::min(last.begin, r.begin);
+            last.end = std::max(last.end, r.end);
+            continue;
+          }
+        }
+        out_.ranges.push_back({r.begin, r.end, unit});
+      }
+    }
+    return Status();
+  }
+  // Only the load modules' names are kept.
+  bool wants_text(Kind k) const override { return k == Kind::LoadModule; }
+  Status leave(const Scope& s, int depth) override {
+    if (depth == unit_depth_ && !out_.units.empty()) {
+      // An empty-element tag ends where its start tag does.
+      UnitIndex::Unit& u = out_.units.back();
+      if (length_ != 0) u.end = offset_ + length_;
+      unit_depth_ = INT32_MAX;
+    }
+    if (depth == 2 && s.kind == Kind::File) in_file_ = false;
+    return Status();
+  }
+
+private:
+  UnitIndex& out_;
+  uint64_t offset_ = 0, length_ = 0, file_begin_ = 0, file_end_ = 0;
+  bool in_file_ = false;
+  int unit_depth_ = INT32_MAX;  // the open unit's depth
+  size_t first_range_ = 0;      // the open unit's first range in out_.ranges
+};
+
+}  // namespace
+
+Expected<UnitIndex> index_units(const std::filesystem::path& path) {
+  UnitIndex index;
+  Indexer v(index);
+  HPC_RETURN_IF_ERROR(read(path, v));
+  return index;
+}
+
+std::string unit_prolog(std::string_view prolog, const UnitIndex& index) {
+  const size_t doctype = prolog.find("<!DOCTYPE");
+  if (doctype == std::string_view::npos || index.root_begin > prolog.size() || index.root_begin < doctype)
+    return std::string(prolog);
+  std::string_view dtd = prolog.substr(doctype, index.root_begin - doctype);
+  for (size_t at = 0; at < dtd.size();) {
+    if (dtd.compare(at, 4, "<!--") == 0) {
+      const size_t end = dtd.find("-->", at + 4);
+      if (end == std::string_view::npos) return std::string(prolog);
+      at = end + 3;
+      continue;
+    }
+    if (dtd[at] == '"' || dtd[at] == '\'' || dtd.compare(at, 8, "<!ENTITY") == 0) return std::string(prolog);
+    ++at;
+  }
+  return std::string(prolog.substr(0, doctype)) + std::string(prolog.substr(index.root_begin));
+}
+
+Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& index, std::string_view prolog,
+                                     const std::vector<uint32_t>& which) {
+  std::string doc(prolog);
+  if (which.empty()) return doc + "</HPCToolkitStructure>\n";
+  const UnitIndex::Module& m = index.modules[index.units[which.front()].module];
+  HPC_RETURN_IF_ERROR(read(m.tag_begin, m.tag_end - m.tag_begin, doc));
+  for (uint32_t k : which) {
+    const UnitIndex::Unit& u = index.units[k];
+    if (u.file_end) HPC_RETURN_IF_ERROR(read(u.file_begin, u.file_end - u.file_begin, doc));
+    HPC_RETURN_IF_ERROR(read(u.begin, u.end - u.begin, doc));
+    if (u.file_end) doc += "</F>";
+  }
+  doc += "</LM></HPCToolkitStructure>\n";
+  return doc;
 }
 
 Expected<Structure> parse_model(std::string_view text, const std::string& name) {

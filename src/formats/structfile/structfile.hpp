@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -79,6 +80,12 @@ public:
   virtual ~Visitor() = default;
   virtual Status enter(const Scope& scope, int depth) = 0;
   virtual Status leave(const Scope& scope, int depth) { return Status(); }
+  // Called before each enter() and leave() with where its tag lies in the input: the
+  // byte offset of its "<" and its length (0 for the end of an empty-element tag).
+  virtual void at(uint64_t offset, uint64_t length) {}
+  // Whether enter() and leave() need the text attributes (n, ln, f, d) of elements of this
+  // kind; where not, they are left unset (any text is valid).
+  virtual bool wants_text(Kind kind) const { return true; }
 };
 
 // Errors name `name` (or the path), the line and column, and what was wrong.
@@ -86,6 +93,47 @@ Status read(const std::filesystem::path& path, Visitor& visitor);
 Status parse(std::string_view text, const std::string& name, Visitor& visitor);
 Expected<Structure> load(const std::filesystem::path& path);
 Expected<Structure> parse_model(std::string_view text, const std::string& name);
+
+// Where the units of a structure file lie, for reading only those needed: a unit is a
+// child of an F (a procedure, mostly), or a child of an LM other than an F. Made by one
+// pass that checks the whole file as load() does (the same errors) and keeps no scopes:
+// each unit's place in the file, the start tags around it, and the v ranges of its
+// subtree (the unit's own included).
+struct UnitIndex {
+  struct Module {
+    std::string name;                    // the LM's n
+    uint64_t tag_begin = 0, tag_end = 0;  // its start tag
+  };
+  struct Unit {
+    uint64_t begin = 0, end = 0;          // the unit's element, start tag to end tag
+    uint32_t module = 0;                  // index into modules
+    uint64_t file_begin = 0, file_end = 0;  // its F's start tag (both 0: none)
+  };
+  struct Range {
+    uint64_t begin, end;  // [begin, end)
+    uint32_t unit;
+  };
+  uint64_t root_begin = 0;  // the root's start tag
+  uint64_t prolog_end = 0;  // the file up to the end of the root's start tag
+  std::vector<Module> modules;
+  std::vector<Unit> units;    // in document order
+  std::vector<Range> ranges;  // in document order
+};
+Expected<UnitIndex> index_units(const std::filesystem::path& path);
+// A document of the units `which` (increasing, all in one module) of the file indexed by
+// `index`, whose bytes [offset, offset + length) read() appends to a string: `prolog`, the
+// module's start tag, each unit in its F (if any), and the end tags. parse_model() of it
+// gives the scopes load() gives those units, ids included, in a tree of the same depths.
+// `prolog` is the file's up to the end of the root's start tag, or one that reads the same
+// (unit_prolog).
+using ReadBytes = std::function<Status(uint64_t offset, uint64_t length, std::string& out)>;
+Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& index, std::string_view prolog,
+                                     const std::vector<uint32_t>& which);
+// The prolog for units_document from the file's own (`prolog`, the bytes up to the end of
+// the root's start tag): without its DTD where the DTD can change nothing the parser reads
+// (no entity, no default value: nothing quoted outside its comments), so that a unit's
+// document is not a copy of the DTD to parse each time; else the file's.
+std::string unit_prolog(std::string_view prolog, const UnitIndex& index);
 
 // Streaming writer in the reference's layout: XML declaration, the DTD as internal
 // subset, one element per line, S and childless C self-closed. open()/close() nest;
