@@ -273,14 +273,17 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
 
 void Expander::prepareStructure(const ProfileTree& tree) const {
   if (!structure_) return;
-  std::map<uint16_t, std::vector<uint64_t>> offsets;  // by load module id
-  for (const TreeNode& node : tree.nodes)
-    if (node.placeholder == Placeholder::None) offsets[node.module].push_back(node.offset);
+  // The modules the structure may cover (the first of duplicate ids, as unify takes): a
+  // tree in modules it does not (the benchmark's, or --foreign) costs no pass over its nodes.
+  std::map<uint16_t, std::pair<const std::string*, std::vector<uint64_t>>> offsets;  // by load module id
+  std::map<uint16_t, bool> seen;
   for (const auto& [id, path] : tree.loadMap)
-    if (auto it = offsets.find(id); it != offsets.end()) {
-      structure_->prepare(path, it->second);
-      offsets.erase(it);  // the first of duplicate ids, as unify takes
-    }
+    if (!std::exchange(seen[id], true) && structure_->mayCover(path)) offsets[id].first = &path;
+  if (offsets.empty()) return;
+  for (const TreeNode& node : tree.nodes)
+    if (node.placeholder == Placeholder::None)
+      if (auto it = offsets.find(node.module); it != offsets.end()) it->second.second.push_back(node.offset);
+  for (auto& [id, module] : offsets) structure_->prepare(*module.first, module.second);
 }
 
 Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
