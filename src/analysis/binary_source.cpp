@@ -5,20 +5,16 @@
 // would hold of that procedure, read through the structure-file adapter's lookup. So a
 // database attributes the same as with a prior hpcstruct run, and a large binary costs only
 // the procedures its samples fell in.
-#include <unistd.h>
-
 #include <oneapi/tbb/parallel_for.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "analysis/io.hpp"
-#include "common/interrupt.hpp"
 #include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
 #include "structure/structure.hpp"
