@@ -94,6 +94,8 @@ Status ElfImage::load() {
       return Status::error("section " + s.name + " extends past the end of the file");
     sections_.push_back(std::move(s));
   }
+  for (const Section& sec : sections_)
+    if (sec.executable()) executable_.push_back({sec.addr, sec.addr + sec.size, &sec});
   read_symbols();
   read_plt();
   read_eh_frame();
@@ -103,8 +105,8 @@ Status ElfImage::load() {
 }
 
 const Section* ElfImage::section_at(uint64_t addr) const {
-  for (const auto& s : sections_)
-    if (s.executable() && s.contains(addr)) return &s;
+  for (const Executable& e : executable_)
+    if (addr >= e.begin && addr < e.end) return e.section;
   return nullptr;
 }
 

@@ -92,6 +92,13 @@ private:
   uint16_t machine_ = 0;
   bool relocatable_ = false;  // symbol values are section-relative
   std::vector<Section> sections_;
+  // The executable sections, in section order (section_at is asked for every call target
+  // of a stripped binary: a pass over all sections each time was half of opening cc1plus).
+  struct Executable {
+    uint64_t begin, end;
+    const Section* section;
+  };
+  std::vector<Executable> executable_;
   std::vector<SymbolFunction> functions_;
   std::vector<std::pair<uint64_t, uint64_t>> fdes_;
 };
