@@ -29,15 +29,21 @@ bool parse_num(std::string_view s, uint64_t& out) {
 
 class Parser {
 public:
-  Parser(std::string name, Visitor& v) : name_(std::move(name)), visitor_(v) {
-    p_ = XML_ParserCreate("UTF-8");
+  // With `reuse`, a parser of this thread's from an earlier parse, reset (creating one
+  // costs more than parsing a procedure's few hundred bytes).
+  Parser(std::string name, Visitor& v, XML_Parser reuse = nullptr) : name_(std::move(name)), visitor_(v) {
+    owned_ = reuse == nullptr;
+    p_ = reuse ? reuse : XML_ParserCreate("UTF-8");
+    if (reuse) XML_ParserReset(p_, "UTF-8");
     XML_SetUserData(p_, this);
     XML_SetElementHandler(p_, &Parser::on_start, &Parser::on_end);
     XML_SetCharacterDataHandler(p_, &Parser::on_text);
     // The DTD travels inside every file; nothing outside it is ever fetched.
     XML_SetParamEntityParsing(p_, XML_PARAM_ENTITY_PARSING_NEVER);
   }
-  ~Parser() { XML_ParserFree(p_); }
+  ~Parser() {
+    if (owned_) XML_ParserFree(p_);
+  }
   Parser(const Parser&) = delete;
   Parser& operator=(const Parser&) = delete;
 
@@ -182,6 +188,7 @@ private:
   }
 
   XML_Parser p_;
+  bool owned_ = true;
   std::string name_;
   Visitor& visitor_;
   std::vector<Scope> stack_;
@@ -375,8 +382,21 @@ Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& ind
 }
 
 Expected<Structure> parse_model(std::string_view text, const std::string& name) {
+  // Small documents (a lazily read file's procedures) come many to a thread: its parser is
+  // kept and reset.
+  struct Kept {
+    XML_Parser p = XML_ParserCreate("UTF-8");
+    ~Kept() { XML_ParserFree(p); }
+  };
+  thread_local Kept kept;
   Builder b;
-  HPC_RETURN_IF_ERROR(parse(text, name, b));
+  if (text.size() > (1 << 20) || !kept.p) {
+    HPC_RETURN_IF_ERROR(parse(text, name, b));
+    return b.take();
+  }
+  Parser parser(name, b, kept.p);
+  HPC_RETURN_IF_ERROR(parser.feed(text, true));
+  HPC_RETURN_IF_ERROR(parser.finish());
   return b.take();
 }
 
