@@ -21,6 +21,11 @@ same() {  # same database at -j1 and -j2
 "$bin/hpcrun" -e REALTIME@250 -o "$tmp/ka.m" "$wl/known_answer-gcc" 2 >/dev/null 2>"$tmp/truth"
 read -r _ t50 t30 t20 < <(grep '^wall ' "$tmp/truth")  # REALTIME: the wall-clock split
 same ka.nostruct "$tmp/ka.m"               # no structure files: the binaries' own DWARF
+# -v says how much of the binaries was analysed: some procedures, not all.
+"$bin/hpcprof" -j2 -v -o "$tmp/kav.d" "$tmp/ka.m" >/dev/null 2>"$tmp/kav.err"
+read -r analysed total < <(sed -nE 's/^hpcprof: analysed ([0-9]+) of the ([0-9]+) procedures of [0-9]+ measured binaries .*/\1 \2/p' "$tmp/kav.err")
+[ -n "${analysed:-}" ] && [ "$analysed" -gt 0 ] && [ "$analysed" -lt "$total" ] ||
+  { cat "$tmp/kav.err"; fail "-v: no line saying some but not all measured procedures were analysed"; }
 "$bin/hpcstruct" "$tmp/ka.m" >/dev/null 2>&1
 same ka.struct "$tmp/ka.m"                 # with structs/ from our hpcstruct
 for db in ka.nostruct ka.struct; do

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,8 @@ namespace {
 
 std::mutex warningsMu;
 std::vector<std::string> warnings;
+std::atomic<size_t> binariesOpened{0}, proceduresOpened{0}, proceduresAnalysed{0};
+std::atomic<uint64_t> analysisNanoseconds{0};
 
 // One binary's procedures, each analysed on first lookup. MT: lookup is thread-safe; two
 // threads asking for one procedure at once wait for one analysis.
@@ -34,6 +37,8 @@ class BinaryProcedures final : public StructureSource {
 public:
   BinaryProcedures(std::unique_ptr<structure::ProcedureAnalyzer> binary, std::string measuredPath)
       : binary_(std::move(binary)), slots_(std::make_unique<Slot[]>(binary_->size())) {
+    binariesOpened.fetch_add(1, std::memory_order_relaxed);
+    proceduresOpened.fetch_add(binary_->size(), std::memory_order_relaxed);
     // Named by the measured path (which -R may have rewritten to find it), as a structure
     // file from hpcstruct on the measurements would be.
     shell_.binary_path = std::move(measuredPath);
@@ -82,8 +87,13 @@ private:
   const Analysed& procedure(size_t i) const {
     Slot& slot = slots_[i];
     std::call_once(slot.once, [&] {
+      const auto start = std::chrono::steady_clock::now();
       slot.procedure = std::make_unique<Analysed>(shell_, binary_->analyze(i));
       slot.done.store(true, std::memory_order_release);
+      proceduresAnalysed.fetch_add(1, std::memory_order_relaxed);
+      analysisNanoseconds.fetch_add(
+          uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()),
+          std::memory_order_relaxed);
     });
     return *slot.procedure;
   }
@@ -175,6 +185,11 @@ private:
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace) {
   return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace));
+}
+
+BinaryAnalysis binaryAnalysis() {
+  return {binariesOpened.load(), proceduresOpened.load(), proceduresAnalysed.load(),
+          double(analysisNanoseconds.load()) / 1e9};
 }
 
 void addBinaryWarning(std::string line) {

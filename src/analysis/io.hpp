@@ -48,6 +48,14 @@ std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSo
 // rewritten by the first matching replacement. `structs` may be null.
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
                                                       std::vector<PathReplacement> replace);
+// What withMeasuredBinaries analysed so far: binaries opened, their procedures, those
+// analysed and the CPU seconds the analyses took (all threads). MT: thread-safe.
+struct BinaryAnalysis {
+  size_t binaries = 0, procedures = 0, analysed = 0;
+  double seconds = 0;
+};
+BinaryAnalysis binaryAnalysis();
+
 // Warnings about measured binaries (not on this machine, no structure from one, a structure
 // file for one under another directory), one line each, kept until the run is done:
 // hpcprof prints them, hpcprof-mpi prints every rank's once. MT: thread-safe.

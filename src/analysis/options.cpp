@@ -38,7 +38,7 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
   app.add_flag("-v,--verbose", cl.verbose,
                "Per-phase wall and CPU time, peak memory, bytes read and written and the time those "
-               "calls took, on stderr");
+               "calls took, and how much of the measured binaries was analysed, on stderr");
   app.set_version_flag("-V,--version", tool + " (hpctoolkit-cpp) 0.1.0");
   try {
     app.parse(argc, argv);

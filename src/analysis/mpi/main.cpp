@@ -47,14 +47,14 @@ void printReports(Comm& comm, const RankReport& r, double wall) {
                 "hpcprof-mpi: rank %d: profiles=%u input_bytes=%llu output_bytes=%llu contexts=%u "
                 "wall_s=%.3f cpu_s=%.3f unify_s=%.3f reduce_s=%.3f propagate_s=%.3f place_s=%.3f transpose_s=%.3f "
                 "finish_s=%.3f comm_bytes=%llu comm_s=%.3f reduce_bytes=%llu read_bytes=%llu read_s=%.3f "
-                "written_bytes=%llu write_s=%.3f peak_mib=%.1f\n",
+                "written_bytes=%llu write_s=%.3f peak_mib=%.1f analysed_procedures=%zu analysis_s=%.3f\n",
                 comm.rank(), r.profiles, static_cast<unsigned long long>(r.inputBytes),
                 static_cast<unsigned long long>(r.outputBytes), r.contexts, wall, cpuSeconds(), r.unify, r.reduce,
                 r.propagate, r.place, r.transpose, r.finish,
                 static_cast<unsigned long long>(c.bytesSent + c.bytesReceived), c.seconds,
                 static_cast<unsigned long long>(r.reduceBytes), static_cast<unsigned long long>(io.readBytes),
                 double(io.readNs) / 1e9, static_cast<unsigned long long>(io.writeBytes), double(io.writeNs) / 1e9,
-                peakMiB());
+                peakMiB(), binaryAnalysis().analysed, binaryAnalysis().seconds);
   std::string s(line);
   std::vector<uint8_t> all = comm.gather({reinterpret_cast<const uint8_t*>(s.data()), s.size()}, 0);
   if (comm.rank() == 0) std::fwrite(all.data(), 1, all.size(), stderr);
