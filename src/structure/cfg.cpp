@@ -27,10 +27,14 @@ struct Insn {
   std::vector<uint64_t> targets;
 };
 
+// An instruction and, once asked for (Builder::ops), its operands: most instructions
+// are only measured and classified, and decoding every operand was a third of the decoding.
 struct Decoded {
   ZydisDecodedInstruction insn;
-  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  ZydisDecoderContext ctx;
   uint64_t addr;
+  mutable bool opsDone;
+  mutable ZydisDecodedOperand opsOf[ZYDIS_MAX_OPERAND_COUNT];
 };
 
 // What the builder knows of an address: the instruction decoded there (its index + 1 in
@@ -115,7 +119,18 @@ private:
   bool decode_at(uint64_t a, Decoded& d) const {
     d.addr = a;
     auto off = a - code_.begin;
-    return ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec_, code_.bytes.data() + off, code_.end - a, &d.insn, d.ops));
+    d.opsDone = false;
+    return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec_, &d.ctx, code_.bytes.data() + off, code_.end - a, &d.insn));
+  }
+
+  // d's operands, decoded on first use (none where that fails: never seen on valid code).
+  const ZydisDecodedOperand* ops(const Decoded& d) const {
+    if (!d.opsDone) {
+      d.opsDone = true;
+      if (!ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&dec_, &d.ctx, &d.insn, d.opsOf, d.insn.operand_count)))
+        for (auto& o : d.opsOf) o.type = ZYDIS_OPERAND_TYPE_UNUSED;
+    }
+    return d.opsOf;
   }
 
   // Decodes straight-line code from `a` until a block-ending instruction or code
@@ -163,8 +178,8 @@ private:
   void classify(const Decoded& d, std::span<const Decoded> history, Insn& in) {
     const auto& i = d.insn;
     auto direct = [&](uint64_t& t) {
-      return i.operand_count_visible > 0 && d.ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
-             ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&i, &d.ops[0], d.addr, &t));
+      return i.operand_count_visible > 0 && ops(d)[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+             ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&i, &ops(d)[0], d.addr, &t));
     };
     switch (i.meta.category) {
       case ZYDIS_CATEGORY_RET:
@@ -218,21 +233,24 @@ private:
     uint64_t table = 0;
     int entSize = 0;
     bool relative = false;
-    const auto& op = d.ops[0];
+    const auto& op = ops(d)[0];
     if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.base == ZYDIS_REGISTER_NONE && op.mem.scale == 8) {
       table = static_cast<uint64_t>(op.mem.disp.value);
       entSize = 8;
     } else if (op.type == ZYDIS_OPERAND_TYPE_REGISTER) {
       for (auto it = history.rbegin(); it != history.rend() && !entSize; ++it) {
         const auto& h = *it;
-        if (h.insn.operand_count_visible < 2 || h.ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY) continue;
-        const auto& m = h.ops[1].mem;
+        if (h.insn.operand_count_visible < 2) continue;
+        // Only these three mnemonics are looked at: the others' operands stay undecoded.
+        if (h.insn.mnemonic != ZYDIS_MNEMONIC_MOVSXD && h.insn.mnemonic != ZYDIS_MNEMONIC_MOV) continue;
+        if (ops(h)[1].type != ZYDIS_OPERAND_TYPE_MEMORY) continue;
+        const auto& m = ops(h)[1].mem;
         if (h.insn.mnemonic == ZYDIS_MNEMONIC_MOVSXD && m.scale == 4) {
           // Find where the base register got the table address.
           for (auto jt = it; jt != history.rend(); ++jt) {
-            if (jt->insn.mnemonic == ZYDIS_MNEMONIC_LEA && jt->ops[0].reg.value == m.base &&
-                jt->ops[1].mem.base == ZYDIS_REGISTER_RIP &&
-                ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&jt->insn, &jt->ops[1], jt->addr, &table))) {
+            if (jt->insn.mnemonic == ZYDIS_MNEMONIC_LEA && ops(*jt)[0].reg.value == m.base &&
+                ops(*jt)[1].mem.base == ZYDIS_REGISTER_RIP &&
+                ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&jt->insn, &ops(*jt)[1], jt->addr, &table))) {
               entSize = 4;
               relative = true;
               break;
@@ -240,7 +258,7 @@ private:
           }
           if (!entSize) return;
         } else if (h.insn.mnemonic == ZYDIS_MNEMONIC_MOV && m.scale == 8 && m.base == ZYDIS_REGISTER_NONE &&
-                   h.ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+                   ops(h)[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
           table = static_cast<uint64_t>(m.disp.value);
           entSize = 8;
         }
@@ -249,10 +267,10 @@ private:
     if (!entSize) return;
     uint64_t limit = 1024;
     for (auto it = history.rbegin(); it != history.rend(); ++it) {
-      if (it->insn.mnemonic != ZYDIS_MNEMONIC_CMP || it->ops[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE) continue;
+      if (it->insn.mnemonic != ZYDIS_MNEMONIC_CMP || ops(*it)[1].type != ZYDIS_OPERAND_TYPE_IMMEDIATE) continue;
       auto next = it.base();  // the instruction after the cmp
       if (next == history.end() || next->insn.meta.category != ZYDIS_CATEGORY_COND_BR) break;
-      auto n = static_cast<uint64_t>(it->ops[1].imm.value.u);
+      auto n = static_cast<uint64_t>(ops(*it)[1].imm.value.u);
       if (next->insn.mnemonic == ZYDIS_MNEMONIC_JNBE) limit = n + 1;
       else if (next->insn.mnemonic == ZYDIS_MNEMONIC_JNB) limit = n;
       break;
