@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 
@@ -21,10 +22,11 @@ int Cfg::block_at(uint64_t addr) const {
 namespace {
 
 struct Insn {
+  uint32_t first = 0;         // its branch targets: Builder::targets_[first, first + count)
+  uint32_t count = 0;
   uint8_t len = 0;
   bool ends = false;          // no fall-through after it
   bool branch = false;        // ends a block
-  std::vector<uint64_t> targets;
 };
 
 // An instruction and, once asked for (Builder::ops), its operands: most instructions
@@ -49,7 +51,13 @@ public:
     uint32_t insn;
     uint8_t flags;
   };
-  Addresses() : slots_(64, Slot{kEmpty, 0, 0}), mask_(63) {}
+  // Room for about `expected` addresses before the first growth.
+  explicit Addresses(size_t expected) {
+    size_t n = 64;
+    while (n < 2 * expected && n < (size_t(1) << 16)) n *= 2;
+    slots_.assign(n, Slot{kEmpty, 0, 0});
+    mask_ = n - 1;
+  }
   const Slot* find(uint64_t a) const {
     for (size_t i = hash(a);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
@@ -93,8 +101,11 @@ private:
 class Builder {
 public:
   Builder(const CodeRange& code, const std::function<bool(uint64_t)>& noreturn)
-      : code_(code), noreturn_(noreturn) {
+      // An instruction is about 4 bytes on average: the address table is sized for them.
+      : code_(code), noreturn_(noreturn), addrs_((code.end - code.begin) / 4) {
     ZydisDecoderInit(&dec_, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    insns_.reserve((code.end - code.begin) / 4);
+    order_.reserve((code.end - code.begin) / 4);
   }
 
   Cfg run(uint64_t entry) {
@@ -140,21 +151,25 @@ private:
     // classify() sees the last kHistory; the older ones are dropped kHistory at a time. (A
     // Decoded is about 1 KiB: copying each one in, and erasing the first of 24 on every
     // instruction, were a quarter of hpcprof's time on a binary it analysed.)
-    if (history_.empty()) history_.resize(2 * kHistory);
+    // Made once a builder, not zeroed: each entry is written by decode_at before it is read.
+    if (!history_) history_.reset(new Decoded[2 * kHistory]);
     size_t used = 0;
     while (inside(a) && !decoded(a)) {
-      if (used == history_.size()) {
-        std::copy(history_.end() - kHistory, history_.end(), history_.begin());
+      if (used == 2 * kHistory) {
+        std::copy(history_.get() + kHistory, history_.get() + 2 * kHistory, history_.get());
         used = kHistory;
       }
       Decoded& d = history_[used];
       if (!decode_at(a, d)) return;
       Insn in;
       in.len = d.insn.length;
+      in.first = uint32_t(targets_.size());
       const size_t before = std::min(used, kHistory);
-      classify(d, std::span<const Decoded>(history_.data() + used - before, before), in);
+      classify(d, std::span<const Decoded>(history_.get() + used - before, before), in);
       ++used;
-      for (uint64_t t : in.targets) {
+      in.count = uint32_t(targets_.size() - in.first);
+      for (size_t k = in.first; k < targets_.size(); ++k) {
+        const uint64_t t = targets_[k];
         if (!inside(t)) continue;
         Addresses::Slot& slot = addrs_.at(t);
         slot.flags |= Addresses::kLeader;
@@ -165,7 +180,7 @@ private:
       }
       bool stop = in.ends;
       if (in.branch) addrs_.at(a + in.len).flags |= Addresses::kLeader;
-      insns_.push_back(std::move(in));
+      insns_.push_back(in);
       order_.push_back(a);
       addrs_.at(a).insn = uint32_t(insns_.size());
       if (stop) return;
@@ -189,16 +204,16 @@ private:
         in.ends = in.branch = true;
         uint64_t t;
         if (direct(t)) {
-          if (inside(t)) in.targets.push_back(t);
+          if (inside(t)) targets_.push_back(t);
         } else {
-          jump_table(d, history, in.targets);
+          jump_table(d, history, targets_);
         }
         return;
       }
       case ZYDIS_CATEGORY_COND_BR: {
         in.branch = true;
         uint64_t t;
-        if (direct(t) && inside(t)) in.targets.push_back(t);
+        if (direct(t) && inside(t)) targets_.push_back(t);
         return;
       }
       case ZYDIS_CATEGORY_CALL: {
@@ -318,14 +333,14 @@ private:
     for (size_t b = 0; b < cfg.blocks.size(); ++b) {
       auto& blk = cfg.blocks[b];
       const Insn& last = insn_at(blk.last);
-      std::vector<uint64_t> targets = last.targets;
-      if (!last.ends) targets.push_back(blk.end);
-      for (uint64_t t : targets) {
+      auto succ = [&](uint64_t t) {
         int s = cfg.block_at(t);
-        if (s < 0 || cfg.blocks[s].begin != t) continue;
+        if (s < 0 || cfg.blocks[s].begin != t) return;
         if (std::find(blk.succs.begin(), blk.succs.end(), uint32_t(s)) == blk.succs.end())
           blk.succs.push_back(static_cast<uint32_t>(s));
-      }
+      };
+      for (uint32_t k = 0; k < last.count; ++k) succ(targets_[last.first + k]);
+      if (!last.ends) succ(blk.end);
     }
     for (size_t b = 0; b < cfg.blocks.size(); ++b)
       for (uint32_t s : cfg.blocks[b].succs) cfg.blocks[s].preds.push_back(static_cast<uint32_t>(b));
@@ -344,9 +359,10 @@ private:
   const CodeRange& code_;
   const std::function<bool(uint64_t)>& noreturn_;
   ZydisDecoder dec_;
-  std::vector<Decoded> history_;  // decode_run's instructions, 2 x kHistory
+  std::unique_ptr<Decoded[]> history_;  // decode_run's instructions, 2 x kHistory
   Addresses addrs_;
   std::vector<Insn> insns_;     // in the order decoded
+  std::vector<uint64_t> targets_;  // the instructions' branch targets, each one's together
   std::vector<uint64_t> order_;  // their addresses
   std::vector<uint64_t> calls_;
 };
