@@ -166,7 +166,13 @@ private:
            "where the binary is, or map its directory with -R OLD=NEW)");
       return nullptr;
     }
-    auto opened = structure::ProcedureAnalyzer::open(onDisk, structure::Options{});
+    // Its passes over all the procedures (the search for those only calls reach) on the
+    // threads of the caller's task arena: the first profile's binaries are opened while the
+    // other threads have nothing else to do.
+    structure::Options options;
+    options.jobs = 2;
+    options.nested = true;
+    auto opened = structure::ProcedureAnalyzer::open(onDisk, options);
     if (!opened.ok()) {
       addBinaryWarning(path + ": no structure from the binary: " + opened.status().message());
       return nullptr;

@@ -1,9 +1,13 @@
 #include "analysis/expand.hpp"
 
+#include <oneapi/tbb/parallel_for.h>
+
 #include <atomic>
 #include <bit>
+#include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -275,15 +279,36 @@ void Expander::prepareStructure(const ProfileTree& tree) const {
   if (!structure_) return;
   // The modules the structure may cover (the first of duplicate ids, as unify takes): a
   // tree in modules it does not (the benchmark's, or --foreign) costs no pass over its nodes.
-  std::map<uint16_t, std::pair<const std::string*, std::vector<uint64_t>>> offsets;  // by load module id
-  std::map<uint16_t, bool> seen;
-  for (const auto& [id, path] : tree.loadMap)
-    if (!std::exchange(seen[id], true) && structure_->mayCover(path)) offsets[id].first = &path;
-  if (offsets.empty()) return;
+  struct Module {
+    const std::string* path;
+    bool covered = false;
+    std::vector<uint64_t> offsets;
+  };
+  std::vector<Module> modules;  // each path once: a task asks for it once (see below)
+  std::map<uint16_t, size_t> index;  // load module id -> modules
+  std::map<std::string_view, size_t> byPath;
+  for (const auto& [id, path] : tree.loadMap) {
+    if (index.count(id)) continue;
+    auto [at, added] = byPath.emplace(path, modules.size());
+    if (added) modules.push_back({&path, false, {}});
+    index[id] = at->second;
+  }
+  // Asked in parallel: the first question opens a measured binary, tens of ms for a large
+  // stripped one (its symbols, unwind tables and the procedures only calls reach), itself
+  // on the arena's threads. A thread waiting inside one module's opening may take another
+  // module's task, never its own module's again (that would wait on itself).
+  tbb::parallel_for(size_t(0), modules.size(),
+                    [&](size_t k) { modules[k].covered = structure_->mayCover(*modules[k].path); });
+  bool any = false;
+  for (const Module& m : modules) any = any || m.covered;
+  if (!any) return;
   for (const TreeNode& node : tree.nodes)
     if (node.placeholder == Placeholder::None)
-      if (auto it = offsets.find(node.module); it != offsets.end()) it->second.second.push_back(node.offset);
-  for (auto& [id, module] : offsets) structure_->prepare(*module.first, module.second);
+      if (auto it = index.find(node.module); it != index.end() && modules[it->second].covered)
+        modules[it->second].offsets.push_back(node.offset);
+  tbb::parallel_for(size_t(0), modules.size(), [&](size_t k) {
+    if (modules[k].covered) structure_->prepare(*modules[k].path, modules[k].offsets);
+  });
 }
 
 Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {

@@ -53,7 +53,8 @@ bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& im
 
 }  // namespace
 
-void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls) {
+void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls,
+                           const ForEachIndex& each) {
   // With a .symtab, every compiled function has a symbol (static ones and .cold parts too).
   if (fns.empty() || image.section_named(".symtab") || !has_unbounded_code(fns, image)) return;
   auto known = [&](uint64_t t) {
@@ -65,9 +66,9 @@ void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image
   // Decoding every procedure to find its calls would double the cost of a big stripped
   // library. A direct call is the byte E8 and a 32-bit displacement: only procedures with
   // such a byte pair aiming at unknown code are decoded (every real call is among them).
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < fns.size(); ++i) {
-    if (fns[i].plt) continue;
+  std::vector<uint8_t> calls_unknown(fns.size(), 0);
+  auto scan = [&](size_t i) {
+    if (fns[i].plt) return;
     auto bytes = image.code(fns[i].begin, fns[i].end - fns[i].begin);
     for (size_t k = 0; k + 5 <= bytes.size(); ++k) {
       if (bytes[k] != 0xE8) continue;
@@ -75,11 +76,16 @@ void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image
                                          uint32_t(bytes[k + 3]) << 16 | uint32_t(bytes[k + 4]) << 24);
       uint64_t t = fns[i].begin + k + 5 + static_cast<uint64_t>(static_cast<int64_t>(rel));
       if (image.section_at(t) && !in_plt(image, t) && !known(t)) {
-        todo.push_back(i);
-        break;
+        calls_unknown[i] = 1;
+        return;
       }
     }
-  }
+  };
+  if (each) each(fns.size(), scan);
+  else for (size_t i = 0; i < fns.size(); ++i) scan(i);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < fns.size(); ++i)
+    if (calls_unknown[i]) todo.push_back(i);
   while (!todo.empty()) {
     std::vector<uint64_t> found;
     for (const auto& targets : calls(fns, todo))

@@ -35,7 +35,11 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
 // sized procedure.
 using CallTargets = std::function<std::vector<std::vector<uint64_t>>(const std::vector<FunctionSpec>&,
                                                                      const std::vector<size_t>&)>;
-void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls);
+// `each(n, f)` calls f(0) ... f(n - 1), in any order or at once (the first pass over the
+// code); the result does not depend on it.
+using ForEachIndex = std::function<void(size_t, const std::function<void(size_t)>&)>;
+void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls,
+                           const ForEachIndex& each = {});
 
 // The procedures once discovery is done, kept for the whole analysis: 16 bytes each plus
 // their names, one after the other in one buffer (a FunctionSpec takes 88 bytes, and more

@@ -162,7 +162,7 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
                      .calls;
       });
       return out;
-    });
+    }, [&](size_t n, const std::function<void(size_t)>& f) { for_each_index(opt, n, f); });
   }
   if (p->cuda && opt.gpucfg) gpu_control_flow(*p, path, opt, warnings);
   // Only the procedures are needed from here on (nvdisasm has had the symbol indices).
