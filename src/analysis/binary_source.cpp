@@ -5,6 +5,7 @@
 // would hold of that procedure, read through the structure-file adapter's lookup. So a
 // database attributes the same as with a prior hpcstruct run, and a large binary costs only
 // the procedures its samples fell in.
+#include <oneapi/tbb/collaborative_call_once.h>
 #include <oneapi/tbb/parallel_for.h>
 
 #include <algorithm>
@@ -135,7 +136,9 @@ public:
 
 private:
   struct Entry {
-    std::once_flag once;
+    // Collaborative: a thread that asks for a binary while another opens it helps with the
+    // opening's parallel passes instead of waiting idle.
+    tbb::collaborative_once_flag once;
     std::unique_ptr<StructureSource> source;
   };
 
@@ -147,7 +150,7 @@ private:
       if (!slot) slot = std::make_unique<Entry>();
       e = slot.get();
     }
-    std::call_once(e->once, [&] { e->source = analyse(path); });
+    tbb::collaborative_call_once(e->once, [&] { e->source = analyse(path); });
     return e->source.get();
   }
 

@@ -271,6 +271,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   constexpr size_t kAheadBytes = size_t(32) << 20;
   std::vector<std::unique_ptr<ProfileData>> ahead(profiles.size());
   std::atomic<bool> firstDone{false};
+  // Profiles unified while the first one was (see readAhead).
+  std::unique_ptr<std::atomic<bool>[]> claimed(new std::atomic<bool>[profiles.size()]());
   // The first failed write to the spill (a full disk, say): the run stops with it, rather
   // than go on with profiles whose values were lost.
   std::mutex failedMu;
@@ -387,7 +389,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       // one's bytes (read, not changed, while it is unified), until it is done. 100 profiles
       // of 400,000 nodes at -j2: about 30 read while the first one is unified alone (65 ms).
       std::atomic<size_t> nextAhead{1}, heldAhead{0};
-      std::atomic<bool> stopAhead{false};
+      std::atomic<bool> stopAhead{false}, unlike{false};
       auto readAhead = [&] {
         int state;
         while ((state = firstRead.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
@@ -401,10 +403,17 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
                heldAhead.load(std::memory_order_relaxed) < kAheadBytes) {
           const size_t k = nextAhead.fetch_add(1, std::memory_order_relaxed);
           if (k >= profiles.size()) break;
-          // One that fails or differs is left to be read again (and warned about) in turn,
-          // and ends the reading ahead: the profiles are not all alike.
-          if (!profiles[k]->read(pre).ok() || pre.tree.nodesId != firstId) {
+          // One that fails is left to be read again (and warned about) in turn, and ends
+          // the reading ahead, as one that differs does: the profiles are not all alike.
+          const bool ok = profiles[k]->read(pre).ok();
+          if (!ok || pre.tree.nodesId != firstId) {
             stopAhead.store(true, std::memory_order_relaxed);
+            if (ok) {
+              unlike.store(true, std::memory_order_relaxed);
+              claimed[k].store(true, std::memory_order_relaxed);
+              pre = ProfileData();
+              tbb::this_task_arena::isolate([&] { unifyOne(k); });
+            }
             break;
           }
           auto d = std::make_unique<ProfileData>();
@@ -418,6 +427,16 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           ahead[k] = std::move(d);
           pre.tree = ProfileTree();
           pre.values = ProfileValues();
+        }
+        // Profiles unlike the first (other processes, other programs) gain nothing from
+        // waiting for it: its template would not serve them. This thread unifies the next
+        // ones meanwhile, each claimed (real measurements of g++ at -j2: the second thread
+        // otherwise idled while the first profile's contexts were made).
+        while (unlike.load(std::memory_order_relaxed) && !firstDone.load(std::memory_order_acquire)) {
+          const size_t k = nextAhead.fetch_add(1, std::memory_order_relaxed);
+          if (k >= profiles.size()) break;
+          if (claimed[k].exchange(true, std::memory_order_relaxed)) continue;
+          tbb::this_task_arena::isolate([&] { unifyOne(k); });
         }
       };
       for (unsigned t = 1; t < options.threads && t < profiles.size(); ++t) prepare.run(readAhead);
@@ -437,6 +456,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       }
     }
     tbb::parallel_for(first, profiles.size(), [&](size_t i) {
+      if (claimed[i].load(std::memory_order_relaxed)) return;  // unified while the first one was
       // The thread's scratch is held across the whole profile: isolated, so that a wait
       // inside (a measured binary analysed on first use) never runs another profile here.
       tbb::this_task_arena::isolate([&] { unifyOne(i); });
