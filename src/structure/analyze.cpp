@@ -213,17 +213,17 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   InlineMap inl(debug, fn.begin, fn.end);
 
   std::vector<Piece> pieces;
+  size_t after = 0;  // the first block beginning after a (a only grows)
   for (uint64_t a = fn.begin; a < fn.end;) {
-    int b = cfg.block_at(a);
+    while (after < cfg.blocks.size() && cfg.blocks[after].begin <= a) ++after;
+    const int b = after > 0 && a < cfg.blocks[after - 1].end ? int(after - 1) : -1;
     uint64_t stop = fn.end;
     int loop = -1;
     if (b >= 0) {
       stop = cfg.blocks[b].end;
       loop = forest.innermost[b];
-    } else {
-      auto it = std::upper_bound(cfg.blocks.begin(), cfg.blocks.end(), a,
-                                 [](uint64_t x, const Block& blk) { return x < blk.begin; });
-      if (it != cfg.blocks.end()) stop = std::min(stop, it->begin);
+    } else if (after < cfg.blocks.size()) {
+      stop = std::min(stop, cfg.blocks[after].begin);
     }
     stop = std::min({stop, debug.next_row_after(a), inl.next_bound_after(a)});
     pieces.push_back(Piece{a, stop, debug.line_at(a), inl.chain_at(a), loop});

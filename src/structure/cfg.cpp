@@ -330,12 +330,16 @@ private:
       prevEnd = cur->end;
       if (in.branch) cur = nullptr;
     }
+    // The blocks' first addresses, apart: a successor is the block beginning at a target.
+    std::vector<uint64_t> begins(cfg.blocks.size());
+    for (size_t b = 0; b < cfg.blocks.size(); ++b) begins[b] = cfg.blocks[b].begin;
     for (size_t b = 0; b < cfg.blocks.size(); ++b) {
       auto& blk = cfg.blocks[b];
       const Insn& last = insn_at(blk.last);
       auto succ = [&](uint64_t t) {
-        int s = cfg.block_at(t);
-        if (s < 0 || cfg.blocks[s].begin != t) return;
+        auto at = std::lower_bound(begins.begin(), begins.end(), t);
+        if (at == begins.end() || *at != t) return;
+        const size_t s = size_t(at - begins.begin());
         if (std::find(blk.succs.begin(), blk.succs.end(), uint32_t(s)) == blk.succs.end())
           blk.succs.push_back(static_cast<uint32_t>(s));
       };
