@@ -39,78 +39,57 @@ struct Decoded {
   mutable ZydisDecodedOperand opsOf[ZYDIS_MAX_OPERAND_COUNT];
 };
 
-// What the builder knows of an address: the instruction decoded there (its index + 1 in
-// the builder's list, 0 for none), whether a block begins there, whether it is queued. An
-// open-addressing table: a std::map and two std::sets of addresses (a node allocated and a
-// tree walked per instruction) were a third of the CFG's time.
+// What the builder knows of each address of the procedure (and the one past its end):
+// the instruction decoded there (its index + 1 in the builder's list, 0 for none), whether a
+// block begins there, whether it is queued. A table indexed by offset: instructions are
+// decoded mostly in address order, so it is read and written in order. (A std::map and two
+// std::sets of addresses were a third of the CFG's time; a hash table's probes missed the
+// caches.) Each thread reuses its table's memory from procedure to procedure.
 class Addresses {
 public:
   static constexpr uint8_t kLeader = 1, kQueued = 2;
   struct Slot {
-    uint64_t addr;
     uint32_t insn;
     uint8_t flags;
   };
-  // Room for about `expected` addresses before the first growth.
-  explicit Addresses(size_t expected) {
-    size_t n = 64;
-    while (n < 2 * expected && n < (size_t(1) << 16)) n *= 2;
-    slots_.assign(n, Slot{kEmpty, 0, 0});
-    mask_ = n - 1;
+  Addresses(uint64_t begin, uint64_t end) : begin_(begin) {
+    thread_local std::vector<Slot> reused;
+    const size_t n = size_t(end - begin) + 1;
+    slots_ = n <= kReusedMost ? &reused : &own_;
+    slots_->assign(n, Slot{0, 0});
   }
-  const Slot* find(uint64_t a) const {
-    for (size_t i = hash(a);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.addr == a) return &s;
-      if (s.addr == kEmpty) return nullptr;
-    }
+  ~Addresses() {
+    if (slots_ != &own_) slots_->clear();  // keeps its capacity
   }
-  // The slot of `a`, made if new. Valid until the next call.
-  Slot& at(uint64_t a) {
-    if (2 * (used_ + 1) > slots_.size()) grow();
-    for (size_t i = hash(a);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.addr == a) return s;
-      if (s.addr == kEmpty) {
-        ++used_;
-        s.addr = a;
-        return s;
-      }
-    }
-  }
+  Addresses(const Addresses&) = delete;
+  Addresses& operator=(const Addresses&) = delete;
+  // `a` in [begin, end].
+  const Slot* find(uint64_t a) const { return slots_->data() + (a - begin_); }
+  Slot& at(uint64_t a) { return (*slots_)[a - begin_]; }
 
 private:
-  static constexpr uint64_t kEmpty = UINT64_MAX;  // no instruction starts there
-  size_t hash(uint64_t a) const { return size_t((a * 0x9e3779b97f4a7c15ULL) >> 32) & mask_; }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, 0, 0});
-    old.swap(slots_);
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old)
-      if (s.addr != kEmpty) {
-        size_t i = hash(s.addr);
-        while (slots_[i].addr != kEmpty) i = (i + 1) & mask_;
-        slots_[i] = s;
-      }
-  }
-  std::vector<Slot> slots_;
-  size_t mask_;
-  size_t used_ = 0;
+  static constexpr size_t kReusedMost = size_t(1) << 22;  // a larger procedure's is its own
+  uint64_t begin_;
+  std::vector<Slot>* slots_;
+  std::vector<Slot> own_;
 };
 
 class Builder {
 public:
   Builder(const CodeRange& code, const std::function<bool(uint64_t)>& noreturn)
       // An instruction is about 4 bytes on average: the address table is sized for them.
-      : code_(code), noreturn_(noreturn), addrs_((code.end - code.begin) / 4) {
+      : code_(code), noreturn_(noreturn), addrs_(code.begin, code.end) {
     ZydisDecoderInit(&dec_, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
     insns_.reserve((code.end - code.begin) / 4);
     order_.reserve((code.end - code.begin) / 4);
   }
 
   Cfg run(uint64_t entry) {
-    std::deque<uint64_t> work{entry};
-    addrs_.at(entry).flags |= Addresses::kLeader | Addresses::kQueued;
+    std::deque<uint64_t> work;
+    if (inside(entry)) {  // else nothing is decoded
+      work.push_back(entry);
+      addrs_.at(entry).flags |= Addresses::kLeader | Addresses::kQueued;
+    }
     while (!work.empty()) {
       uint64_t a = work.front();
       work.pop_front();
@@ -122,8 +101,7 @@ public:
 private:
   bool inside(uint64_t a) const { return a >= code_.begin && a < code_.end; }
   bool decoded(uint64_t a) const {
-    const Addresses::Slot* s = addrs_.find(a);
-    return s && s->insn;
+    return addrs_.find(a)->insn != 0;
   }
   const Insn& insn_at(uint64_t a) const { return insns_[addrs_.find(a)->insn - 1]; }
 
