@@ -50,13 +50,14 @@ public:
   static constexpr uint8_t kLeader = 1, kQueued = 2;
   struct Slot {
     uint32_t insn;
+    uint32_t block;  // index + 1 of the block beginning here (make_blocks), 0 for none
     uint8_t flags;
   };
   Addresses(uint64_t begin, uint64_t end) : begin_(begin) {
     thread_local std::vector<Slot> reused;
     const size_t n = size_t(end - begin) + 1;
     slots_ = n <= kReusedMost ? &reused : &own_;
-    slots_->assign(n, Slot{0, 0});
+    slots_->assign(n, Slot{0, 0, 0});
   }
   ~Addresses() {
     if (slots_ != &own_) slots_->clear();  // keeps its capacity
@@ -66,6 +67,8 @@ public:
   // `a` in [begin, end].
   const Slot* find(uint64_t a) const { return slots_->data() + (a - begin_); }
   Slot& at(uint64_t a) { return (*slots_)[a - begin_]; }
+  uint64_t begin() const { return begin_; }
+  size_t size() const { return slots_->size(); }
 
 private:
   static constexpr size_t kReusedMost = size_t(1) << 22;  // a larger procedure's is its own
@@ -81,7 +84,6 @@ public:
       : code_(code), noreturn_(noreturn), addrs_(code.begin, code.end) {
     ZydisDecoderInit(&dec_, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
     insns_.reserve((code.end - code.begin) / 4);
-    order_.reserve((code.end - code.begin) / 4);
   }
 
   Cfg run(uint64_t entry) {
@@ -159,7 +161,6 @@ private:
       bool stop = in.ends;
       if (in.branch) addrs_.at(a + in.len).flags |= Addresses::kLeader;
       insns_.push_back(in);
-      order_.push_back(a);
       addrs_.at(a).insn = uint32_t(insns_.size());
       if (stop) return;
       a += d.insn.length;
@@ -295,31 +296,31 @@ private:
     Cfg cfg;
     Block* cur = nullptr;
     uint64_t prevEnd = 0;
-    std::sort(order_.begin(), order_.end());
-    for (const uint64_t a : order_) {
-      const Addresses::Slot& slot = *addrs_.find(a);
+    // The decoded instructions in address order: the table's.
+    for (size_t off = 0; off < addrs_.size(); ++off) {
+      Addresses::Slot& slot = addrs_.at(addrs_.begin() + off);
+      if (!slot.insn) continue;
+      const uint64_t a = addrs_.begin() + off;
       const Insn& in = insns_[slot.insn - 1];
       if (!cur || (slot.flags & Addresses::kLeader) || a != prevEnd) {
         cfg.blocks.push_back(Block{a, a, a, {}, {}});
         cur = &cfg.blocks.back();
+        slot.block = uint32_t(cfg.blocks.size());
       }
       cur->end = a + in.len;
       cur->last = a;
       prevEnd = cur->end;
       if (in.branch) cur = nullptr;
     }
-    // The blocks' first addresses, apart: a successor is the block beginning at a target.
-    std::vector<uint64_t> begins(cfg.blocks.size());
-    for (size_t b = 0; b < cfg.blocks.size(); ++b) begins[b] = cfg.blocks[b].begin;
     for (size_t b = 0; b < cfg.blocks.size(); ++b) {
       auto& blk = cfg.blocks[b];
       const Insn& last = insn_at(blk.last);
+      // The successors: the blocks beginning at its targets (every one inside the procedure).
       auto succ = [&](uint64_t t) {
-        auto at = std::lower_bound(begins.begin(), begins.end(), t);
-        if (at == begins.end() || *at != t) return;
-        const size_t s = size_t(at - begins.begin());
-        if (std::find(blk.succs.begin(), blk.succs.end(), uint32_t(s)) == blk.succs.end())
-          blk.succs.push_back(static_cast<uint32_t>(s));
+        const uint32_t s1 = addrs_.find(t)->block;
+        if (s1 == 0) return;
+        const uint32_t s = s1 - 1;
+        if (std::find(blk.succs.begin(), blk.succs.end(), s) == blk.succs.end()) blk.succs.push_back(s);
       };
       for (uint32_t k = 0; k < last.count; ++k) succ(targets_[last.first + k]);
       if (!last.ends) succ(blk.end);
@@ -345,7 +346,6 @@ private:
   Addresses addrs_;
   std::vector<Insn> insns_;     // in the order decoded
   std::vector<uint64_t> targets_;  // the instructions' branch targets, each one's together
-  std::vector<uint64_t> order_;  // their addresses
   std::vector<uint64_t> calls_;
 };
 
