@@ -1,4 +1,5 @@
 // Streaming writer in the reference hpcstruct's layout (see README.md).
+#include <charconv>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -30,6 +31,16 @@ size_t utf8_len(std::string_view s, size_t i) {
 // become '?', so the output always re-reads.
 void append_escaped(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
+    // A run of bytes that need no escape, appended at once.
+    size_t j = i;
+    while (j < s.size()) {
+      const unsigned char b = static_cast<unsigned char>(s[j]);
+      if (b < 0x20 || b >= 0x80 || b == '&' || b == '<' || b == '>' || b == '"') break;
+      ++j;
+    }
+    out.append(s.data() + i, j - i);
+    i = j;
+    if (i == s.size()) break;
     char c = s[i];
     switch (c) {
       case '&': out += "&amp;"; ++i; continue;
@@ -52,34 +63,29 @@ void append_escaped(std::string& out, std::string_view s) {
   }
 }
 
+void append_number(std::string& out, uint64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;
+  out.append(buf, end);
+}
+
 Status format_start_tag(const Scope& s, std::string& out) {
   using A = schema::Attr;
   out += '<';
   out += tag_name(s.kind);
   for (const auto& spec : schema::attributes(s.kind)) {
-    std::string v;
     bool present = true;
     switch (spec.attr) {
-      case A::Id: v = std::to_string(s.id); break;
-      case A::Version: v = s.version.empty() ? "4.9" : s.version; break;
-      case A::HasCalls: v = s.has_calls ? "1" : "0"; break;
-      case A::Name: present = s.name.has_value(); if (present) v = *s.name; break;
-      case A::LinkName: present = s.link_name.has_value(); if (present) v = *s.link_name; break;
-      case A::File: present = s.file.has_value(); if (present) v = *s.file; break;
-      case A::Device: present = s.device.has_value(); if (present) v = *s.device; break;
-      case A::Line: present = s.line.has_value(); if (present) v = std::to_string(*s.line); break;
-      case A::StaticId:
-        present = s.static_id.has_value();
-        if (present) v = std::to_string(*s.static_id);
-        break;
-      case A::VRanges:
-        present = s.vranges.has_value();
-        if (present) v = format_vranges(*s.vranges);
-        break;
-      case A::Target:
-        present = s.target.has_value();
-        if (present) schema::append_addr(v, *s.target);
-        break;
+      case A::Name: present = s.name.has_value(); break;
+      case A::LinkName: present = s.link_name.has_value(); break;
+      case A::File: present = s.file.has_value(); break;
+      case A::Device: present = s.device.has_value(); break;
+      case A::Line: present = s.line.has_value(); break;
+      case A::StaticId: present = s.static_id.has_value(); break;
+      case A::VRanges: present = s.vranges.has_value(); break;
+      case A::Target: present = s.target.has_value(); break;
+      default: break;
     }
     if (!present) {
       if (spec.required)
@@ -90,7 +96,20 @@ Status format_start_tag(const Scope& s, std::string& out) {
     out += ' ';
     out += spec.xml;
     out += "=\"";
-    append_escaped(out, v);
+    // Each value written in place; numbers and address ranges need no escape.
+    switch (spec.attr) {
+      case A::Id: append_number(out, s.id); break;
+      case A::Version: append_escaped(out, s.version.empty() ? std::string_view("4.9") : std::string_view(s.version)); break;
+      case A::HasCalls: out += s.has_calls ? '1' : '0'; break;
+      case A::Name: append_escaped(out, *s.name); break;
+      case A::LinkName: append_escaped(out, *s.link_name); break;
+      case A::File: append_escaped(out, *s.file); break;
+      case A::Device: append_escaped(out, *s.device); break;
+      case A::Line: append_number(out, *s.line); break;
+      case A::StaticId: append_number(out, *s.static_id); break;
+      case A::VRanges: out += format_vranges(*s.vranges); break;
+      case A::Target: schema::append_addr(out, *s.target); break;
+    }
     out += '"';
   }
   return Status();
