@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hpcprof -v: the thread count, and a line per phase with its wall and CPU time, peak memory and the bytes it read
+# hpcprof -v: the thread count, the profiles and structure files found (and the time taken to
+# check and index the latter), and a line per phase with its wall and CPU time, peak memory and the bytes it read
 # and wrote (with the time those took); the bytes add up to at least the input's size and
 # the database's.
 set -euo pipefail
@@ -30,6 +31,9 @@ print(f"hpcprof -v: {len(phases)} phases, read {read:.1f} MB (input {inb / 1e6:.
       f"wrote {wrote:.1f} MB (database {outb / 1e6:.1f})")
 PY
 grep -q "^hpcprof: 2 analysis threads$" "$tmp/err" || { echo "-j2 not reported"; cat "$tmp/err"; exit 1; }
+# What was found and checked before the first profile is read, and the time it took.
+grep -qE "^hpcprof: found 12 profiles; checked and indexed 0 structure files \(0\.0 MB\)  [0-9.]+ s$" "$tmp/err" ||
+  { echo "no line for the inputs found"; cat "$tmp/err"; exit 1; }
 # Without -j: as many threads as the CPUs the process may run on (a batch job's share of a
 # node), not the machine's count.
 if command -v taskset >/dev/null; then

@@ -28,6 +28,11 @@ read -r analysed total < <(sed -nE 's/^hpcprof: analysed ([0-9]+) of the ([0-9]+
   { cat "$tmp/kav.err"; fail "-v: no line saying some but not all measured procedures were analysed"; }
 "$bin/hpcstruct" "$tmp/ka.m" >/dev/null 2>&1
 same ka.struct "$tmp/ka.m"                 # with structs/ from our hpcstruct
+# -v counts the structure files it checked: those of structs/, one a measured binary.
+"$bin/hpcprof" -j2 -v -o "$tmp/kasv.d" "$tmp/ka.m" >/dev/null 2>"$tmp/kasv.err"
+nstructs=$(ls "$tmp/ka.m/structs"/*.hpcstruct | wc -l)
+grep -qE "^hpcprof: found [0-9]+ profiles; checked and indexed $nstructs structure files \([0-9.]+ MB\)  [0-9.]+ s$" "$tmp/kasv.err" ||
+  { cat "$tmp/kasv.err"; fail "-v: no line counting the $nstructs structure files of structs/"; }
 for db in ka.nostruct ka.struct; do
   summary "$tmp/$db.j1.d" >"$tmp/$db.json"
   /usr/bin/python3 - "$tmp/$db.json" "$t50" "$t30" "$t20" "$db" <<'PY' || fail "$db"

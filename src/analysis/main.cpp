@@ -1,6 +1,7 @@
 // hpcprof: command line of the reference (see shared/reference/man/hpcprof.rst).
 #include <tbb/global_control.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,8 +34,15 @@ int main(int argc, char** argv) {
 
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
   if (cl.verbose) std::fprintf(stderr, "hpcprof: %u analysis threads\n", cl.threads);
+  const auto started = std::chrono::steady_clock::now();
   auto job = prepareJob(cl, "hpcprof");
   if (!job.ok()) return fail(job.status().message());
+  if (cl.verbose) {
+    // Every structure file is checked whole and indexed here, before any profile is read.
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::fprintf(stderr, "hpcprof: found %zu profiles; checked and indexed %zu structure files (%.1f MB)  %.3f s\n",
+                 job->profiles.size(), job->structureFiles, double(job->structureBytes) / 1e6, s);
+  }
   if (!job->defaultTaken.empty())
     std::fprintf(stderr, "hpcprof: %s exists; writing the database to %s\n", job->defaultTaken.c_str(),
                  job->output.c_str());

@@ -62,6 +62,12 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   }
 
   Job job;
+  job.structureFiles = structFiles.size();
+  for (const fs::path& f : structFiles) {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(f, ec);
+    if (!ec) job.structureBytes += bytes;
+  }
   if (!structFiles.empty()) {
     HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads, replace));
   }

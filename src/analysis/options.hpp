@@ -36,6 +36,9 @@ struct Job {
   // Without -o, where the default database exists already (output is then beside it).
   std::filesystem::path defaultTaken;
   PipelineOptions options;
+  // What was found and checked before any profile is read (hpcprof -v says it).
+  size_t structureFiles = 0;
+  uint64_t structureBytes = 0;
 };
 // `tool` prefixes the warnings it prints (unimplemented options, missing structure).
 Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool);
