@@ -1,13 +1,83 @@
 // Fuzz target: any input parses cleanly or fails with a Status; a parse survives
-// write -> parse unchanged.
+// write -> parse unchanged; and a file that parses is read lazily as it is whole: it is
+// indexed, and each unit's own document (units_document, with unit_prolog's prolog) parses
+// to the very scopes of that unit in the whole parse, with its file's.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "formats/structfile/structfile.hpp"
 
+namespace {
+
+using namespace hpc::structfile;
+
+// The units of a whole parse in document order, as index_units finds them: each child of a
+// module but its files, and each child of those files; with the file each is in (or null).
+void unitsOf(const Scope& root, std::vector<std::pair<const Scope*, const Scope*>>& out) {
+  for (const Scope& lm : root.children)
+    for (const Scope& c : lm.children) {
+      if (c.kind != Kind::File) {
+        out.push_back({&c, nullptr});
+        continue;
+      }
+      for (const Scope& u : c.children) out.push_back({&u, &c});
+    }
+}
+
+bool sameTag(const Scope& a, const Scope& b) {
+  Scope x = a, y = b;
+  x.children.clear();
+  y.children.clear();
+  return x == y;
+}
+
+void checkLazy(std::string_view in, const Scope& whole) {
+  static const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("structfile-fuzz-" + std::to_string(::getpid()) + ".xml");
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(in.data(), std::streamsize(in.size()));
+  }
+  auto index = index_units(path);
+  if (!index.ok()) std::abort();  // parse_model took it whole
+  std::vector<std::pair<const Scope*, const Scope*>> units;
+  unitsOf(whole, units);
+  if (units.size() != index->units.size()) std::abort();
+  const std::string prolog = unit_prolog(in.substr(0, index->prolog_end), *index);
+  ReadBytes read = [&](uint64_t offset, uint64_t length, std::string& out) {
+    if (offset > in.size() || length > in.size() - offset) return hpc::Status::error("out of the file");
+    out.append(in.substr(offset, length));
+    return hpc::Status();
+  };
+  for (uint32_t k = 0; k < index->units.size(); ++k) {
+    auto doc = units_document(read, *index, prolog, {k});
+    if (!doc.ok()) std::abort();
+    auto part = parse_model(*doc, "fuzz-unit");
+    if (!part.ok() || part->children.size() != 1 || part->children.front().children.size() != 1) std::abort();
+    const Scope& lm = part->children.front();
+    const Scope& first = lm.children.front();
+    const auto [unit, file] = units[k];
+    if (file) {
+      if (first.kind != Kind::File || !sameTag(first, *file) || first.children.size() != 1 ||
+          !(first.children.front() == *unit))
+        std::abort();
+    } else if (!(first == *unit)) {
+      std::abort();
+    }
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace hpc::structfile;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   auto s = parse_model(in, "fuzz");
   if (!s.ok()) {
@@ -22,5 +92,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AddressIndex index(s->children.front());
     (void)index.path(0x1000);
   }
+  checkLazy(in, *s);
   return 0;
 }
