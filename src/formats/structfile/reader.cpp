@@ -351,6 +351,18 @@ std::string unit_prolog(std::string_view prolog, const UnitIndex& index) {
   const size_t doctype = prolog.find("<!DOCTYPE");
   if (doctype == std::string_view::npos || index.root_begin > prolog.size() || index.root_begin < doctype)
     return std::string(prolog);
+  // Only an XML declaration and white space before it: else the "<!DOCTYPE" found may lie
+  // inside a comment or a processing instruction, and the prolog is kept whole.
+  std::string_view head = prolog.substr(0, doctype);
+  size_t lead = 0;
+  if (head.size() > 5 && head.compare(0, 5, "<?xml") == 0 &&
+      (head[5] == ' ' || head[5] == '\t' || head[5] == '\n' || head[5] == '\r')) {
+    const size_t end = head.find("?>");
+    if (end == std::string_view::npos) return std::string(prolog);
+    lead = end + 2;
+  }
+  for (; lead < head.size(); ++lead)
+    if (head[lead] != ' ' && head[lead] != '\t' && head[lead] != '\n' && head[lead] != '\r') return std::string(prolog);
   std::string_view dtd = prolog.substr(doctype, index.root_begin - doctype);
   for (size_t at = 0; at < dtd.size();) {
     if (dtd.compare(at, 4, "<!--") == 0) {

@@ -19,6 +19,15 @@ namespace {
 
 using namespace hpc::structfile;
 
+[[noreturn]] void fault(int line) {
+  std::fprintf(stderr, "structfile_fuzzer: check at line %d failed\n", line);
+  std::abort();
+}
+#define CHECK(cond) \
+  do {              \
+    if (!(cond)) fault(__LINE__); \
+  } while (0)
+
 // The units of a whole parse in document order, as index_units finds them: each child of a
 // module but its files, and each child of those files; with the file each is in (or null).
 void unitsOf(const Scope& root, std::vector<std::pair<const Scope*, const Scope*>>& out) {
@@ -47,10 +56,10 @@ void checkLazy(std::string_view in, const Scope& whole) {
     f.write(in.data(), std::streamsize(in.size()));
   }
   auto index = index_units(path);
-  if (!index.ok()) std::abort();  // parse_model took it whole
+  CHECK(index.ok());  // parse_model took it whole
   std::vector<std::pair<const Scope*, const Scope*>> units;
   unitsOf(whole, units);
-  if (units.size() != index->units.size()) std::abort();
+  CHECK(units.size() == index->units.size());
   const std::string prolog = unit_prolog(in.substr(0, index->prolog_end), *index);
   ReadBytes read = [&](uint64_t offset, uint64_t length, std::string& out) {
     if (offset > in.size() || length > in.size() - offset) return hpc::Status::error("out of the file");
@@ -59,18 +68,18 @@ void checkLazy(std::string_view in, const Scope& whole) {
   };
   for (uint32_t k = 0; k < index->units.size(); ++k) {
     auto doc = units_document(read, *index, prolog, {k});
-    if (!doc.ok()) std::abort();
+    CHECK(doc.ok());
     auto part = parse_model(*doc, "fuzz-unit");
-    if (!part.ok() || part->children.size() != 1 || part->children.front().children.size() != 1) std::abort();
+    CHECK(part.ok());
+    CHECK(part->children.size() == 1 && part->children.front().children.size() == 1);
     const Scope& lm = part->children.front();
     const Scope& first = lm.children.front();
     const auto [unit, file] = units[k];
     if (file) {
-      if (first.kind != Kind::File || !sameTag(first, *file) || first.children.size() != 1 ||
-          !(first.children.front() == *unit))
-        std::abort();
-    } else if (!(first == *unit)) {
-      std::abort();
+      CHECK(first.kind == Kind::File && sameTag(first, *file) && first.children.size() == 1);
+      CHECK(first.children.front() == *unit);
+    } else {
+      CHECK(first == *unit);
     }
   }
 }
@@ -81,13 +90,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   auto s = parse_model(in, "fuzz");
   if (!s.ok()) {
-    if (s.status().message().find("fuzz") == std::string::npos) std::abort();
+    CHECK(s.status().message().find("fuzz") != std::string::npos);
     return 0;
   }
   std::string text = to_string(*s);
-  if (text.empty()) std::abort();
+  CHECK(!text.empty());
   auto again = parse_model(text, "fuzz-rewritten");
-  if (!again.ok() || !(*again == *s)) std::abort();
+  CHECK(again.ok() && *again == *s);
   if (!s->children.empty()) {
     AddressIndex index(s->children.front());
     (void)index.path(0x1000);

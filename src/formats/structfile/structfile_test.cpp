@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -292,6 +294,63 @@ TEST(StructFile, DumpIsAnIndentedTree) {
   EXPECT_NE(d.find("\n          S i=10 l=3 v={[0x1147-0x1172)}\n"), std::string::npos);
   std::ostringstream bad;
   EXPECT_FALSE(dump("/nonexistent", bad).ok());
+}
+
+}  // namespace
+}  // namespace hpc::structfile
+
+namespace hpc::structfile {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A unit's own document drops the file's DTD only where nothing but an XML declaration
+// comes before it: a "<!DOCTYPE" inside a comment (or a processing instruction) before the
+// real one is no DTD to drop (found by the fuzzer: the unit documents did not parse).
+TEST(StructFile, UnitPrologDropsOnlyTheRealDtd) {
+  const std::string body = R"(<!DOCTYPE HPCToolkitStructure [
+<!ELEMENT HPCToolkitStructure (LM)*>
+]>
+<HPCToolkitStructure i="0" version="4.9" n="">
+<LM i="2" n="/bin/x" has-calls="0" v="{}">
+<F i="3" n="x.c">
+<P i="4" n="f" l="1" v="{[0x10-0x11)}">
+<S i="5" l="2" v="{[0x10-0x20)}"/>
+</P>
+</F>
+</LM>
+</HPCToolkitStructure>
+)";
+  const std::string decl = "<?xml version=\"1.0\"?>\n";
+  const fs::path file = fs::temp_directory_path() / ("hpc-unit-prolog-" + std::to_string(::getpid()) + ".xml");
+  for (const std::string& before : {std::string(), std::string("<!-- <!DOCTYPE fake [ ]> -->\n"),
+                                    std::string("<?x <!DOCTYPE fake ?>\n")}) {
+    const std::string text = decl + before + body;
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f << text;
+    }
+    auto index = index_units(file);
+    ASSERT_TRUE(index.ok()) << index.status().message();
+    ASSERT_EQ(index->units.size(), 1u);
+    const std::string prolog = unit_prolog(std::string_view(text).substr(0, index->prolog_end), *index);
+    // Dropped where it is the real one and nothing else precedes it, kept otherwise.
+    if (before.empty()) EXPECT_EQ(prolog.find("<!DOCTYPE"), std::string::npos) << prolog;
+    else EXPECT_EQ(prolog, text.substr(0, index->prolog_end));
+    ReadBytes read = [&](uint64_t offset, uint64_t length, std::string& out) {
+      out.append(text, offset, length);
+      return hpc::Status();
+    };
+    auto doc = units_document(read, *index, prolog, {0});
+    ASSERT_TRUE(doc.ok());
+    auto unit = parse_model(*doc, "unit");
+    ASSERT_TRUE(unit.ok()) << unit.status().message() << "\n" << *doc;
+    ASSERT_EQ(unit->children.size(), 1u);
+    ASSERT_EQ(unit->children[0].children.size(), 1u);
+    ASSERT_EQ(unit->children[0].children[0].children.size(), 1u);
+    EXPECT_EQ(unit->children[0].children[0].children[0].name, std::optional<std::string>("f"));
+  }
+  fs::remove(file);
 }
 
 }  // namespace
