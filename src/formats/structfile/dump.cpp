@@ -19,7 +19,7 @@ public:
       switch (spec.attr) {
         case A::Id: v = std::to_string(s.id); break;
         case A::Version: v = s.version; break;
-        case A::HasCalls: v = s.has_calls ? "1" : "0"; break;
+        case A::HasCalls: v.assign(1, s.has_calls ? '1' : '0'); break;
         case A::Name: if (s.name) v = quote(*s.name); break;
         case A::LinkName: if (s.link_name) v = quote(*s.link_name); break;
         case A::File: if (s.file) v = quote(*s.file); break;

@@ -1,10 +1,16 @@
 // Streaming reader: expat events checked against the DTD tables, one Scope per open
 // element on a stack, handed to the visitor as each start tag is read.
 #include <expat.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "formats/structfile/schema.hpp"
 #include "formats/structfile/structfile.hpp"
@@ -340,7 +346,219 @@ private:
 
 }  // namespace
 
-Expected<UnitIndex> index_units(const std::filesystem::path& path) {
+namespace {
+
+// Offsets in a chunk's document (the file's prolog, the start tags of the LM and F the chunk
+// begins in, the chunk, end tags) as offsets in the file: each piece fed is a segment.
+class ChunkVisitor : public Visitor {
+public:
+  struct Segment {
+    uint64_t at, in_file, length;  // where it begins in the document and in the file
+  };
+  ChunkVisitor(Indexer& inner, std::vector<Segment> segments) : inner_(inner), segments_(std::move(segments)) {}
+  void at(uint64_t o, uint64_t n) override {
+    size_t k = segments_.size();
+    while (k > 1 && segments_[k - 1].at > o) --k;
+    const Segment& s = segments_[k - 1];
+    inner_.at(s.in_file + (o - s.at), n);
+  }
+  Status enter(const Scope& s, int depth) override { return inner_.enter(s, depth); }
+  Status leave(const Scope& s, int depth) override { return inner_.leave(s, depth); }
+  bool wants_text(Kind k) const override { return inner_.wants_text(k); }
+
+private:
+  Indexer& inner_;
+  std::vector<Segment> segments_;
+};
+
+// Stops the parse at the root's start tag: where it is.
+class RootFinder : public Visitor {
+public:
+  void at(uint64_t o, uint64_t n) override { offset_ = o, length_ = n; }
+  Status enter(const Scope&, int) override {
+    found = true;
+    begin = offset_;
+    end = offset_ + length_;
+    return Status::error("found");
+  }
+  bool wants_text(Kind) const override { return false; }
+  bool found = false;
+  uint64_t begin = 0, end = 0, offset_ = 0, length_ = 0;
+};
+
+struct Mapping {
+  const char* data = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (data) ::munmap(const_cast<char*>(data), size);
+  }
+};
+
+}  // namespace
+
+// The index made from chunks parsed at once, or nothing where the file does not lend
+// itself to it (small, comments, processing instructions or CDATA in its body) or a chunk
+// fails: then the one pass over the whole file decides, and names the error. One scan of
+// the body's tags (each to its '>', quoted values skipped) finds where chunks may begin: at
+// a unit's start tag (a child of an LM, or of an F in an LM), none closer than chunk_bytes
+// to the last. A chunk's document is the file's prolog, the start tags of the LM (and F)
+// it begins in, the chunk, and the end tags of those open where the next one begins. It
+// parses exactly when the file parses there: each chunk begins where the one before ended,
+// with the elements open that its parse left open (their end tags matched). The scan's
+// stack is expat's wherever the chunks parse, from the root on.
+std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path, size_t chunk_bytes,
+                                               const ForEachIndex& each) {
+  Mapping m;
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || size_t(st.st_size) < 2 * chunk_bytes) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) return std::nullopt;
+    m.data = static_cast<const char*>(p);
+    m.size = size_t(st.st_size);
+    ::madvise(p, m.size, MADV_SEQUENTIAL);
+  }
+  const std::string_view text(m.data, m.size);
+  // The prolog: parsed up to the root's start tag.
+  RootFinder root;
+  {
+    Parser parser(path.string(), root);
+    for (size_t at = 0; at < text.size() && !root.found;) {
+      const size_t n = std::min<size_t>(size_t(1) << 16, text.size() - at);
+      if (!parser.feed(text.substr(at, n), false).ok()) break;
+      at += n;
+    }
+    if (!root.found) return std::nullopt;
+  }
+  const uint64_t prolog_end = root.end;
+  // The body's tags, each to its end (a '>' outside quoted values), with the open elements
+  // (by their tags' first letters: only the LM and F among them matter). A chunk may begin
+  // at a child of an LM, or of an F in an LM: there the LM's (and F's) start tags and the
+  // end tags its document needs are known.
+  struct Tag {
+    uint64_t begin, end;
+  };
+  struct Split {
+    uint64_t at;
+    Tag lm, f;  // f.end == 0: directly in the LM
+  };
+  std::vector<Split> splits;
+  struct Open {
+    char first;
+    Tag tag;
+  };
+  std::vector<Open> stack{{'H', {root.begin, root.end}}};
+  uint64_t next_split = prolog_end + chunk_bytes;
+  size_t at = prolog_end;
+  for (;;) {
+    const void* lt = std::memchr(text.data() + at, '<', text.size() - at);
+    if (!lt) break;
+    const size_t p = size_t(static_cast<const char*>(lt) - text.data());
+    if (stack.empty() || p + 2 >= text.size()) return std::nullopt;  // markup after the root's end
+    const char c1 = text[p + 1];
+    if (c1 == '!' || c1 == '?') return std::nullopt;  // comments, CDATA, instructions: one pass
+    size_t e = p + 1;
+    char quote = 0;
+    for (; e < text.size(); ++e) {
+      const char c = text[e];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '>') {
+        break;
+      }
+    }
+    if (e == text.size()) return std::nullopt;
+    at = e + 1;
+    if (c1 == '/') {
+      stack.pop_back();
+      continue;
+    }
+    const bool lm = c1 == 'L' && text[p + 2] == 'M';
+    // A unit's start, where the chunk is long enough: a child of the LM, or of an F in it.
+    if (p >= next_split && stack.size() >= 2 && stack[1].first == 'L' &&
+        (stack.size() == 2 || (stack.size() == 3 && stack[2].first == 'F'))) {
+      splits.push_back({p, stack[1].tag, stack.size() == 3 ? stack[2].tag : Tag{0, 0}});
+      next_split = p + chunk_bytes;
+    }
+    if (text[e - 1] != '/') stack.push_back({lm ? 'L' : c1 == 'L' ? 'l' : c1, {p, e + 1}});
+  }
+  if (!stack.empty() || splits.empty()) return std::nullopt;
+  const size_t chunks = splits.size() + 1;
+  std::vector<UnitIndex> parts(chunks);
+  std::vector<char> ok(chunks, 0);
+  each(chunks, [&](size_t k) {
+    const uint64_t from = k == 0 ? 0 : splits[k - 1].at;
+    const uint64_t to = k + 1 < chunks ? splits[k].at : text.size();
+    using Segment = ChunkVisitor::Segment;
+    std::vector<Segment> segments;
+    std::vector<std::string_view> pieces;
+    auto add = [&](uint64_t in_file, uint64_t length) {
+      const uint64_t at = segments.empty() ? 0 : segments.back().at + segments.back().length;
+      segments.push_back({at, in_file, length});
+      pieces.push_back(text.substr(in_file, length));
+    };
+    if (k > 0) {
+      const Split& sp = splits[k - 1];
+      add(0, prolog_end);
+      add(sp.lm.begin, sp.lm.end - sp.lm.begin);
+      if (sp.f.end) add(sp.f.begin, sp.f.end - sp.f.begin);
+    }
+    add(from, to - from);
+    std::string closers;
+    if (k + 1 < chunks) closers = std::string(splits[k].f.end ? "</F>" : "") + "</LM></HPCToolkitStructure>";
+    Indexer indexer(parts[k]);
+    ChunkVisitor v(indexer, segments);
+    Parser parser(path.string(), v);
+    for (std::string_view piece : pieces)
+      while (!piece.empty()) {  // XML_Parse takes an int length
+        const size_t n = std::min(piece.size(), size_t(1) << 24);
+        if (!parser.feed(piece.substr(0, n), false).ok()) return;
+        piece.remove_prefix(n);
+      }
+    if (!parser.feed(closers, true).ok() || !parser.finish().ok()) return;
+    ok[k] = 1;
+  });
+  for (char c : ok)
+    if (!c) return std::nullopt;
+  // One index: the chunks' in order, an LM continued from the chunk before taken once.
+  UnitIndex index;
+  index.root_begin = parts[0].root_begin;
+  index.prolog_end = parts[0].prolog_end;
+  if (index.root_begin != root.begin || index.prolog_end != prolog_end) return std::nullopt;
+  for (UnitIndex& part : parts) {
+    std::vector<uint32_t> module_of(part.modules.size());
+    for (size_t i = 0; i < part.modules.size(); ++i) {
+      if (!index.modules.empty() && index.modules.back().tag_begin == part.modules[i].tag_begin) {
+        module_of[i] = uint32_t(index.modules.size() - 1);
+      } else {
+        module_of[i] = uint32_t(index.modules.size());
+        index.modules.push_back(std::move(part.modules[i]));
+      }
+    }
+    const uint32_t first_unit = uint32_t(index.units.size());
+    for (UnitIndex::Unit& u : part.units) {
+      u.module = module_of[u.module];
+      index.units.push_back(u);
+    }
+    for (UnitIndex::Range& r : part.ranges) {
+      r.unit += first_unit;
+      index.ranges.push_back(r);
+    }
+  }
+  return index;
+}
+
+Expected<UnitIndex> index_units(const std::filesystem::path& path, size_t chunk_bytes, const ForEachIndex& each) {
+  if (chunk_bytes > 0 && each)
+    if (std::optional<UnitIndex> index = index_units_in_chunks(path, chunk_bytes, each)) return std::move(*index);
   UnitIndex index;
   Indexer v(index);
   HPC_RETURN_IF_ERROR(read(path, v));

@@ -119,7 +119,17 @@ struct UnitIndex {
   std::vector<Unit> units;    // in document order
   std::vector<Range> ranges;  // in document order
 };
-Expected<UnitIndex> index_units(const std::filesystem::path& path);
+// With chunk_bytes and `each` (each(n, f) calls f(0) ... f(n - 1), in any order or at once),
+// a large file is parsed in chunks of about chunk_bytes at once, each beginning at an F; the
+// same index, and the same errors (a file that does not lend itself to it, or any chunk that
+// fails, is parsed in one pass as without).
+using ForEachIndex = std::function<void(size_t, const std::function<void(size_t)>&)>;
+Expected<UnitIndex> index_units(const std::filesystem::path& path, size_t chunk_bytes = 0,
+                                const ForEachIndex& each = {});
+// The chunked pass alone: the index, or nothing where the file does not lend itself to it
+// or a chunk fails (then index_units parses it whole, and names the error).
+std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path, size_t chunk_bytes,
+                                               const ForEachIndex& each);
 // A document of the units `which` (increasing, all in one module) of the file indexed by
 // `index`, whose bytes [offset, offset + length) read() appends to a string: `prolog`, the
 // module's start tag, each unit in its F (if any), and the end tags. parse_model() of it

@@ -1,7 +1,8 @@
 // Fuzz target: any input parses cleanly or fails with a Status; a parse survives
 // write -> parse unchanged; and a file that parses is read lazily as it is whole: it is
 // indexed, and each unit's own document (units_document, with unit_prolog's prolog) parses
-// to the very scopes of that unit in the whole parse, with its file's.
+// to the very scopes of that unit in the whole parse, with its file's. Any input indexed in
+// chunks gets the one pass's index, and none where the one pass refuses it.
 #include <unistd.h>
 
 #include <cstdint>
@@ -48,13 +49,45 @@ bool sameTag(const Scope& a, const Scope& b) {
   return x == y;
 }
 
-void checkLazy(std::string_view in, const Scope& whole) {
+const std::filesystem::path& fileOf(std::string_view in) {
   static const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("structfile-fuzz-" + std::to_string(::getpid()) + ".xml");
-  {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(in.data(), std::streamsize(in.size()));
-  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(in.data(), std::streamsize(in.size()));
+  return path;
+}
+
+bool sameIndex(const UnitIndex& a, const UnitIndex& b) {
+  if (a.root_begin != b.root_begin || a.prolog_end != b.prolog_end || a.modules.size() != b.modules.size() ||
+      a.units.size() != b.units.size() || a.ranges.size() != b.ranges.size())
+    return false;
+  for (size_t i = 0; i < a.modules.size(); ++i)
+    if (a.modules[i].name != b.modules[i].name || a.modules[i].tag_begin != b.modules[i].tag_begin ||
+        a.modules[i].tag_end != b.modules[i].tag_end)
+      return false;
+  for (size_t i = 0; i < a.units.size(); ++i)
+    if (a.units[i].begin != b.units[i].begin || a.units[i].end != b.units[i].end ||
+        a.units[i].module != b.units[i].module || a.units[i].file_begin != b.units[i].file_begin ||
+        a.units[i].file_end != b.units[i].file_end)
+      return false;
+  for (size_t i = 0; i < a.ranges.size(); ++i)
+    if (a.ranges[i].begin != b.ranges[i].begin || a.ranges[i].end != b.ranges[i].end ||
+        a.ranges[i].unit != b.ranges[i].unit)
+      return false;
+  return true;
+}
+
+// Indexed in chunks of 64 bytes: never where the one pass refuses the file, else its index.
+void checkChunks(const std::filesystem::path& path, const hpc::Expected<UnitIndex>& whole) {
+  ForEachIndex each = [](size_t n, const std::function<void(size_t)>& f) {
+    for (size_t i = 0; i < n; ++i) f(i);
+  };
+  auto parts = index_units_in_chunks(path, 64, each);
+  if (!whole.ok()) CHECK(!parts);
+  else if (parts) CHECK(sameIndex(*whole, *parts));
+}
+
+void checkLazy(std::string_view in, const Scope& whole, const std::filesystem::path& path) {
   auto index = index_units(path);
   CHECK(index.ok());  // parse_model took it whole
   std::vector<std::pair<const Scope*, const Scope*>> units;
@@ -88,6 +121,8 @@ void checkLazy(std::string_view in, const Scope& whole) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
+  const std::filesystem::path& path = fileOf(in);
+  checkChunks(path, index_units(path));
   auto s = parse_model(in, "fuzz");
   if (!s.ok()) {
     CHECK(s.status().message().find("fuzz") != std::string::npos);
@@ -101,6 +136,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AddressIndex index(s->children.front());
     (void)index.path(0x1000);
   }
-  checkLazy(in, *s);
+  checkLazy(in, *s, path);
   return 0;
 }

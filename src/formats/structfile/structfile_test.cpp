@@ -353,5 +353,119 @@ TEST(StructFile, UnitPrologDropsOnlyTheRealDtd) {
   fs::remove(file);
 }
 
+
+bool sameIndex(const UnitIndex& a, const UnitIndex& b) {
+  if (a.root_begin != b.root_begin || a.prolog_end != b.prolog_end || a.modules.size() != b.modules.size() ||
+      a.units.size() != b.units.size() || a.ranges.size() != b.ranges.size())
+    return false;
+  for (size_t i = 0; i < a.modules.size(); ++i)
+    if (a.modules[i].name != b.modules[i].name || a.modules[i].tag_begin != b.modules[i].tag_begin ||
+        a.modules[i].tag_end != b.modules[i].tag_end)
+      return false;
+  for (size_t i = 0; i < a.units.size(); ++i) {
+    const auto &x = a.units[i], &y = b.units[i];
+    if (x.begin != y.begin || x.end != y.end || x.module != y.module || x.file_begin != y.file_begin ||
+        x.file_end != y.file_end)
+      return false;
+  }
+  for (size_t i = 0; i < a.ranges.size(); ++i)
+    if (a.ranges[i].begin != b.ranges[i].begin || a.ranges[i].end != b.ranges[i].end ||
+        a.ranges[i].unit != b.ranges[i].unit)
+      return false;
+  return true;
+}
+
+// A large file's index is made from chunks parsed at once, each beginning at an F (with the
+// prolog and the LM it is in before it, the end tags it lacks after): the very index of the
+// one pass, on every conformance file cut into chunks of 2 KB and on a file of two LMs
+// whose chunks begin in either. A damaged copy the one pass refuses is never indexed in
+// chunks; one it accepts gets its index or none.
+TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
+  ForEachIndex each = [](size_t n, const std::function<void(size_t)>& f) {
+    for (size_t i = n; i-- > 0;) f(i);  // the last first: no chunk may lean on one before it
+  };
+  std::vector<fs::path> files = conformance_files();
+  // Two modules, the second begun inside a chunk, one with a '>' in a quoted name.
+  const fs::path two = fs::temp_directory_path() / ("hpc-chunks-" + std::to_string(::getpid()) + ".xml");
+  {
+    std::ofstream f(two, std::ios::binary | std::ios::trunc);
+    f << "<?xml version=\"1.0\"?>\n<HPCToolkitStructure i=\"0\" version=\"4.9\" n=\"\">\n";
+    uint64_t id = 1, addr = 0x1000;
+    for (const char* lm : {"/bin/a>b", "/lib/c"}) {
+      f << "<LM i=\"" << id++ << "\" n=\"" << (std::string(lm) == "/bin/a>b" ? "/bin/a&gt;b" : lm)
+        << "\" has-calls=\"0\" v=\"{}\">\n";
+      for (int file = 0; file < 40; ++file) {
+        f << "<F i=\"" << id++ << "\" n=\"f" << file << ".c\">\n";
+        for (int p = 0; p < 3; ++p, addr += 0x40)
+          f << "<P i=\"" << id++ << "\" n=\"p" << p << "\" l=\"1\" v=\"{[0x" << std::hex << addr << "-0x" << addr + 1
+            << ")}\">\n<S i=\"" << std::dec << id++ << "\" l=\"2\" v=\"{[0x" << std::hex << addr << "-0x"
+            << addr + 0x40 << ")}\"/>\n</P>\n" << std::dec;
+        f << "</F>\n";
+      }
+      f << "</LM>\n";
+    }
+    f << "</HPCToolkitStructure>\n";
+  }
+  files.push_back(two);
+  size_t chunked = 0;
+  for (const fs::path& file : files) {
+    auto whole = index_units(file);
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    auto parts = index_units_in_chunks(file, 2048, each);
+    if (!parts) continue;  // too small, or no F
+    ++chunked;
+    EXPECT_TRUE(sameIndex(*whole, *parts)) << file;
+    auto viaIndexUnits = index_units(file, 2048, each);
+    ASSERT_TRUE(viaIndexUnits.ok());
+    EXPECT_TRUE(sameIndex(*whole, *viaIndexUnits)) << file;
+  }
+  EXPECT_GE(chunked, 10u);
+  // Damaged copies of the two-module file.
+  std::string text;
+  {
+    std::ifstream f(two, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  const fs::path bad = two.string() + ".bad";
+  std::vector<std::string> damaged;
+  for (size_t cut : {text.size() / 3, text.size() / 2, text.size() - 30}) damaged.push_back(text.substr(0, cut));
+  auto replaced = [&](std::string_view from, std::string_view to, size_t nth) {
+    std::string t = text;
+    size_t at = 0;
+    for (size_t k = 0; k <= nth; ++k) at = t.find(from, k ? at + 1 : 0);
+    t.replace(at, from.size(), to);
+    return t;
+  };
+  damaged.push_back(replaced("</F>", "", 30));           // an F left open
+  damaged.push_back(replaced("</LM>", "", 0));          // an LM left open: the next one inside it
+  damaged.push_back(replaced("<F ", "<P ", 50));        // a P (its end tag an F's)
+  damaged.push_back(replaced("n=\"p1\"", "n=\"p<1\"", 20));  // a '<' in a value
+  damaged.push_back(replaced("<S ", "<!-- --><S ", 70)); // a comment (then one pass only)
+  damaged.push_back(replaced("</HPCToolkitStructure>", "</HPCToolkitStructure><x/>", 0));
+  size_t refused = 0;
+  for (const std::string& t : damaged) {
+    {
+      std::ofstream f(bad, std::ios::binary | std::ios::trunc);
+      f << t;
+    }
+    auto whole = index_units(bad);
+    auto parts = index_units_in_chunks(bad, 2048, each);
+    if (!whole.ok()) {
+      ++refused;
+      EXPECT_FALSE(parts.has_value()) << t.size();
+      auto again = index_units(bad, 2048, each);
+      ASSERT_FALSE(again.ok());
+      EXPECT_EQ(again.status().message(), whole.status().message());
+    } else if (parts) {
+      EXPECT_TRUE(sameIndex(*whole, *parts));
+    }
+  }
+  EXPECT_GE(refused, damaged.size() - 1);  // all but the comment's
+  fs::remove(two);
+  fs::remove(bad);
+}
+
 }  // namespace
 }  // namespace hpc::structfile
