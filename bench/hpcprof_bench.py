@@ -106,7 +106,9 @@ def phases(cmd):
         m = re.match(r"hpcprof: (.+?)\s+([\d.]+) s(?: \(CPU ([\d.]+) s.*\))?$", line.rstrip())
         if m:
             io = re.search(r"read [\d.]+ MB in ([\d.]+) s, wrote [\d.]+ MB in ([\d.]+) s", line)
-            out.append((m.group(1), float(m.group(2)), float(m.group(3)) if m.group(3) else None,
+            # "found N profiles; checked and indexed K structure files (X MB)": before the pipeline
+            name = "inputs, structure files" if m.group(1).startswith("found ") else m.group(1)
+            out.append((name, float(m.group(2)), float(m.group(3)) if m.group(3) else None,
                         float(io.group(1)) if io else 0.0, float(io.group(2)) if io else 0.0))
     return out
 
