@@ -396,9 +396,9 @@ TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
         << "\" has-calls=\"0\" v=\"{}\">\n";
       for (int file = 0; file < 40; ++file) {
         f << "<F i=\"" << id++ << "\" n=\"f" << file << ".c\">\n";
-        for (int p = 0; p < 3; ++p, addr += 0x40)
-          f << "<P i=\"" << id++ << "\" n=\"p" << p << "\" l=\"1\" v=\"{[0x" << std::hex << addr << "-0x" << addr + 1
-            << ")}\">\n<S i=\"" << std::dec << id++ << "\" l=\"2\" v=\"{[0x" << std::hex << addr << "-0x"
+        for (int p = 0; p < 3; ++p, addr += 0x40, id += 2)
+          f << "<P i=\"" << id << "\" n=\"p" << p << "\" l=\"1\" v=\"{[0x" << std::hex << addr << "-0x" << addr + 1
+            << ")}\">\n<S i=\"" << std::dec << id + 1 << "\" l=\"2\" v=\"{[0x" << std::hex << addr << "-0x"
             << addr + 0x40 << ")}\"/>\n</P>\n" << std::dec;
         f << "</F>\n";
       }
