@@ -103,21 +103,25 @@ struct UnitIndex {
   struct Module {
     std::string name;                    // the LM's n
     uint64_t tag_begin = 0, tag_end = 0;  // its start tag
+    bool operator==(const Module&) const = default;
   };
   struct Unit {
     uint64_t begin = 0, end = 0;          // the unit's element, start tag to end tag
     uint32_t module = 0;                  // index into modules
     uint64_t file_begin = 0, file_end = 0;  // its F's start tag (both 0: none)
+    bool operator==(const Unit&) const = default;
   };
   struct Range {
     uint64_t begin, end;  // [begin, end)
     uint32_t unit;
+    bool operator==(const Range&) const = default;
   };
   uint64_t root_begin = 0;  // the root's start tag
   uint64_t prolog_end = 0;  // the file up to the end of the root's start tag
   std::vector<Module> modules;
   std::vector<Unit> units;    // in document order
   std::vector<Range> ranges;  // in document order
+  bool operator==(const UnitIndex&) const = default;
 };
 // With chunk_bytes and `each` (each(n, f) calls f(0) ... f(n - 1), in any order or at once),
 // a large file is parsed in chunks of about chunk_bytes at once, each beginning at an F; the

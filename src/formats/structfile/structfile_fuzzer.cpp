@@ -57,26 +57,6 @@ const std::filesystem::path& fileOf(std::string_view in) {
   return path;
 }
 
-bool sameIndex(const UnitIndex& a, const UnitIndex& b) {
-  if (a.root_begin != b.root_begin || a.prolog_end != b.prolog_end || a.modules.size() != b.modules.size() ||
-      a.units.size() != b.units.size() || a.ranges.size() != b.ranges.size())
-    return false;
-  for (size_t i = 0; i < a.modules.size(); ++i)
-    if (a.modules[i].name != b.modules[i].name || a.modules[i].tag_begin != b.modules[i].tag_begin ||
-        a.modules[i].tag_end != b.modules[i].tag_end)
-      return false;
-  for (size_t i = 0; i < a.units.size(); ++i)
-    if (a.units[i].begin != b.units[i].begin || a.units[i].end != b.units[i].end ||
-        a.units[i].module != b.units[i].module || a.units[i].file_begin != b.units[i].file_begin ||
-        a.units[i].file_end != b.units[i].file_end)
-      return false;
-  for (size_t i = 0; i < a.ranges.size(); ++i)
-    if (a.ranges[i].begin != b.ranges[i].begin || a.ranges[i].end != b.ranges[i].end ||
-        a.ranges[i].unit != b.ranges[i].unit)
-      return false;
-  return true;
-}
-
 // Indexed in chunks of 64 bytes: never where the one pass refuses the file, else its index.
 void checkChunks(const std::filesystem::path& path, const hpc::Expected<UnitIndex>& whole) {
   ForEachIndex each = [](size_t n, const std::function<void(size_t)>& f) {
@@ -84,7 +64,7 @@ void checkChunks(const std::filesystem::path& path, const hpc::Expected<UnitInde
   };
   auto parts = index_units_in_chunks(path, 64, each);
   if (!whole.ok()) CHECK(!parts);
-  else if (parts) CHECK(sameIndex(*whole, *parts));
+  else if (parts) CHECK(*whole == *parts);
 }
 
 void checkLazy(std::string_view in, const Scope& whole, const std::filesystem::path& path) {

@@ -354,27 +354,6 @@ TEST(StructFile, UnitPrologDropsOnlyTheRealDtd) {
 }
 
 
-bool sameIndex(const UnitIndex& a, const UnitIndex& b) {
-  if (a.root_begin != b.root_begin || a.prolog_end != b.prolog_end || a.modules.size() != b.modules.size() ||
-      a.units.size() != b.units.size() || a.ranges.size() != b.ranges.size())
-    return false;
-  for (size_t i = 0; i < a.modules.size(); ++i)
-    if (a.modules[i].name != b.modules[i].name || a.modules[i].tag_begin != b.modules[i].tag_begin ||
-        a.modules[i].tag_end != b.modules[i].tag_end)
-      return false;
-  for (size_t i = 0; i < a.units.size(); ++i) {
-    const auto &x = a.units[i], &y = b.units[i];
-    if (x.begin != y.begin || x.end != y.end || x.module != y.module || x.file_begin != y.file_begin ||
-        x.file_end != y.file_end)
-      return false;
-  }
-  for (size_t i = 0; i < a.ranges.size(); ++i)
-    if (a.ranges[i].begin != b.ranges[i].begin || a.ranges[i].end != b.ranges[i].end ||
-        a.ranges[i].unit != b.ranges[i].unit)
-      return false;
-  return true;
-}
-
 // A large file's index is made from chunks parsed at once, each beginning at an F (with the
 // prolog and the LM it is in before it, the end tags it lacks after): the very index of the
 // one pass, on every conformance file cut into chunks of 2 KB and on a file of two LMs
@@ -414,10 +393,10 @@ TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
     auto parts = index_units_in_chunks(file, 2048, each);
     if (!parts) continue;  // too small, or no F
     ++chunked;
-    EXPECT_TRUE(sameIndex(*whole, *parts)) << file;
+    EXPECT_TRUE(*whole == *parts) << file;
     auto viaIndexUnits = index_units(file, 2048, each);
     ASSERT_TRUE(viaIndexUnits.ok());
-    EXPECT_TRUE(sameIndex(*whole, *viaIndexUnits)) << file;
+    EXPECT_TRUE(*whole == *viaIndexUnits) << file;
   }
   EXPECT_GE(chunked, 10u);
   // Damaged copies of the two-module file.
@@ -459,7 +438,7 @@ TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
       ASSERT_FALSE(again.ok());
       EXPECT_EQ(again.status().message(), whole.status().message());
     } else if (parts) {
-      EXPECT_TRUE(sameIndex(*whole, *parts));
+      EXPECT_TRUE(*whole == *parts);
     }
   }
   EXPECT_GE(refused, damaged.size() - 1);  // all but the comment's
