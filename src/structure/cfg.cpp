@@ -80,10 +80,9 @@ private:
 class Builder {
 public:
   Builder(const CodeRange& code, const std::function<bool(uint64_t)>& noreturn)
-      // An instruction is about 4 bytes on average: the address table is sized for them.
       : code_(code), noreturn_(noreturn), addrs_(code.begin, code.end) {
     ZydisDecoderInit(&dec_, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-    insns_.reserve((code.end - code.begin) / 4);
+    insns_.reserve((code.end - code.begin) / 4);  // an instruction is about 4 bytes
   }
 
   Cfg run(uint64_t entry) {
@@ -235,7 +234,8 @@ private:
       for (auto it = history.rbegin(); it != history.rend() && !entSize; ++it) {
         const auto& h = *it;
         if (h.insn.operand_count_visible < 2) continue;
-        // Only these three mnemonics are looked at: the others' operands stay undecoded.
+        // Only a MOVSXD or MOV is looked at here (and an LEA once a MOVSXD is found): the
+        // others' operands stay undecoded.
         if (h.insn.mnemonic != ZYDIS_MNEMONIC_MOVSXD && h.insn.mnemonic != ZYDIS_MNEMONIC_MOV) continue;
         if (ops(h)[1].type != ZYDIS_OPERAND_TYPE_MEMORY) continue;
         const auto& m = ops(h)[1].mem;

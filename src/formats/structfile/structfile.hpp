@@ -124,7 +124,7 @@ struct UnitIndex {
   bool operator==(const UnitIndex&) const = default;
 };
 // With chunk_bytes and `each` (each(n, f) calls f(0) ... f(n - 1), in any order or at once),
-// a large file is parsed in chunks of about chunk_bytes at once, each beginning at an F; the
+// a large file is parsed in chunks of about chunk_bytes at once, each beginning at a unit; the
 // same index, and the same errors (a file that does not lend itself to it, or any chunk that
 // fails, is parsed in one pass as without).
 using ForEachIndex = std::function<void(size_t, const std::function<void(size_t)>&)>;
