@@ -55,11 +55,21 @@ void heapOnHugePages() {
 
 void setUpHeap() {
   heapOnHugePages();
-  // One heap for all threads: a thread's own arena is mapped apart from the main heap, grows
-  // by mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
-  // one (unify at -j2 took 0.11 s against 0.05 s with one arena; 500 profiles). The threads
-  // allocate little after their first profile, so they seldom meet on its lock.
+  // One heap until the thread count is known (setHeapThreads).
   mallopt(M_ARENA_MAX, 1);
+}
+
+void setHeapThreads(unsigned threads) {
+  // An arena a thread. A thread's own arena is mapped apart from the main heap, grows by
+  // mprotect a few pages at a time and gets no huge pages, so its fresh pages fault one by
+  // one (an early pipeline's unify at -j2 took 0.11 s against 0.05 s with one arena). But one
+  // arena's lock is held while a fresh huge page is faulted inside malloc, milliseconds on
+  // a virtual machine, with the other threads waiting, and more threads wait more: measuring
+  // real programs' binaries allocates throughout (the g++ measurement at -j2, interleaved
+  // runs, two rounds: median 0.813 -> 0.733 s and 0.779 -> 0.738 s). The synthetic shapes of
+  // 20,000 nodes move by -12 to +6 % either way between rounds, the 400,000-node tree by -18
+  // and 0 %; peak memory grows by 2-3 MiB (6-14 with the large trees).
+  mallopt(M_ARENA_MAX, int(threads < 1 ? 1 : threads));
 }
 
 }  // namespace hpc::analysis

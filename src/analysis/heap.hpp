@@ -6,9 +6,12 @@ namespace hpc::analysis {
 // Allocations up to 32 MiB stay in the heap (per-profile buffers of a few hundred KB come
 // and go thousands of times: no fresh mapping each, with its page faults and a TLB flush per
 // unmap), its first kHugeHeapBytes on transparent huge pages where the kernel gives them on
-// request (the rest advised MADV_NOHUGEPAGE), and all threads share one heap.
+// request (the rest advised MADV_NOHUGEPAGE), and one arena until setHeapThreads().
 // HPCPROF_NO_HUGEPAGES=1 keeps 4 KiB pages.
 void setUpHeap();
+// After the command line, before the analysis threads start: an arena for each of `threads`
+// (the first is the main heap above).
+void setHeapThreads(unsigned threads);
 
 // How much of the heap asks for huge pages. A small run's heap is on huge pages whole (fewer
 // faults: 500 profiles of 20,000 nodes at -j2 0.109 s against 0.131 s on 4 KiB pages, best of

@@ -3,12 +3,16 @@
 #include "analysis/heap.hpp"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <latch>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace hpc::analysis {
@@ -53,6 +57,45 @@ TEST(Heap, HugePagesForTheFirstPartOfTheHeapOnly) {
   EXPECT_GT(huge, 0) << "the heap's first part is on huge pages";
   EXPECT_LE(huge, long(kHugeHeapBytes >> 10) + 4096) << "beyond its first part the heap has 4 KiB pages";
   for (const auto& p : pieces) EXPECT_EQ(p[(16 << 20) - 1], p[0]);
+}
+
+// The malloc arenas malloc_info() lists (its <heap nr="..."> elements).
+int arenas() {
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&text, &size);
+  if (!f) return -1;
+  malloc_info(0, f);
+  std::fclose(f);
+  int n = 0;
+  for (const char* at = text; (at = std::strstr(at, "<heap nr=")) != nullptr; ++at) ++n;
+  std::free(text);
+  return n;
+}
+
+// With the thread count known, each analysis thread allocates from an arena of its own: one
+// arena's lock is held across fresh huge-page faults (setHeapThreads).
+TEST(Heap, AnArenaForEachThread) {
+  setUpHeap();
+  setHeapThreads(3);
+  // Two threads besides this one, alive together (a thread's arena is reused by the next
+  // one once it ends).
+  std::vector<std::thread> threads;
+  std::vector<void*> blocks(2, nullptr);
+  std::latch allocated(2), counted(1);
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      blocks[size_t(t)] = std::malloc(1000);
+      std::memset(blocks[size_t(t)], t, 1000);
+      allocated.count_down();
+      counted.wait();
+    });
+  allocated.wait();
+  const int n = arenas();
+  counted.count_down();
+  for (auto& t : threads) t.join();
+  for (void* b : blocks) std::free(b);
+  EXPECT_GE(n, 3) << "three threads, three arenas";
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;
   const CommandLine& cl = std::get<CommandLine>(parsed);
 
+  setHeapThreads(cl.threads);
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
   if (cl.verbose) std::fprintf(stderr, "hpcprof: %u analysis threads\n", cl.threads);
   const auto started = std::chrono::steady_clock::now();

@@ -88,13 +88,14 @@ Expected<DistributedResult> runAlone(Job& job, const std::filesystem::path& dir,
 
 int main(int argc, char** argv) {
   remove_temporaries_on_signal();  // before MPI's and TBB's threads, which inherit the mask
-  setUpHeap();  // as hpcprof's: huge pages, one arena
+  setUpHeap();  // as hpcprof's: huge pages; an arena a thread once -j is known
   Comm comm(&argc, &argv);
   const bool root = comm.rank() == 0;
   auto t0 = std::chrono::steady_clock::now();
   auto parsed = parseCommandLine(argc, argv, "hpcprof-mpi", !root);
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;  // every rank parses the same argv
   const CommandLine& cl = std::get<CommandLine>(parsed);
+  setHeapThreads(cl.threads);
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, cl.threads);
 
   auto fail = [&](const Status& st) {
