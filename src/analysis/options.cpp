@@ -37,8 +37,9 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
   app.add_option("--transpose-memory", cl.budgetMiB, "Memory bound for building cct.db, MiB")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
   app.add_flag("-v,--verbose", cl.verbose,
-               "Per-phase wall and CPU time, peak memory, bytes read and written and the time those "
-               "calls took, and how much of the measured binaries was analysed, on stderr");
+               "The profiles found and the structure files checked (with the time), per-phase wall and "
+               "CPU time, peak memory, bytes read and written and the time those calls took, and how "
+               "much of the measured binaries was analysed, on stderr");
   app.set_version_flag("-V,--version", tool + " (hpctoolkit-cpp) 0.1.0");
   try {
     app.parse(argc, argv);
