@@ -316,6 +316,8 @@ std::string replacePath(const std::string& path, const std::vector<PathReplaceme
   return path;
 }
 
+Status checkDatabaseTarget(const fs::path& target) { return db::check_replaceable(target); }
+
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const fs::path& directory) {
   return std::unique_ptr<DatabaseSink>(std::make_unique<DbSink>(directory));
 }

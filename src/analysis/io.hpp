@@ -62,6 +62,9 @@ BinaryAnalysis binaryAnalysis();
 void addBinaryWarning(std::string line);
 std::vector<std::string> takeBinaryWarnings();
 
+// Whether a database may be renamed into place at `target` (nothing there, an empty
+// directory or a database: db::check_replaceable), checked before any work.
+Status checkDatabaseTarget(const std::filesystem::path& target);
 // Writes a database v4 into `directory` (created; the caller renames it into place).
 Expected<std::unique_ptr<DatabaseSink>> createDatabase(const std::filesystem::path& directory);
 // meta.db and metrics/default.yaml into `directory` (what DatabaseSink::finish adds).

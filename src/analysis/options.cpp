@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 #include <thread>
@@ -22,8 +23,9 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
   app.add_option("-j,--threads", cl.threads, "Analysis threads (default: the CPUs this process may run on)")
       ->check(CLI::Range(1u, 4096u));
   app.add_option("-o,--db,--output", cl.output,
-                 "Database to write, replaced if it exists (default: hpctoolkit-<app>-database beside "
-                 "hpctoolkit-<app>-measurements, never replacing an earlier one: -2, -3, ... instead)");
+                 "Database to write; an existing one, or an empty directory, is replaced, anything else refused "
+                 "(default: hpctoolkit-<app>-database beside hpctoolkit-<app>-measurements, never "
+                 "replacing an earlier one: -2, -3, ... instead)");
   app.add_option("-S,--structure", cl.structs, "Structure file from hpcstruct (repeatable)");
   app.add_option("-R,--replace-path", cl.replacePaths, "OLD=NEW prefix replacement, \\= for an = in a path (repeatable)");
   app.add_option("--title,--name", cl.title, "Database title");
@@ -51,8 +53,31 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
   return cl;
 }
 
+namespace {
+
+// -o names a place the database may replace (nothing, an empty directory, a database) and
+// no measurement lies under it: checked before any work, so a mistyped -o costs nothing.
+Status checkOutput(const fs::path& output, const std::vector<fs::path>& measurements) {
+  if (Status st = checkDatabaseTarget(output); !st.ok()) return Status::error("-o " + st.message());
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(fs::absolute(output, ec), ec);
+  if (ec) return Status();
+  for (const fs::path& m : measurements) {
+    const fs::path in = fs::weakly_canonical(fs::absolute(m, ec), ec);
+    if (ec) continue;
+    auto [o, i] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+    if (o == out.end())
+      return Status::error("-o " + output.string() + ": the measurements " + m.string() +
+                           " lie in it, and replacing it would remove them; name another database");
+  }
+  return Status();
+}
+
+}  // namespace
+
 Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   std::vector<fs::path> meas(cl.measurements.begin(), cl.measurements.end());
+  if (!cl.output.empty()) HPC_RETURN_IF_ERROR(checkOutput(cl.output, meas));
   HPC_ASSIGN_OR_RETURN(Inputs inputs, discoverInputs(meas, cl.ignoreStructs));
   std::vector<fs::path> structFiles = inputs.structs;
   structFiles.insert(structFiles.end(), cl.structs.begin(), cl.structs.end());

@@ -237,6 +237,8 @@ Status AtomicOutput::rename_into_place() {
   // Renamed whole or not at all before an ending signal's removal of the temporaries.
   auto lock = lock_temporaries();
   std::error_code ec;
+  if (kind_ == Kind::Directory && fs::exists(target_, ec) && !fs::is_directory(target_, ec))
+    return Status::error(target_.string() + ": exists and is not a directory; it is left as it is");
   if (kind_ == Kind::Directory && fs::exists(target_, ec)) {
     // rename(2) cannot replace a non-empty directory: move the old one aside first.
     fs::path old = tmp_;

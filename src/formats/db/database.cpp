@@ -25,8 +25,26 @@ Expected<Database> read_database(const fs::path& dir) {
   return db;
 }
 
+Status check_replaceable(const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  // Nothing there, or a file on the way there (creating it then fails, saying so): nothing
+  // to replace.
+  if (ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) return Status();
+  if (ec) return Status::error(dir.string() + ": cannot tell what is there: " + ec.message());
+  if (!fs::exists(st)) return Status();
+  const std::string keep = "; it is left as it is: name a new database, or remove it first";
+  if (!fs::is_directory(st)) return Status::error(dir.string() + ": exists and is not a directory" + keep);
+  if (fs::is_regular_file(dir / "meta.db", ec) || fs::is_regular_file(dir / "experiment.xml", ec)) return Status();
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Status::error(dir.string() + ": cannot list: " + ec.message());
+  if (it == fs::directory_iterator()) return Status();  // empty
+  return Status::error(dir.string() + ": exists and is not a database (no meta.db or experiment.xml in it)" + keep);
+}
+
 Status write_database(const Database& db, const fs::path& dir,
                       const std::function<Status(const fs::path&)>& extra) {
+  HPC_RETURN_IF_ERROR(check_replaceable(dir));
   AtomicOutput out(dir, AtomicOutput::Kind::Directory);
   HPC_RETURN_IF_ERROR(out.begin());
   const fs::path& tmp = out.temp_path();

@@ -239,8 +239,15 @@ std::vector<uint8_t> write_cct_db(std::span<const ContextValues> contexts);
 std::vector<uint8_t> write_trace_db(const TraceDb& trace);
 Status write_meta(const Meta& meta, const std::filesystem::path& file, const ContextSource* contexts = nullptr);
 
+// Whether a database may be written to `dir`, replacing what is there: nothing, an empty
+// directory, or a database (one holding meta.db, or the experiment.xml of an older
+// version). Anything else (a file, a directory of other things, measurements) is refused
+// with an error naming it: a mistyped -o must not cost a user their files.
+Status check_replaceable(const std::filesystem::path& dir);
+
 // Writes the database into `dir` atomically (built in a temporary beside it, then
-// renamed). `extra`, if given, may add files (eg. metrics/) into the temporary.
+// renamed; check_replaceable first). `extra`, if given, may add files (eg. metrics/) into
+// the temporary.
 Status write_database(const Database& db, const std::filesystem::path& dir,
                       const std::function<Status(const std::filesystem::path&)>& extra = {});
 

@@ -203,6 +203,43 @@ TEST(DbWriter, HandBuiltModelIsReadByTheCheckerAndRoundTrips) {
   fs::remove_all(dir.parent_path());
 }
 
+TEST(DbWriter, ReplacesOnlyNothingAnEmptyDirectoryOrADatabase) {
+  const fs::path base = temp_dir("replace");
+  const Database model = hand_built();
+  auto put = [](const fs::path& f, const std::string& text) { std::ofstream(f) << text; };
+  // Nothing there, an empty directory, a database (ours, then an older version's): written.
+  fs::create_directories(base / "empty.d");
+  fs::create_directories(base / "old.d");
+  put(base / "old.d" / "experiment.xml", "<HPCToolkitExperiment/>");
+  for (const char* name : {"new.d", "empty.d", "new.d", "old.d"}) {
+    Status st = write_database(model, base / name);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.message();
+    EXPECT_TRUE(fs::is_regular_file(base / name / "meta.db")) << name;
+  }
+  EXPECT_FALSE(fs::exists(base / "old.d" / "experiment.xml"));
+  // A file, or a directory of other things: refused by name, and left as they were.
+  put(base / "notes.txt", "mine");
+  fs::create_directories(base / "work");
+  put(base / "work" / "keep.c", "int main() {}");
+  const std::pair<const char*, const char*> refused[] = {
+      {"notes.txt", "notes.txt: exists and is not a directory"},
+      {"work", "work: exists and is not a database (no meta.db or experiment.xml in it)"}};
+  for (const auto& [name, why] : refused) {
+    Status st = write_database(model, base / name);
+    ASSERT_FALSE(st.ok()) << name;
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("left as it is"), std::string::npos) << st.message();
+  }
+  std::ifstream notes(base / "notes.txt"), keep(base / "work" / "keep.c");
+  std::string a, b;
+  std::getline(notes, a);
+  std::getline(keep, b);
+  EXPECT_EQ(a, "mine");
+  EXPECT_EQ(b, "int main() {}");
+  EXPECT_EQ(std::distance(fs::directory_iterator(base / "work"), fs::directory_iterator()), 1);
+  fs::remove_all(base);
+}
+
 TEST(DbWriter, RewrittenReferenceDatabasesCompareEqual) {
   if (!checker_available()) GTEST_SKIP() << "reference checker's python modules missing";
   fs::path tmp = temp_dir("rewrite");
