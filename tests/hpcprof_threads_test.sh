@@ -70,6 +70,15 @@ if not ok:
 PY
 echo "damaged traces: values kept, whole records kept, empty lines for the rest"
 
+# Measurements named twice (the directory again, one of its profiles besides): a warning
+# naming each, and the database of the directory named once (not every value counted twice).
+s=$conf/meas/small.m
+"$prof" --foreign -o "$tmp/once.d" "$s" 2>/dev/null
+"$prof" --foreign -o "$tmp/twice.d" "$s/" "$s"/*.hpcrun "$s" 2>"$tmp/err"
+for f in meta.db profile.db cct.db; do cmp "$tmp/once.d/$f" "$tmp/twice.d/$f" || { echo "named twice: $f differs"; exit 1; }; done
+[ "$(grep -c "^hpcprof: warning: .*: named again among the measurements" "$tmp/err")" = 2 ] || { cat "$tmp/err"; exit 1; }
+echo "measurements named twice: analysed once, each repeat named"
+
 # A database that cannot be made (its directory is a file): the error names it, and why.
 touch "$tmp/file"
 if "$prof" --foreign -o "$tmp/file/db" "$conf/meas/small.m" 2>"$tmp/err"; then echo "unwritable output accepted"; exit 1; fi

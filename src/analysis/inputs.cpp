@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/io.hpp"
 
@@ -27,11 +29,37 @@ void addProfile(Inputs& in, const fs::path& p) {
 
 Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool ignoreStructs) {
   Inputs in;
+  // A profile named twice would count twice in every sum: each directory and profile is
+  // taken once, by its canonical path, and a profile whose directory is named too comes with
+  // its directory. A profile's path is its directory's, made canonical once for all the
+  // profiles named in it (a shell's glob names thousands).
+  std::unordered_map<std::string, std::string> canonicalDir;
+  auto canonical = [&](const fs::path& p, bool file) -> std::string {
+    std::error_code ec;
+    const fs::path dir = file ? p.parent_path() : p;
+    auto [at, fresh] = canonicalDir.try_emplace(dir.string());
+    if (fresh) {
+      fs::path c = fs::weakly_canonical(fs::absolute(dir.empty() ? fs::path(".") : dir, ec), ec);
+      at->second = ec ? dir.lexically_normal().string() : c.string();
+    }
+    return file ? (fs::path(at->second) / p.filename()).string() : at->second;
+  };
+  std::unordered_set<std::string> dirs, seen;
   for (const fs::path& m : measurements) {
     std::error_code ec;
-    if (fs::is_regular_file(m, ec)) {
-      if (m.extension() != ".hpcrun")
-        return Status::error(m.string() + ": not a profile (.hpcrun) nor a measurement directory");
+    if (fs::is_directory(m, ec)) dirs.insert(canonical(m, false));
+  }
+  for (const fs::path& m : measurements) {
+    std::error_code ec;
+    const bool file = fs::is_regular_file(m, ec);
+    if (file && m.extension() != ".hpcrun")
+      return Status::error(m.string() + ": not a profile (.hpcrun) nor a measurement directory");
+    std::string c = canonical(m, file);
+    if ((file && dirs.count(canonical(m.parent_path(), false))) || !seen.insert(std::move(c)).second) {
+      in.repeated.push_back(m);
+      continue;
+    }
+    if (file) {
       addProfile(in, m);
       continue;
     }

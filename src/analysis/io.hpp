@@ -75,6 +75,9 @@ struct Inputs {
   std::vector<std::filesystem::path> profiles;  // sorted, one per thread/stream
   std::vector<std::filesystem::path> traces;    // parallel to profiles; empty if none
   std::vector<std::filesystem::path> structs;   // from <measurements>/structs/
+  // Measurements named again (the same directory, a profile twice, or a profile in a
+  // directory also named), left out: each profile is analysed once.
+  std::vector<std::filesystem::path> repeated;
 };
 Expected<Inputs> discoverInputs(const std::vector<std::filesystem::path>& measurements,
                                 bool ignoreStructs);

@@ -79,6 +79,10 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
   std::vector<fs::path> meas(cl.measurements.begin(), cl.measurements.end());
   if (!cl.output.empty()) HPC_RETURN_IF_ERROR(checkOutput(cl.output, meas));
   HPC_ASSIGN_OR_RETURN(Inputs inputs, discoverInputs(meas, cl.ignoreStructs));
+  if (!tool.empty())
+    for (const fs::path& m : inputs.repeated)
+      std::fprintf(stderr, "%s: warning: %s: named again among the measurements (itself, or its directory); "
+                   "its profiles are analysed once\n", tool.c_str(), m.c_str());
   std::vector<fs::path> structFiles = inputs.structs;
   structFiles.insert(structFiles.end(), cl.structs.begin(), cl.structs.end());
   std::vector<PathReplacement> replace;

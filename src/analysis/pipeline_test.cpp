@@ -409,6 +409,45 @@ TEST(Inputs, PairsTracesAndSkipsWhatIsNotAProfile) {
   fs::remove_all(m);
 }
 
+// A profile named twice (itself again, by another spelling, or with its directory, before or
+// after it) and a directory named twice are taken once: each would count twice in every sum.
+TEST(Inputs, EachProfileOnceHoweverOftenNamed) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::path(::testing::TempDir()) / "inputs-once";
+  fs::remove_all(base);
+  const fs::path m = base / "m", other = base / "other";
+  fs::create_directories(m);
+  fs::create_directories(other);
+  for (const char* f : {"a.hpcrun", "b.hpcrun"}) std::ofstream(m / f) << "x";
+  std::ofstream(other / "c.hpcrun") << "x";
+  fs::create_directory_symlink(m, base / "link");
+  struct Case {
+    std::vector<fs::path> named;
+    std::vector<fs::path> profiles;
+    size_t repeated;
+  };
+  const Case cases[] = {
+      {{m, m}, {m / "a.hpcrun", m / "b.hpcrun"}, 1},
+      {{m, base / "link", m / "." / ""}, {m / "a.hpcrun", m / "b.hpcrun"}, 2},
+      {{m / "a.hpcrun", m}, {m / "a.hpcrun", m / "b.hpcrun"}, 1},
+      {{m, base / "link" / "b.hpcrun"}, {m / "a.hpcrun", m / "b.hpcrun"}, 1},
+      {{m / "a.hpcrun", base / "m" / ".." / "m" / "a.hpcrun", other / "c.hpcrun"}, {m / "a.hpcrun", other / "c.hpcrun"}, 1},
+      {{other, m / "b.hpcrun"}, {other / "c.hpcrun", m / "b.hpcrun"}, 0},
+  };
+  for (const Case& c : cases) {
+    auto in = discoverInputs(c.named, false);
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    std::vector<fs::path> got = in->profiles;
+    std::vector<fs::path> want = c.profiles;
+    // The directory's profiles as the directory lists them, a lone profile as named.
+    EXPECT_EQ(got.size(), want.size()) << c.named[0] << " ... (" << c.named.size() << " named)";
+    for (size_t k = 0; k < std::min(got.size(), want.size()); ++k)
+      EXPECT_EQ(fs::weakly_canonical(got[k]), fs::weakly_canonical(want[k]));
+    EXPECT_EQ(in->repeated.size(), c.repeated) << c.named[0];
+  }
+  fs::remove_all(base);
+}
+
 TEST(Transpose, StatsInProfileOrder) {
   MemorySink sink;
   ASSERT_TRUE(sink.begin(4, 3, false).ok());
