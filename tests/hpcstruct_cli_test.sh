@@ -12,6 +12,12 @@ bin=$conf/struct/bin/inlines+loops-x86_64-gcc10-d
 if "$hs" --nocache -o "$tmp/no/such/dir/x.hpcstruct" "$bin" 2>"$tmp/err0"; then fail "unwritable output accepted"; fi
 [ "$(grep -o "$tmp/no/such/dir/x.hpcstruct" "$tmp/err0" | wc -l)" = 1 ] && grep -q "No such file or directory" "$tmp/err0" \
   || fail "unwritable output: $(cat "$tmp/err0")"
+# An output that is a directory: refused by name before any analysis, and left as it is.
+mkdir -p "$tmp/out.d" && echo keep >"$tmp/out.d/notes"
+if "$hs" --nocache -o "$tmp/out.d" "$bin" 2>"$tmp/errd"; then fail "a directory as output accepted"; fi
+grep -q "^hpcstruct: $tmp/out.d: is a directory; name the structure file to write (it is left as it is)$" "$tmp/errd" \
+  && [ "$(cat "$tmp/out.d/notes")" = keep ] && [ "$(ls -A "$tmp")" != "" ] && [ -z "$(find "$tmp" -name '.*tmp-*')" ] \
+  || fail "a directory as output: $(cat "$tmp/errd")"
 
 # Cache: the first run fills it, the second copies from it, --nocache bypasses it.
 "$hs" --cache "$tmp/cache" -o "$tmp/a.hpcstruct" "$bin" 2>"$tmp/err1"

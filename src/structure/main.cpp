@@ -180,5 +180,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
+  // A directory is never replaced by a structure file: said before the analysis, not after.
+  if (std::error_code ec; std::filesystem::is_directory(output, ec)) {
+    std::fprintf(stderr, "hpcstruct: %s: is a directory; name the structure file to write (it is left as it is)\n",
+                 output.c_str());
+    return 1;
+  }
   return analyse_one(binary, output, opt, cache, progress, true);
 }
