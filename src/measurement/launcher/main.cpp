@@ -88,9 +88,9 @@ bool makeDirs(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-[[noreturn]] void fail(const std::string& msg) {
+[[noreturn]] void fail(const std::string& msg, int status = 2) {
   std::fprintf(stderr, "hpcrun: %s\n", msg.c_str());
-  std::exit(2);
+  std::exit(status);
 }
 
 // Turns what the user typed into the canonical HPCRUN_EVENT_LIST entry, or fails.
@@ -182,5 +182,8 @@ int main(int argc, char** argv) {
   else unsetenv("HPCRUN_GPU");
   if (!streamsPerTracer.empty()) setenv("HPCRUN_GPU_STREAMS_PER_TRACER", streamsPerTracer.c_str(), 1);
   execvp(app.c_str(), argv + i);
-  fail("cannot run '" + app + "': " + std::strerror(errno));
+  // As a shell says it (and env, nohup, time): 127 where there is no such program, 126
+  // where it cannot be run; a script can tell these from the program's own statuses.
+  const int why = errno;
+  fail("cannot run '" + app + "': " + std::strerror(why), why == ENOENT ? 127 : 126);
 }

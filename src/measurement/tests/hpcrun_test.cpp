@@ -347,6 +347,19 @@ TEST(Launcher, RejectsBadEventsBeforeStarting) {
     EXPECT_EQ(r.out, "") << ev;
     EXPECT_NE(r.err.find("hpcrun:"), std::string::npos) << ev;
   }
+  // A program that is not there, or cannot be run: the shell's statuses (127, 126), the
+  // program named.
+  Outcome missing = run(kBin + " -o " + (scratch / "m1").string() + " /no/such/program", scratch);
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.err.find("hpcrun: cannot run '/no/such/program': No such file or directory"), std::string::npos)
+      << missing.err;
+  const fs::path plain = scratch / "not-executable";
+  std::ofstream(plain) << "data\n";
+  fs::permissions(plain, fs::perms::owner_read | fs::perms::owner_write);
+  Outcome denied = run(kBin + " -o " + (scratch / "m2").string() + " " + plain.string(), scratch);
+  EXPECT_EQ(denied.status, 126);
+  EXPECT_NE(denied.err.find("hpcrun: cannot run '" + plain.string() + "': Permission denied"), std::string::npos)
+      << denied.err;
   Outcome l = run(kBin + " -L", scratch);
   EXPECT_EQ(l.status, 0);
   EXPECT_NE(l.out.find("CPUTIME"), std::string::npos);
