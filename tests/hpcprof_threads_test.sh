@@ -122,9 +122,13 @@ grep -q 'no profiles' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 test ! -e "$tmp/none.d"
 # --only-exe naming no measured program: an error that says why nothing was left.
 if "$prof" --foreign --only-exe nothing -o "$tmp/none.d" "$conf/meas/small.m" 2>"$tmp/err"; then echo "nothing analysed, yet success"; exit 1; fi
-grep -q "no usable profiles among the measurements given (1 profile, 1 of programs --only-exe does not name)" "$tmp/err" \
+grep -q "no usable profiles among the measurements given (1 profile, 1 of programs --only-exe does not name: testmeas-small)$" "$tmp/err" \
   || { cat "$tmp/err"; exit 1; }
 test ! -e "$tmp/none.d"
+# --only-exe by the program's file name, a path naming its file: the same database.
+"$prof" --foreign --only-exe testmeas-small -o "$tmp/exe1.d" "$conf/meas/small.m" 2>/dev/null
+"$prof" --foreign --only-exe /some/dir/testmeas-small -o "$tmp/exe2.d" "$conf/meas/small.m" 2>/dev/null
+cmp "$tmp/exe1.d/profile.db" "$tmp/exe2.d/profile.db" || { echo "--only-exe by path differs"; exit 1; }
 # One of several measurement directories empty: an error naming it, no database.
 if "$prof" --foreign -o "$tmp/none.d" "$conf/meas/small.m" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty directory accepted"; exit 1; fi
 grep -q "^hpcprof: error: $tmp/empty.m: no profiles (.hpcrun) in this measurement directory" "$tmp/err" || { cat "$tmp/err"; exit 1; }

@@ -33,10 +33,10 @@ std::variant<CommandLine, int> parseCommandLine(int argc, char** argv, const std
                  "sum (default) | stats (also mean, std. dev., coef. of variation, min, max) | thread "
                  "(per-thread values: always in profile.db) (repeatable)")
       ->check(CLI::IsMember({"sum", "stats", "thread"}));
-  app.add_option("--only-exe", cl.onlyExe, "Only profiles of this executable (repeatable)");
+  app.add_option("--only-exe", cl.onlyExe, "Only profiles of this executable, by file name (repeatable)");
   app.add_flag("--foreign", cl.foreign, "Do not read the measured binaries; use only structure files");
   app.add_flag("--ignore-structs", cl.ignoreStructs, "Ignore <measurements>/structs/");
-  app.add_option("--transpose-memory", cl.budgetMiB, "Memory bound for building cct.db, MiB")
+  app.add_option("--transpose-memory", cl.budgetMiB, "Memory bound for building cct.db, MiB (default 32: larger results take more rounds)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
   app.add_flag("-v,--verbose", cl.verbose,
                "The profiles found and the structure files checked (with the time), per-phase wall and "

@@ -250,6 +250,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     size_t used = 0;
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
+    std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
     // until a profile whose nodes are not the first one's.
     bool borrowing = false;
@@ -312,9 +313,14 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     ProfileTree& tree = data.tree;
     if (i == 0) firstRead.store(1, std::memory_order_release);  // the readers ahead may start
     if (!options.onlyExe.empty()) {
-      std::string prog = tree.programName.substr(tree.programName.rfind('/') + 1);
-      if (std::find(options.onlyExe.begin(), options.onlyExe.end(), prog) == options.onlyExe.end()) {
+      // By file name, as the reference matches it (a path given names its file).
+      auto fileName = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
+      const std::string_view prog = fileName(tree.programName);
+      if (std::none_of(options.onlyExe.begin(), options.onlyExe.end(),
+                       [&](const std::string& e) { return fileName(e) == prog; })) {
         u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
+        // Only its program, for the error that names the programs when none is left.
+        u.header.shared = internHeader({std::string(prog), {}, {}}, sc.lastFiltered);
         return;
       }
     }
@@ -548,7 +554,14 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   if (plan.live.empty()) {
     std::string why = std::to_string(headers.size()) + (headers.size() == 1 ? " profile" : " profiles");
     if (plan.skipped) why += ", " + std::to_string(plan.skipped) + " unreadable";
-    if (filtered) why += ", " + std::to_string(filtered) + " of programs --only-exe does not name";
+    if (filtered) {
+      std::set<std::string> programs;
+      for (const ProfileHeader* h : headers)
+        if (h->state == ProfileState::Filtered && h->shared) programs.insert(h->shared->program);
+      std::string names;
+      for (const std::string& p : programs) names += (names.empty() ? ": " : ", ") + p;
+      why += ", " + std::to_string(filtered) + " of programs --only-exe does not name" + names;
+    }
     return Status::error("no usable profiles among the measurements given (" + why + ")");
   }
   plan.metricDescs = metricDescs(headers, plan);
