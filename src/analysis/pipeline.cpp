@@ -229,8 +229,26 @@ Status Spill::read(uint64_t at, std::span<uint8_t> into) const {
   return Status();
 }
 
+void HeaderShared::markUsed(const uint64_t* bits) const {
+  for (size_t w = 0; w < usedWords(); ++w)
+    if (bits[w] && (used[w].load(std::memory_order_relaxed) & bits[w]) != bits[w])
+      used[w].fetch_or(bits[w], std::memory_order_relaxed);
+}
+
 std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::shared_ptr<const HeaderShared>& last) {
-  if (!last || !(*last == made)) last = std::make_shared<const HeaderShared>(std::move(made));
+  if (last && *last == made) {
+    if (made.used) {
+      std::vector<uint64_t> bits(made.usedWords());
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] = made.used[w].load(std::memory_order_relaxed);
+      last->markUsed(bits.data());
+    }
+    return last;
+  }
+  if (!made.used) {
+    made.used = std::make_unique<std::atomic<uint64_t>[]>(made.usedWords());
+    for (size_t w = 0; w < made.usedWords(); ++w) made.used[w].store(0, std::memory_order_relaxed);
+  }
+  last = std::make_shared<const HeaderShared>(std::move(made));
   return last;
 }
 
@@ -250,6 +268,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     size_t used = 0;
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
+    std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
     // until a profile whose nodes are not the first one's.
@@ -363,8 +382,13 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       uint8_t* rec = sc.record.data() + sc.used;
       auto* sv = reinterpret_cast<SpilledValue*>(rec);
       uint32_t nv = 0;
+      // The metrics it has values of, marked on its header below.
+      sc.usedBits.assign((tree.metrics.size() + 63) / 64, 0);
       for (const PointValue& p : v.values)
-        if (const Context* c = nodes->find(p.node)) sv[nv++] = {c, p.value, p.metric, 0};
+        if (const Context* c = nodes->find(p.node)) {
+          sv[nv++] = {c, p.value, p.metric, 0};
+          if (p.metric < tree.metrics.size()) sc.usedBits[p.metric / 64] |= uint64_t(1) << (p.metric % 64);
+        }
       auto* st = reinterpret_cast<SpilledTrace*>(rec + nv * sizeof(SpilledValue));
       if (tree.hasTrace)
         for (const TraceRecord& r : v.trace) *st++ = {r.time, nodes->find(r.node)};
@@ -378,6 +402,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     }
     u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs)},
                                    sc.lastHeader);
+    if (data.valuesStatus.ok() && sc.usedBits.size() == u.header.shared->usedWords())
+      u.header.shared->markUsed(sc.usedBits.data());
     u.header.ids = std::move(tree.idTuple);
     u.header.hasTrace = tree.hasTrace;
     u.header.state = ProfileState::Ok;
@@ -564,6 +590,28 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
     }
     return Status::error("no usable profiles among the measurements given (" + why + ")");
   }
+  // The metrics with values somewhere, each table's marks taken through its map.
+  std::vector<uint8_t> measured(plan.metricNames.size(), 0);
+  for (const auto& [shared, map] : mapOfTable)
+    for (uint32_t l = 0; l < plan.metricMaps[map].size(); ++l)
+      if (shared->isUsed(l)) measured[plan.metricMaps[map][l]] = 1;
+  std::vector<uint32_t> propagatedOf(plan.metricNames.size(), Plan::kNotPropagated);
+  for (uint32_t g = 0; g < measured.size(); ++g)
+    if (measured[g]) propagatedOf[g] = plan.propagated++;
+  if (plan.propagated == 0 || plan.propagated == plan.metricNames.size()) {
+    // Every metric (or none: nothing to propagate, the same either way) at its own place.
+    plan.propagated = uint32_t(plan.metricNames.size());
+    for (uint32_t g = 0; g < propagatedOf.size(); ++g) propagatedOf[g] = g;
+  } else {
+    plan.propIds.resize(size_t(plan.propagated) * kNumScopes);
+    for (uint32_t g = 0; g < propagatedOf.size(); ++g)
+      if (propagatedOf[g] != Plan::kNotPropagated)
+        for (uint32_t sc = 0; sc < kNumScopes; ++sc)
+          plan.propIds[size_t(propagatedOf[g]) * kNumScopes + sc] = propId(g, Scope(sc));
+  }
+  plan.propagatedMaps.resize(plan.metricMaps.size());
+  for (size_t m = 0; m < plan.metricMaps.size(); ++m)
+    for (uint32_t g : plan.metricMaps[m]) plan.propagatedMaps[m].push_back(propagatedOf[g]);
   plan.metricDescs = metricDescs(headers, plan);
   plan.idTuples = resolveIdTuples(rawIds);
   plan.title = options.title.empty() ? headers[plan.live[0]]->shared->program : options.title;
@@ -571,8 +619,8 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
 }
 
 Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
-                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
-                      PropagatedProfile& out) {
+                      const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
+                      Propagator& propagator, PropagatedProfile& out) {
   out.trace.clear();  // the row is cleared or overwritten whole: no zero-filling of storage it has
   out.hasTrace = u.header.hasTrace;
   thread_local std::vector<uint8_t> rec;
@@ -592,10 +640,13 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   const auto* sv = reinterpret_cast<const SpilledValue*>(rec.data());
   for (uint32_t k = 0; k < u.values; ++k) {
     if (k + kAhead < u.values) __builtin_prefetch(sv[k + kAhead].ctx->idsAt());
-    if (sv[k].metric < localToGlobal.size())
-      points.push_back({sv[k].ctx->id(), localToGlobal[sv[k].metric], sv[k].value});
+    if (sv[k].metric < localToPropagated.size() && localToPropagated[sv[k].metric] != Plan::kNotPropagated)
+      points.push_back({sv[k].ctx->id(), localToPropagated[sv[k].metric], sv[k].value});
   }
   propagator.run(points, out.row);
+  // Ids in the propagated metrics -> the database's (in the same order: rows stay sorted).
+  if (!propIds.empty())
+    for (uint16_t& m : out.row.metric) m = propIds[m];
   if (u.header.hasTrace) {
     const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
     out.trace.reserve(u.traces);  // storage kept from profile to profile, not zero-filled
@@ -618,10 +669,11 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
 }
 
 Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
-                        const std::vector<uint32_t>& localToGlobal, uint32_t index,
-                        const std::vector<IdOut>& idTuple, Propagator& propagator, DatabaseSink& sink) {
+                        const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
+                        uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
+                        DatabaseSink& sink) {
   thread_local PropagatedProfile p;
-  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToGlobal, propagator, p));
+  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToPropagated, propIds, propagator, p));
   return writeProfile(sink, index, idTuple, p);
 }
 
@@ -701,7 +753,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                                                     kTransposeRoundBytes * lanes),
                                                      options.scratchDir, lanes));
   }
-  tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
+  tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
   // Profiles are propagated in parallel and written in profile order, so that profile.db
@@ -740,8 +792,8 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                    [&](InFlight* f) {
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
-                                                         *profiles[i], *spill, unified[i], plan.localToGlobal(i),
-                                                         propagators.local(), f->p);
+                                                         *profiles[i], *spill, unified[i], plan.localToPropagated(i),
+                                                         plan.propIds, propagators.local(), f->p);
                                                      // Split while the row is in this core's cache.
                                                      const int lane = tbb::this_task_arena::current_thread_index();
                                                      if (!buckets || !f->status.ok()) return f;

@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <map>
 #include <tuple>
 
 #include <tbb/task_arena.h>
@@ -865,6 +866,110 @@ TEST(Pipeline, ProfilesShareEqualMetricTables) {
   EXPECT_DOUBLE_EQ(sink.value(0, 0, propId(0, kExecution)), (1 + 2 + 8) * points);  // summary
   EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(1, kExecution)), 4 * points);
   EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(0, kExecution)), 0);
+}
+
+// Profiles describing 40 metrics (two programs' tables, in different orders) with values on
+// a few: pass 2 propagates only those, and every row and column comes out as where all 40
+// are propagated (a last profile with a value on each makes every metric measured there; rows
+// and columns are compared without it). Also at 3 threads, and with stats.
+TEST(Pipeline, PropagatesOnlyMeasuredMetricsAsIfAll) {
+  std::vector<std::string> table;
+  for (int m = 0; m < 40; ++m) table.push_back("M" + std::to_string(m));
+  std::vector<std::string> reversed(table.rbegin(), table.rend());
+  // name, table, (local metric, value) put on each of smallValues' points in turn
+  auto profile = [](std::string name, const std::vector<std::string>& metrics,
+                    std::vector<std::pair<uint16_t, double>> on) {
+    ProfileTree t = smallTree();
+    t.programName = name.substr(0, 1) == "b" ? "other" : "small";
+    t.metrics = metrics;
+    ProfileValues v = smallValues();
+    std::vector<PointValue> values;
+    for (size_t k = 0; k < v.values.size(); ++k)
+      for (auto [m, x] : on) values.push_back({v.values[k].node, m, x * double(k + 1)});
+    v.values = values;
+    return std::make_unique<FakeProfile>(name, t, v);
+  };
+  auto inputs = [&](bool everyMetric) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    in.push_back(profile("a1", table, {{5, 1}, {17, 0.5}}));
+    in.push_back(profile("a2", table, {{17, 2}}));
+    in.push_back(profile("b1", reversed, {{39 - 5, 4}, {39 - 30, 3}}));  // M5 and M30
+    in.push_back(profile("b2", reversed, {}));
+    if (everyMetric) {
+      std::vector<std::pair<uint16_t, double>> all;
+      for (uint16_t m = 0; m < 40; ++m) all.push_back({m, 0.25});
+      in.push_back(profile("z", table, all));
+    }
+    return in;
+  };
+  {
+    // The plan propagates M5, M17 and M30 alone, as the database's ids 5 x 4 + s, ...
+    auto in = inputs(false);
+    Cct cct;
+    Names names;
+    Expander expander(cct, names, nullptr);
+    PipelineOptions opt;
+    auto spill = Spill::create(std::filesystem::temp_directory_path());
+    ASSERT_TRUE(spill.ok());
+    tbb::task_arena arena(1);
+    std::vector<Unified> unified;
+    ASSERT_TRUE(unifyProfiles(in, expander, **spill, opt, arena, unified).ok());
+    std::vector<const ProfileHeader*> headers;
+    for (const Unified& u : unified) headers.push_back(&u.header);
+    auto plan = makePlan(headers, opt);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->metricNames.size(), 40u);
+    EXPECT_EQ(plan->propagated, 3u);
+    ASSERT_EQ(plan->propIds.size(), 12u);
+    EXPECT_EQ(plan->propIds[0], propId(5, kPoint));
+    EXPECT_EQ(plan->propIds[4 + kExecution], propId(17, kExecution));
+    EXPECT_EQ(plan->propIds[11], propId(30, Scope(3)));
+    EXPECT_EQ(plan->localToPropagated(0)[17], 1u);
+    EXPECT_EQ(plan->localToPropagated(0)[6], Plan::kNotPropagated);
+    EXPECT_EQ(plan->localToPropagated(2)[39 - 30], 2u);
+  }
+  for (unsigned threads : {1u, 3u})
+    for (bool stats : {false, true}) {
+      PipelineOptions opt;
+      opt.threads = threads;
+      opt.stats = stats;
+      opt.rowBucketsAbove = 1;  // the transpose from row buckets, as with many profiles
+      MemorySink few, all;
+      auto a = inputs(false), b = inputs(true);
+      auto r1 = runPipeline(a, nullptr, few, opt);
+      auto r2 = runPipeline(b, nullptr, all, opt);
+      ASSERT_TRUE(r1.ok() && r2.ok());
+      ASSERT_EQ(few.numContexts, all.numContexts);
+      // Each live profile's row: b2 (no values) has an empty one.
+      for (uint32_t p = 1; p <= 4; ++p) {
+        const SparseRow &x = few.rows[p], &y = all.rows[p];
+        EXPECT_EQ(x.ctx, y.ctx) << p;
+        EXPECT_EQ(x.start, y.start) << p;
+        EXPECT_EQ(x.metric, y.metric) << p;
+        EXPECT_EQ(x.value, y.value) << p;
+      }
+      EXPECT_TRUE(few.rows[4].value.empty());
+      // M5 (a1's local 5 and b1's local 34) has values from both programs; M17 from a1 and a2.
+      size_t m5 = 0, m17 = 0, m30 = 0;
+      for (const SparseRow* row : {&few.rows[1], &few.rows[2], &few.rows[3]})
+        for (uint16_t m : row->metric) {
+          m5 += m / kNumScopes == 5;
+          m17 += m / kNumScopes == 17;
+          m30 += m / kNumScopes == 30;
+        }
+      EXPECT_GT(m5, 0u);
+      EXPECT_GT(m17, 0u);
+      EXPECT_GT(m30, 0u);
+      // The columns, without profile 5 (z).
+      std::map<std::tuple<uint32_t, uint16_t, uint32_t>, double> cx, cy;
+      for (auto [sink, into] : {std::pair{&few, &cx}, std::pair{&all, &cy}})
+        for (const ContextColumn& c : sink->columns)
+          for (size_t i = 0; i < c.metric.size(); ++i)
+            for (uint64_t k = c.start[i]; k < c.start[i + 1]; ++k)
+              if (c.profile[k] <= 4) (*into)[{c.ctx, c.metric[i], c.profile[k]}] = c.value[k];
+      EXPECT_EQ(cx, cy);
+      EXPECT_GT(cx.size(), 20u);
+    }
 }
 
 // An expander over a fresh tree, with FakeStructure's structure.

@@ -28,10 +28,23 @@ struct HeaderShared {
   std::string program;
   std::vector<std::string> metrics;  // by local metric id
   std::vector<MetricDescIn> descs;   // ProfileTree::descs
-  bool operator==(const HeaderShared&) const = default;
+  // Which of its metrics some profile sharing it has values of (bit m % 64 of word m / 64),
+  // marked as its profiles are unified; not part of what makes two alike. A GPU measurement
+  // describes dozens of metrics in every profile and measures a few: pass 2 works on those.
+  mutable std::unique_ptr<std::atomic<uint64_t>[]> used;
+  size_t usedWords() const { return (metrics.size() + 63) / 64; }
+  // MT: thread-safe. `bits` has usedWords() words.
+  void markUsed(const uint64_t* bits) const;
+  bool isUsed(uint32_t local) const {
+    return used && local < metrics.size() && (used[local / 64].load(std::memory_order_relaxed) >> (local % 64)) & 1;
+  }
+  bool operator==(const HeaderShared& o) const {
+    return program == o.program && metrics == o.metrics && descs == o.descs;
+  }
 };
 
-// `last` if it equals `made`, else `made` (then the new last).
+// `last` if it equals `made` (taking made's marks of metrics used), else `made` (then the
+// new last).
 std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::shared_ptr<const HeaderShared>& last);
 
 // What the database takes from a profile's header, besides its tree.
@@ -113,6 +126,15 @@ struct Plan {
   // Per position: local -> global metric ids, one table for each distinct HeaderShared.
   const std::vector<uint32_t>& localToGlobal(size_t position) const { return metricMaps[mapOf[position]]; }
   std::vector<std::vector<uint32_t>> metricMaps;
+  // Pass 2 propagates the metrics some profile has values of (`propagated` of them, in
+  // global order), not every metric described: per position, local -> propagated index
+  // (kNotPropagated: never measured), and propagated id k * kNumScopes + s's id in the
+  // database (propIds; empty where every metric is propagated: the same id).
+  static constexpr uint32_t kNotPropagated = ~uint32_t(0);
+  const std::vector<uint32_t>& localToPropagated(size_t position) const { return propagatedMaps[mapOf[position]]; }
+  std::vector<std::vector<uint32_t>> propagatedMaps;
+  uint32_t propagated = 0;
+  std::vector<uint16_t> propIds;
   std::vector<uint32_t> mapOf;  // per position: its table in metricMaps (0, empty, if not usable)
   std::vector<std::vector<IdOut>> idTuples;          // per live profile
   std::vector<std::string> metricNames;              // in order of first appearance
@@ -134,16 +156,18 @@ struct PropagatedProfile {
   std::vector<TracePoint> trace;
   bool hasTrace = false;
 };
+// `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
+// plan's propIds; the propagator works on Plan::propagated metrics.
 Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
-                      const std::vector<uint32_t>& localToGlobal, Propagator& propagator,
-                      PropagatedProfile& out);
+                      const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
+                      Propagator& propagator, PropagatedProfile& out);
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p);
 
 // Pass 2 (class 2) for one live profile: computeProfile then writeProfile.
 // MT: thread-safe for distinct profiles (one Propagator per thread).
 Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
-                        const std::vector<uint32_t>& localToGlobal,
+                        const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink);
 // The values per context written by all of these propagators.

@@ -49,6 +49,7 @@ void putHeader(ByteWriter& w, const ProfileHeader& h, const HeaderShared*& last)
       w.le<uint8_t>(d.show);
       w.le<uint8_t>(d.showPercent);
     }
+    for (size_t k = 0; k < s->usedWords(); ++k) w.le<uint64_t>(s->used ? s->used[k].load() : 0);
     last = s;
   }
   w.le<uint32_t>(uint32_t(h.ids.size()));
@@ -82,6 +83,10 @@ ProfileHeader getHeader(WireReader& r, std::shared_ptr<const HeaderShared>& last
       d.show = r.get<uint8_t>();
       d.showPercent = r.get<uint8_t>();
       s.descs.push_back(std::move(d));
+    }
+    if (!r.failed()) {
+      s.used = std::make_unique<std::atomic<uint64_t>[]>(s.usedWords());
+      for (size_t k = 0; k < s.usedWords(); ++k) s.used[k].store(r.get<uint64_t>(), std::memory_order_relaxed);
     }
     h.shared = internHeader(std::move(s), last);
   } else if (shared != 0) {
@@ -267,12 +272,13 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo), arena, opt.scratchDir);
   HPC_RETURN_IF_ERROR(comm.agree(sink.begin(numProfiles, cct.size(), plan.anyTrace)));
-  tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), metrics.size());
+  tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
   std::vector<Status> errors(khi - klo);
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToGlobal(i),
+      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToPropagated(i),
+                                         plan.propIds,
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), sink);
     });
   });
