@@ -12,8 +12,9 @@
 // for each profile, as threads of one program reach not quite the same code: no two
 // profiles' node lists are byte-equal, yet they are mostly alike position by position.
 // With metrics=N, each profile describes N metrics (the first measured, the others never: a
-// GPU measurement's table of dozens), as hpcrun writes its whole table into every profile.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics=1]
+// GPU measurement's table of dozens), as hpcrun writes its whole table into every profile;
+// with measured=K, each valued node's value is on one of the first K, drawn at random.
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics=1] [measured=1]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +37,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics] [measured]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   md.period = 5000;
   shape.metrics = {md};
   const int numMetrics = argc > 7 ? std::max(1, std::atoi(argv[7])) : 1;
+  // The first `measured` of them have values, each valued node's on one drawn at random.
+  const int measured = argc > 8 ? std::clamp(std::atoi(argv[8]), 1, numMetrics) : 1;
   for (int m = 1; m < numMetrics; ++m) {
     MetricDesc more = md;
     more.name = "GPU:METRIC_" + std::to_string(m);
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
     for (auto& n : prof.nodes)
       if (n.lm_id && int(rng() % 100) < percent) {
         double v = 0.005 * double(1 + rng() % 50);
-        n.values.push_back({0, std::bit_cast<uint64_t>(v)});
+        n.values.push_back({uint16_t(measured > 1 ? rng() % uint64_t(measured) : 0), std::bit_cast<uint64_t>(v)});
       }
     char name[128];
     std::snprintf(name, sizeof name, "synthetic-000000-%03d-00005eed-4242-0", p);

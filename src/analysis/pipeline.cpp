@@ -339,7 +339,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
                        [&](const std::string& e) { return fileName(e) == prog; })) {
         u.header.state = ProfileState::Filtered;  // on purpose: not counted as skipped
         // Only its program, for the error that names the programs when none is left.
-        u.header.shared = internHeader({std::string(prog), {}, {}}, sc.lastFiltered);
+        u.header.shared = internHeader({std::string(prog), {}, {}, {}}, sc.lastFiltered);
         return;
       }
     }
@@ -400,7 +400,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     } else {
       u.valuesError = data.valuesStatus.message();
     }
-    u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs)},
+    u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs), {}},
                                    sc.lastHeader);
     if (data.valuesStatus.ok() && sc.usedBits.size() == u.header.shared->usedWords())
       u.header.shared->markUsed(sc.usedBits.data());

@@ -287,7 +287,8 @@ TEST(Pipeline, LexAwareDropsALoopWithoutStatements) {
 // Propagation keeps values by context on trees up to a bound and by slot beyond it: both
 // must give, profile after profile on the same scratch, the rows and counts of a plain walk
 // up each point's ancestors (execution over every edge, function and lex_aware over lexical
-// edges only), for one, two and three metrics (the widths compiled apart and the general one).
+// edges only), for one, two, three and 70 metrics (the widths compiled apart, and the masked
+// path with one and two words of metric bits).
 TEST(Propagation, ByContextAndBySlotAgreeWithWalkingUp) {
   std::mt19937_64 rng(7);
   Cct cct;
@@ -302,7 +303,7 @@ TEST(Propagation, ByContextAndBySlotAgreeWithWalkingUp) {
   }
   cct.finalize();
   PropagationShape shape(cct);
-  for (uint32_t metrics : {1u, 2u, 3u}) {
+  for (uint32_t metrics : {1u, 2u, 3u, 70u}) {
     const uint32_t width = metrics * kNumScopes;
     Propagator byContext(shape, metrics), bySlot(shape, metrics, 0);
     std::vector<double> expect(size_t(cct.size()) * width);
@@ -333,14 +334,13 @@ TEST(Propagation, ByContextAndBySlotAgreeWithWalkingUp) {
       EXPECT_EQ(a.metric, b.metric);
       EXPECT_EQ(a.value, b.value);
       size_t seen = 0;
+      std::vector<double> gotAll(expect.size(), 0.0);
+      for (size_t j = 0; j < a.ctx.size(); ++j)
+        for (uint64_t e = a.start[j]; e < a.start[j + 1]; ++e) gotAll[size_t(a.ctx[j]) * width + a.metric[e]] = a.value[e];
       for (uint32_t c = 0; c < cct.size(); ++c)
         for (uint32_t m = 0; m < width; ++m) {
           const double want = expect[size_t(c) * width + m];
-          double got = 0;
-          for (size_t j = 0; j < a.ctx.size(); ++j)
-            if (a.ctx[j] == c)
-              for (uint64_t e = a.start[j]; e < a.start[j + 1]; ++e)
-                if (a.metric[e] == m) got = a.value[e];
+          const double got = gotAll[size_t(c) * width + m];
           EXPECT_DOUBLE_EQ(got, want) << "context " << c << " metric " << m;
           seen += want != 0;
           expectCounts[size_t(c) * width + m] += want != 0;

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -40,7 +41,9 @@ Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics, size_
       pending_((shape.size() + 63) / 64, 0) {
   if (size_t(shape.size()) * width_ <= kMaxMetricCounts) metricCounts_.assign(size_t(shape.size()) * width_, 0);
   else counts_.assign(shape.size(), 0);
-  if (size_t(shape.size()) * width_ <= denseLimit) {
+  maskWords_ = (numMetrics + 63) / 64;
+  const bool masked = width_ != kNumScopes && width_ != 2 * kNumScopes;
+  if (!masked && size_t(shape.size()) * width_ <= denseLimit) {
     dense_.assign(size_t(shape.size()) * width_, 0.0);
     slotOf_ = {};
   }
@@ -56,19 +59,11 @@ uint64_t Propagator::count(uint32_t ctx) const {
 }
 
 void Propagator::run(std::span<const ContextValue> points, SparseRow& out) {
-  // The common widths (one or two metrics) unrolled by the compiler.
-  if (!dense_.empty()) {
-    switch (width_) {
-    case kNumScopes: return runDense<kNumScopes>(points, out);
-    case 2 * kNumScopes: return runDense<2 * kNumScopes>(points, out);
-    default: return runDense<0>(points, out);
-    }
-  }
-  switch (width_) {
-  case kNumScopes: return runWidth<kNumScopes>(points, out);
-  case 2 * kNumScopes: return runWidth<2 * kNumScopes>(points, out);
-  default: return runWidth<0>(points, out);
-  }
+  // The common widths (one or two metrics) unrolled by the compiler; more, by their masks.
+  if (width_ != kNumScopes && width_ != 2 * kNumScopes) return runMasked(points, out);
+  if (!dense_.empty())
+    return width_ == kNumScopes ? runDense<kNumScopes>(points, out) : runDense<2 * kNumScopes>(points, out);
+  return width_ == kNumScopes ? runWidth<kNumScopes>(points, out) : runWidth<2 * kNumScopes>(points, out);
 }
 
 namespace {
@@ -255,6 +250,128 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   }
 
   writeRow<kWidth>(n, [&](size_t j) { return values + j * width; }, out);
+}
+
+void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out) {
+  const uint32_t width = width_, words = maskWords_;
+  // The contexts touched and their slots, as in runWidth.
+  for (const ContextValue& p : points)
+    if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
+  if (order_.size() < shape_.size()) order_.resize(shape_.size());
+  size_t n = 0;
+  {
+    uint32_t* const __restrict order = order_.data();
+    int32_t* const __restrict slotOf = slotOf_.data();
+    sweepMarked(pending_.data(), pending_.size(), shape_.parents(),
+                [=, &n](uint32_t c, uint32_t) __attribute__((always_inline)) {
+                  slotOf[c] = int32_t(n);
+                  order[n++] = c;
+                });
+  }
+  if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // not zeroed
+  if (masks_.size() < n * words) masks_.resize(std::max(n * words, 2 * masks_.size()));
+  std::fill_n(masks_.data(), n * words, 0);
+  double* const __restrict values = values_.data();
+  uint64_t* const __restrict masks = masks_.data();
+  const int32_t* const __restrict slotOf = slotOf_.data();
+  // A metric's entries in a slot are set where its bit is first set: a point's four scopes
+  // start at 0, as the other paths' zeroed values do (the sums come out the same).
+  for (const ContextValue& p : points) {
+    if (p.value == 0) continue;
+    const size_t k = size_t(slotOf[p.ctx]);
+    uint64_t& word = masks[k * words + p.metric / 64];
+    const uint64_t bit = uint64_t(1) << (p.metric % 64);
+    double* v = values + k * width + size_t(p.metric) * kNumScopes;
+    if (!(word & bit)) {
+      word |= bit;
+      std::fill_n(v, kNumScopes, 0.0);
+    }
+    for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
+  }
+  // Children first (slots in increasing order), each of its metrics to its parent: execution
+  // over every edge, function and lex_aware over lexical ones (flowUp's rule); a metric new to
+  // the parent starts there from these.
+  {
+    const uint32_t* const __restrict order = order_.data();
+    const uint32_t* const __restrict parent = shape_.parents();
+    const uint8_t* const __restrict lexical = shape_.lexicalEdges();
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t c = order[k];
+      const uint32_t up = parent[c];
+      if (up == c) continue;
+      const size_t kp = size_t(slotOf[up]);
+      const bool lex = lexical[c];
+      for (uint32_t w = 0; w < words; ++w) {
+        uint64_t bits = masks[k * words + w];
+        uint64_t& upWord = masks[kp * words + w];
+        while (bits) {
+          const uint32_t m = w * 64 + uint32_t(std::countr_zero(bits));
+          const uint64_t bit = bits & -bits;
+          bits ^= bit;
+          const double* from = values + k * width + size_t(m) * kNumScopes;
+          double* to = values + kp * width + size_t(m) * kNumScopes;
+          if (!(upWord & bit)) {
+            upWord |= bit;
+            to[kPoint] = 0;
+            to[kExecution] = 0 + from[kExecution];
+            to[kFunction] = lex ? 0 + from[kFunction] : 0;
+            to[kLexAware] = lex ? 0 + from[kLexAware] : 0;
+          } else {
+            to[kExecution] += from[kExecution];
+            if (lex) {
+              to[kFunction] += from[kFunction];
+              to[kLexAware] += from[kLexAware];
+            }
+          }
+        }
+      }
+    }
+  }
+  // The row in increasing context order: each slot's metrics by their bits, ascending, each
+  // one's non-zero scopes.
+  const size_t most = n * width;
+  if (rowMetric_.size() < most) {
+    rowMetric_.resize(most);
+    rowValue_.resize(most);
+  }
+  if (rowCtx_.size() < n + 1) {
+    rowCtx_.resize(n + 1);
+    rowStart_.resize(n + 2);
+  }
+  uint16_t* const __restrict metricOut = rowMetric_.data();
+  double* const __restrict valueOut = rowValue_.data();
+  uint32_t* const __restrict ctxOut = rowCtx_.data();
+  uint64_t* const __restrict startOut = rowStart_.data();
+  uint32_t* const __restrict byMetric = metricCounts_.empty() ? nullptr : metricCounts_.data();
+  uint64_t* const __restrict counts = counts_.data();
+  const uint32_t* const __restrict order = order_.data();
+  size_t at = 0, rows = 0;
+  startOut[0] = 0;
+  for (size_t j = n; j-- > 0;) {
+    const uint32_t c = order[j];
+    const size_t before = at;
+    for (uint32_t w = 0; w < words; ++w)
+      for (uint64_t bits = masks[j * words + w]; bits; bits &= bits - 1) {
+        const uint32_t m = w * 64 + uint32_t(std::countr_zero(bits));
+        const double* v = values + j * width + size_t(m) * kNumScopes;
+        for (uint32_t s = 0; s < kNumScopes; ++s) {
+          if (v[s] == 0) continue;
+          const uint32_t id = m * kNumScopes + s;
+          metricOut[at] = uint16_t(id);
+          valueOut[at] = v[s];
+          ++at;
+          if (byMetric) ++byMetric[size_t(c) * width + id];
+        }
+      }
+    if (at == before) continue;
+    if (!byMetric) counts[c] += at - before;
+    ctxOut[rows] = c;
+    startOut[++rows] = at;
+  }
+  out.ctx.assign(ctxOut, ctxOut + rows);
+  out.start.assign(startOut, startOut + rows + 1);
+  out.metric.assign(metricOut, metricOut + at);
+  out.value.assign(valueOut, valueOut + at);
 }
 
 template <uint32_t kWidth, typename ValuesOf>

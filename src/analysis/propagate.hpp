@@ -90,6 +90,11 @@ private:
   // the tree is small enough (runDense), else in slots of the touched contexts (runWidth).
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
+  // Three metrics or more: values in slots of the touched contexts as runWidth, each slot with
+  // a bitmask of the metrics it has values of, so that flowing up, writing and counting go
+  // over those alone (a GPU measurement's context has values of a few of its dozens), and a
+  // slot's values are set where a metric first reaches it instead of zeroed whole.
+  void runMasked(std::span<const ContextValue> points, SparseRow& out);
   // Writes the row from values by slot (v(k) for the k-th context of order_ from the end, i.e.
   // in increasing context order), counting it (runDense writes its row as it sweeps).
   template <uint32_t kWidth, typename ValuesOf>
@@ -101,6 +106,8 @@ private:
   std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k] (sized for the tree)
   std::vector<double> values_;      // width_ per slot; its size only grows
   std::vector<double> dense_;       // width_ per context (all zero between runs), or empty
+  std::vector<uint64_t> masks_;     // runMasked: maskWords_ per slot
+  uint32_t maskWords_ = 0;
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
   std::vector<uint32_t> rowCtx_;    // the row being written: sized for the most there can be
