@@ -8,9 +8,9 @@ new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per c
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
 profile count), the database size against a dense matrix of the same values, hpcprof's fixed
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
-five other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
+seven other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree, listed alike and
-each in its own order: x read and peak
+each in its own order; N profiles describing 93 metrics with 1, then 25, measured: x read and peak
 memory, and one more -j2 run with -v: the time its threads spent in reads and in writes;
 for the 400,000-node tree also its first profile alone at -j2, what the tree costs whatever
 the profile count, and the other 99 profiles' time beyond it against their read),
@@ -168,13 +168,15 @@ def one_profile(gen, prof, tmp, nodes, trace, kind):
     return min(runs), min(reads)
 
 
-def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same", alone=False):
+def other_shape(gen, prof, tmp, label, profiles, nodes, trace, kind="same", alone=False, metrics=None):
     """One more input shape: best of 3 at -j1 and -j2 against the best of the reads before
     each run, and peak memory; with `alone`, also its first profile alone at -j2 and the
-    other profiles' share (the -j2 time beyond that one's over the reading beyond its); one
-    printed line."""
+    other profiles' share (the -j2 time beyond that one's over the reading beyond its); with
+    `metrics` (described, measured), each profile describes that many metrics and has values
+    of the first few; one printed line."""
     meas = tmp / f"x{profiles}x{nodes}"
-    subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace), kind], check=True,
+    extra = [str(metrics[0]), str(metrics[1])] if metrics else []
+    subprocess.run([gen, meas, str(profiles), str(nodes), "3", str(trace), kind] + extra, check=True,
                    stdout=subprocess.DEVNULL)
     os.sync()
     read_all(meas)
@@ -282,6 +284,13 @@ def main():
                   other_shape(gen, prof, tmp, "shallow tree", profiles, nodes, 2000, "bushy"),
                   # The shallow tree listed in each profile's own order: most programs' threads.
                   other_shape(gen, prof, tmp, "shallow tree, own orders", profiles, nodes, 2000, "shuffled-bushy"),
+                  # A GPU measurement's metric table (the reference's CUDA profiles describe 93
+                  # metrics) with one of them measured, then 25 (PC sampling's stall reasons),
+                  # each valued node's value on one of those.
+                  other_shape(gen, prof, tmp, "93 metrics described, 1 measured", profiles, nodes, 2000,
+                              metrics=(93, 1)),
+                  other_shape(gen, prof, tmp, "93 metrics described, 25 measured", profiles, nodes, 2000,
+                              metrics=(93, 25)),
                   metric_tables(gen, prof, tmp)]
         time.sleep(5)  # freed memory goes back to the host meanwhile
         fresh = [fresh_memory() for _ in range(3)]

@@ -844,7 +844,11 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   topt.shape = &shape;
   topt.verbose = options.verbose;
   topt.buckets = buckets.get();
-  if (metricCounts.size() == size_t(cct.size()) * metrics.numProp()) topt.metricCounts = &metricCounts;
+  const size_t countWidth = plan.propIds.empty() ? metrics.numProp() : plan.propIds.size();
+  if (metricCounts.size() == size_t(cct.size()) * countWidth) {
+    topt.metricCounts = &metricCounts;
+    if (!plan.propIds.empty()) topt.propIds = &plan.propIds;
+  }
   std::unique_ptr<uint8_t[]> workspace = buckets ? buckets->releaseMemory(topt.workspaceBytes) : nullptr;
   topt.workspace = workspace.get();
   MetaInput meta{plan.title, &cct, &names, &metrics, plan.skipped, &options.replacePaths, &plan.metricDescs};

@@ -46,7 +46,7 @@ constexpr uint64_t kRoundBytes = kTransposeRoundBytes;
 // `met` is not read (the gather does not fill it: a value's metric is known by its place).
 uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uint16_t* met, double* val,
                      const MetricTable& metrics, ColumnBatch& out, std::pair<uint16_t, double>* stats,
-                     const uint32_t* byMetric = nullptr, uint32_t numMetrics = 0) {
+                     const uint32_t* byMetric = nullptr, uint32_t numMetrics = 0, const uint16_t* ids = nullptr) {
   // A counting sort, the propagated metric ids being few.
   thread_local std::vector<uint64_t> count;
   thread_local std::vector<uint32_t> tmpProf;
@@ -57,7 +57,7 @@ uint32_t buildColumn(size_t i, uint64_t b, uint64_t e, uint32_t* prof, const uin
     uint64_t at = b;
     for (uint32_t m = 0; m < numMetrics; ++m) {
       if (!byMetric[m]) continue;
-      out.metric[slot] = uint16_t(m);
+      out.metric[slot] = ids ? ids[m] : uint16_t(m);  // byMetric's metric m, as the database names it
       out.start[slot] = at;
       ++slot;
       at += byMetric[m];
@@ -320,7 +320,14 @@ public:
              const std::vector<uint64_t>& nonzeros, const TransposeOptions& opt)
       : sink_(sink), metrics_(metrics), numProfiles_(numProfiles), nonzeros_(nonzeros), opt_(opt),
         threads_(std::max(1u, opt.threads)), arena_(int(threads_)),
-        maxSlots_(std::max<uint64_t>(1, metrics.numProp())), kinds_(metrics.kinds().size()) {}
+        maxSlots_(std::max<uint64_t>(1, metrics.numProp())), kinds_(metrics.kinds().size()),
+        countWidth_(opt.propIds ? uint32_t(opt.propIds->size()) : metrics.numProp()) {
+    if (opt.propIds) {
+      countOf_.assign(std::max<size_t>(metrics.numProp(), 1), kNoCount);
+      for (uint32_t k = 0; k < countWidth_; ++k)
+        if ((*opt.propIds)[k] < countOf_.size()) countOf_[(*opt.propIds)[k]] = uint16_t(k);
+    }
+  }
 
   Status run(uint32_t first, uint32_t last, SparseRow& summary);
 
@@ -332,8 +339,11 @@ private:
   std::vector<Round> plan(uint32_t first, uint32_t last, uint64_t roundBytes) const;
   // Values placed by (context, metric) counts: no sort by metric.
   bool direct() const {
-    return opt_.metricCounts && opt_.metricCounts->size() == size_t(nonzeros_.size()) * metrics_.numProp();
+    return opt_.metricCounts && opt_.metricCounts->size() == size_t(nonzeros_.size()) * countWidth_;
   }
+  // A propagated id's place among the counts' metrics (kNoCount: none; past countWidth_).
+  static constexpr uint16_t kNoCount = 0xFFFF;
+  uint16_t countOf(uint16_t m) const { return countOf_.empty() ? m : m < countOf_.size() ? countOf_[m] : kNoCount; }
   // Fills w's columns with round r's values in profile order; `threads` share the work.
   Status gather(const Round& r, RoundWork& w, uint32_t threads);
   Status gatherBuckets(RoundWork& w);
@@ -358,6 +368,8 @@ private:
   tbb::task_arena arena_;
   const uint64_t maxSlots_;
   const size_t kinds_;
+  const uint32_t countWidth_;       // metrics by which metricCounts counts
+  std::vector<uint16_t> countOf_;   // propagated id -> its place there (empty: the same)
   std::atomic<bool> overflow_{false};
 };
 
@@ -391,7 +403,7 @@ Status Transposer::gather(const Round& r, RoundWork& w, uint32_t threads) {
   for (uint32_t c = lo; c < hi; ++c) w.offset[c - lo + 1] = w.offset[c - lo] + nonzeros_[c];
   if (direct()) {
     // A cursor per (context, metric): each value goes straight to its place.
-    const uint32_t np = metrics_.numProp();
+    const uint32_t np = countWidth_;
     w.cursor.resize(size_t(hi - lo) * np);
     for (uint32_t c = lo; c < hi; ++c) {
       uint64_t at = w.offset[c - lo];
@@ -433,7 +445,9 @@ Status Transposer::gatherBuckets(RoundWork& w) {
   const RowBuckets& bk = *opt_.buckets;
   const uint32_t lo = w.round.lo, hi = w.round.hi;
   const bool byMetric = direct();
-  const uint32_t np = metrics_.numProp();
+  const uint32_t np = countWidth_;
+  const uint16_t* const countOf = countOf_.empty() ? nullptr : countOf_.data();
+  const size_t countOfSize = countOf_.size();
   // A stream: one run of one lane, its chunks [next, end) of the lane's list, read into a
   // buffer of its own.
   struct Stream {
@@ -501,7 +515,8 @@ Status Transposer::gatherBuckets(RoundWork& w) {
           uint64_t* const __restrict cursor = cursors + size_t(c - lo) * np;
           const uint64_t limit = offsets[c - lo + 1];
           for (; v < end; ++v) {
-            const uint16_t m = piece.metric[v];
+            const uint16_t id = piece.metric[v];
+            const uint16_t m = !countOf ? id : id < countOfSize ? countOf[id] : kNoCount;
             if (m >= np || cursor[m] >= limit) return Status::error("transpose: more values kept than were counted");
             const uint64_t to = cursor[m]++;  // its metric is known by its place: not kept
             prof[to] = profile;
@@ -533,7 +548,7 @@ Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
   w.rows.resize(batch);
   w.errors.resize(batch);
   const bool byMetric = direct();
-  const uint32_t np = metrics_.numProp();
+  const uint32_t np = countWidth_;
   auto scatter = [&](uint32_t t, uint32_t n, uint32_t p0) {
     const uint32_t clo = w.split[t], chi = w.split[t + 1];
     if (clo >= chi) return;
@@ -548,7 +563,7 @@ Status Transposer::gatherRows(RoundWork& w, uint32_t threads) {
           uint64_t* cursor = &w.cursor[size_t(c - lo) * np];
           const uint64_t limit = w.offset[c - lo + 1];
           for (uint64_t k = b; k < e; ++k) {
-            const uint16_t m = r.metric[k];
+            const uint16_t m = countOf(r.metric[k]);
             if (m >= np || cursor[m] >= limit) {
               overflow_ = true;
               return;
@@ -607,12 +622,13 @@ void Transposer::build(RoundWork& w, uint32_t threads) {
   cols.value = w.val;
   w.stats = w.statsBuf.get(slots * kinds_);
   w.statCount.resize(ncols);
-  const uint32_t np = metrics_.numProp();
+  const uint32_t np = countWidth_;
+  const uint16_t* const ids = opt_.propIds ? opt_.propIds->data() : nullptr;
   forEach(threads, ncols, [&](size_t i) {
     const uint32_t c = cols.ctx[i];
     if (direct())
       w.statCount[i] = buildColumn(i, w.offset[c - lo], w.offset[c - lo + 1], w.prof, w.met, w.val, metrics_, cols,
-                                   w.stats + cols.slot[i] * kinds_, &(*opt_.metricCounts)[size_t(c) * np], np);
+                                   w.stats + cols.slot[i] * kinds_, &(*opt_.metricCounts)[size_t(c) * np], np, ids);
     else
       w.statCount[i] = buildColumn(i, w.offset[c - lo], w.cursor[c - lo], w.prof, w.met, w.val, metrics_, cols,
                                    w.stats + cols.slot[i] * kinds_);
@@ -661,7 +677,7 @@ Status Transposer::run(uint32_t first, uint32_t last, SparseRow& summary) {
   if (direct()) {
     // The summary's most entries, known from the counts by (context, metric): grown once
     // (doubling would touch half as much memory again, and copy it).
-    const uint32_t np = metrics_.numProp();
+    const uint32_t np = countWidth_;
     uint64_t contexts = 0, slots = 0;
     for (uint32_t c = first; c < last; ++c) {
       uint64_t n = 0;

@@ -153,6 +153,9 @@ struct TransposeOptions {
   // With the buckets: values by (context, propagated metric), context-major (the propagators'
   // metricCounts summed), so that each value goes straight to its place in its column.
   const std::vector<uint32_t>* metricCounts = nullptr;
+  // Where the propagators worked on some metrics only (Plan::propIds): their counts' metric k
+  // is the database's propagated id (*propIds)[k]; null: k itself.
+  const std::vector<uint16_t>* propIds = nullptr;
   // Memory the rounds may use for their values (RowBuckets::releaseMemory), if any.
   uint8_t* workspace = nullptr;
   uint64_t workspaceBytes = 0;
