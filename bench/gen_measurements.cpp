@@ -14,7 +14,7 @@
 // With metrics=N, each profile describes N metrics (the first measured, the others never: a
 // GPU measurement's table of dozens), as hpcrun writes its whole table into every profile;
 // with measured=K, each valued node's value is on one of the first K, drawn at random.
-//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics=1] [measured=1]
+//   gen_measurements DIR [profiles=500] [nodes=20000] [percent=3] [trace=2000] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics=1] [measured=1] [modules=8]
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +37,7 @@ static uint64_t tag(const char* s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics] [measured]\n");
+    std::fprintf(stderr, "usage: gen_measurements DIR [profiles] [nodes] [percent] [trace] [same|shuffled|deep|bushy|shuffled-bushy|varied] [metrics] [measured] [modules]\n");
     return 2;
   }
   fs::path dir = argv[1];
@@ -56,8 +56,11 @@ int main(int argc, char** argv) {
 
   Profile shape;
   shape.header = {{"program-name", "synthetic"}, {"process-id", "4242"}, {"mpi-rank", "0"}};
-  for (uint16_t m = 1; m <= 8; ++m)
-    shape.load_modules.push_back({m, "/opt/synthetic/lib" + std::to_string(m) + ".so", 1});
+  // The load map: 8 modules, or as many as a ninth argument says (a Python or ML program maps
+  // thousands); the nodes are in the first 8 whatever their number.
+  const int modules = argc > 9 ? std::clamp(std::atoi(argv[9]), 8, 60000) : 8;
+  for (int m = 1; m <= modules; ++m)
+    shape.load_modules.push_back({uint16_t(m), "/opt/synthetic/lib/python3.11/site-packages/module" + std::to_string(m) + ".cpython-311-x86_64-linux-gnu.so", 1});
   MetricDesc md;
   md.name = "CPUTIME (sec)";
   md.description = "CPUTIME (sec)";

@@ -264,6 +264,7 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   prevCtx_ = o.prevCtx_;
   keyed_ = o.keyed_;
   keyedLoadMap_ = o.keyedLoadMap_;
+  keyedLoadMapGen_ = o.keyedLoadMapGen_;
   keyedCtx_ = o.keyedCtx_;
   keyedSlot_ = o.keyedSlot_;
   keyedRoots_ = o.keyedRoots_;
@@ -272,6 +273,7 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedGen_ = o.keyedGen_;
   keyedKidsGen_ = o.keyedKidsGen_;
   prevLoadMap_ = o.prevLoadMap_;
+  prevLoadMapGen_ = o.prevLoadMapGen_;
   // lm_, lmSparse_ and unknown_ are made again by every unify().
 }
 
@@ -348,11 +350,19 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   };
 
   // The template's nodes again: every context is known, and so is every node's position.
-  const bool sameLoadMap = tree.loadMap == out.prevLoadMap_;
-  if (tree.nodesId != 0 && tree.nodesId == out.templateId_ && sameLoadMap) return Status();
+  // Load maps compared by their generations where both have one (thousands of modules).
+  auto sameMap = [&](const std::vector<std::pair<uint16_t, std::string>>& map, uint64_t gen) {
+    return (tree.loadMapGen != 0 && tree.loadMapGen == gen) || tree.loadMap == map;
+  };
+  const bool sameLoadMap = sameMap(out.prevLoadMap_, out.prevLoadMapGen_);
+  if (tree.nodesId != 0 && tree.nodesId == out.templateId_ && sameLoadMap) {
+    out.prevLoadMapGen_ = tree.loadMapGen;
+    return Status();
+  }
   const uint64_t templateId = out.templateId_;
   out.templateId_ = 0;  // until this tree is done
   if (!sameLoadMap) out.prevLoadMap_ = tree.loadMap;
+  out.prevLoadMapGen_ = tree.loadMapGen;
 
   // Node id -> position in tree.nodes: a table when ids are dense, else a hash map.
   const size_t n = tree.nodes.size();
@@ -425,6 +435,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     const size_t n = nodes.size();
     out.keyed_ = true;
     out.keyedLoadMap_ = tree.loadMap;
+    out.keyedLoadMapGen_ = tree.loadMapGen;
     // Children by parent position (roots under the extra position n), by counting.
     std::vector<uint32_t> start(n + 2, 0);
     auto parentPos = [&](const TreeNode& t) -> size_t {
@@ -481,7 +492,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       if (kidsOf) (*kidsOf)[order[c]] = slots[c].kids;
     }
   };
-  bool keyedNow = out.keyed_ && tree.loadMap == out.keyedLoadMap_;
+  bool keyedNow = out.keyed_ && sameMap(out.keyedLoadMap_, out.keyedLoadMapGen_);
   // Whether this profile had a positional template to start with.
   const bool positional = m != 0;
   // A keyed template is made when first needed: where the positional one would give up on

@@ -33,8 +33,10 @@ public:
   void seedFrom(const NodeContexts& other);
   // Whether the tree unified last (the template) is the tree named `nodesId` with this load
   // map: unifying that tree again finds every node's context here, its nodes never looked at.
-  bool holds(uint64_t nodesId, const std::vector<std::pair<uint16_t, std::string>>& loadMap) const {
-    return nodesId != 0 && nodesId == templateId_ && loadMap == prevLoadMap_;
+  bool holds(uint64_t nodesId, const std::vector<std::pair<uint16_t, std::string>>& loadMap,
+             uint64_t loadMapGen = 0) const {
+    return nodesId != 0 && nodesId == templateId_ &&
+           ((loadMapGen != 0 && loadMapGen == prevLoadMapGen_) || loadMap == prevLoadMap_);
   }
   // Whether a tree of `nodes` nodes with ids up to `maxId` is found by id through a table
   // (else a hash map: ids too sparse for a table of them).
@@ -74,6 +76,7 @@ private:
   };
   bool keyed_ = false;
   std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
+  uint64_t keyedLoadMapGen_ = 0;  // ProfileTree::loadMapGen of keyedLoadMap_ (0: unnamed)
   std::vector<Context*> keyedCtx_;    // by slot
   std::vector<KeyedSlot> keyedSlot_;  // 4 more at the end: 4 read at once from any slot
   uint64_t keyedRoots_ = 0;           // the slots of the roots
@@ -85,6 +88,7 @@ private:
   uint64_t keyedGen_ = 0;     // bumped whenever the keyed template is rebuilt
   uint64_t keyedKidsGen_ = 0;   // the generation keyedKids_ was made against; 0: none
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
+  uint64_t prevLoadMapGen_ = 0;  // ProfileTree::loadMapGen of prevLoadMap_ (0: unnamed)
   std::vector<uint32_t> chain_;
   struct Lm {
     const std::string* path = nullptr;

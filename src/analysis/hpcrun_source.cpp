@@ -104,7 +104,8 @@ public:
     t.nodesId = 0;  // until decoded
     HPC_RETURN_IF_ERROR(read_file_into(path_, out.bytes));
     hpcrun::CctView cct;
-    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(out.bytes, path_, p, cct, out.valuesStatus));
+    thread_local hpcrun::LoadMapReuse loadMapReuse;
+    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(out.bytes, path_, p, cct, out.valuesStatus, &loadMapReuse));
     out.nodesAt = size_t(cct.data - out.bytes.data());
     out.nodesLength = size_t(cct.count) * hpcrun::CctView::kNodeBytes;
     const std::string* name = p.header_value("program-name");
@@ -118,8 +119,13 @@ public:
       if (m.formula.empty()) t.metrics.push_back(m.name);
       t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
     }
-    t.loadMap.clear();
-    for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
+    // The load map copied only where this tree does not hold it already (thousands of
+    // modules, the same in every profile of a program).
+    if (t.loadMapGen == 0 || t.loadMapGen != loadMapReuse.generation) {
+      t.loadMap.clear();
+      for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
+      t.loadMapGen = loadMapReuse.generation;
+    }
     if (previousId != 0 && previousLength == out.nodesLength &&
         std::memcmp(previousBytes.data() + previousAt, cct.data, previousLength) == 0) {
       t.nodesId = previousId;  // t.nodes are these nodes already

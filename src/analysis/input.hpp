@@ -71,6 +71,9 @@ struct ProfileTree {
   std::vector<std::string> metrics;                        // by local metric id
   std::vector<MetricDescIn> descs;  // the whole metric table, derived metrics included; may be empty
   std::vector<std::pair<uint16_t, std::string>> loadMap;  // (id, path)
+  // Names loadMap's content where not 0: two trees with one loadMapGen have equal load maps
+  // (a reader that meets a load map again keeps it, and its generation, without copying).
+  uint64_t loadMapGen = 0;
   std::vector<TreeNode> nodes;
   bool hasTrace = false;
   // For unification's template (expand.hpp): `nodesId` names the content of `nodes` (0:

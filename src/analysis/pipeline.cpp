@@ -322,7 +322,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // still that profile's tree (else read again: its nodes were not kept).
     const NodeContexts& mineNow = sc.borrowing ? seed->nodes : sc.nodes;
     std::unique_ptr<ProfileData> early = std::move(ahead[i]);
-    if (early && !mineNow.holds(early->tree.nodesId, early->tree.loadMap)) early.reset();
+    if (early && !mineNow.holds(early->tree.nodesId, early->tree.loadMap, early->tree.loadMapGen)) early.reset();
     ProfileData& data = early ? *early : sc.data;
     if (!early) sc.data.reference = sc.borrowing ? &seed->data : nullptr;
     if (Status st = early ? Status() : profiles[i]->read(data); !st.ok()) {
@@ -348,7 +348,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // The seed's nodes again: their contexts are the seed's. Else this thread leaves the
     // seed for a copy of it, and this profile is unified against it as usual.
     const NodeContexts* nodes = &sc.nodes;
-    if (sc.borrowing && seed->nodes.holds(tree.nodesId, tree.loadMap)) {
+    if (sc.borrowing && seed->nodes.holds(tree.nodesId, tree.loadMap, tree.loadMapGen)) {
       nodes = &seed->nodes;
     } else {
       if (sc.borrowing) {
@@ -478,7 +478,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       firstRead.compare_exchange_strong(none, 2, std::memory_order_acq_rel);
       prepare.wait();
       // A seed only where the first profile was unified (read, kept, its template made).
-      if (mine.nodes.holds(mine.data.tree.nodesId, mine.data.tree.loadMap)) {
+      if (mine.nodes.holds(mine.data.tree.nodesId, mine.data.tree.loadMap, mine.data.tree.loadMapGen)) {
         seed = std::make_unique<Scratch>();
         seed->data = std::move(mine.data);
         seed->nodes = std::move(mine.nodes);

@@ -189,8 +189,18 @@ private:
 // `cct` with the checked cct section, which stays in `bytes`. Returns an error when anything
 // but the values is unreadable (the tree is unusable); an error in the values alone goes to
 // `values_status`, with p.flat_values left empty.
+//
+// `reuse`, if given (kept by the caller with `p` from profile to profile): a load map whose
+// section is byte-equal to the last one parsed with it is not parsed again (p.load_modules
+// kept as they are: a Python program maps thousands of modules, every thread's profile
+// lists them all), and reuse->generation, unique across all of them, names p.load_modules'
+// content: equal generations, equal load maps.
+struct LoadMapReuse {
+  std::vector<uint8_t> section;
+  uint64_t generation = 0;  // 0: none parsed yet
+};
 Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
-                          Status& values_status);
+                          Status& values_status, LoadMapReuse* reuse = nullptr);
 
 // `name` labels errors ("<name>: offset 0x..: expected ...").
 Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,

@@ -1,6 +1,7 @@
 // Reads every conformance profile and trace, checks known content, and rewrites them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -176,6 +177,48 @@ TEST(HpcrunFiles, WriteAndReadBack) {
   EXPECT_TRUE(*p2 == *p);
   EXPECT_TRUE(*t2 == *t);
   std::filesystem::remove_all(dir);
+}
+
+// parse_profile_flat with a LoadMapReuse: a load map byte-equal to the last one parsed keeps
+// its modules and generation; another, or one after a damaged one, is parsed again, and
+// every parse gives the load map parse_profile gives.
+TEST(HpcrunFlat, LoadMapReusedOnlyWhereItsBytesAreTheLast) {
+  auto src = read_profile(meas_dir() / "small.m/testmeas-small-000000-000-11ac0300-5560-0.hpcrun");
+  ASSERT_TRUE(src.ok()) << src.status().message();
+  Profile a = *src, b = *src, c = *src;
+  b.nodes.pop_back();  // other nodes, the same load map
+  c.load_modules.push_back({99, "/lib/another.so", 0});
+  auto ea = encode_profile(a), eb = encode_profile(b), ec = encode_profile(c);
+  ASSERT_TRUE(ea.ok() && eb.ok() && ec.ok());
+  // A load module's name cut short: its section no longer reads.
+  std::vector<uint8_t> bad = *ea;
+  const std::string& name = a.load_modules.back().name;
+  auto at = std::search(bad.begin(), bad.end(), name.begin(), name.end());
+  ASSERT_NE(at, bad.end());
+  *(at - 1) = uint8_t(*(at - 1) + 1);  // the length byte before the name (big-endian u32)
+  LoadMapReuse reuse;
+  Profile p;
+  CctView cct;
+  Status values;
+  auto parse = [&](const std::vector<uint8_t>& bytes) { return parse_profile_flat(bytes, "x", p, cct, values, &reuse); };
+  ASSERT_TRUE(parse(*ea).ok());
+  const uint64_t g1 = reuse.generation;
+  EXPECT_NE(g1, 0u);
+  EXPECT_EQ(p.load_modules, a.load_modules);
+  const std::string* kept = &p.load_modules[0].name;
+  ASSERT_TRUE(parse(*eb).ok());
+  EXPECT_EQ(reuse.generation, g1);
+  EXPECT_EQ(&p.load_modules[0].name, kept);  // not parsed again
+  EXPECT_EQ(p.load_modules, b.load_modules);
+  EXPECT_EQ(cct.count, b.nodes.size());
+  ASSERT_TRUE(parse(*ec).ok());
+  EXPECT_GT(reuse.generation, g1);
+  EXPECT_EQ(p.load_modules, c.load_modules);
+  EXPECT_FALSE(parse(bad).ok());
+  EXPECT_EQ(reuse.generation, 0u);
+  ASSERT_TRUE(parse(*ea).ok());
+  EXPECT_NE(reuse.generation, 0u);
+  EXPECT_EQ(p.load_modules, a.load_modules);
 }
 
 TEST(HpcrunDump, PrintsProfileAndTrace) {

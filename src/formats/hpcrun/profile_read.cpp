@@ -1,5 +1,6 @@
 // Reads a sparse .hpcrun profile: the footer at the end gives each section's
 // [start, end); each section is parsed within its bounds and must be consumed exactly.
+#include <atomic>
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -334,12 +335,20 @@ Status read_sparse_values(const ByteView& v, const Footer& f, SectionCursor& c, 
 }  // namespace
 
 Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
-                          Status& values_status) {
+                          Status& values_status, LoadMapReuse* reuse) {
   ByteView v(bytes, name);
   HPC_ASSIGN_OR_RETURN(Footer f, read_footer(v));
+  // The load map's section, where it lies within the file (else it is read, and refused, as
+  // usual).
+  std::span<const uint8_t> lmBytes;
+  if (f.start[kLoadMap] <= f.end[kLoadMap] && f.end[kLoadMap] <= bytes.size())
+    lmBytes = bytes.subspan(f.start[kLoadMap], f.end[kLoadMap] - f.start[kLoadMap]);
+  const bool keepLoadMap = reuse && reuse->generation != 0 && !lmBytes.empty() &&
+                           reuse->section.size() == lmBytes.size() &&
+                           std::memcmp(reuse->section.data(), lmBytes.data(), lmBytes.size()) == 0;
   p.version.clear();
   p.header.clear();
-  p.load_modules.clear();
+  if (!keepLoadMap) p.load_modules.clear();
   p.nodes.clear();
   p.metrics.clear();
   p.id_kinds.clear();
@@ -347,7 +356,15 @@ Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& nam
   p.value_order.clear();
   p.flat_values.clear();
   HPC_RETURN_IF_ERROR(read_header(v, f, p));
-  HPC_RETURN_IF_ERROR(read_loadmap(v, f, p));
+  if (!keepLoadMap) {
+    if (reuse) reuse->generation = 0;  // until this one is whole
+    HPC_RETURN_IF_ERROR(read_loadmap(v, f, p));
+    if (reuse) {
+      static std::atomic<uint64_t> generations{0};
+      reuse->section.assign(lmBytes.begin(), lmBytes.end());
+      reuse->generation = generations.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+  }
   // The cct section as read_cct checks it, left undecoded.
   SectionCursor c(v, f.start[kCct], f.end[kCct], kSectionNames[kCct]);
   HPC_ASSIGN_OR_RETURN(uint64_t n, c.be<uint64_t>("cct node count"));
