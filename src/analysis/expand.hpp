@@ -27,6 +27,10 @@ public:
     int64_t p = posOf(id);
     return p < 0 ? nullptr : ctx_[size_t(p)];
   }
+  // Node `id`'s position (-1: unknown), the context at a position, and how many there are.
+  int64_t position(uint32_t id) const { return posOf(id); }
+  Context* at(size_t position) const { return ctx_[position]; }
+  size_t size() const { return ctx_.size(); }
   // Takes `other`'s templates (positional and keyed) and node contexts, as if this one had
   // unified the tree `other` unified last: a thread's first profile then matches like its
   // later ones. (Its reader's buffers must hold that tree too: ProfileData.)

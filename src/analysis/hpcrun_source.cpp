@@ -141,9 +141,13 @@ public:
 
     ProfileValues& v = out.values;
     v.values.clear();
-    v.trace.clear();
+    // v.trace is resized below, where there is one (else cleared): not cleared first, so
+    // that its storage is not zero-filled again for every profile.
     out.traceStatus = Status();
-    if (!out.valuesStatus.ok()) return Status();
+    if (!out.valuesStatus.ok()) {
+      v.trace.clear();
+      return Status();
+    }
     local = localMetricIds(p);
     v.values.reserve(p.flat_values.size());
     for (const auto& [node, mv] : p.flat_values) {
@@ -159,6 +163,7 @@ public:
       if (st.ok()) st = hpcrun::view_trace(traceBuffer, trace_, tr);
       if (!st.ok()) {
         // The values do not depend on the trace: the profile stays, without one.
+        v.trace.clear();
         t.hasTrace = false;
         out.traceStatus = Status::error(st.message() + "; the profile is kept without its trace");
         return Status();
@@ -167,11 +172,16 @@ public:
         out.traceStatus = Status::error(tr.trailingError.message() + "; kept the " + std::to_string(tr.count) +
                                         " whole records before them");
       // Decoded straight into the profile's records (no records of the format's in between).
-      v.trace.reserve(tr.count);
+      // Resized, not appended to record by record (its storage is kept from profile to
+      // profile: only a longer trace than the last fills anything first).
+      v.trace.resize(tr.count);
+      TraceRecord* const __restrict to = v.trace.data();
       for (uint64_t k = 0; k < tr.count; ++k) {
         const hpcrun::TraceRecord r = tr.record(k);
-        v.trace.push_back({r.time, r.cct_id});
+        to[k] = {r.time, r.cct_id};
       }
+    } else {
+      v.trace.clear();
     }
     return Status();
   }

@@ -269,6 +269,11 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
     std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
+    // The trace's table of contexts: by node position, the turn that last stamped it and its
+    // index then (a profile a turn).
+    std::vector<uint32_t> traceStamp, traceIndex;
+    uint32_t traceTurn = 0;
+    std::vector<const Context*> traceTable;
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
     // until a profile whose nodes are not the first one's.
@@ -376,7 +381,9 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // Only the values and trace records go on to pass 2, each with its node's context.
     if (data.valuesStatus.ok()) {
       const ProfileValues& v = data.values;
-      const size_t most = v.values.size() * sizeof(SpilledValue) + v.trace.size() * sizeof(SpilledTrace);
+      const size_t traces = tree.hasTrace ? v.trace.size() : 0;
+      const size_t most = v.values.size() * sizeof(SpilledValue) +
+                          spilledTraceBytes(traces, std::min(traces, nodes->size() + 1));
       if (sc.used + most > std::max(kGatherBytes, most)) spillGathered(sc);
       if (sc.record.size() < sc.used + most) sc.record.resize(std::max(sc.used + most, kGatherBytes));
       uint8_t* rec = sc.record.data() + sc.used;
@@ -389,14 +396,45 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           sv[nv++] = {c, p.value, p.metric, 0};
           if (p.metric < tree.metrics.size()) sc.usedBits[p.metric / 64] |= uint64_t(1) << (p.metric % 64);
         }
-      auto* st = reinterpret_cast<SpilledTrace*>(rec + nv * sizeof(SpilledValue));
-      if (tree.hasTrace)
-        for (const TraceRecord& r : v.trace) *st++ = {r.time, nodes->find(r.node)};
+      // The trace: times, then each record's index in the table of the distinct contexts
+      // (by node position, each position's index stamped with this profile's turn), then
+      // the table.
+      uint8_t* tr = rec + nv * sizeof(SpilledValue);
+      uint32_t contexts = 0;
+      if (traces) {
+        auto* times = reinterpret_cast<uint64_t*>(tr);
+        auto* index = reinterpret_cast<uint32_t*>(tr + traces * sizeof(uint64_t));
+        const size_t positions = nodes->size() + 1;  // the last: unknown nodes
+        if (sc.traceStamp.size() < positions) {
+          sc.traceStamp.resize(positions, 0);
+          sc.traceIndex.resize(positions);
+        }
+        if (++sc.traceTurn == 0) {  // wrapped: no stamp may look current
+          std::fill(sc.traceStamp.begin(), sc.traceStamp.end(), 0);
+          sc.traceTurn = 1;
+        }
+        sc.traceTable.clear();
+        for (size_t k = 0; k < traces; ++k) {
+          const TraceRecord& r = v.trace[k];
+          const int64_t pos = nodes->position(r.node);
+          const size_t at = pos < 0 ? positions - 1 : size_t(pos);
+          if (sc.traceStamp[at] != sc.traceTurn) {
+            sc.traceStamp[at] = sc.traceTurn;
+            sc.traceIndex[at] = uint32_t(sc.traceTable.size());
+            sc.traceTable.push_back(pos < 0 ? nullptr : nodes->at(size_t(pos)));
+          }
+          times[k] = r.time;
+          index[k] = sc.traceIndex[at];
+        }
+        contexts = uint32_t(sc.traceTable.size());
+        std::memcpy(tr + spilledTraceBytes(traces, 0), sc.traceTable.data(), contexts * sizeof(const Context*));
+      }
       // Spilled with the thread's next few (spillAt is set then).
       sc.pending.emplace_back(i, sc.used);
-      sc.used = size_t(reinterpret_cast<uint8_t*>(st) - sc.record.data());
+      sc.used = size_t(tr - sc.record.data()) + spilledTraceBytes(traces, contexts);
       u.values = nv;
-      u.traces = tree.hasTrace ? uint32_t(v.trace.size()) : 0;
+      u.traces = uint32_t(traces);
+      u.traceContexts = contexts;
     } else {
       u.valuesError = data.valuesStatus.message();
     }
@@ -621,15 +659,18 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
 Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                       Propagator& propagator, PropagatedProfile& out) {
-  out.trace.clear();  // the row is cleared or overwritten whole: no zero-filling of storage it has
+  // The row is cleared or overwritten whole, the trace resized to this profile's (its
+  // storage kept from profile to profile: only a longer trace than the last fills anything).
   out.hasTrace = u.header.hasTrace;
+  if (!out.hasTrace) out.trace.clear();
   thread_local std::vector<uint8_t> rec;
-  rec.resize(u.values * sizeof(SpilledValue) + u.traces * sizeof(SpilledTrace));
+  rec.resize(u.values * sizeof(SpilledValue) + spilledTraceBytes(u.traces, u.traceContexts));
   Status read = u.valuesError.empty() ? spill.read(u.spillAt, rec) : Status::error(u.valuesError);
   if (!read.ok()) {
     warnProfile("values unreadable, profile left empty: ", source.path(), read.message());
     out.row.clear();
     out.hasTrace = false;
+    out.trace.clear();
     return Status();
   }
   thread_local std::vector<ContextValue> points;
@@ -648,12 +689,22 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   if (!propIds.empty())
     for (uint16_t& m : out.row.metric) m = propIds[m];
   if (u.header.hasTrace) {
-    const auto* st = reinterpret_cast<const SpilledTrace*>(rec.data() + u.values * sizeof(SpilledValue));
-    out.trace.reserve(u.traces);  // storage kept from profile to profile, not zero-filled
-    for (uint32_t k = 0; k < u.traces; ++k) {
-      if (k + kAhead < u.traces && st[k + kAhead].ctx) __builtin_prefetch(st[k + kAhead].ctx->idsAt());
-      out.trace.push_back({st[k].time, st[k].ctx ? st[k].ctx->listedId() : 0});
+    const uint8_t* tr = rec.data() + u.values * sizeof(SpilledValue);
+    const auto* times = reinterpret_cast<const uint64_t*>(tr);
+    const auto* index = reinterpret_cast<const uint32_t*>(tr + u.traces * sizeof(uint64_t));
+    const auto* table = reinterpret_cast<const Context* const*>(tr + spilledTraceBytes(u.traces, 0));
+    // Each distinct context's listed id once, then each record's by its index.
+    thread_local std::vector<uint32_t> listed;
+    listed.resize(u.traceContexts);
+    for (uint32_t c = 0; c < u.traceContexts; ++c) {
+      if (c + kAhead < u.traceContexts && table[c + kAhead]) __builtin_prefetch(table[c + kAhead]->idsAt());
+      listed[c] = table[c] ? table[c]->listedId() : 0;
     }
+    out.trace.resize(u.traces);
+    TracePoint* const __restrict to = out.trace.data();
+    const uint32_t* const __restrict ids = listed.data();
+    const uint32_t n = u.traceContexts;
+    for (uint32_t k = 0; k < u.traces; ++k) to[k] = {times[k], index[k] < n ? ids[index[k]] : 0};
     auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
     if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
       std::stable_sort(out.trace.begin(), out.trace.end(), byTime);

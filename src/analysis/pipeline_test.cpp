@@ -159,6 +159,50 @@ TEST(Pipeline, SmallWithStructure) {
   }
 }
 
+// Long traces whose records name a few nodes again and again, an unknown node and the idle
+// placeholder among them, each profile in its own order (the spill keeps a table of the
+// distinct contexts and an index a record): every record gets its node's listed context, the
+// same as a profile whose trace names that node once.
+TEST(Pipeline, LongTracesNameTheirNodesContexts) {
+  FakeStructure structure;
+  const std::vector<uint32_t> named = {19, 37, 27, 999, 24, 40, 22, 34};
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    // Profile 1: each node once, in `named` order (times 1..8); then five profiles of 4,001
+    // records cycling through `named` from a profile's own start.
+    ProfileValues once = smallValues();
+    once.trace.clear();
+    for (size_t k = 0; k < named.size(); ++k) once.trace.push_back({uint64_t(k + 1), named[k]});
+    in.push_back(std::make_unique<FakeProfile>("a0", smallTree(), once));
+    for (int p = 1; p <= 5; ++p) {
+      ProfileValues v = smallValues();
+      v.trace.clear();
+      for (uint32_t k = 0; k < 4001; ++k) v.trace.push_back({uint64_t(k + 1), named[(k + uint32_t(p)) % named.size()]});
+      in.push_back(std::make_unique<FakeProfile>("a" + std::to_string(p), smallTree(), v));
+    }
+    MemorySink sink;
+    PipelineOptions opt;
+    opt.threads = threads;
+    auto r = runPipeline(in, &structure, sink, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(sink.traceLines[1].size(), named.size());
+    std::map<uint32_t, uint32_t> want;  // node -> its listed context, from profile 1
+    for (size_t k = 0; k < named.size(); ++k) want[named[k]] = sink.traceLines[1][k].ctx;
+    EXPECT_EQ(want[19], 0u);   // idle
+    EXPECT_EQ(want[999], 0u);  // no such node
+    EXPECT_NE(want[27], 0u);
+    EXPECT_NE(want[37], want[27]);
+    for (uint32_t p = 2; p <= 6; ++p) {
+      ASSERT_EQ(sink.traceLines[p].size(), 4001u) << p;
+      for (uint32_t k = 0; k < 4001; ++k) {
+        const TracePoint& t = sink.traceLines[p][k];
+        ASSERT_EQ(t.time, k + 1);
+        ASSERT_EQ(t.ctx, want[named[(k + p - 1) % named.size()]]) << "profile " << p << " record " << k;
+      }
+    }
+  }
+}
+
 TEST(Pipeline, NoStructureKeepsInstructions) {
   std::vector<std::unique_ptr<ProfileSource>> in;
   in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));

@@ -97,10 +97,13 @@ struct SpilledValue {
   uint32_t metric = 0;  // local metric id
   uint32_t unused = 0;
 };
-struct SpilledTrace {
-  uint64_t time = 0;
-  const Context* ctx = nullptr;  // nullptr: no context (idle)
-};
+// A profile's trace as pass 1 spills it: its records' times, then each record's context as
+// an index into the profile's table of the distinct contexts its records name (a trace of
+// millions of records names a few thousand), then that table (nullptr: no context, idle);
+// 12 bytes a record where a context pointer each took 16.
+inline size_t spilledTraceBytes(size_t records, size_t contexts) {
+  return records * (sizeof(uint64_t) + sizeof(uint32_t)) + (records % 2 ? 4 : 0) + contexts * sizeof(const Context*);
+}
 
 // What the first pass keeps of a profile until its second pass: its header and where its
 // values went in the spill file.
@@ -108,6 +111,7 @@ struct Unified {
   ProfileHeader header;
   uint64_t spillAt = 0;
   uint32_t values = 0, traces = 0;
+  uint32_t traceContexts = 0;  // the spilled trace's table of contexts
   std::string valuesError;  // non-empty: values or trace unreadable (the profile stays, empty)
 };
 
