@@ -42,16 +42,23 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       fs::path c = fs::weakly_canonical(fs::absolute(dir.empty() ? fs::path(".") : dir, ec), ec);
       at->second = ec ? dir.lexically_normal().string() : c.string();
     }
-    return file ? (fs::path(at->second) / p.filename()).string() : at->second;
+    if (!file) return at->second;
+    std::string c = at->second;
+    if (c.empty() || c.back() != '/') c += '/';
+    return c += p.filename().native();
   };
+  // One stat a measurement named (a shell's glob names thousands).
+  std::vector<fs::file_type> kinds(measurements.size());
   std::unordered_set<std::string> dirs, seen;
-  for (const fs::path& m : measurements) {
+  for (size_t i = 0; i < measurements.size(); ++i) {
     std::error_code ec;
-    if (fs::is_directory(m, ec)) dirs.insert(canonical(m, false));
+    kinds[i] = fs::status(measurements[i], ec).type();
+    if (kinds[i] == fs::file_type::directory) dirs.insert(canonical(measurements[i], false));
   }
-  for (const fs::path& m : measurements) {
+  for (size_t i = 0; i < measurements.size(); ++i) {
+    const fs::path& m = measurements[i];
     std::error_code ec;
-    const bool file = fs::is_regular_file(m, ec);
+    const bool file = kinds[i] == fs::file_type::regular;
     if (file && m.extension() != ".hpcrun")
       return Status::error(m.string() + ": not a profile (.hpcrun) nor a measurement directory");
     std::string c = canonical(m, file);
@@ -63,7 +70,7 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       addProfile(in, m);
       continue;
     }
-    if (!fs::is_directory(m, ec))
+    if (kinds[i] != fs::file_type::directory)
       return Status::error(m.string() + ": no such measurement directory or profile");
     // File names as strings, listed with readdir (a std::filesystem::path splits itself into
     // components, and comparing two compares those: thousands of allocations for a directory
