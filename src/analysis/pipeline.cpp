@@ -270,8 +270,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
     std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
     // The trace's table of contexts: by node position, the turn that last stamped it and its
-    // index then (a profile a turn).
-    std::vector<uint32_t> traceStamp, traceIndex;
+    // index then, in one word (a profile a turn).
+    std::vector<uint64_t> traceSlot;
     uint32_t traceTurn = 0;
     std::vector<const Context*> traceTable;
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
@@ -405,26 +405,35 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         auto* times = reinterpret_cast<uint64_t*>(tr);
         auto* index = reinterpret_cast<uint32_t*>(tr + traces * sizeof(uint64_t));
         const size_t positions = nodes->size() + 1;  // the last: unknown nodes
-        if (sc.traceStamp.size() < positions) {
-          sc.traceStamp.resize(positions, 0);
-          sc.traceIndex.resize(positions);
-        }
+        if (sc.traceSlot.size() < positions) sc.traceSlot.resize(positions, 0);
         if (++sc.traceTurn == 0) {  // wrapped: no stamp may look current
-          std::fill(sc.traceStamp.begin(), sc.traceStamp.end(), 0);
+          std::fill(sc.traceSlot.begin(), sc.traceSlot.end(), 0);
           sc.traceTurn = 1;
         }
         sc.traceTable.clear();
+        // A position's slot: the turn that stamped it (high half) and its index then (low
+        // half), one load a record; a record naming the node of the one before (a trace
+        // stays in a context for many samples) takes its index without looking.
+        uint64_t* const slot = sc.traceSlot.data();
+        const uint64_t turn = uint64_t(sc.traceTurn) << 32;
+        uint32_t lastNode = 0, lastIndex = 0;
+        bool haveLast = false;
         for (size_t k = 0; k < traces; ++k) {
           const TraceRecord& r = v.trace[k];
+          times[k] = r.time;
+          if (haveLast && r.node == lastNode) {
+            index[k] = lastIndex;
+            continue;
+          }
           const int64_t pos = nodes->position(r.node);
           const size_t at = pos < 0 ? positions - 1 : size_t(pos);
-          if (sc.traceStamp[at] != sc.traceTurn) {
-            sc.traceStamp[at] = sc.traceTurn;
-            sc.traceIndex[at] = uint32_t(sc.traceTable.size());
+          if ((slot[at] >> 32) != sc.traceTurn) {
+            slot[at] = turn | uint32_t(sc.traceTable.size());
             sc.traceTable.push_back(pos < 0 ? nullptr : nodes->at(size_t(pos)));
           }
-          times[k] = r.time;
-          index[k] = sc.traceIndex[at];
+          index[k] = lastIndex = uint32_t(slot[at]);
+          lastNode = r.node;
+          haveLast = true;
         }
         contexts = uint32_t(sc.traceTable.size());
         std::memcpy(tr + spilledTraceBytes(traces, 0), sc.traceTable.data(), contexts * sizeof(const Context*));

@@ -169,7 +169,9 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
   for (unsigned threads : {1u, 3u}) {
     std::vector<std::unique_ptr<ProfileSource>> in;
     // Profile 1: each node once, in `named` order (times 1..8); then five profiles of 4,001
-    // records cycling through `named` from a profile's own start.
+    // records cycling through `named` from a profile's own start, the even ones in runs of
+    // three records a node.
+    auto nodeOf = [&](uint32_t p, uint32_t k) { return named[((p % 2 ? k : k / 3) + p) % named.size()]; };
     ProfileValues once = smallValues();
     once.trace.clear();
     for (size_t k = 0; k < named.size(); ++k) once.trace.push_back({uint64_t(k + 1), named[k]});
@@ -177,7 +179,7 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
     for (int p = 1; p <= 5; ++p) {
       ProfileValues v = smallValues();
       v.trace.clear();
-      for (uint32_t k = 0; k < 4001; ++k) v.trace.push_back({uint64_t(k + 1), named[(k + uint32_t(p)) % named.size()]});
+      for (uint32_t k = 0; k < 4001; ++k) v.trace.push_back({uint64_t(k + 1), nodeOf(uint32_t(p), k)});
       in.push_back(std::make_unique<FakeProfile>("a" + std::to_string(p), smallTree(), v));
     }
     MemorySink sink;
@@ -197,7 +199,7 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
       for (uint32_t k = 0; k < 4001; ++k) {
         const TracePoint& t = sink.traceLines[p][k];
         ASSERT_EQ(t.time, k + 1);
-        ASSERT_EQ(t.ctx, want[named[(k + p - 1) % named.size()]]) << "profile " << p << " record " << k;
+        ASSERT_EQ(t.ctx, want[nodeOf(p - 1, k)]) << "profile " << p << " record " << k;
       }
     }
   }
