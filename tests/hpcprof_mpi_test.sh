@@ -4,7 +4,7 @@
 # input one rank cannot skip, or a crashed rank, ends the job with no database.
 # Exit 77 (skipped) where hpcprof-mpi or mpiexec is not there.
 set -euo pipefail
-prof=$1 mpi=$2 conf=$3
+prof=$1 mpi=$2 conf=$3 gen=${4:-}
 [ -x "$mpi" ] || { echo "hpcprof-mpi not built (no MPI): skipped"; exit 77; }
 mpiexec=$(command -v mpiexec || command -v mpirun || true)
 [ -n "$mpiexec" ] || { echo "no mpiexec: skipped"; exit 77; }
@@ -95,3 +95,13 @@ if "$mpiexec" -n 2 "$tmp/crash.sh" "$mpi" --foreign -j1 -o "$tmp/out/crash.d" "$
 fi
 test ! -e "$tmp/out/crash.d"
 echo "crashed rank: job failed, no database"
+
+# Profiles describing 93 metrics and measuring a few of 25 each, a different few on each rank:
+# the ranks agree on the metrics propagated, and the database is hpcprof's.
+if [ -n "$gen" ]; then
+  "$gen" "$tmp/metrics.m" 6 300 2 10 same 93 25 >/dev/null
+  "$prof" --foreign -j1 -o "$tmp/metrics1.d" "$tmp/metrics.m" 2>/dev/null
+  "$mpiexec" -n 3 "$mpi" --foreign -j1 -o "$tmp/metrics3.d" "$tmp/metrics.m" 2>/dev/null
+  compare "$tmp/metrics1.d" "$tmp/metrics3.d"
+  echo "93 metrics, a different few measured on each of 3 ranks: same database as hpcprof"
+fi
