@@ -329,15 +329,7 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
   }
   // The row in increasing context order: each slot's metrics by their bits, ascending, each
   // one's non-zero scopes.
-  const size_t most = n * width;
-  if (rowMetric_.size() < most) {
-    rowMetric_.resize(most);
-    rowValue_.resize(most);
-  }
-  if (rowCtx_.size() < n + 1) {
-    rowCtx_.resize(n + 1);
-    rowStart_.resize(n + 2);
-  }
+  reserveRow(n * width, n);
   uint16_t* const __restrict metricOut = rowMetric_.data();
   double* const __restrict valueOut = rowValue_.data();
   uint32_t* const __restrict ctxOut = rowCtx_.data();
@@ -368,10 +360,25 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
     ctxOut[rows] = c;
     startOut[++rows] = at;
   }
-  out.ctx.assign(ctxOut, ctxOut + rows);
-  out.start.assign(startOut, startOut + rows + 1);
-  out.metric.assign(metricOut, metricOut + at);
-  out.value.assign(valueOut, valueOut + at);
+  copyRow(rows, at, out);
+}
+
+void Propagator::reserveRow(size_t entries, size_t contexts) {
+  if (rowMetric_.size() < entries) {
+    rowMetric_.resize(entries);
+    rowValue_.resize(entries);
+  }
+  if (rowCtx_.size() < contexts + 1) {
+    rowCtx_.resize(contexts + 1);
+    rowStart_.resize(contexts + 2);
+  }
+}
+
+void Propagator::copyRow(size_t rows, size_t entries, SparseRow& out) const {
+  out.ctx.assign(rowCtx_.data(), rowCtx_.data() + rows);
+  out.start.assign(rowStart_.data(), rowStart_.data() + rows + 1);
+  out.metric.assign(rowMetric_.data(), rowMetric_.data() + entries);
+  out.value.assign(rowValue_.data(), rowValue_.data() + entries);
 }
 
 template <uint32_t kWidth, typename ValuesOf>
@@ -381,14 +388,7 @@ void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, SparseRow& out) {
   // copied out.
   const size_t most = n * width;
   // `width` entries of slack past the end: every entry is written, only a non-zero one kept.
-  if (rowMetric_.size() < most + width) {
-    rowMetric_.resize(most + width);
-    rowValue_.resize(most + width);
-  }
-  if (rowCtx_.size() < n + 1) {
-    rowCtx_.resize(n + 1);
-    rowStart_.resize(n + 2);
-  }
+  reserveRow(most + width, n);
   // Restrict locals, as in runDense.
   uint16_t* const __restrict metricOut = rowMetric_.data();
   double* const __restrict valueOut = rowValue_.data();
@@ -420,10 +420,7 @@ void Propagator::writeRow(size_t n, ValuesOf&& valuesOf, SparseRow& out) {
     startOut[k + 1] = at;
     k += at != before;
   }
-  out.ctx.assign(ctxOut, ctxOut + k);
-  out.start.assign(startOut, startOut + k + 1);
-  out.metric.assign(metricOut, metricOut + at);
-  out.value.assign(valueOut, valueOut + at);
+  copyRow(k, at, out);
 }
 
 void lexAwareSummary(const PropagationShape& shape, uint32_t numMetrics, SparseRow& summary,

@@ -99,6 +99,10 @@ private:
   // in increasing context order), counting it (runDense writes its row as it sweeps).
   template <uint32_t kWidth, typename ValuesOf>
   void writeRow(size_t n, ValuesOf&& v, SparseRow& out);
+  // The row scratch for up to `entries` entries of up to `contexts` contexts; its first
+  // `rows` contexts and `entries` entries, written from the start, copied out.
+  void reserveRow(size_t entries, size_t contexts);
+  void copyRow(size_t rows, size_t entries, SparseRow& out) const;
   const PropagationShape& shape_;
   uint32_t numMetrics_, width_;
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
