@@ -205,9 +205,7 @@ void Propagator::runDense(std::span<const ContextValue> points, SparseRow& out) 
   out.value.assign(valueOut + at, valueOut + most);
 }
 
-template <uint32_t kWidth>
-void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) {
-  const uint32_t width = kWidth ? kWidth : width_;
+size_t Propagator::touch(std::span<const ContextValue> points) {
   // The contexts touched: the points' and all their ancestors. The points are marked in a
   // bitset, which is then swept from the highest context down, each context marking its
   // parent (a smaller id, so swept later): no walk up a chain of dependent loads per point.
@@ -217,15 +215,20 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
   // The sweep over restrict locals (as in runDense), the list sized for the tree.
   if (order_.size() < shape_.size()) order_.resize(shape_.size());
   size_t n = 0;
-  {
-    uint32_t* const __restrict order = order_.data();
-    int32_t* const __restrict slotOf = slotOf_.data();
-    sweepMarked(pending_.data(), pending_.size(), shape_.parents(),
-                [=, &n](uint32_t c, uint32_t) __attribute__((always_inline)) {
-                  slotOf[c] = int32_t(n);
-                  order[n++] = c;
-                });
-  }
+  uint32_t* const __restrict order = order_.data();
+  int32_t* const __restrict slotOf = slotOf_.data();
+  sweepMarked(pending_.data(), pending_.size(), shape_.parents(),
+              [=, &n](uint32_t c, uint32_t) __attribute__((always_inline)) {
+                slotOf[c] = int32_t(n);
+                order[n++] = c;
+              });
+  return n;
+}
+
+template <uint32_t kWidth>
+void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) {
+  const uint32_t width = kWidth ? kWidth : width_;
+  const size_t n = touch(points);
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // grows, never shrinks
   std::fill_n(values_.data(), n * width, 0.0);
   double* values = values_.data();
@@ -254,20 +257,7 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
 
 void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = width_, words = maskWords_;
-  // The contexts touched and their slots, as in runWidth.
-  for (const ContextValue& p : points)
-    if (p.value != 0) pending_[p.ctx / 64] |= uint64_t(1) << (p.ctx % 64);
-  if (order_.size() < shape_.size()) order_.resize(shape_.size());
-  size_t n = 0;
-  {
-    uint32_t* const __restrict order = order_.data();
-    int32_t* const __restrict slotOf = slotOf_.data();
-    sweepMarked(pending_.data(), pending_.size(), shape_.parents(),
-                [=, &n](uint32_t c, uint32_t) __attribute__((always_inline)) {
-                  slotOf[c] = int32_t(n);
-                  order[n++] = c;
-                });
-  }
+  const size_t n = touch(points);
   if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // not zeroed
   if (masks_.size() < n * words) masks_.resize(std::max(n * words, 2 * masks_.size()));
   std::fill_n(masks_.data(), n * words, 0);

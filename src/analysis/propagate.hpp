@@ -102,6 +102,9 @@ private:
   // The row scratch for up to `entries` entries of up to `contexts` contexts; its first
   // `rows` contexts and `entries` entries, written from the start, copied out.
   void reserveRow(size_t entries, size_t contexts);
+  // Marks the points' contexts and sweeps them with their ancestors into order_ and
+  // slotOf_ (slot k: the k-th touched context from the highest id down); returns how many.
+  size_t touch(std::span<const ContextValue> points);
   void copyRow(size_t rows, size_t entries, SparseRow& out) const;
   const PropagationShape& shape_;
   uint32_t numMetrics_, width_;
