@@ -141,13 +141,11 @@ public:
 
     ProfileValues& v = out.values;
     v.values.clear();
-    // v.trace is resized below, where there is one (else cleared): not cleared first, so
-    // that its storage is not zero-filled again for every profile.
+    v.trace.clear();
+    out.traceNodes.clear();
+    out.traceRecords = 0;
     out.traceStatus = Status();
-    if (!out.valuesStatus.ok()) {
-      v.trace.clear();
-      return Status();
-    }
+    if (!out.valuesStatus.ok()) return Status();
     local = localMetricIds(p);
     v.values.reserve(p.flat_values.size());
     for (const auto& [node, mv] : p.flat_values) {
@@ -157,13 +155,11 @@ public:
       if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
     }
     if (!trace_.empty()) {
-      thread_local hpcrun::TraceView tr;
-      thread_local std::vector<uint8_t> traceBuffer;  // apart: no zero-filling on growth
-      Status st = read_file_into(trace_, traceBuffer);
-      if (st.ok()) st = hpcrun::view_trace(traceBuffer, trace_, tr);
+      // Only what its records name: pass 2 reads them again (readTrace).
+      hpcrun::TraceView tr;
+      Status st = viewTrace(tr);
       if (!st.ok()) {
         // The values do not depend on the trace: the profile stays, without one.
-        v.trace.clear();
         t.hasTrace = false;
         out.traceStatus = Status::error(st.message() + "; the profile is kept without its trace");
         return Status();
@@ -171,22 +167,37 @@ public:
       if (tr.trailing != 0)  // cut short: its whole records are kept
         out.traceStatus = Status::error(tr.trailingError.message() + "; kept the " + std::to_string(tr.count) +
                                         " whole records before them");
-      // Decoded straight into the profile's records (no records of the format's in between).
-      // Resized, not appended to record by record (its storage is kept from profile to
-      // profile: only a longer trace than the last fills anything first).
-      v.trace.resize(tr.count);
-      TraceRecord* const __restrict to = v.trace.data();
-      for (uint64_t k = 0; k < tr.count; ++k) {
-        const hpcrun::TraceRecord r = tr.record(k);
-        to[k] = {r.time, r.cct_id};
-      }
-    } else {
-      v.trace.clear();
+      listTraceNodes(tr.count, cct.count, [&](uint64_t k) { return tr.record(k).cct_id; }, out.traceNodes);
+      out.traceRecords = tr.count;
+    }
+    return Status();
+  }
+
+  Status readTrace(std::vector<TraceRecord>& out) override {
+    out.clear();
+    if (trace_.empty()) return Status();
+    hpcrun::TraceView tr;
+    HPC_RETURN_IF_ERROR(viewTrace(tr));
+    // Decoded straight into the caller's records, resized rather than appended to record by
+    // record (its storage is kept from profile to profile: only a longer trace than the last
+    // fills anything first).
+    out.resize(tr.count);
+    TraceRecord* const __restrict to = out.data();
+    for (uint64_t k = 0; k < tr.count; ++k) {
+      const hpcrun::TraceRecord r = tr.record(k);
+      to[k] = {r.time, r.cct_id};
     }
     return Status();
   }
 
 private:
+  // The trace file read whole into this thread's buffer (apart from the profile's: no
+  // zero-filling on growth), and its records found.
+  Status viewTrace(hpcrun::TraceView& tr) const {
+    thread_local std::vector<uint8_t> traceBuffer;
+    HPC_RETURN_IF_ERROR(read_file_into(trace_, traceBuffer));
+    return hpcrun::view_trace(traceBuffer, trace_, tr);
+  }
   // Names as strings, not paths: a path keeps each of its components apart as well (about
   // 600 bytes a profile where strings take about 130, and there is one of these per profile).
   std::string path_, trace_;  // trace_ empty: none

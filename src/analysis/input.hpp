@@ -2,6 +2,7 @@
 // readers of src/formats. Adapters (hpcrun_source.cpp, struct_source.cpp) fill these.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -108,16 +109,88 @@ struct TraceRecord {
   uint32_t node = 0;
 };
 
-// The part read in the second pass: measured values and the trace.
+// A profile's measured values and trace records.
 struct ProfileValues {
   std::vector<PointValue> values;
   std::vector<TraceRecord> trace;
 };
 
-// A whole profile, as the pipeline reads it: once, in its first pass.
+// Lists the distinct node ids that `records` records name (idAt(k): the k-th's) into `out`,
+// in no particular order: a trace of millions of records names a few thousand. `nodes`: the
+// profile's node count. Ids below a few times it (a sane file's, numbered from 1, or by 2s
+// as the reference numbers them) are looked up by index, larger ones (threads numbered from
+// one counter) in a hash set.
+template <class IdAt>
+void listTraceNodes(uint64_t records, size_t nodes, IdAt idAt, std::vector<uint32_t>& out) {
+  thread_local std::vector<uint32_t> stamp;  // by id: the turn that listed it
+  thread_local uint32_t turn = 0;
+  thread_local std::vector<uint32_t> large;  // open addressing; ~0u: empty
+  out.clear();
+  const size_t bound = std::max<size_t>(4 * nodes + 2, 4096);
+  if (stamp.size() < bound) stamp.resize(bound, 0);
+  if (++turn == 0) {  // wrapped: no stamp may look current
+    std::fill(stamp.begin(), stamp.end(), 0);
+    turn = 1;
+  }
+  uint32_t* const seen = stamp.data();
+  const uint32_t mine = turn;
+  size_t largeCount = 0;
+  bool largeUsed = false;
+  auto addLarge = [&](uint32_t id) {
+    if (!largeUsed) {
+      large.assign(1024, ~0u);
+      largeUsed = true;
+    }
+    if (2 * (largeCount + 1) > large.size()) {  // grow: at most half full
+      std::vector<uint32_t> old(large.size() * 2, ~0u);
+      old.swap(large);
+      for (uint32_t k : old)
+        if (k != ~0u)
+          for (size_t h = (k * 0x9E3779B1u) & (large.size() - 1);; h = (h + 1) & (large.size() - 1))
+            if (large[h] == ~0u) {
+              large[h] = k;
+              break;
+            }
+    }
+    for (size_t h = (id * 0x9E3779B1u) & (large.size() - 1);; h = (h + 1) & (large.size() - 1)) {
+      if (large[h] == id) return;
+      if (large[h] == ~0u) {
+        large[h] = id;
+        ++largeCount;
+        out.push_back(id);
+        return;
+      }
+    }
+  };
+  uint32_t last = 0;
+  bool haveLast = false, sawMax = false;
+  for (uint64_t k = 0; k < records; ++k) {
+    const uint32_t id = idAt(k);
+    if (haveLast && id == last) continue;  // a trace stays in a context for many samples
+    last = id;
+    haveLast = true;
+    if (id < bound) {
+      if (seen[id] != mine) {
+        seen[id] = mine;
+        out.push_back(id);
+      }
+    } else if (id == ~0u) {  // the hash set's empty mark
+      if (!sawMax) out.push_back(id);
+      sawMax = true;
+    } else {
+      addLarge(id);
+    }
+  }
+}
+
+// A whole profile, as the pipeline's first pass reads it: the tree, the values, and of the
+// trace only what its records name (the second pass reads the records, ProfileSource::
+// readTrace, and writes them out as it converts them: nothing of them goes to the spill).
 struct ProfileData {
   ProfileTree tree;
-  ProfileValues values;
+  ProfileValues values;  // values only: the trace is in traceNodes and traceRecords
+  std::vector<uint32_t> traceNodes;  // listTraceNodes of the trace
+  uint64_t traceRecords = 0;
   // Not ok: the values or the trace are unreadable (the tree is fine); `values` is then
   // empty and the profile stays in the database without values, with a warning.
   Status valuesStatus;
@@ -151,6 +224,17 @@ public:
     out.valuesStatus = v.ok() ? Status() : v.status();
     if (v.ok()) out.values = std::move(*v);
     else out.values = {};
+    const std::vector<TraceRecord>& tr = out.values.trace;
+    listTraceNodes(tr.size(), out.tree.nodes.size(), [&](uint64_t k) { return tr[k].node; }, out.traceNodes);
+    out.traceRecords = tr.size();
+    out.values.trace = {};
+    return Status();
+  }
+  // The trace's records (pass 2: its first pass read only what they name), into `out` (its
+  // capacity reused). This default reads the values again.
+  virtual Status readTrace(std::vector<TraceRecord>& out) {
+    HPC_ASSIGN_OR_RETURN(ProfileValues v, readValues());
+    out = std::move(v.trace);
     return Status();
   }
 };

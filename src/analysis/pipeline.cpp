@@ -269,11 +269,6 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
     std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
-    // The trace's table of contexts: by node position, the turn that last stamped it and its
-    // index then, in one word (a profile a turn).
-    std::vector<uint64_t> traceSlot;
-    uint32_t traceTurn = 0;
-    std::vector<const Context*> traceTable;
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
     // until a profile whose nodes are not the first one's.
@@ -378,12 +373,12 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         return;
       }
     }
-    // Only the values and trace records go on to pass 2, each with its node's context.
+    // Only the values and the trace's table of nodes go on to pass 2, each with its node's
+    // context.
     if (data.valuesStatus.ok()) {
       const ProfileValues& v = data.values;
-      const size_t traces = tree.hasTrace ? v.trace.size() : 0;
-      const size_t most = v.values.size() * sizeof(SpilledValue) +
-                          spilledTraceBytes(traces, std::min(traces, nodes->size() + 1));
+      const size_t traceNodes = tree.hasTrace ? data.traceNodes.size() : 0;
+      const size_t most = v.values.size() * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
       if (sc.used + most > std::max(kGatherBytes, most)) spillGathered(sc);
       if (sc.record.size() < sc.used + most) sc.record.resize(std::max(sc.used + most, kGatherBytes));
       uint8_t* rec = sc.record.data() + sc.used;
@@ -396,54 +391,13 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           sv[nv++] = {c, p.value, p.metric, 0};
           if (p.metric < tree.metrics.size()) sc.usedBits[p.metric / 64] |= uint64_t(1) << (p.metric % 64);
         }
-      // The trace: times, then each record's index in the table of the distinct contexts
-      // (by node position, each position's index stamped with this profile's turn), then
-      // the table.
-      uint8_t* tr = rec + nv * sizeof(SpilledValue);
-      uint32_t contexts = 0;
-      if (traces) {
-        auto* times = reinterpret_cast<uint64_t*>(tr);
-        auto* index = reinterpret_cast<uint32_t*>(tr + traces * sizeof(uint64_t));
-        const size_t positions = nodes->size() + 1;  // the last: unknown nodes
-        if (sc.traceSlot.size() < positions) sc.traceSlot.resize(positions, 0);
-        if (++sc.traceTurn == 0) {  // wrapped: no stamp may look current
-          std::fill(sc.traceSlot.begin(), sc.traceSlot.end(), 0);
-          sc.traceTurn = 1;
-        }
-        sc.traceTable.clear();
-        // A position's slot: the turn that stamped it (high half) and its index then (low
-        // half), one load a record; a record naming the node of the one before (a trace
-        // stays in a context for many samples) takes its index without looking.
-        uint64_t* const slot = sc.traceSlot.data();
-        const uint64_t turn = uint64_t(sc.traceTurn) << 32;
-        uint32_t lastNode = 0, lastIndex = 0;
-        bool haveLast = false;
-        for (size_t k = 0; k < traces; ++k) {
-          const TraceRecord& r = v.trace[k];
-          times[k] = r.time;
-          if (haveLast && r.node == lastNode) {
-            index[k] = lastIndex;
-            continue;
-          }
-          const int64_t pos = nodes->position(r.node);
-          const size_t at = pos < 0 ? positions - 1 : size_t(pos);
-          if ((slot[at] >> 32) != sc.traceTurn) {
-            slot[at] = turn | uint32_t(sc.traceTable.size());
-            sc.traceTable.push_back(pos < 0 ? nullptr : nodes->at(size_t(pos)));
-          }
-          index[k] = lastIndex = uint32_t(slot[at]);
-          lastNode = r.node;
-          haveLast = true;
-        }
-        contexts = uint32_t(sc.traceTable.size());
-        std::memcpy(tr + spilledTraceBytes(traces, 0), sc.traceTable.data(), contexts * sizeof(const Context*));
-      }
+      auto* tn = reinterpret_cast<SpilledTraceNode*>(rec + nv * sizeof(SpilledValue));
+      for (size_t k = 0; k < traceNodes; ++k) tn[k] = {nodes->find(data.traceNodes[k]), data.traceNodes[k], 0};
       // Spilled with the thread's next few (spillAt is set then).
       sc.pending.emplace_back(i, sc.used);
-      sc.used = size_t(tr - sc.record.data()) + spilledTraceBytes(traces, contexts);
+      sc.used += nv * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
       u.values = nv;
-      u.traces = uint32_t(traces);
-      u.traceContexts = contexts;
+      u.traceContexts = uint32_t(traceNodes);
     } else {
       u.valuesError = data.valuesStatus.message();
     }
@@ -500,12 +454,15 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           d->values = std::move(pre.values);
           d->valuesStatus = std::move(pre.valuesStatus);
           d->traceStatus = std::move(pre.traceStatus);
+          d->traceNodes = std::move(pre.traceNodes);
+          d->traceRecords = pre.traceRecords;
           heldAhead.fetch_add(sizeof(ProfileData) + d->values.values.size() * sizeof(PointValue) +
-                                  d->values.trace.size() * sizeof(TraceRecord),
+                                  d->traceNodes.size() * sizeof(uint32_t),
                               std::memory_order_relaxed);
           ahead[k] = std::move(d);
           pre.tree = ProfileTree();
           pre.values = ProfileValues();
+          pre.traceNodes = {};
         }
         // Profiles unlike the first (other processes, other programs) gain nothing from
         // waiting for it: its template would not serve them. This thread unifies the next
@@ -665,7 +622,7 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
+Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                       Propagator& propagator, PropagatedProfile& out) {
   // The row is cleared or overwritten whole, the trace resized to this profile's (its
@@ -673,7 +630,7 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   out.hasTrace = u.header.hasTrace;
   if (!out.hasTrace) out.trace.clear();
   thread_local std::vector<uint8_t> rec;
-  rec.resize(u.values * sizeof(SpilledValue) + spilledTraceBytes(u.traces, u.traceContexts));
+  rec.resize(u.values * sizeof(SpilledValue) + u.traceContexts * sizeof(SpilledTraceNode));
   Status read = u.valuesError.empty() ? spill.read(u.spillAt, rec) : Status::error(u.valuesError);
   if (!read.ok()) {
     warnProfile("values unreadable, profile left empty: ", source.path(), read.message());
@@ -698,22 +655,49 @@ Status computeProfile(const ProfileSource& source, const Spill& spill, const Uni
   if (!propIds.empty())
     for (uint16_t& m : out.row.metric) m = propIds[m];
   if (u.header.hasTrace) {
-    const uint8_t* tr = rec.data() + u.values * sizeof(SpilledValue);
-    const auto* times = reinterpret_cast<const uint64_t*>(tr);
-    const auto* index = reinterpret_cast<const uint32_t*>(tr + u.traces * sizeof(uint64_t));
-    const auto* table = reinterpret_cast<const Context* const*>(tr + spilledTraceBytes(u.traces, 0));
-    // Each distinct context's listed id once, then each record's by its index.
-    thread_local std::vector<uint32_t> listed;
-    listed.resize(u.traceContexts);
-    for (uint32_t c = 0; c < u.traceContexts; ++c) {
-      if (c + kAhead < u.traceContexts && table[c + kAhead]) __builtin_prefetch(table[c + kAhead]->idsAt());
-      listed[c] = table[c] ? table[c]->listedId() : 0;
+    // The records read again, each converted by its node: the table's nodes' listed ids by
+    // node id, zero elsewhere (left zero for the next profile).
+    thread_local std::vector<TraceRecord> records;
+    if (Status st = source.readTrace(records); !st.ok()) {
+      warnProfile("trace unreadable now, profile kept without it: ", source.path(), st.message());
+      out.hasTrace = false;
+      out.trace.clear();
+      return Status();
     }
-    out.trace.resize(u.traces);
+    const auto* table = reinterpret_cast<const SpilledTraceNode*>(rec.data() + u.values * sizeof(SpilledValue));
+    thread_local std::vector<uint32_t> idOf;
+    uint32_t most = 0;
+    for (uint32_t c = 0; c < u.traceContexts; ++c) most = std::max(most, table[c].node);
+    // A hostile file's ids go up to 2^32: those beyond a few times the table's size are
+    // looked up in it (sorted) instead.
+    const size_t direct = std::min<size_t>(size_t(most) + 1, std::max<size_t>(size_t(u.traceContexts) * 64, 1 << 16));
+    if (idOf.size() < direct) idOf.resize(direct, 0);
+    thread_local std::vector<std::pair<uint32_t, uint32_t>> far;  // (node, listed id)
+    far.clear();
+    for (uint32_t c = 0; c < u.traceContexts; ++c) {
+      if (c + kAhead < u.traceContexts && table[c + kAhead].ctx) __builtin_prefetch(table[c + kAhead].ctx->idsAt());
+      const uint32_t id = table[c].ctx ? table[c].ctx->listedId() : 0;
+      if (table[c].node < direct) idOf[table[c].node] = id;
+      else far.emplace_back(table[c].node, id);
+    }
+    std::sort(far.begin(), far.end());
+    auto farId = [&](uint32_t node) {
+      auto it = std::lower_bound(far.begin(), far.end(), std::pair<uint32_t, uint32_t>(node, 0));
+      return it != far.end() && it->first == node ? it->second : 0;
+    };
+    const size_t n = records.size();
+    out.trace.resize(n);
     TracePoint* const __restrict to = out.trace.data();
-    const uint32_t* const __restrict ids = listed.data();
-    const uint32_t n = u.traceContexts;
-    for (uint32_t k = 0; k < u.traces; ++k) to[k] = {times[k], index[k] < n ? ids[index[k]] : 0};
+    const TraceRecord* const __restrict from = records.data();
+    const uint32_t* const __restrict ids = idOf.data();
+    if (far.empty()) {
+      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : 0};
+    } else {
+      for (size_t k = 0; k < n; ++k)
+        to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : farId(from[k].node)};
+    }
+    for (uint32_t c = 0; c < u.traceContexts; ++c)
+      if (table[c].node < direct) idOf[table[c].node] = 0;
     auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
     if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
       std::stable_sort(out.trace.begin(), out.trace.end(), byTime);
@@ -728,7 +712,7 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
   return Status();
 }
 
-Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
+Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink) {

@@ -205,6 +205,77 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
   }
 }
 
+// The reference's threads number their nodes from one process-wide counter: a thread's ids
+// go far beyond its node count. Such a profile's trace (ids past the first pass's index, and
+// past the second's) names the same contexts as the small one's; ids of no node, the largest
+// id included, name none.
+TEST(Pipeline, TracesOfLargeNodeIdsNameTheirContexts) {
+  FakeStructure structure;
+  constexpr uint32_t kShift = 3000000;
+  ProfileTree shifted = smallTree();
+  for (TreeNode& n : shifted.nodes) {
+    n.id += kShift;
+    if (n.parent) n.parent += kShift;
+  }
+  ProfileValues far = smallValues();
+  for (PointValue& p : far.values) p.node += kShift;
+  const std::vector<uint32_t> named = {19, 37, 27, 24, 40, 22, 34};
+  far.trace.clear();
+  for (uint32_t k = 0; k < 3000; ++k) far.trace.push_back({uint64_t(k + 1), named[k % named.size()] + kShift});
+  far.trace.push_back({3001, 70000});          // no node, past the first index
+  far.trace.push_back({3002, ~uint32_t(0)});   // no node, the hash set's empty mark
+  far.trace.push_back({3003, 37 + kShift});
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    ProfileValues once = smallValues();
+    once.trace.clear();
+    for (size_t k = 0; k < named.size(); ++k) once.trace.push_back({uint64_t(k + 1), named[k]});
+    in.push_back(std::make_unique<FakeProfile>("small", smallTree(), once));
+    in.push_back(std::make_unique<FakeProfile>("far", shifted, far));
+    MemorySink sink;
+    PipelineOptions opt;
+    opt.threads = threads;
+    auto r = runPipeline(in, &structure, sink, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::map<uint32_t, uint32_t> want;
+    for (size_t k = 0; k < named.size(); ++k) want[named[k]] = sink.traceLines[1][k].ctx;
+    EXPECT_NE(want[37], 0u);
+    EXPECT_NE(want[37], want[27]);
+    ASSERT_EQ(sink.traceLines[2].size(), 3003u);
+    for (uint32_t k = 0; k < 3000; ++k) ASSERT_EQ(sink.traceLines[2][k].ctx, want[named[k % named.size()]]) << k;
+    EXPECT_EQ(sink.traceLines[2][3000].ctx, 0u);
+    EXPECT_EQ(sink.traceLines[2][3001].ctx, 0u);
+    EXPECT_EQ(sink.traceLines[2][3002].ctx, want[37]);
+  }
+}
+
+// The trace is read twice (its nodes, then its records): one gone by the second read leaves
+// its profile without a trace, its values and the other profiles' traces intact.
+TEST(Pipeline, TraceGoneBeforeTheSecondPassLeavesTheProfileWithoutOne) {
+  class GoneTrace final : public ProfileSource {
+  public:
+    const std::string& path() const override { return path_; }
+    Expected<ProfileTree> readTree() override { return smallTree(); }
+    Expected<ProfileValues> readValues() override { return smallValues(); }
+    Status readTrace(std::vector<TraceRecord>&) override { return Status::error("gone.hpctrace: no such file"); }
+
+  private:
+    std::string path_ = "gone";
+  };
+  FakeStructure structure;
+  std::vector<std::unique_ptr<ProfileSource>> in;
+  in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
+  in.push_back(std::make_unique<GoneTrace>());
+  MemorySink sink;
+  auto r = runPipeline(in, &structure, sink, PipelineOptions());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->profiles, 2u);
+  EXPECT_EQ(sink.traceLines[1].size(), 3u);
+  EXPECT_TRUE(sink.traceLines.size() <= 2 || sink.traceLines[2].empty());
+  const double total = 0.25 + 0.5 + 0.125 + 0.0625 + 1.0;
+  EXPECT_DOUBLE_EQ(sink.value(2, 0, propId(0, kExecution)), total);
+}
+
 TEST(Pipeline, NoStructureKeepsInstructions) {
   std::vector<std::unique_ptr<ProfileSource>> in;
   in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));

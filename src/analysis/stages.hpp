@@ -97,21 +97,22 @@ struct SpilledValue {
   uint32_t metric = 0;  // local metric id
   uint32_t unused = 0;
 };
-// A profile's trace as pass 1 spills it: its records' times, then each record's context as
-// an index into the profile's table of the distinct contexts its records name (a trace of
-// millions of records names a few thousand), then that table (nullptr: no context, idle);
-// 12 bytes a record where a context pointer each took 16.
-inline size_t spilledTraceBytes(size_t records, size_t contexts) {
-  return records * (sizeof(uint64_t) + sizeof(uint32_t)) + (records % 2 ? 4 : 0) + contexts * sizeof(const Context*);
-}
-
+// A profile's trace as pass 1 spills it: the table of the distinct nodes its records name,
+// each with its context (nullptr: none, idle). The records stay in the trace file, which
+// pass 2 reads again and converts with this table as it writes them out: spilling them cost
+// more than reading them twice (a trace is most of a measurement's bytes).
+struct SpilledTraceNode {
+  const Context* ctx = nullptr;
+  uint32_t node = 0;
+  uint32_t unused = 0;
+};
 // What the first pass keeps of a profile until its second pass: its header and where its
 // values went in the spill file.
 struct Unified {
   ProfileHeader header;
   uint64_t spillAt = 0;
-  uint32_t values = 0, traces = 0;
-  uint32_t traceContexts = 0;  // the spilled trace's table of contexts
+  uint32_t values = 0;
+  uint32_t traceContexts = 0;  // the spilled trace's table of nodes (SpilledTraceNode)
   std::string valuesError;  // non-empty: values or trace unreadable (the profile stays, empty)
 };
 
@@ -162,7 +163,7 @@ struct PropagatedProfile {
 };
 // `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
 // plan's propIds; the propagator works on Plan::propagated metrics.
-Status computeProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
+Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                       Propagator& propagator, PropagatedProfile& out);
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
@@ -170,7 +171,7 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
 
 // Pass 2 (class 2) for one live profile: computeProfile then writeProfile.
 // MT: thread-safe for distinct profiles (one Propagator per thread).
-Status propagateProfile(const ProfileSource& source, const Spill& spill, const Unified& u,
+Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink);
