@@ -147,7 +147,7 @@ db::Meta buildMeta(const MetaInput& in, std::vector<const Context*>& entries) {
   return m;
 }
 
-class DbSink final : public DatabaseSink {
+class DbSink final : public DatabaseSink, public TraceLines {
 public:
   explicit DbSink(fs::path dir) : dir_(std::move(dir)) {}
 
@@ -172,6 +172,22 @@ public:
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
     traced_[index] = 1;  // each index by one thread
     return trace_.write(index - 1, index, trace, &TracePoint::time, &TracePoint::ctx);
+  }
+
+  TraceLines* streamedTraces() override { return traces_ ? this : nullptr; }
+  Status place(std::span<const uint64_t> records) override {
+    std::vector<uint32_t> profIndex(records.size());
+    for (size_t k = 0; k < records.size(); ++k) profIndex[k] = uint32_t(k + 1);
+    return trace_.place(records, profIndex);
+  }
+  Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) override {
+    if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
+    return trace_.writePart(index - 1, from, part, &TracePoint::time, &TracePoint::ctx);
+  }
+  Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) override {
+    if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
+    traced_[index] = 1;  // each index by one thread
+    return trace_.endLine(index - 1, records, firstTime, lastTime);
   }
 
   Status readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) override {

@@ -1,6 +1,11 @@
 // Adapter: .hpcrun/.hpctrace files (hpc_fmt_hpcrun) -> the pipeline's ProfileSource.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -65,6 +70,72 @@ uint32_t decode(const hpcrun::CctView& cct, std::vector<TreeNode>& nodes) {
   }
   return maxId;
 }
+
+// A trace file read a chunk of records at a time into this thread's buffer: a trace is most of
+// a measurement's bytes, and read twice (pass 1 lists the nodes its records name, pass 2
+// converts them), each chunk while it is in the cache, with no buffer as large as the file.
+class TraceFile {
+public:
+  static constexpr uint64_t kChunkRecords = 32768;
+  ~TraceFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Status open(const std::string& path) {
+    path_ = &path;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Status::error(path + ": cannot stat: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) return Status::error(path + ": not a regular file");
+    // The header (and the first records with it).
+    const size_t size = size_t(st.st_size);
+    HPC_RETURN_IF_ERROR(fill(0, std::min<size_t>(size, kChunkRecords * 16 + 32)));
+    HPC_RETURN_IF_ERROR(hpcrun::view_trace({buffer().data(), filled_}, size, path, view_));
+    start_ = uint64_t(view_.first - buffer().data());
+    return Status();
+  }
+  const hpcrun::TraceView& view() const { return view_; }
+  bool more() const { return next_ < view_.count; }
+  // The next chunk's records (count of them, first at first).
+  Expected<hpcrun::TraceView> next() {
+    hpcrun::TraceView chunk = view_;
+    chunk.count = std::min(kChunkRecords, view_.count - next_);
+    const uint64_t at = start_ + next_ * view_.stride, bytes = chunk.count * view_.stride;
+    if (next_ != 0 || at + bytes > filled_) {  // not in what open() read
+      HPC_RETURN_IF_ERROR(fill(at, size_t(bytes)));
+      chunk.first = buffer().data();
+    } else {
+      chunk.first = buffer().data() + at;
+    }
+    next_ += chunk.count;
+    return chunk;
+  }
+
+private:
+  static std::vector<uint8_t>& buffer() {
+    thread_local std::vector<uint8_t> b;  // only grown
+    return b;
+  }
+  Status fill(uint64_t at, size_t n) {
+    std::vector<uint8_t>& b = buffer();
+    if (b.size() < n) b.resize(n);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = counted_pread(fd_, b.data() + done, n - done, off_t(at + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::error(*path_ + ": cannot read: " + std::strerror(errno));
+      if (got == 0) return Status::error(*path_ + ": file shrank while being read");
+      done += size_t(got);
+    }
+    filled_ = n;
+    return Status();
+  }
+  const std::string* path_ = nullptr;
+  int fd_ = -1;
+  hpcrun::TraceView view_;
+  uint64_t start_ = 0, next_ = 0;
+  size_t filled_ = 0;
+};
 
 class HpcrunProfile final : public ProfileSource {
 public:
@@ -156,48 +227,53 @@ public:
     }
     if (!trace_.empty()) {
       // Only what its records name: pass 2 reads them again (readTrace).
-      hpcrun::TraceView tr;
-      Status st = viewTrace(tr);
+      thread_local TraceNodeLister lister;
+      lister.begin(cct.count);
+      TraceFile file;
+      Status st = file.open(trace_);
+      while (st.ok() && file.more()) {
+        Expected<hpcrun::TraceView> chunk = file.next();
+        if (!chunk.ok()) {
+          st = chunk.status();
+          break;
+        }
+        lister.add(chunk->count, [&](uint64_t k) { return chunk->record(k).cct_id; });
+      }
       if (!st.ok()) {
         // The values do not depend on the trace: the profile stays, without one.
         t.hasTrace = false;
         out.traceStatus = Status::error(st.message() + "; the profile is kept without its trace");
         return Status();
       }
-      if (tr.trailing != 0)  // cut short: its whole records are kept
-        out.traceStatus = Status::error(tr.trailingError.message() + "; kept the " + std::to_string(tr.count) +
-                                        " whole records before them");
-      listTraceNodes(tr.count, cct.count, [&](uint64_t k) { return tr.record(k).cct_id; }, out.traceNodes);
-      out.traceRecords = tr.count;
+      if (file.view().trailing != 0)  // cut short: its whole records are kept
+        out.traceStatus = Status::error(file.view().trailingError.message() + "; kept the " +
+                                        std::to_string(file.view().count) + " whole records before them");
+      out.traceNodes = lister.list();
+      out.traceRecords = file.view().count;
     }
     return Status();
   }
 
-  Status readTrace(std::vector<TraceRecord>& out) override {
-    out.clear();
+  Status readTrace(const TraceChunk& each) override {
     if (trace_.empty()) return Status();
-    hpcrun::TraceView tr;
-    HPC_RETURN_IF_ERROR(viewTrace(tr));
-    // Decoded straight into the caller's records, resized rather than appended to record by
-    // record (its storage is kept from profile to profile: only a longer trace than the last
-    // fills anything first).
-    out.resize(tr.count);
-    TraceRecord* const __restrict to = out.data();
-    for (uint64_t k = 0; k < tr.count; ++k) {
-      const hpcrun::TraceRecord r = tr.record(k);
-      to[k] = {r.time, r.cct_id};
+    TraceFile file;
+    HPC_RETURN_IF_ERROR(file.open(trace_));
+    thread_local std::vector<TraceRecord> records;
+    while (file.more()) {
+      HPC_ASSIGN_OR_RETURN(hpcrun::TraceView chunk, file.next());
+      records.resize(chunk.count);
+      TraceRecord* const __restrict to = records.data();
+      for (uint64_t k = 0; k < chunk.count; ++k) {
+        const hpcrun::TraceRecord r = chunk.record(k);
+        to[k] = {r.time, r.cct_id};
+      }
+      HPC_ASSIGN_OR_RETURN(bool more, each(records));
+      if (!more) break;
     }
     return Status();
   }
 
 private:
-  // The trace file read whole into this thread's buffer (apart from the profile's: no
-  // zero-filling on growth), and its records found.
-  Status viewTrace(hpcrun::TraceView& tr) const {
-    thread_local std::vector<uint8_t> traceBuffer;
-    HPC_RETURN_IF_ERROR(read_file_into(trace_, traceBuffer));
-    return hpcrun::view_trace(traceBuffer, trace_, tr);
-  }
   // Names as strings, not paths: a path keeps each of its components apart as well (about
   // 600 bytes a profile where strings take about 130, and there is one of these per profile).
   std::string path_, trace_;  // trace_ empty: none

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -115,73 +117,88 @@ struct ProfileValues {
   std::vector<TraceRecord> trace;
 };
 
-// Lists the distinct node ids that `records` records name (idAt(k): the k-th's) into `out`,
-// in no particular order: a trace of millions of records names a few thousand. `nodes`: the
-// profile's node count. Ids below a few times it (a sane file's, numbered from 1, or by 2s
-// as the reference numbers them) are looked up by index, larger ones (threads numbered from
-// one counter) in a hash set.
-template <class IdAt>
-void listTraceNodes(uint64_t records, size_t nodes, IdAt idAt, std::vector<uint32_t>& out) {
-  thread_local std::vector<uint32_t> stamp;  // by id: the turn that listed it
-  thread_local uint32_t turn = 0;
-  thread_local std::vector<uint32_t> large;  // open addressing; ~0u: empty
-  out.clear();
-  const size_t bound = std::max<size_t>(4 * nodes + 2, 4096);
-  if (stamp.size() < bound) stamp.resize(bound, 0);
-  if (++turn == 0) {  // wrapped: no stamp may look current
-    std::fill(stamp.begin(), stamp.end(), 0);
-    turn = 1;
+// Lists the distinct node ids that a trace's records name, in no particular order: a trace of
+// millions of records names a few thousand. begin() with the profile's node count, add() its
+// records in any number of calls (idAt(k): the k-th's id), then list() them. Ids below a few
+// times the node count (a sane file's, numbered from 1, or by 2s as the reference numbers
+// them) are looked up by index, larger ones (threads numbered from one counter) in a hash set.
+// A thread keeps one, reused: its index is only grown.
+class TraceNodeLister {
+public:
+  void begin(size_t nodes) {
+    out_.clear();
+    bound_ = std::max<size_t>(4 * nodes + 2, 4096);
+    if (stamp_.size() < bound_) stamp_.resize(bound_, 0);
+    if (++turn_ == 0) {  // wrapped: no stamp may look current
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      turn_ = 1;
+    }
+    largeCount_ = 0;
+    large_.clear();
+    haveLast_ = sawMax_ = false;
   }
-  uint32_t* const seen = stamp.data();
-  const uint32_t mine = turn;
-  size_t largeCount = 0;
-  bool largeUsed = false;
-  auto addLarge = [&](uint32_t id) {
-    if (!largeUsed) {
-      large.assign(1024, ~0u);
-      largeUsed = true;
-    }
-    if (2 * (largeCount + 1) > large.size()) {  // grow: at most half full
-      std::vector<uint32_t> old(large.size() * 2, ~0u);
-      old.swap(large);
-      for (uint32_t k : old)
-        if (k != ~0u)
-          for (size_t h = (k * 0x9E3779B1u) & (large.size() - 1);; h = (h + 1) & (large.size() - 1))
-            if (large[h] == ~0u) {
-              large[h] = k;
-              break;
-            }
-    }
-    for (size_t h = (id * 0x9E3779B1u) & (large.size() - 1);; h = (h + 1) & (large.size() - 1)) {
-      if (large[h] == id) return;
-      if (large[h] == ~0u) {
-        large[h] = id;
-        ++largeCount;
-        out.push_back(id);
-        return;
+  template <class IdAt> void add(uint64_t records, IdAt idAt) {
+    uint32_t* const seen = stamp_.data();
+    const uint32_t mine = turn_;
+    const size_t bound = bound_;
+    uint32_t last = last_;
+    bool haveLast = haveLast_;
+    for (uint64_t k = 0; k < records; ++k) {
+      const uint32_t id = idAt(k);
+      if (haveLast && id == last) continue;  // a trace stays in a context for many samples
+      last = id;
+      haveLast = true;
+      if (id < bound) {
+        if (seen[id] != mine) {
+          seen[id] = mine;
+          out_.push_back(id);
+        }
+      } else {
+        addLarge(id);
       }
     }
-  };
-  uint32_t last = 0;
-  bool haveLast = false, sawMax = false;
-  for (uint64_t k = 0; k < records; ++k) {
-    const uint32_t id = idAt(k);
-    if (haveLast && id == last) continue;  // a trace stays in a context for many samples
-    last = id;
-    haveLast = true;
-    if (id < bound) {
-      if (seen[id] != mine) {
-        seen[id] = mine;
-        out.push_back(id);
-      }
-    } else if (id == ~0u) {  // the hash set's empty mark
-      if (!sawMax) out.push_back(id);
-      sawMax = true;
-    } else {
-      addLarge(id);
+    last_ = last;
+    haveLast_ = haveLast;
+  }
+  const std::vector<uint32_t>& list() const { return out_; }
+
+private:
+  void addLarge(uint32_t id) {
+    if (id == ~0u) {  // the hash set's empty mark
+      if (!sawMax_) out_.push_back(id);
+      sawMax_ = true;
+      return;
+    }
+    if (2 * (largeCount_ + 1) > large_.size()) {  // grow: at most half full
+      std::vector<uint32_t> was(std::max<size_t>(1024, large_.size() * 2), ~0u);
+      was.swap(large_);
+      for (uint32_t k : was)
+        if (k != ~0u) insert(k);
+    }
+    if (insert(id)) {
+      ++largeCount_;
+      out_.push_back(id);
     }
   }
-}
+  bool insert(uint32_t id) {  // false: there already
+    const size_t mask = large_.size() - 1;
+    for (size_t h = (id * 0x9E3779B1u) & mask;; h = (h + 1) & mask) {
+      if (large_[h] == id) return false;
+      if (large_[h] == ~0u) {
+        large_[h] = id;
+        return true;
+      }
+    }
+  }
+  std::vector<uint32_t> out_;
+  std::vector<uint32_t> stamp_;  // by id: the turn that listed it
+  uint32_t turn_ = 0;
+  size_t bound_ = 0;
+  std::vector<uint32_t> large_;  // open addressing; ~0u: empty
+  size_t largeCount_ = 0;
+  uint32_t last_ = 0;
+  bool haveLast_ = false, sawMax_ = false;
+};
 
 // A whole profile, as the pipeline's first pass reads it: the tree, the values, and of the
 // trace only what its records name (the second pass reads the records, ProfileSource::
@@ -225,17 +242,21 @@ public:
     if (v.ok()) out.values = std::move(*v);
     else out.values = {};
     const std::vector<TraceRecord>& tr = out.values.trace;
-    listTraceNodes(tr.size(), out.tree.nodes.size(), [&](uint64_t k) { return tr[k].node; }, out.traceNodes);
+    thread_local TraceNodeLister lister;
+    lister.begin(out.tree.nodes.size());
+    lister.add(tr.size(), [&](uint64_t k) { return tr[k].node; });
+    out.traceNodes = lister.list();
     out.traceRecords = tr.size();
     out.values.trace = {};
     return Status();
   }
-  // The trace's records (pass 2: its first pass read only what they name), into `out` (its
-  // capacity reused). This default reads the values again.
-  virtual Status readTrace(std::vector<TraceRecord>& out) {
+  // Pass 2 (the first read only what the records name): the trace's records, in order, a
+  // chunk at a time: each(chunk) for each, until it returns false (enough) or an error, or
+  // the records end. A chunk is valid during the call. This default reads the values again.
+  using TraceChunk = std::function<Expected<bool>(std::span<const TraceRecord>)>;
+  virtual Status readTrace(const TraceChunk& each) {
     HPC_ASSIGN_OR_RETURN(ProfileValues v, readValues());
-    out = std::move(v.trace);
-    return Status();
+    return each(v.trace).status();
   }
 };
 

@@ -28,6 +28,34 @@ Status MemorySink::writeTrace(uint32_t index, std::span<const TracePoint> trace)
   return Status();
 }
 
+Status MemorySink::place(std::span<const uint64_t> records) {
+  if (records.size() + 1 != numProfiles) return Status::error("trace lines placed: not one a profile");
+  placed.assign(numProfiles, 0);
+  pieces.assign(numProfiles, 0);
+  for (size_t k = 0; k < records.size(); ++k) placed[k + 1] = records[k];
+  return Status();
+}
+
+Status MemorySink::writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) {
+  if (index == 0 || index >= placed.size() || from + part.size() > placed[index])
+    return Status::error("trace piece out of its line's place");
+  std::vector<TracePoint>& line = traceLines[index];  // each index by one thread
+  if (line.size() < from + part.size()) line.resize(from + part.size());
+  std::copy(part.begin(), part.end(), line.begin() + ptrdiff_t(from));
+  ++pieces[index];
+  return Status();
+}
+
+Status MemorySink::end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) {
+  if (index == 0 || index >= placed.size() || records > placed[index] || records > traceLines[index].size())
+    return Status::error("trace line ended out of its place");
+  std::vector<TracePoint>& line = traceLines[index];
+  line.resize(records);
+  if (records && (line.front().time != firstTime || line.back().time != lastTime))
+    return Status::error("trace line ended with times not its own");
+  return Status();
+}
+
 Status MemorySink::readProfile(uint32_t index, uint32_t lo, uint32_t hi, SparseRow& out) {
   out.clear();
   const SparseRow& r = rows[index];

@@ -398,6 +398,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       sc.used += nv * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
       u.values = nv;
       u.traceContexts = uint32_t(traceNodes);
+      u.traceRecords = tree.hasTrace ? data.traceRecords : 0;
     } else {
       u.valuesError = data.valuesStatus.message();
     }
@@ -622,12 +623,145 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
+namespace {
+
+// A trace's records converted by their nodes, from the profile's table of them: the listed
+// ids by node id, zero for any other node (left zero for the next profile: the index is this
+// thread's, only grown).
+class TraceConverter {
+public:
+  TraceConverter(const SpilledTraceNode* table, uint32_t n) : table_(table), n_(n) {
+    uint32_t most = 0;
+    for (uint32_t c = 0; c < n; ++c) most = std::max(most, table[c].node);
+    // A hostile file's ids go up to 2^32: those beyond a few times the table's size are
+    // looked up in it (sorted) instead.
+    direct_ = std::min<size_t>(size_t(most) + 1, std::max<size_t>(size_t(n) * 64, 1 << 16));
+    if (idOf().size() < direct_) idOf().resize(direct_, 0);
+    std::vector<std::pair<uint32_t, uint32_t>>& far = farIds();
+    far.clear();
+    constexpr uint32_t kAhead = 8;  // the contexts lie anywhere in memory
+    for (uint32_t c = 0; c < n; ++c) {
+      if (c + kAhead < n && table[c + kAhead].ctx) __builtin_prefetch(table[c + kAhead].ctx->idsAt());
+      const uint32_t id = table[c].ctx ? table[c].ctx->listedId() : 0;
+      if (table[c].node < direct_) idOf()[table[c].node] = id;
+      else far.emplace_back(table[c].node, id);
+    }
+    std::sort(far.begin(), far.end());
+  }
+  ~TraceConverter() {
+    for (uint32_t c = 0; c < n_; ++c)
+      if (table_[c].node < direct_) idOf()[table_[c].node] = 0;
+  }
+  TraceConverter(const TraceConverter&) = delete;
+  TraceConverter& operator=(const TraceConverter&) = delete;
+  void convert(std::span<const TraceRecord> in, TracePoint* out) const {
+    TracePoint* const __restrict to = out;
+    const TraceRecord* const __restrict from = in.data();
+    const uint32_t* const __restrict ids = idOf().data();
+    const size_t n = in.size(), direct = direct_;
+    if (farIds().empty()) {
+      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : 0};
+    } else {
+      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : far(from[k].node)};
+    }
+  }
+
+private:
+  static std::vector<uint32_t>& idOf() {
+    thread_local std::vector<uint32_t> v;
+    return v;
+  }
+  static std::vector<std::pair<uint32_t, uint32_t>>& farIds() {  // (node, listed id)
+    thread_local std::vector<std::pair<uint32_t, uint32_t>> v;
+    return v;
+  }
+  static uint32_t far(uint32_t node) {
+    const auto& v = farIds();
+    auto it = std::lower_bound(v.begin(), v.end(), std::pair<uint32_t, uint32_t>(node, 0));
+    return it != v.end() && it->first == node ? it->second : 0;
+  }
+  const SpilledTraceNode* table_;
+  uint32_t n_;
+  size_t direct_ = 0;
+};
+
+// The whole trace, converted, into `out`, sorted by time (stable: records of one time keep
+// their order); at most `most` records.
+Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_t most, std::vector<TracePoint>& out) {
+  out.clear();
+  Status st = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
+    const size_t had = out.size(), n = size_t(std::min<uint64_t>(chunk.size(), most - had));
+    out.resize(had + n);
+    conv.convert(chunk.first(n), out.data() + had);
+    return out.size() < most;
+  });
+  auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
+  if (st.ok() && !std::is_sorted(out.begin(), out.end(), byTime)) std::stable_sort(out.begin(), out.end(), byTime);
+  return st;
+}
+
+// Written a chunk at a time to `lines` as it is read, where it is in time order (as a trace
+// is: out of order, it is read again whole and sorted, into `whole`); at most the `placed`
+// records pass 1 counted. An unreadable trace is warned about and its line left empty; a
+// failed write is returned.
+Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t placed, TraceLines& lines,
+                   uint32_t index, std::vector<TracePoint>& whole) {
+  thread_local std::vector<TracePoint> part;
+  uint64_t written = 0, first = 0, last = 0;
+  bool sorted = true;
+  Status wrote;
+  Status read = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
+    const size_t n = size_t(std::min<uint64_t>(chunk.size(), placed - written));
+    part.resize(n);
+    conv.convert(chunk.first(n), part.data());
+    uint64_t previous = last;
+    bool inOrder = true;
+    for (const TracePoint& p : part) {
+      inOrder &= p.time >= previous;
+      previous = p.time;
+    }
+    if (!inOrder) {
+      sorted = false;
+      return false;
+    }
+    if (n == 0) return written < placed;
+    if (written == 0) first = part.front().time;
+    last = part.back().time;
+    wrote = lines.writePart(index, written, part);
+    if (!wrote.ok()) return false;
+    written += n;
+    return written < placed;
+  });
+  HPC_RETURN_IF_ERROR(wrote);
+  if (read.ok() && !sorted) {
+    read = readWholeTrace(source, conv, placed, whole);
+    written = read.ok() ? whole.size() : 0;
+    if (written) {
+      first = whole.front().time;
+      last = whole.back().time;
+      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, whole));
+    }
+    whole.clear();
+  }
+  if (!read.ok()) {
+    warnProfile("trace unreadable now, profile kept without it: ", source.path(), read.message());
+    written = 0;
+  } else if (written < placed) {
+    warnProfile("trace shorter than when first read, kept what it has now: ", source.path(),
+                std::to_string(written) + " records, " + std::to_string(placed) + " then");
+  }
+  return lines.end(index, written, first, last);
+}
+
+}  // namespace
+
 Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
-                      Propagator& propagator, PropagatedProfile& out) {
+                      Propagator& propagator, PropagatedProfile& out, TraceLines* lines, uint32_t index) {
   // The row is cleared or overwritten whole, the trace resized to this profile's (its
   // storage kept from profile to profile: only a longer trace than the last fills anything).
   out.hasTrace = u.header.hasTrace;
+  out.traceWritten = false;
   if (!out.hasTrace) out.trace.clear();
   thread_local std::vector<uint8_t> rec;
   rec.resize(u.values * sizeof(SpilledValue) + u.traceContexts * sizeof(SpilledTraceNode));
@@ -655,52 +789,17 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
   if (!propIds.empty())
     for (uint16_t& m : out.row.metric) m = propIds[m];
   if (u.header.hasTrace) {
-    // The records read again, each converted by its node: the table's nodes' listed ids by
-    // node id, zero elsewhere (left zero for the next profile).
-    thread_local std::vector<TraceRecord> records;
-    if (Status st = source.readTrace(records); !st.ok()) {
+    const TraceConverter conv(reinterpret_cast<const SpilledTraceNode*>(rec.data() + u.values * sizeof(SpilledValue)),
+                              u.traceContexts);
+    if (lines) {
+      out.traceWritten = true;
+      return streamTrace(source, conv, u.traceRecords, *lines, index, out.trace);
+    }
+    if (Status st = readWholeTrace(source, conv, UINT64_MAX, out.trace); !st.ok()) {
       warnProfile("trace unreadable now, profile kept without it: ", source.path(), st.message());
       out.hasTrace = false;
       out.trace.clear();
-      return Status();
     }
-    const auto* table = reinterpret_cast<const SpilledTraceNode*>(rec.data() + u.values * sizeof(SpilledValue));
-    thread_local std::vector<uint32_t> idOf;
-    uint32_t most = 0;
-    for (uint32_t c = 0; c < u.traceContexts; ++c) most = std::max(most, table[c].node);
-    // A hostile file's ids go up to 2^32: those beyond a few times the table's size are
-    // looked up in it (sorted) instead.
-    const size_t direct = std::min<size_t>(size_t(most) + 1, std::max<size_t>(size_t(u.traceContexts) * 64, 1 << 16));
-    if (idOf.size() < direct) idOf.resize(direct, 0);
-    thread_local std::vector<std::pair<uint32_t, uint32_t>> far;  // (node, listed id)
-    far.clear();
-    for (uint32_t c = 0; c < u.traceContexts; ++c) {
-      if (c + kAhead < u.traceContexts && table[c + kAhead].ctx) __builtin_prefetch(table[c + kAhead].ctx->idsAt());
-      const uint32_t id = table[c].ctx ? table[c].ctx->listedId() : 0;
-      if (table[c].node < direct) idOf[table[c].node] = id;
-      else far.emplace_back(table[c].node, id);
-    }
-    std::sort(far.begin(), far.end());
-    auto farId = [&](uint32_t node) {
-      auto it = std::lower_bound(far.begin(), far.end(), std::pair<uint32_t, uint32_t>(node, 0));
-      return it != far.end() && it->first == node ? it->second : 0;
-    };
-    const size_t n = records.size();
-    out.trace.resize(n);
-    TracePoint* const __restrict to = out.trace.data();
-    const TraceRecord* const __restrict from = records.data();
-    const uint32_t* const __restrict ids = idOf.data();
-    if (far.empty()) {
-      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : 0};
-    } else {
-      for (size_t k = 0; k < n; ++k)
-        to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : farId(from[k].node)};
-    }
-    for (uint32_t c = 0; c < u.traceContexts; ++c)
-      if (table[c].node < direct) idOf[table[c].node] = 0;
-    auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
-    if (!std::is_sorted(out.trace.begin(), out.trace.end(), byTime))
-      std::stable_sort(out.trace.begin(), out.trace.end(), byTime);
   }
   return Status();
 }
@@ -708,7 +807,7 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p) {
   HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, p.row));
-  if (p.hasTrace) return sink.writeTrace(index, p.trace);
+  if (p.hasTrace && !p.traceWritten) return sink.writeTrace(index, p.trace);
   return Status();
 }
 
@@ -787,6 +886,13 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
 
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   HPC_RETURN_IF_ERROR(sink.begin(numProfiles, cct.size(), plan.anyTrace));
+  // Traces written from the propagating threads as they are read, each into its place.
+  TraceLines* lines = plan.anyTrace ? sink.streamedTraces() : nullptr;
+  if (lines) {
+    std::vector<uint64_t> records(plan.live.size());
+    for (size_t k = 0; k < plan.live.size(); ++k) records[k] = unified[plan.live[k]].traceRecords;
+    HPC_RETURN_IF_ERROR(lines->place(records));
+  }
   // The rows by context range for the transpose, each thread's apart (a lane), in buffers of
   // a round's size per lane; with few profiles none (PipelineOptions::rowBucketsAbove): the
   // transpose reads the rows back from profile.db.
@@ -837,7 +943,8 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
                                                          *profiles[i], *spill, unified[i], plan.localToPropagated(i),
-                                                         plan.propIds, propagators.local(), f->p);
+                                                         plan.propIds, propagators.local(), f->p, lines,
+                                                         uint32_t(f->k + 1));
                                                      // Split while the row is in this core's cache.
                                                      const int lane = tbb::this_task_arena::current_thread_index();
                                                      if (!buckets || !f->status.ok()) return f;

@@ -32,11 +32,22 @@ public:
   const std::string& path() const override { return path_; }
   Expected<ProfileTree> readTree() override { return tree_; }
   Expected<ProfileValues> readValues() override { return values_; }
+  // In chunks of `chunk` records, where set (as a trace file is read).
+  Status readTrace(const TraceChunk& each) override {
+    if (chunk == 0) return ProfileSource::readTrace(each);
+    const std::vector<TraceRecord>& t = values_.trace;
+    for (size_t at = 0; at < t.size(); at += chunk) {
+      HPC_ASSIGN_OR_RETURN(bool more, each(std::span(t).subspan(at, std::min(chunk, t.size() - at))));
+      if (!more) break;
+    }
+    return Status();
+  }
+  size_t chunk = 0;
+  ProfileValues values_;
 
 private:
   std::string path_;
   ProfileTree tree_;
-  ProfileValues values_;
 };
 
 // spinsleep [0x1129,0x1176): line 1 at entry, loop (line 3, header 0x1169) over
@@ -166,7 +177,8 @@ TEST(Pipeline, SmallWithStructure) {
 TEST(Pipeline, LongTracesNameTheirNodesContexts) {
   FakeStructure structure;
   const std::vector<uint32_t> named = {19, 37, 27, 999, 24, 40, 22, 34};
-  for (unsigned threads : {1u, 3u}) {
+  for (auto [threads, stream] : {std::pair{1u, false}, {3u, false}, {1u, true}, {3u, true}}) {
+    SCOPED_TRACE(stream ? "written a chunk at a time" : "written whole");
     std::vector<std::unique_ptr<ProfileSource>> in;
     // Profile 1: each node once, in `named` order (times 1..8); then five profiles of 4,001
     // records cycling through `named` from a profile's own start, the even ones in runs of
@@ -180,9 +192,12 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
       ProfileValues v = smallValues();
       v.trace.clear();
       for (uint32_t k = 0; k < 4001; ++k) v.trace.push_back({uint64_t(k + 1), nodeOf(uint32_t(p), k)});
-      in.push_back(std::make_unique<FakeProfile>("a" + std::to_string(p), smallTree(), v));
+      auto f = std::make_unique<FakeProfile>("a" + std::to_string(p), smallTree(), v);
+      f->chunk = p % 2 ? 997 : 0;  // the odd ones read in chunks, the last one short
+      in.push_back(std::move(f));
     }
     MemorySink sink;
+    sink.streamTraces = stream;
     PipelineOptions opt;
     opt.threads = threads;
     auto r = runPipeline(in, &structure, sink, opt);
@@ -201,6 +216,7 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
         ASSERT_EQ(t.time, k + 1);
         ASSERT_EQ(t.ctx, want[nodeOf(p - 1, k)]) << "profile " << p << " record " << k;
       }
+      if (stream) EXPECT_EQ(sink.pieces[p], p % 2 == 0 ? 5u : 1u) << p;  // never held whole
     }
   }
 }
@@ -225,7 +241,7 @@ TEST(Pipeline, TracesOfLargeNodeIdsNameTheirContexts) {
   far.trace.push_back({3001, 70000});          // no node, past the first index
   far.trace.push_back({3002, ~uint32_t(0)});   // no node, the hash set's empty mark
   far.trace.push_back({3003, 37 + kShift});
-  for (unsigned threads : {1u, 3u}) {
+  for (auto [threads, stream] : {std::pair{1u, false}, {3u, false}, {1u, true}, {3u, true}}) {
     std::vector<std::unique_ptr<ProfileSource>> in;
     ProfileValues once = smallValues();
     once.trace.clear();
@@ -233,6 +249,7 @@ TEST(Pipeline, TracesOfLargeNodeIdsNameTheirContexts) {
     in.push_back(std::make_unique<FakeProfile>("small", smallTree(), once));
     in.push_back(std::make_unique<FakeProfile>("far", shifted, far));
     MemorySink sink;
+    sink.streamTraces = stream;
     PipelineOptions opt;
     opt.threads = threads;
     auto r = runPipeline(in, &structure, sink, opt);
@@ -257,23 +274,102 @@ TEST(Pipeline, TraceGoneBeforeTheSecondPassLeavesTheProfileWithoutOne) {
     const std::string& path() const override { return path_; }
     Expected<ProfileTree> readTree() override { return smallTree(); }
     Expected<ProfileValues> readValues() override { return smallValues(); }
-    Status readTrace(std::vector<TraceRecord>&) override { return Status::error("gone.hpctrace: no such file"); }
+    Status readTrace(const TraceChunk&) override { return Status::error("gone.hpctrace: no such file"); }
 
   private:
     std::string path_ = "gone";
   };
   FakeStructure structure;
-  std::vector<std::unique_ptr<ProfileSource>> in;
-  in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
-  in.push_back(std::make_unique<GoneTrace>());
-  MemorySink sink;
-  auto r = runPipeline(in, &structure, sink, PipelineOptions());
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->profiles, 2u);
-  EXPECT_EQ(sink.traceLines[1].size(), 3u);
-  EXPECT_TRUE(sink.traceLines.size() <= 2 || sink.traceLines[2].empty());
-  const double total = 0.25 + 0.5 + 0.125 + 0.0625 + 1.0;
-  EXPECT_DOUBLE_EQ(sink.value(2, 0, propId(0, kExecution)), total);
+  for (bool stream : {false, true}) {
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
+    in.push_back(std::make_unique<GoneTrace>());
+    MemorySink sink;
+    sink.streamTraces = stream;
+    auto r = runPipeline(in, &structure, sink, PipelineOptions());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->profiles, 2u);
+    EXPECT_EQ(sink.traceLines[1].size(), 3u);
+    EXPECT_TRUE(sink.traceLines[2].empty());
+    const double total = 0.25 + 0.5 + 0.125 + 0.0625 + 1.0;
+    EXPECT_DOUBLE_EQ(sink.value(2, 0, propId(0, kExecution)), total);
+  }
+}
+
+// A trace written a chunk at a time as it is read: one out of order in a later chunk is read
+// again whole and sorted (stable: records of one time keep their order); one that changed
+// since pass 1 counted it keeps what it has now, at most that count.
+TEST(Pipeline, StreamedTracesSortedAndBoundedByTheirFirstCount) {
+  // The first read (pass 1) sees `first`, the later ones (pass 2) `then`.
+  class Changing final : public ProfileSource {
+  public:
+    Changing(std::string path, std::vector<TraceRecord> first, std::vector<TraceRecord> then)
+        : path_(std::move(path)), first_(std::move(first)), then_(std::move(then)) {}
+    const std::string& path() const override { return path_; }
+    Expected<ProfileTree> readTree() override { return smallTree(); }
+    Expected<ProfileValues> readValues() override {
+      ProfileValues v = smallValues();
+      v.trace = reads_++ ? then_ : first_;
+      return v;
+    }
+    Status readTrace(const TraceChunk& each) override {
+      for (size_t at = 0; at < then_.size(); at += 100) {
+        HPC_ASSIGN_OR_RETURN(bool more, each(std::span(then_).subspan(at, std::min<size_t>(100, then_.size() - at))));
+        if (!more) break;
+      }
+      return Status();
+    }
+
+  private:
+    std::string path_;
+    std::vector<TraceRecord> first_, then_;
+    int reads_ = 0;
+  };
+  // 1000 records naming nodes 24 and 37 by turns, times 10, 20, ...; out of order: record 750
+  // (in the eighth chunk) gets time 15, between the first two.
+  std::vector<TraceRecord> ordered;
+  for (uint32_t k = 0; k < 1000; ++k) ordered.push_back({10 * uint64_t(k + 1), k % 2 ? 37u : 24u});
+  std::vector<TraceRecord> disordered = ordered;
+  disordered[750].time = 15;
+  std::vector<TraceRecord> shorter(ordered.begin(), ordered.begin() + 600);
+  std::vector<TraceRecord> longer = ordered;
+  longer.push_back({20000, 24});
+  FakeStructure structure;
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "written a chunk at a time" : "written whole");
+    std::vector<std::unique_ptr<ProfileSource>> in;
+    in.push_back(std::make_unique<Changing>("ordered", ordered, ordered));
+    in.push_back(std::make_unique<Changing>("disordered", disordered, disordered));
+    in.push_back(std::make_unique<Changing>("shrank", ordered, shorter));
+    in.push_back(std::make_unique<Changing>("grew", ordered, longer));
+    MemorySink sink;
+    sink.streamTraces = stream;
+    auto r = runPipeline(in, &structure, sink, PipelineOptions());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const std::vector<TracePoint>& a = sink.traceLines[1];
+    ASSERT_EQ(a.size(), 1000u);
+    const uint32_t c24 = a[0].ctx, c37 = a[1].ctx;
+    EXPECT_NE(c24, 0u);
+    EXPECT_NE(c37, 0u);
+    EXPECT_NE(c24, c37);
+    const std::vector<TracePoint>& d = sink.traceLines[2];
+    ASSERT_EQ(d.size(), 1000u);
+    EXPECT_EQ(d[0].time, 10u);
+    EXPECT_EQ(d[1].time, 15u);  // record 750, which named node 24
+    EXPECT_EQ(d[1].ctx, c24);
+    EXPECT_EQ(d[2].time, 20u);
+    EXPECT_EQ(d[2].ctx, c37);
+    for (size_t k = 1; k < d.size(); ++k) ASSERT_LE(d[k - 1].time, d[k].time) << k;
+    EXPECT_EQ(sink.traceLines[3].size(), 600u);
+    EXPECT_EQ(sink.traceLines[3].back().time, 6000u);
+    // Whole, a trace keeps every record it has; in chunks, those pass 1 made room for.
+    ASSERT_EQ(sink.traceLines[4].size(), stream ? 1000u : 1001u);
+    EXPECT_EQ(sink.traceLines[4][999].ctx, c37);
+    if (stream) {
+      EXPECT_EQ(sink.pieces[1], 10u);
+      EXPECT_EQ(sink.placed[4], 1000u);
+    }
+  }
 }
 
 TEST(Pipeline, NoStructureKeepsInstructions) {

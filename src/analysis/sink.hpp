@@ -100,6 +100,23 @@ struct MetaInput {
   const std::vector<MetricDescIn>* descs = nullptr;
 };
 
+// trace.db's lines written from any thread in pieces, where a sink can: placed first, in
+// index order, by the number of records each will have (so that the file is laid out the
+// same at any -j), then each line's records in pieces, in order, and its end. A trace is
+// converted and written a chunk at a time, never held whole.
+class TraceLines {
+public:
+  virtual ~TraceLines() = default;
+  // MT: externally synchronized; once, after DatabaseSink::begin. records[k]: the most that
+  // profile index k + 1's line will hold.
+  virtual Status place(std::span<const uint64_t> records) = 0;
+  // MT: thread-safe for distinct indices. Records [from, from + part.size()) of the line.
+  virtual Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) = 0;
+  // MT: thread-safe for distinct indices. The line holds its first `records` records (their
+  // first and last times given).
+  virtual Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) = 0;
+};
+
 class DatabaseSink {
 public:
   virtual ~DatabaseSink() = default;
@@ -120,6 +137,8 @@ public:
   // meta.db and metrics/default.yaml before finish(), beside the transpose (MT: may run with
   // the other calls); finish() then does not write them again. Nothing by default.
   virtual Status writeMetaEarly(const MetaInput& /*meta*/) { return Status(); }
+  // Where traces may be written in pieces (TraceLines); null: only whole, by writeTrace.
+  virtual TraceLines* streamedTraces() { return nullptr; }
 };
 
 }  // namespace hpc::analysis

@@ -113,6 +113,7 @@ struct Unified {
   uint64_t spillAt = 0;
   uint32_t values = 0;
   uint32_t traceContexts = 0;  // the spilled trace's table of nodes (SpilledTraceNode)
+  uint64_t traceRecords = 0;   // as pass 1 counted them
   std::string valuesError;  // non-empty: values or trace unreadable (the profile stays, empty)
 };
 
@@ -160,12 +161,17 @@ struct PropagatedProfile {
   SparseRow row;
   std::vector<TracePoint> trace;
   bool hasTrace = false;
+  bool traceWritten = false;  // to the sink's TraceLines already (else `trace`, to write)
 };
 // `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
-// plan's propIds; the propagator works on Plan::propagated metrics.
+// plan's propIds; the propagator works on Plan::propagated metrics. With `lines` (whose lines
+// are placed by the Unified's traceRecords), the trace goes there as it is read, as profile
+// `index`'s (a chunk at a time: never held whole, but where out of order); else into
+// out.trace, for writeProfile.
 Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
-                      Propagator& propagator, PropagatedProfile& out);
+                      Propagator& propagator, PropagatedProfile& out, TraceLines* lines = nullptr,
+                      uint32_t index = 0);
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p);
 

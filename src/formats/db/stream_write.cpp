@@ -331,6 +331,40 @@ Status TraceDbWriter::writeEncoded(uint32_t index, uint32_t profIndex, uint64_t 
   return Status();
 }
 
+Status TraceDbWriter::place(std::span<const uint64_t> records, std::span<const uint32_t> profIndex) {
+  if (!out_ || records.size() > headers_.size() || profIndex.size() != records.size())
+    return Status::error("trace.db: lines placed out of range");
+  placed_.assign(headers_.size(), 0);
+  for (size_t k = 0; k < records.size(); ++k) {
+    const uint64_t at = out_->reserve(12 * records[k]);
+    headers_[k] = {profIndex[k], at, at};
+    placed_[k] = records[k];
+  }
+  return Status();
+}
+
+Status TraceDbWriter::writePartEncoded(uint32_t index, uint64_t from, std::span<const uint8_t> bytes) {
+  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  if (!out_ || index >= placed_.size() || from + bytes.size() / 12 > placed_[index])
+    return Status::error("trace.db: trace piece out of its line's place");
+  if (bytes.empty()) return Status();
+  // Small lines through the write-combining buffer (those of profiles written one after the
+  // other lie end to end), large pieces straight to the file.
+  return out_->write(headers_[index].pStart + 12 * from, bytes);
+}
+
+Status TraceDbWriter::endLine(uint32_t index, uint64_t records, uint64_t first, uint64_t last) {
+  if (!out_ || index >= placed_.size() || records > placed_[index])
+    return Status::error("trace.db: trace line ended out of its place");
+  headers_[index].pEnd = headers_[index].pStart + 12 * records;
+  if (records) {
+    std::lock_guard lock(mu_);
+    min_ = std::min(min_, first);
+    max_ = std::max(max_, last);
+  }
+  return Status();
+}
+
 Status TraceDbWriter::finish() {
   if (!out_) return Status::error("trace.db: finish() before begin()");
   std::vector<TraceRef> refs;

@@ -237,6 +237,10 @@ struct TraceView {
 // An error for a bad header; a body cut short is not one (out.trailing, out.trailingError):
 // its whole records are there to keep. parse_trace and read_trace refuse it.
 Status view_trace(std::span<const uint8_t> bytes, const std::string& name, TraceView& out);
+// The same from the first bytes of a file of `size` bytes (its header at least, or all of it):
+// count and trailing are the whole file's, `first` points into `bytes`, and the records past
+// them are read apart (record k at file offset (first - bytes.data()) + k * stride).
+Status view_trace(std::span<const uint8_t> bytes, uint64_t size, const std::string& name, TraceView& out);
 Expected<Trace> read_trace(const std::filesystem::path& path);
 Expected<std::vector<uint8_t>> encode_trace(const Trace& t);
 Status write_trace(const Trace& t, const std::filesystem::path& path);

@@ -16,6 +16,10 @@ Expected<Trace> parse_trace(std::span<const uint8_t> bytes, const std::string& n
 }
 
 Status view_trace(std::span<const uint8_t> bytes, const std::string& name, TraceView& t) {
+  return view_trace(bytes, bytes.size(), name, t);
+}
+
+Status view_trace(std::span<const uint8_t> bytes, uint64_t size, const std::string& name, TraceView& t) {
   ByteView v(bytes, name);
   t.flags = 0;
   t.count = 0;
@@ -35,12 +39,14 @@ Status view_trace(std::span<const uint8_t> bytes, const std::string& name, Trace
     off = 32;
   }
   t.stride = (t.flags & kTraceDataCentric) ? 16 : 12;
-  const uint64_t body = v.size() - off;
+  if (size < bytes.size() || (size > bytes.size() && bytes.size() < off))
+    return Status::error(name + ": internal: the trace's header is not in the bytes given");
+  const uint64_t body = size - off;
   t.first = b + off;
   t.count = body / t.stride;  // bounded by the file size, so every record is whole
   t.trailing = body % t.stride;
   if (t.trailing != 0)
-    t.trailingError = v.error(v.size() - t.trailing,
+    t.trailingError = v.error(size - t.trailing,
                               "expected whole " + std::to_string(t.stride) + "-byte trace records, found " +
                                   std::to_string(t.trailing) + " trailing bytes (truncated file?)");
   return Status();
