@@ -533,5 +533,84 @@ TEST(StructureFiles, LazyUnitsThatOverlapAreReadTogether) {
   fs::remove_all(dir);
 }
 
+
+// A trace file is read twice, a chunk of records at a time: pass 1 lists the nodes its records
+// name and counts them, pass 2 gets every record, in order, across the chunks' edges; in
+// every version and record size of the format, and cut short (its whole records).
+TEST(HpcrunTraces, ReadInChunksWholeAndInOrder) {
+  fs::path dir = fs::temp_directory_path() / ("hpc-trace-chunks-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  hpcrun::Profile prof;
+  prof.header = {{"program-name", "chunks"}};
+  prof.load_modules.push_back({1, "/bin/chunks", 1});
+  hpcrun::MetricDesc md;
+  md.name = md.description = "CPUTIME (sec)";
+  md.flags.val_fmt = hpcrun::kValFmtReal;
+  prof.metrics = {md};
+  prof.id_kinds = {{hpcrun::kIdThread, "THREAD"}};
+  prof.id_tuple = {{hpcrun::kIdThread, 0, 0}};
+  prof.nodes.push_back({1, 0, 0, 0, 1, {}});
+  for (uint32_t i = 2; i <= 50; ++i) prof.nodes.push_back({i, 1, 1, 0x1000 + 4 * uint64_t(i), 1, {}});
+  ASSERT_TRUE(hpcrun::write_profile(prof, dir / "c.hpcrun").ok());
+  struct Case {
+    const char* version;
+    uint64_t flags;
+    uint64_t records;
+    int cut;  // bytes cut off the end
+  };
+  for (const Case& c : {Case{"01.01", 0, 100003, 0}, Case{"01.01", hpcrun::kTraceDataCentric, 70001, 0},
+                        Case{"01.00", 0, 32768, 0}, Case{"01.01", 0, 65537, 5}, Case{"01.01", 0, 0, 0}}) {
+    SCOPED_TRACE(std::string(c.version) + " flags " + std::to_string(c.flags) + " records " + std::to_string(c.records));
+    hpcrun::Trace t;
+    t.version = c.version;
+    t.flags = c.flags;
+    for (uint64_t k = 0; k < c.records; ++k)  // runs of k % 7 + 1 records a node, nodes 2-50 and 1000
+      t.records.push_back({1000 + 3 * k, k % 5000 == 4999 ? 1000u : uint32_t(2 + (k / (k % 7 + 1)) % 49),
+                           c.flags ? uint32_t(k) : 0});
+    ASSERT_TRUE(hpcrun::write_trace(t, dir / "c.hpctrace").ok());
+    if (c.cut) fs::resize_file(dir / "c.hpctrace", fs::file_size(dir / "c.hpctrace") - uint64_t(c.cut));
+    const uint64_t whole = c.cut ? c.records - 1 : c.records;
+    std::unique_ptr<ProfileSource> src = openHpcrunProfile(dir / "c.hpcrun", dir / "c.hpctrace");
+    ProfileData data;
+    ASSERT_TRUE(src->read(data).ok());
+    EXPECT_TRUE(data.tree.hasTrace);
+    EXPECT_EQ(data.traceStatus.ok(), c.cut == 0) << data.traceStatus.message();
+    EXPECT_EQ(data.traceRecords, whole);
+    std::set<uint32_t> named;
+    for (uint64_t k = 0; k < whole; ++k) named.insert(t.records[k].cct_id);
+    std::vector<uint32_t> listed = data.traceNodes;
+    std::sort(listed.begin(), listed.end());
+    EXPECT_EQ(listed, std::vector<uint32_t>(named.begin(), named.end()));
+    std::vector<TraceRecord> got;
+    size_t chunks = 0;
+    ASSERT_TRUE(src->readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
+                     ++chunks;
+                     got.insert(got.end(), chunk.begin(), chunk.end());
+                     return true;
+                   }).ok());
+    ASSERT_EQ(got.size(), whole);
+    for (uint64_t k = 0; k < whole; ++k) {
+      ASSERT_EQ(got[k].time, t.records[k].time) << k;
+      ASSERT_EQ(got[k].node, t.records[k].cct_id) << k;
+    }
+    EXPECT_EQ(chunks, (whole + 32767) / 32768);
+    // Enough after the first chunk: no more are read.
+    chunks = 0;
+    ASSERT_TRUE(src->readTrace([&](std::span<const TraceRecord>) -> Expected<bool> {
+                     ++chunks;
+                     return false;
+                   }).ok());
+    EXPECT_EQ(chunks, whole ? 1u : 0u);
+  }
+  // Gone by pass 2: an error naming the file.
+  fs::remove(dir / "c.hpctrace");
+  std::unique_ptr<ProfileSource> src = openHpcrunProfile(dir / "c.hpcrun", dir / "c.hpctrace");
+  Status st = src->readTrace([](std::span<const TraceRecord>) -> Expected<bool> { return true; });
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("c.hpctrace"), std::string::npos) << st.message();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hpc::analysis
