@@ -816,7 +816,8 @@ Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink) {
   thread_local PropagatedProfile p;
-  HPC_RETURN_IF_ERROR(computeProfile(source, spill, u, localToPropagated, propIds, propagator, p));
+  HPC_RETURN_IF_ERROR(
+      computeProfile(source, spill, u, localToPropagated, propIds, propagator, p, sink.streamedTraces(), index));
   return writeProfile(sink, index, idTuple, p);
 }
 

@@ -175,7 +175,8 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p);
 
-// Pass 2 (class 2) for one live profile: computeProfile then writeProfile.
+// Pass 2 (class 2) for one live profile: computeProfile then writeProfile; its trace to the
+// sink's streamedTraces() where it has them (placed before).
 // MT: thread-safe for distinct profiles (one Propagator per thread).
 Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                         const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,

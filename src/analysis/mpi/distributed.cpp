@@ -272,6 +272,13 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   const uint32_t numProfiles = uint32_t(plan.live.size() + 1);
   RankSink sink(comm, dir, uint32_t(klo + 1), uint32_t(khi - klo), arena, opt.scratchDir);
   HPC_RETURN_IF_ERROR(comm.agree(sink.begin(numProfiles, cct.size(), plan.anyTrace)));
+  // Each trace written into its place in trace.db as it is read (every rank places its lines
+  // after those of the ranks before it, by the record counts its pass 1 took).
+  if (plan.anyTrace) {
+    std::vector<uint64_t> records(plan.live.size(), 0);
+    for (size_t k = klo; k < khi; ++k) records[k] = unified[plan.live[k] - first].traceRecords;
+    HPC_RETURN_IF_ERROR(comm.agree(sink.place(records)));
+  }
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
   std::vector<Status> errors(khi - klo);
   arena.execute([&] {

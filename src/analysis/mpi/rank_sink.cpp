@@ -167,7 +167,7 @@ Status RankSink::writeProfile(uint32_t index, const std::vector<IdOut>& idTuple,
 }
 
 Status RankSink::writeTrace(uint32_t index, std::span<const TracePoint> trace) {
-  if (!traces_ || index < first_ || index - first_ >= count_)
+  if (!traces_ || placed_ || index < first_ || index - first_ >= count_)
     return Status::error("trace for profile " + std::to_string(index) + " not expected on this rank");
   std::vector<db::TraceElem> line;
   line.reserve(trace.size());
@@ -186,10 +186,58 @@ Status RankSink::writeTrace(uint32_t index, std::span<const TracePoint> trace) {
   return Status();
 }
 
+Status RankSink::place(std::span<const uint64_t> records) {
+  if (!traces_) return Status::error("trace lines placed in a database without traces");
+  uint64_t size = 0;
+  for (uint32_t j = 0; j < count_; ++j) {
+    const size_t k = size_t(first_) + j - 1;  // index first_ + j
+    rows_[j].placedRecords = k < records.size() ? records[k] : 0;
+    rows_[j].placedAt = size;
+    size += (12 * rows_[j].placedRecords + 7) / 8 * 8;  // each line 8-aligned, as hpcprof's
+  }
+  const uint64_t base = db::trace_db_header_size(numProfiles_ - 1) + comm_.exscan(size);
+  for (Row& r : rows_) r.placedAt += base;
+  placedSize_ = size;
+  placed_ = true;
+  return Status();
+}
+
+Status RankSink::writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) {
+  if (!placed_ || index < first_ || index - first_ >= count_ ||
+      from + part.size() > rows_[index - first_].placedRecords)
+    return Status::error("trace piece of profile " + std::to_string(index) + " out of its place");
+  thread_local std::vector<uint8_t> bytes;  // only grown
+  if (bytes.size() < 12 * part.size()) bytes.resize(12 * part.size());
+  uint8_t* p = bytes.data();
+  for (const TracePoint& e : part) {
+    std::memcpy(p, &e.time, 8);  // little-endian, as the database
+    std::memcpy(p + 8, &e.ctx, 4);
+    p += 12;
+  }
+  return traceDb_->write(rows_[index - first_].placedAt + 12 * from, {bytes.data(), 12 * part.size()});
+}
+
+Status RankSink::end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) {
+  if (!placed_ || index < first_ || index - first_ >= count_ || records > rows_[index - first_].placedRecords)
+    return Status::error("trace line of profile " + std::to_string(index) + " ended out of its place");
+  Row& r = rows_[index - first_];  // each index by one thread
+  r.line = {index, r.placedAt, r.placedAt + 12 * records};
+  r.hasLine = true;
+  if (records) {
+    std::lock_guard lock(mu_);
+    written_ += 12 * records;
+    minTime_ = std::min(minTime_, firstTime);
+    maxTime_ = std::max(maxTime_, lastTime);
+  }
+  return Status();
+}
+
 Status RankSink::placeProfiles() {
-  // Offsets of this rank's rows and lines inside its regions, then in the files.
+  // Offsets of this rank's rows and lines inside its regions, then in the files (lines placed
+  // before pass 2 are there already).
   uint64_t rowsSize = 0, linesSize = 0;
   for (const Row& r : rows_) rowsSize += r.rowSize, linesSize += r.lineSize;
+  if (placed_) linesSize = placedSize_;
   const uint64_t rowsBase = db::profile_db_header_size(numProfiles_) + comm_.exscan(rowsSize);
   const uint64_t linesBase = db::trace_db_header_size(numProfiles_ - 1) + comm_.exscan(linesSize);
   Status st;
@@ -200,7 +248,7 @@ Status RankSink::placeProfiles() {
   for (Row& r : rows_) {
     rowSizes.push_back(r.rowSize);
     rowFrom.push_back(r.rowAt);
-    if (r.hasLine) {
+    if (r.hasLine && !placed_) {
       lineSizes.push_back(r.lineSize);
       lineFrom.push_back(r.lineAt);
     }
@@ -213,7 +261,7 @@ Status RankSink::placeProfiles() {
       records.le<uint32_t>(i.logical);
       records.le<uint64_t>(i.physical);
     }
-    db::TraceRef t = r.hasLine ? db::at(r.line, lineAt) : db::TraceRef{};
+    db::TraceRef t = !r.hasLine ? db::TraceRef{} : placed_ ? r.line : db::at(r.line, lineAt);
     records.le<uint8_t>(r.hasLine);
     records.le<uint32_t>(t.profIndex);
     records.le<uint64_t>(t.pStart);
@@ -229,7 +277,8 @@ Status RankSink::placeProfiles() {
     };
   };
   st = writeRegion(*profileDb_, rowsBase, rowSizes, fromSpill(*rowSpill_, rowFrom), arena_);
-  if (st.ok() && traces_) st = writeRegion(*traceDb_, linesBase, lineSizes, fromSpill(*lineSpill_, lineFrom), arena_);
+  if (st.ok() && traces_ && !placed_)
+    st = writeRegion(*traceDb_, linesBase, lineSizes, fromSpill(*lineSpill_, lineFrom), arena_);
   rowSpill_.reset();
   lineSpill_.reset();
   uint64_t totals[2] = {rowsSize, linesSize};

@@ -22,7 +22,7 @@ namespace hpc::analysis::mpi {
 
 class SharedFile;
 
-class RankSink final : public DatabaseSink {
+class RankSink final : public DatabaseSink, public TraceLines {
 public:
   // `dir`: the database's temporary directory, the same on every rank. This rank owns
   // profile indices [firstIndex, firstIndex + count); `arena`'s threads write its regions.
@@ -45,6 +45,15 @@ public:
   // Collective: rank 0 completes the files and writes meta.db; all close their files.
   Status finish(const MetaInput& meta) override;
 
+  // Trace lines in pieces (TraceLines): place() is collective (every rank calls it, with the
+  // counts of at least its own profiles; the others' are not read) and gives each of this
+  // rank's lines its place in trace.db, after the lines of the ranks before; the pieces go
+  // straight there.
+  TraceLines* streamedTraces() override { return traces_ ? this : nullptr; }
+  Status place(std::span<const uint64_t> records) override;
+  Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) override;
+  Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) override;
+
   // Collective: writes every rank's rows and trace lines into place.
   Status placeProfiles();
   // Collective: writes every rank's cct.db blocks into place.
@@ -60,9 +69,12 @@ private:
     db::BlockRef block;
     std::vector<IdOut> ids;
     uint64_t lineAt = 0, lineSize = 0;  // the encoded trace line in lineSpill_
-    db::TraceRef line;
+    db::TraceRef line;  // placed: absolute (in trace.db), else in the line's spilled region
     bool hasLine = false;
+    uint64_t placedAt = 0, placedRecords = 0;  // place()'s
   };
+  bool placed_ = false;     // place() was called: lines go straight to trace.db
+  uint64_t placedSize_ = 0;  // this rank's placed lines' bytes
   Comm& comm_;
   std::filesystem::path dir_;
   uint32_t first_, count_;
