@@ -10,7 +10,8 @@ profile count), the database size against a dense matrix of the same values, hpc
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
 seven other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree, listed alike and
-each in its own order; N profiles describing 93 metrics with 1, then 25, measured: x read and peak
+each in its own order; N profiles describing 93 metrics with 1, then 25, measured; 64 profiles
+with traces of 500,000 records: x read and peak
 memory, and one more -j2 run with -v: the time its threads spent in reads and in writes;
 for the 400,000-node tree also its first profile alone at -j2, what the tree costs whatever
 the profile count, and the other 99 profiles' time beyond it against their read),
@@ -291,6 +292,9 @@ def main():
                               metrics=(93, 1)),
                   other_shape(gen, prof, tmp, "93 metrics described, 25 measured", profiles, nodes, 2000,
                               metrics=(93, 25)),
+                  # Long traces (a 4 kHz sample rate over two minutes): the trace is most of
+                  # the input and the database.
+                  other_shape(gen, prof, tmp, "long traces (500,000 records)", 64, nodes, 500000),
                   metric_tables(gen, prof, tmp)]
         time.sleep(5)  # freed memory goes back to the host meanwhile
         fresh = [fresh_memory() for _ in range(3)]
