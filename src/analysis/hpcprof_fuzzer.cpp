@@ -93,6 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.rowBucketsAbove = 1;        // row buckets from two profiles up
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, options.threads);
   MemorySink sink;
+  sink.streamTraces = size % 4 >= 2;  // traces in pieces (as into trace.db) or whole
   Expected<PipelineResult> result = runPipeline(profiles, nullptr, sink, options);
   if (!result.ok()) return 0;  // an error, as hpcprof would report it
   // A run that succeeded wrote what it reported: every analysed profile's row, the summary,
@@ -104,5 +105,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const SparseRow& row : sink.rows)
     for (uint32_t c : row.ctx)
       if (c >= result->contexts) std::abort();
+  // Every trace line names known contexts, in time order.
+  for (const std::vector<TracePoint>& line : sink.traceLines)
+    for (size_t k = 0; k < line.size(); ++k)
+      if (line[k].ctx >= result->contexts || (k && line[k].time < line[k - 1].time)) std::abort();
   return 0;
 }
