@@ -31,6 +31,16 @@ public:
   int64_t position(uint32_t id) const { return posOf(id); }
   Context* at(size_t position) const { return ctx_[position]; }
   size_t size() const { return ctx_.size(); }
+  // f(id, context) for every node of the tree unified last that has a context.
+  template <class F> void forEachNode(F&& f) const {
+    if (dense_) {
+      for (size_t id = 0; id < posTable_.size(); ++id)
+        if (posTable_[id] >= 0 && ctx_[size_t(posTable_[id])]) f(uint32_t(id), ctx_[size_t(posTable_[id])]);
+    } else {
+      for (const auto& [id, pos] : posHash_)
+        if (ctx_[pos]) f(id, ctx_[pos]);
+    }
+  }
   // Takes `other`'s templates (positional and keyed) and node contexts, as if this one had
   // unified the tree `other` unified last: a thread's first profile then matches like its
   // later ones. (Its reader's buffers must hold that tree too: ProfileData.)

@@ -80,7 +80,8 @@ public:
   ~TraceFile() {
     if (fd_ >= 0) ::close(fd_);
   }
-  Status open(const std::string& path) {
+  // `ahead`: the first chunk read with the header (else the header alone).
+  Status open(const std::string& path, bool ahead = true) {
     path_ = &path;
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
@@ -89,7 +90,7 @@ public:
     if (!S_ISREG(st.st_mode)) return Status::error(path + ": not a regular file");
     // The header (and the first records with it).
     const size_t size = size_t(st.st_size);
-    HPC_RETURN_IF_ERROR(fill(0, std::min<size_t>(size, kChunkRecords * 16 + 32)));
+    HPC_RETURN_IF_ERROR(fill(0, std::min<size_t>(size, ahead ? kChunkRecords * 16 + 32 : 32)));
     HPC_RETURN_IF_ERROR(hpcrun::view_trace({buffer().data(), filled_}, size, path, view_));
     start_ = uint64_t(view_.first - buffer().data());
     return Status();
@@ -139,6 +140,10 @@ private:
 
 class HpcrunProfile final : public ProfileSource {
 public:
+  // A trace of more records than this many a node is not read in pass 1 (ProfileData::
+  // traceAllNodes): reading and listing a record costs about a tenth of what a node of the
+  // table costs pass 2 (its context fetched from anywhere in memory, spilled and read back).
+  static constexpr uint64_t kAllNodesAbove = 8;
   HpcrunProfile(const fs::path& profile, const fs::path& trace) : path_(profile.string()), trace_(trace.string()) {
     path_.shrink_to_fit();
     trace_.shrink_to_fit();
@@ -215,6 +220,7 @@ public:
     v.trace.clear();
     out.traceNodes.clear();
     out.traceRecords = 0;
+    out.traceAllNodes = false;
     out.traceStatus = Status();
     if (!out.valuesStatus.ok()) return Status();
     local = localMetricIds(p);
@@ -226,18 +232,26 @@ public:
       if (x != 0) v.values.push_back({node, uint16_t(local[mv.metric_id]), x});
     }
     if (!trace_.empty()) {
-      // Only what its records name: pass 2 reads them again (readTrace).
+      // Only what its records name: pass 2 reads them again (readTrace). A trace of many
+      // records a node is not read now: pass 2 converts it by every node of the tree.
+      TraceFile file;
+      Status st = file.open(trace_, false);
+      const bool allNodes = st.ok() && file.view().count > kAllNodesAbove * cct.count;
       thread_local TraceNodeLister lister;
       lister.begin(cct.count);
-      TraceFile file;
-      Status st = file.open(trace_);
-      while (st.ok() && file.more()) {
+      while (st.ok() && !allNodes && file.more()) {
         Expected<hpcrun::TraceView> chunk = file.next();
         if (!chunk.ok()) {
           st = chunk.status();
           break;
         }
-        lister.add(chunk->count, [&](uint64_t k) { return chunk->record(k).cct_id; });
+        const uint8_t* const ids = chunk->first + 8;
+        const uint64_t stride = chunk->stride;
+        lister.add(chunk->count, [&](uint64_t k) {
+          uint32_t id;
+          std::memcpy(&id, ids + k * stride, 4);
+          return __builtin_bswap32(id);
+        });
       }
       if (!st.ok()) {
         // The values do not depend on the trace: the profile stays, without one.
@@ -248,6 +262,7 @@ public:
       if (file.view().trailing != 0)  // cut short: its whole records are kept
         out.traceStatus = Status::error(file.view().trailingError.message() + "; kept the " +
                                         std::to_string(file.view().count) + " whole records before them");
+      out.traceAllNodes = allNodes;
       out.traceNodes = lister.list();
       out.traceRecords = file.view().count;
     }

@@ -206,8 +206,10 @@ private:
 struct ProfileData {
   ProfileTree tree;
   ProfileValues values;  // values only: the trace is in traceNodes and traceRecords
-  std::vector<uint32_t> traceNodes;  // listTraceNodes of the trace
+  std::vector<uint32_t> traceNodes;  // TraceNodeLister's list of the trace
   uint64_t traceRecords = 0;
+  // The trace's nodes not listed (a long trace, not read in pass 1): any node of the tree.
+  bool traceAllNodes = false;
   // Not ok: the values or the trace are unreadable (the tree is fine); `values` is then
   // empty and the profile stays in the database without values, with a warning.
   Status valuesStatus;
@@ -247,6 +249,7 @@ public:
     lister.add(tr.size(), [&](uint64_t k) { return tr[k].node; });
     out.traceNodes = lister.list();
     out.traceRecords = tr.size();
+    out.traceAllNodes = false;
     out.values.trace = {};
     return Status();
   }

@@ -377,7 +377,9 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // context.
     if (data.valuesStatus.ok()) {
       const ProfileValues& v = data.values;
-      const size_t traceNodes = tree.hasTrace ? data.traceNodes.size() : 0;
+      // A long trace's table: every node with a context (its records not read yet).
+      const bool allNodes = tree.hasTrace && data.traceAllNodes;
+      const size_t traceNodes = !tree.hasTrace ? 0 : allNodes ? nodes->size() : data.traceNodes.size();
       const size_t most = v.values.size() * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
       if (sc.used + most > std::max(kGatherBytes, most)) spillGathered(sc);
       if (sc.record.size() < sc.used + most) sc.record.resize(std::max(sc.used + most, kGatherBytes));
@@ -392,12 +394,20 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           if (p.metric < tree.metrics.size()) sc.usedBits[p.metric / 64] |= uint64_t(1) << (p.metric % 64);
         }
       auto* tn = reinterpret_cast<SpilledTraceNode*>(rec + nv * sizeof(SpilledValue));
-      for (size_t k = 0; k < traceNodes; ++k) tn[k] = {nodes->find(data.traceNodes[k]), data.traceNodes[k], 0};
+      size_t listed = traceNodes;
+      if (allNodes) {
+        listed = 0;
+        nodes->forEachNode([&](uint32_t id, const Context* c) {
+          if (listed < traceNodes) tn[listed++] = {c, id, 0};
+        });
+      } else {
+        for (size_t k = 0; k < traceNodes; ++k) tn[k] = {nodes->find(data.traceNodes[k]), data.traceNodes[k], 0};
+      }
       // Spilled with the thread's next few (spillAt is set then).
       sc.pending.emplace_back(i, sc.used);
-      sc.used += nv * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
+      sc.used += nv * sizeof(SpilledValue) + listed * sizeof(SpilledTraceNode);
       u.values = nv;
-      u.traceContexts = uint32_t(traceNodes);
+      u.traceContexts = uint32_t(listed);
       u.traceRecords = tree.hasTrace ? data.traceRecords : 0;
     } else {
       u.valuesError = data.valuesStatus.message();
@@ -456,6 +466,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           d->valuesStatus = std::move(pre.valuesStatus);
           d->traceStatus = std::move(pre.traceStatus);
           d->traceNodes = std::move(pre.traceNodes);
+          d->traceAllNodes = pre.traceAllNodes;
           d->traceRecords = pre.traceRecords;
           heldAhead.fetch_add(sizeof(ProfileData) + d->values.values.size() * sizeof(PointValue) +
                                   d->traceNodes.size() * sizeof(uint32_t),
