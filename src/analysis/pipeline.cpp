@@ -665,6 +665,27 @@ public:
   }
   TraceConverter(const TraceConverter&) = delete;
   TraceConverter& operator=(const TraceConverter&) = delete;
+  // `in` encoded into `out` as trace.db holds it (kTraceRecordBytes each); false where a
+  // record's time is before the one's before it (`previous`: the last time, carried on).
+  bool encode(std::span<const TraceRecord> in, uint8_t* out, uint64_t& previous) const {
+    uint8_t* __restrict to = out;
+    const TraceRecord* const __restrict from = in.data();
+    const uint32_t* const __restrict ids = idOf().data();
+    const size_t n = in.size(), direct = direct_;
+    const bool anyFar = !farIds().empty();
+    uint64_t last = previous;
+    bool inOrder = true;
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t node = from[k].node;
+      const uint32_t ctx = node < direct ? ids[node] : anyFar ? far(node) : 0;
+      inOrder &= from[k].time >= last;
+      last = from[k].time;
+      encodeTraceRecord(to, last, ctx);
+      to += kTraceRecordBytes;
+    }
+    previous = last;
+    return inOrder;
+  }
   void convert(std::span<const TraceRecord> in, TracePoint* out) const {
     TracePoint* const __restrict to = out;
     const TraceRecord* const __restrict from = in.data();
@@ -717,28 +738,20 @@ Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_
 // failed write is returned.
 Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t placed, TraceLines& lines,
                    uint32_t index, std::vector<TracePoint>& whole) {
-  thread_local std::vector<TracePoint> part;
+  thread_local std::vector<uint8_t> bytes;  // a chunk, encoded
   uint64_t written = 0, first = 0, last = 0;
   bool sorted = true;
   Status wrote;
   Status read = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
     const size_t n = size_t(std::min<uint64_t>(chunk.size(), placed - written));
-    part.resize(n);
-    conv.convert(chunk.first(n), part.data());
-    uint64_t previous = last;
-    bool inOrder = true;
-    for (const TracePoint& p : part) {
-      inOrder &= p.time >= previous;
-      previous = p.time;
-    }
-    if (!inOrder) {
+    if (n == 0) return written < placed;
+    if (bytes.size() < n * kTraceRecordBytes) bytes.resize(n * kTraceRecordBytes);
+    if (!conv.encode(chunk.first(n), bytes.data(), last)) {
       sorted = false;
       return false;
     }
-    if (n == 0) return written < placed;
-    if (written == 0) first = part.front().time;
-    last = part.back().time;
-    wrote = lines.writePart(index, written, part);
+    if (written == 0) first = chunk.front().time;
+    wrote = lines.writePart(index, written, {bytes.data(), n * kTraceRecordBytes});
     if (!wrote.ok()) return false;
     written += n;
     return written < placed;
@@ -750,7 +763,10 @@ Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t p
     if (written) {
       first = whole.front().time;
       last = whole.back().time;
-      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, whole));
+      if (bytes.size() < written * kTraceRecordBytes) bytes.resize(written * kTraceRecordBytes);
+      for (uint64_t k = 0; k < written; ++k)
+        encodeTraceRecord(bytes.data() + k * kTraceRecordBytes, whole[k].time, whole[k].ctx);
+      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, {bytes.data(), written * kTraceRecordBytes}));
     }
     whole.clear();
   }

@@ -202,19 +202,12 @@ Status RankSink::place(std::span<const uint64_t> records) {
   return Status();
 }
 
-Status RankSink::writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) {
-  if (!placed_ || index < first_ || index - first_ >= count_ ||
-      from + part.size() > rows_[index - first_].placedRecords)
+Status RankSink::writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) {
+  const uint64_t n = records.size() / kTraceRecordBytes;
+  if (!placed_ || index < first_ || index - first_ >= count_ || records.size() % kTraceRecordBytes ||
+      from + n > rows_[index - first_].placedRecords)
     return Status::error("trace piece of profile " + std::to_string(index) + " out of its place");
-  thread_local std::vector<uint8_t> bytes;  // only grown
-  if (bytes.size() < 12 * part.size()) bytes.resize(12 * part.size());
-  uint8_t* p = bytes.data();
-  for (const TracePoint& e : part) {
-    std::memcpy(p, &e.time, 8);  // little-endian, as the database
-    std::memcpy(p + 8, &e.ctx, 4);
-    p += 12;
-  }
-  return traceDb_->write(rows_[index - first_].placedAt + 12 * from, {bytes.data(), 12 * part.size()});
+  return traceDb_->write(rows_[index - first_].placedAt + kTraceRecordBytes * from, records);
 }
 
 Status RankSink::end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) {

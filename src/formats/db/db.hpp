@@ -341,26 +341,13 @@ public:
   // endLine() for each. MT: place() externally synchronized, the others thread-safe for
   // distinct lines. A line never ended is written empty by write() as usual.
   Status place(std::span<const uint64_t> records, std::span<const uint32_t> profIndex);
-  template <typename E, typename Time, typename Ctx>
-  Status writePart(uint32_t index, uint64_t from, std::span<const E> part, Time E::*time, Ctx E::*ctx) {
-    thread_local std::vector<uint8_t> bytes;  // only grown
-    if (bytes.size() < 12 * part.size()) bytes.resize(12 * part.size());
-    uint8_t* p = bytes.data();
-    for (const E& e : part) {
-      const uint64_t t = uint64_t(e.*time);
-      const uint32_t c = uint32_t(e.*ctx);
-      std::memcpy(p, &t, 8);  // little-endian (checked in the writer)
-      std::memcpy(p + 8, &c, 4);
-      p += 12;
-    }
-    return writePartEncoded(index, from, {bytes.data(), 12 * part.size()});
-  }
+  // Records [from, from + n) of line `index`, encoded as the file holds them (12 bytes each).
+  Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records);
   Status endLine(uint32_t index, uint64_t records, uint64_t first, uint64_t last);
   // MT: externally synchronized.
   Status finish();
 
 private:
-  Status writePartEncoded(uint32_t index, uint64_t from, std::span<const uint8_t> bytes);
   std::vector<uint64_t> placed_;  // by line: the records place() made room for
   // n elements of 12 bytes encoded by `encode` into the file's buffer; first and last: their
   // first and last timestamps.
