@@ -329,8 +329,23 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
   const uint32_t* const __restrict order = order_.data();
   size_t at = 0, rows = 0;
   startOut[0] = 0;
+  // A slot's values and its context's counts by metric lie a slot's width apart (100 doubles
+  // and counts at 25 metrics: a context's few metrics miss the caches, 8 MB of counts a
+  // thread): each metric's of a slot are fetched a few slots ahead.
+  constexpr size_t kAhead = 8;
   for (size_t j = n; j-- > 0;) {
     const uint32_t c = order[j];
+    if (j >= kAhead) {
+      const size_t ja = j - kAhead;
+      const double* const va = values + ja * width;
+      uint32_t* const ca = byMetric ? byMetric + size_t(order[ja]) * width : nullptr;
+      for (uint32_t w = 0; w < words; ++w)
+        for (uint64_t bits = masks[ja * words + w]; bits; bits &= bits - 1) {
+          const size_t m = size_t(w) * 64 + size_t(std::countr_zero(bits));
+          __builtin_prefetch(va + m * kNumScopes);
+          if (ca) __builtin_prefetch(ca + m * kNumScopes, 1);
+        }
+    }
     const size_t before = at;
     for (uint32_t w = 0; w < words; ++w)
       for (uint64_t bits = masks[j * words + w]; bits; bits &= bits - 1) {
