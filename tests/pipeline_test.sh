@@ -32,4 +32,33 @@ done
 grep -q 'name application thread' "$tmp/dump" || fail "no application-thread entry"
 loops=$(grep -c '|lex 1|' "$tmp/dump")
 [ "$loops" -ge 4 ] || fail "expected the example's loop nests, found $loops loops"
-echo "pipeline: $n profiles, $samples samples, $loops loop contexts"
+# The traces in the database: each thread's line has its .hpctrace's records, in time order,
+# each naming a context that profile has values at (its sample's line).
+counts=$(for f in "$tmp"/m/*.hpctrace; do "$bin/hpcdump" "$f" | sed -nE 's/^\[records\] ([0-9]+),.*/\1/p'; done | sort -n | tr '\n' ' ')
+/usr/bin/python3 - "$tmp/dump" "$counts" <<'PY' || fail "trace lines do not match the measured traces"
+import sys
+from collections import defaultdict
+valued = defaultdict(set)
+lines = {}
+for line in open(sys.argv[1]):
+    if line.startswith("pv "):
+        _, prof, ctx, _, _ = line.split()
+        valued[int(prof)].add(int(ctx))
+    elif line.startswith("trace "):
+        head, _, body = line.partition("|")
+        lines[int(head.split()[1])] = [tuple(map(int, r.split(":"))) for r in body.split()]
+want = sorted(map(int, sys.argv[2].split()))
+got = sorted(len(recs) for recs in lines.values())
+if got != want:
+    sys.exit(f"records per line {got}, measured {want}")
+for prof, recs in lines.items():
+    times = [t for t, _ in recs]
+    if times != sorted(times):
+        sys.exit(f"line {prof} out of time order")
+    named = {c for _, c in recs if c != 0}
+    if not named or not named <= valued[prof]:
+        sys.exit(f"line {prof} names contexts {sorted(named - valued[prof])} without values in its profile")
+    if sum(1 for _, c in recs if c == 0) > len(recs) // 10:
+        sys.exit(f"line {prof}: most records name no context")
+PY
+echo "pipeline: $n profiles, $samples samples, $loops loop contexts, traces of $counts records"
