@@ -30,23 +30,22 @@
 #include "analysis/progress.hpp"
 #include "analysis/propagate.hpp"
 #include "analysis/stages.hpp"
+#include "analysis/trace_lines.hpp"
 #include "analysis/transpose.hpp"
 #include "common/file.hpp"
 
 namespace hpc::analysis {
 
-namespace {
-
-enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
-
-// "<tool>: warning: <what> <file>: <why>" (hpcprof or hpcprof-mpi), the file named once where
-// the reader's message begins with it already ("<file>: offset 0x10: ...").
 void warnProfile(const char* what, const std::string& path, const std::string& why) {
   const std::string prefix = path + ": ";
   const bool named = why.compare(0, prefix.size(), prefix) == 0;
   std::fprintf(stderr, "%s: warning: %s%s\n", program_invocation_short_name, what,
                (named ? why : prefix + why).c_str());
 }
+
+namespace {
+
+enum : uint8_t { kBothValid = 0, kLogicLocal = 1, kLogicGlobal = 2, kLogicOnly = 3 };
 
 // The wall time of each phase; with -v printed with its CPU (user + system, all threads)
 // time, the peak resident memory so far and the bytes it read and wrote through the counted
@@ -633,154 +632,6 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   plan.title = options.title.empty() ? headers[plan.live[0]]->shared->program : options.title;
   return plan;
 }
-
-namespace {
-
-// A trace's records converted by their nodes, from the profile's table of them: the listed
-// ids by node id, zero for any other node (left zero for the next profile: the index is this
-// thread's, only grown).
-class TraceConverter {
-public:
-  TraceConverter(const SpilledTraceNode* table, uint32_t n) : table_(table), n_(n) {
-    uint32_t most = 0;
-    for (uint32_t c = 0; c < n; ++c) most = std::max(most, table[c].node);
-    // A hostile file's ids go up to 2^32: those beyond a few times the table's size are
-    // looked up in it (sorted) instead.
-    direct_ = std::min<size_t>(size_t(most) + 1, std::max<size_t>(size_t(n) * 64, 1 << 16));
-    if (idOf().size() < direct_) idOf().resize(direct_, 0);
-    std::vector<std::pair<uint32_t, uint32_t>>& far = farIds();
-    far.clear();
-    constexpr uint32_t kAhead = 8;  // the contexts lie anywhere in memory
-    for (uint32_t c = 0; c < n; ++c) {
-      if (c + kAhead < n && table[c + kAhead].ctx) __builtin_prefetch(table[c + kAhead].ctx->idsAt());
-      const uint32_t id = table[c].ctx ? table[c].ctx->listedId() : 0;
-      if (table[c].node < direct_) idOf()[table[c].node] = id;
-      else far.emplace_back(table[c].node, id);
-    }
-    std::sort(far.begin(), far.end());
-  }
-  ~TraceConverter() {
-    for (uint32_t c = 0; c < n_; ++c)
-      if (table_[c].node < direct_) idOf()[table_[c].node] = 0;
-  }
-  TraceConverter(const TraceConverter&) = delete;
-  TraceConverter& operator=(const TraceConverter&) = delete;
-  // `in` encoded into `out` as trace.db holds it (kTraceRecordBytes each); false where a
-  // record's time is before the one's before it (`previous`: the last time, carried on).
-  bool encode(std::span<const TraceRecord> in, uint8_t* out, uint64_t& previous) const {
-    uint8_t* __restrict to = out;
-    const TraceRecord* const __restrict from = in.data();
-    const uint32_t* const __restrict ids = idOf().data();
-    const size_t n = in.size(), direct = direct_;
-    const bool anyFar = !farIds().empty();
-    uint64_t last = previous;
-    bool inOrder = true;
-    for (size_t k = 0; k < n; ++k) {
-      const uint32_t node = from[k].node;
-      const uint32_t ctx = node < direct ? ids[node] : anyFar ? far(node) : 0;
-      inOrder &= from[k].time >= last;
-      last = from[k].time;
-      encodeTraceRecord(to, last, ctx);
-      to += kTraceRecordBytes;
-    }
-    previous = last;
-    return inOrder;
-  }
-  void convert(std::span<const TraceRecord> in, TracePoint* out) const {
-    TracePoint* const __restrict to = out;
-    const TraceRecord* const __restrict from = in.data();
-    const uint32_t* const __restrict ids = idOf().data();
-    const size_t n = in.size(), direct = direct_;
-    if (farIds().empty()) {
-      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : 0};
-    } else {
-      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : far(from[k].node)};
-    }
-  }
-
-private:
-  static std::vector<uint32_t>& idOf() {
-    thread_local std::vector<uint32_t> v;
-    return v;
-  }
-  static std::vector<std::pair<uint32_t, uint32_t>>& farIds() {  // (node, listed id)
-    thread_local std::vector<std::pair<uint32_t, uint32_t>> v;
-    return v;
-  }
-  static uint32_t far(uint32_t node) {
-    const auto& v = farIds();
-    auto it = std::lower_bound(v.begin(), v.end(), std::pair<uint32_t, uint32_t>(node, 0));
-    return it != v.end() && it->first == node ? it->second : 0;
-  }
-  const SpilledTraceNode* table_;
-  uint32_t n_;
-  size_t direct_ = 0;
-};
-
-// The whole trace, converted, into `out`, sorted by time (stable: records of one time keep
-// their order); at most `most` records.
-Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_t most, std::vector<TracePoint>& out) {
-  out.clear();
-  Status st = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
-    const size_t had = out.size(), n = size_t(std::min<uint64_t>(chunk.size(), most - had));
-    out.resize(had + n);
-    conv.convert(chunk.first(n), out.data() + had);
-    return out.size() < most;
-  });
-  auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
-  if (st.ok() && !std::is_sorted(out.begin(), out.end(), byTime)) std::stable_sort(out.begin(), out.end(), byTime);
-  return st;
-}
-
-// Written a chunk at a time to `lines` as it is read, where it is in time order (as a trace
-// is: out of order, it is read again whole and sorted, into `whole`); at most the `placed`
-// records pass 1 counted. An unreadable trace is warned about and its line left empty; a
-// failed write is returned.
-Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t placed, TraceLines& lines,
-                   uint32_t index, std::vector<TracePoint>& whole) {
-  thread_local std::vector<uint8_t> bytes;  // a chunk, encoded
-  uint64_t written = 0, first = 0, last = 0;
-  bool sorted = true;
-  Status wrote;
-  Status read = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
-    const size_t n = size_t(std::min<uint64_t>(chunk.size(), placed - written));
-    if (n == 0) return written < placed;
-    if (bytes.size() < n * kTraceRecordBytes) bytes.resize(n * kTraceRecordBytes);
-    if (!conv.encode(chunk.first(n), bytes.data(), last)) {
-      sorted = false;
-      return false;
-    }
-    if (written == 0) first = chunk.front().time;
-    wrote = lines.writePart(index, written, {bytes.data(), n * kTraceRecordBytes});
-    if (!wrote.ok()) return false;
-    written += n;
-    return written < placed;
-  });
-  HPC_RETURN_IF_ERROR(wrote);
-  if (read.ok() && !sorted) {
-    read = readWholeTrace(source, conv, placed, whole);
-    written = read.ok() ? whole.size() : 0;
-    if (written) {
-      first = whole.front().time;
-      last = whole.back().time;
-      if (bytes.size() < written * kTraceRecordBytes) bytes.resize(written * kTraceRecordBytes);
-      for (uint64_t k = 0; k < written; ++k)
-        encodeTraceRecord(bytes.data() + k * kTraceRecordBytes, whole[k].time, whole[k].ctx);
-      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, {bytes.data(), written * kTraceRecordBytes}));
-    }
-    whole.clear();
-  }
-  if (!read.ok()) {
-    warnProfile("trace unreadable now, profile kept without it: ", source.path(), read.message());
-    written = 0;
-  } else if (written < placed) {
-    warnProfile("trace shorter than when first read, kept what it has now: ", source.path(),
-                std::to_string(written) + " records, " + std::to_string(placed) + " then");
-  }
-  return lines.end(index, written, first, last);
-}
-
-}  // namespace
 
 Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,

@@ -28,7 +28,7 @@ namespace {
 class FakeProfile final : public ProfileSource {
 public:
   FakeProfile(std::string path, ProfileTree t, ProfileValues v)
-      : path_(std::move(path)), tree_(std::move(t)), values_(std::move(v)) {}
+      : values_(std::move(v)), path_(std::move(path)), tree_(std::move(t)) {}
   const std::string& path() const override { return path_; }
   Expected<ProfileTree> readTree() override { return tree_; }
   Expected<ProfileValues> readValues() override { return values_; }
@@ -227,7 +227,9 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
         ASSERT_EQ(t.time, k + 1);
         ASSERT_EQ(t.ctx, want[nodeOf(p - 1, k)]) << "profile " << p << " record " << k;
       }
-      if (stream) EXPECT_EQ(sink.pieces[p], p % 2 == 0 ? 5u : 1u) << p;  // never held whole
+      if (stream) {
+        EXPECT_EQ(sink.pieces[p], p % 2 == 0 ? 5u : 1u) << p;  // never held whole
+      }
     }
   }
 }

@@ -106,6 +106,10 @@ struct SpilledTraceNode {
   uint32_t node = 0;
   uint32_t unused = 0;
 };
+// "<tool>: warning: <what> <file>: <why>" (hpcprof or hpcprof-mpi), the file named once where
+// the reader's message begins with it already ("<file>: offset 0x10: ...").
+void warnProfile(const char* what, const std::string& path, const std::string& why);
+
 // What the first pass keeps of a profile until its second pass: its header and where its
 // values went in the spill file.
 struct Unified {
