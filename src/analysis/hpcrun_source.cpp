@@ -80,8 +80,8 @@ public:
   ~TraceFile() {
     if (fd_ >= 0) ::close(fd_);
   }
-  // `ahead`: the first chunk read with the header (else the header alone).
-  Status open(const std::string& path, bool ahead = true) {
+  // The header, and the first chunk with it where the file is at most `aheadUpTo` bytes.
+  Status open(const std::string& path, uint64_t aheadUpTo = UINT64_MAX) {
     path_ = &path;
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
@@ -90,7 +90,7 @@ public:
     if (!S_ISREG(st.st_mode)) return Status::error(path + ": not a regular file");
     // The header (and the first records with it).
     const size_t size = size_t(st.st_size);
-    HPC_RETURN_IF_ERROR(fill(0, std::min<size_t>(size, ahead ? kChunkRecords * 16 + 32 : 32)));
+    HPC_RETURN_IF_ERROR(fill(0, std::min<size_t>(size, size <= aheadUpTo ? kChunkRecords * 16 + 32 : 32)));
     HPC_RETURN_IF_ERROR(hpcrun::view_trace({buffer().data(), filled_}, size, path, view_));
     start_ = uint64_t(view_.first - buffer().data());
     return Status();
@@ -235,7 +235,7 @@ public:
       // Only what its records name: pass 2 reads them again (readTrace). A trace of many
       // records a node is not read now: pass 2 converts it by every node of the tree.
       TraceFile file;
-      Status st = file.open(trace_, false);
+      Status st = file.open(trace_, 32 + 16 * kAllNodesAbove * cct.count);  // read ahead unless that long
       const bool allNodes = st.ok() && file.view().count > kAllNodesAbove * cct.count;
       thread_local TraceNodeLister lister;
       lister.begin(cct.count);
