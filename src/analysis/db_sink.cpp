@@ -180,9 +180,9 @@ public:
     for (size_t k = 0; k < records.size(); ++k) profIndex[k] = uint32_t(k + 1);
     return trace_.place(records, profIndex);
   }
-  Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) override {
+  Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");
-    return trace_.writePart(index - 1, from, records);
+    return trace_.writePart(index - 1, from, part, &TracePoint::time, &TracePoint::ctx);
   }
   Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) override {
     if (!traces_ || index == 0) return Status::error("trace for profile " + std::to_string(index) + " not expected");

@@ -36,13 +36,12 @@ Status MemorySink::place(std::span<const uint64_t> records) {
   return Status();
 }
 
-Status MemorySink::writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) {
-  const size_t n = records.size() / kTraceRecordBytes;
-  if (index == 0 || index >= placed.size() || records.size() % kTraceRecordBytes || from + n > placed[index])
+Status MemorySink::writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) {
+  if (index == 0 || index >= placed.size() || from + part.size() > placed[index])
     return Status::error("trace piece out of its line's place");
   std::vector<TracePoint>& line = traceLines[index];  // each index by one thread
-  if (line.size() < from + n) line.resize(from + n);
-  for (size_t k = 0; k < n; ++k) line[from + k] = decodeTraceRecord(records.data() + k * kTraceRecordBytes);
+  if (line.size() < from + part.size()) line.resize(from + part.size());
+  std::copy(part.begin(), part.end(), line.begin() + ptrdiff_t(from));
   ++pieces[index];
   return Status();
 }

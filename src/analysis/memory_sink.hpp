@@ -21,7 +21,7 @@ public:
   // TraceLines, where streamTraces is set (before begin()).
   TraceLines* streamedTraces() override { return streamTraces && traces ? this : nullptr; }
   Status place(std::span<const uint64_t> records) override;
-  Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) override;
+  Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) override;
   Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) override;
 
   // Value of (profile, ctx, metric id); statistic ids for the summary (index 0).

@@ -2,9 +2,7 @@
 // src/formats/db; tests use MemorySink. hpcprof-mpi's sink writes only its own ranges.
 #pragma once
 
-#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -102,20 +100,6 @@ struct MetaInput {
   const std::vector<MetricDescIn>* descs = nullptr;
 };
 
-// A trace record as trace.db holds it: its time and context, little-endian, unpadded.
-inline constexpr size_t kTraceRecordBytes = 12;
-inline void encodeTraceRecord(uint8_t* to, uint64_t time, uint32_t ctx) {
-  static_assert(std::endian::native == std::endian::little, "trace.db is little-endian");
-  std::memcpy(to, &time, 8);
-  std::memcpy(to + 8, &ctx, 4);
-}
-inline TracePoint decodeTraceRecord(const uint8_t* from) {
-  TracePoint p;
-  std::memcpy(&p.time, from, 8);
-  std::memcpy(&p.ctx, from + 8, 4);
-  return p;
-}
-
 // trace.db's lines written from any thread in pieces, where a sink can: placed first, in
 // index order, by the number of records each will have (so that the file is laid out the
 // same at any -j), then each line's records in pieces, in order, and its end. A trace is
@@ -126,9 +110,8 @@ public:
   // MT: externally synchronized; once, after DatabaseSink::begin. records[k]: the most that
   // profile index k + 1's line will hold.
   virtual Status place(std::span<const uint64_t> records) = 0;
-  // MT: thread-safe for distinct indices. Records [from, from + n) of the line, as trace.db
-  // holds them: kTraceRecordBytes each (encodeTraceRecord), n of them in `records`.
-  virtual Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) = 0;
+  // MT: thread-safe for distinct indices. Records [from, from + part.size()) of the line.
+  virtual Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) = 0;
   // MT: thread-safe for distinct indices. The line holds its first `records` records (their
   // first and last times given).
   virtual Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) = 0;

@@ -44,20 +44,20 @@ Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_
 
 Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t placed, TraceLines& lines,
                    uint32_t index, std::vector<TracePoint>& whole) {
-  thread_local std::vector<uint8_t> bytes;  // a chunk, encoded
+  thread_local std::vector<TracePoint> part;  // a chunk, converted
   uint64_t written = 0, first = 0, last = 0;
   bool sorted = true;
   Status wrote;
   Status read = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
     const size_t n = size_t(std::min<uint64_t>(chunk.size(), placed - written));
     if (n == 0) return written < placed;
-    if (bytes.size() < n * kTraceRecordBytes) bytes.resize(n * kTraceRecordBytes);
-    if (!conv.encode(chunk.first(n), bytes.data(), last)) {
+    if (part.size() < n) part.resize(n);
+    if (!conv.convertInOrder(chunk.first(n), part.data(), last)) {
       sorted = false;
       return false;
     }
     if (written == 0) first = chunk.front().time;
-    wrote = lines.writePart(index, written, {bytes.data(), n * kTraceRecordBytes});
+    wrote = lines.writePart(index, written, std::span<const TracePoint>(part).first(n));
     if (!wrote.ok()) return false;
     written += n;
     return written < placed;
@@ -69,10 +69,7 @@ Status streamTrace(ProfileSource& source, const TraceConverter& conv, uint64_t p
     if (written) {
       first = whole.front().time;
       last = whole.back().time;
-      if (bytes.size() < written * kTraceRecordBytes) bytes.resize(written * kTraceRecordBytes);
-      for (uint64_t k = 0; k < written; ++k)
-        encodeTraceRecord(bytes.data() + k * kTraceRecordBytes, whole[k].time, whole[k].ctx);
-      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, {bytes.data(), written * kTraceRecordBytes}));
+      HPC_RETURN_IF_ERROR(lines.writePart(index, 0, whole));
     }
     whole.clear();
   }

@@ -25,10 +25,10 @@ public:
   ~TraceConverter();
   TraceConverter(const TraceConverter&) = delete;
   TraceConverter& operator=(const TraceConverter&) = delete;
-  // `in` encoded into `out` as trace.db holds it (kTraceRecordBytes each); false where a
-  // record's time is before the one's before it (`previous`: the last time, carried on).
-  bool encode(std::span<const TraceRecord> in, uint8_t* out, uint64_t& previous) const {
-    uint8_t* __restrict to = out;
+  // `in` converted into `out`; false where a record's time is before the one's before it
+  // (`previous`: the last time, carried from chunk to chunk).
+  bool convertInOrder(std::span<const TraceRecord> in, TracePoint* out, uint64_t& previous) const {
+    TracePoint* const __restrict to = out;
     const TraceRecord* const __restrict from = in.data();
     const uint32_t* const __restrict ids = idOf().data();
     const size_t n = in.size(), direct = direct_;
@@ -37,11 +37,9 @@ public:
     bool inOrder = true;
     for (size_t k = 0; k < n; ++k) {
       const uint32_t node = from[k].node;
-      const uint32_t ctx = node < direct ? ids[node] : anyFar ? far(node) : 0;
       inOrder &= from[k].time >= last;
       last = from[k].time;
-      encodeTraceRecord(to, last, ctx);
-      to += kTraceRecordBytes;
+      to[k] = {last, node < direct ? ids[node] : anyFar ? far(node) : 0};
     }
     previous = last;
     return inOrder;

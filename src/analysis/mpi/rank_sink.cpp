@@ -193,7 +193,7 @@ Status RankSink::place(std::span<const uint64_t> records) {
     const size_t k = size_t(first_) + j - 1;  // index first_ + j
     rows_[j].placedRecords = k < records.size() ? records[k] : 0;
     rows_[j].placedAt = size;
-    size += (12 * rows_[j].placedRecords + 7) / 8 * 8;  // each line 8-aligned, as hpcprof's
+    size += (db::kTraceElemBytes * rows_[j].placedRecords + 7) / 8 * 8;  // each line 8-aligned, as hpcprof's
   }
   const uint64_t base = db::trace_db_header_size(numProfiles_ - 1) + comm_.exscan(size);
   for (Row& r : rows_) r.placedAt += base;
@@ -202,23 +202,25 @@ Status RankSink::place(std::span<const uint64_t> records) {
   return Status();
 }
 
-Status RankSink::writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) {
-  const uint64_t n = records.size() / kTraceRecordBytes;
-  if (!placed_ || index < first_ || index - first_ >= count_ || records.size() % kTraceRecordBytes ||
-      from + n > rows_[index - first_].placedRecords)
+Status RankSink::writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) {
+  if (!placed_ || index < first_ || index - first_ >= count_ || from + part.size() > rows_[index - first_].placedRecords)
     return Status::error("trace piece of profile " + std::to_string(index) + " out of its place");
-  return traceDb_->write(rows_[index - first_].placedAt + kTraceRecordBytes * from, records);
+  thread_local std::vector<uint8_t> bytes;  // only grown
+  const size_t n = db::kTraceElemBytes * part.size();
+  if (bytes.size() < n) bytes.resize(n);
+  db::encode_trace_elems(part, &TracePoint::time, &TracePoint::ctx, bytes.data());
+  return traceDb_->write(rows_[index - first_].placedAt + db::kTraceElemBytes * from, {bytes.data(), n});
 }
 
 Status RankSink::end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) {
   if (!placed_ || index < first_ || index - first_ >= count_ || records > rows_[index - first_].placedRecords)
     return Status::error("trace line of profile " + std::to_string(index) + " ended out of its place");
   Row& r = rows_[index - first_];  // each index by one thread
-  r.line = {index, r.placedAt, r.placedAt + 12 * records};
+  r.line = {index, r.placedAt, r.placedAt + db::kTraceElemBytes * records};
   r.hasLine = true;
   if (records) {
     std::lock_guard lock(mu_);
-    written_ += 12 * records;
+    written_ += db::kTraceElemBytes * records;
     minTime_ = std::min(minTime_, firstTime);
     maxTime_ = std::max(maxTime_, lastTime);
   }

@@ -51,7 +51,7 @@ public:
   // straight there.
   TraceLines* streamedTraces() override { return traces_ ? this : nullptr; }
   Status place(std::span<const uint64_t> records) override;
-  Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records) override;
+  Status writePart(uint32_t index, uint64_t from, std::span<const TracePoint> part) override;
   Status end(uint32_t index, uint64_t records, uint64_t firstTime, uint64_t lastTime) override;
 
   // Collective: writes every rank's rows and trace lines into place.

@@ -3,6 +3,7 @@
 // spec-conforming writers, including streaming writers for hpcprof.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -310,6 +311,21 @@ private:
   std::unique_ptr<Stage> stage_;
 };
 
+// trace.db's elements as the file holds them (timestamp, then ctxId, little-endian: 12 bytes
+// each), from a caller's own elements, each its time and context as members.
+inline constexpr size_t kTraceElemBytes = 12;
+template <typename E, typename Time, typename Ctx>
+void encode_trace_elems(std::span<const E> in, Time E::*time, Ctx E::*ctx, uint8_t* out) {
+  static_assert(std::endian::native == std::endian::little, "the database is little-endian");
+  for (const E& e : in) {
+    const uint64_t t = uint64_t(e.*time);
+    const uint32_t c = uint32_t(e.*ctx);
+    std::memcpy(out, &t, 8);
+    std::memcpy(out + 8, &c, 4);
+    out += kTraceElemBytes;
+  }
+}
+
 // trace.db: begin() with the number of trace lines, then lines by index.
 class TraceDbWriter {
 public:
@@ -326,28 +342,28 @@ public:
   template <typename E, typename Time, typename Ctx>
   Status write(uint32_t index, uint32_t profIndex, std::span<const E> line, Time E::*time, Ctx E::*ctx) {
     return writeEncoded(index, profIndex, line.size(), line.empty() ? 0 : uint64_t(line.front().*time),
-                        line.empty() ? 0 : uint64_t(line.back().*time), [&](uint8_t* p) {
-                          for (const E& e : line) {
-                            const uint64_t t = uint64_t(e.*time);
-                            const uint32_t c = uint32_t(e.*ctx);
-                            std::memcpy(p, &t, 8);  // little-endian (checked in the writer)
-                            std::memcpy(p + 8, &c, 4);
-                            p += 12;
-                          }
-                        });
+                        line.empty() ? 0 : uint64_t(line.back().*time),
+                        [&](uint8_t* p) { encode_trace_elems(line, time, ctx, p); });
   }
   // Lines in pieces, from any thread: place() reserves every line at once, in order
   // (records[k]: the most line k will hold; profIndex[k]: its profile), then writePart() and
   // endLine() for each. MT: place() externally synchronized, the others thread-safe for
   // distinct lines. A line never ended is written empty by write() as usual.
   Status place(std::span<const uint64_t> records, std::span<const uint32_t> profIndex);
-  // Records [from, from + n) of line `index`, encoded as the file holds them (12 bytes each).
-  Status writePart(uint32_t index, uint64_t from, std::span<const uint8_t> records);
+  // Elements [from, from + part.size()) of line `index`.
+  template <typename E, typename Time, typename Ctx>
+  Status writePart(uint32_t index, uint64_t from, std::span<const E> part, Time E::*time, Ctx E::*ctx) {
+    thread_local std::vector<uint8_t> bytes;  // only grown
+    if (bytes.size() < kTraceElemBytes * part.size()) bytes.resize(kTraceElemBytes * part.size());
+    encode_trace_elems(part, time, ctx, bytes.data());
+    return writePartEncoded(index, from, {bytes.data(), kTraceElemBytes * part.size()});
+  }
   Status endLine(uint32_t index, uint64_t records, uint64_t first, uint64_t last);
   // MT: externally synchronized.
   Status finish();
 
 private:
+  Status writePartEncoded(uint32_t index, uint64_t from, std::span<const uint8_t> bytes);
   std::vector<uint64_t> placed_;  // by line: the records place() made room for
   // n elements of 12 bytes encoded by `encode` into the file's buffer; first and last: their
   // first and last timestamps.

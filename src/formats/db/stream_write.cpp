@@ -343,7 +343,7 @@ Status TraceDbWriter::place(std::span<const uint64_t> records, std::span<const u
   return Status();
 }
 
-Status TraceDbWriter::writePart(uint32_t index, uint64_t from, std::span<const uint8_t> bytes) {
+Status TraceDbWriter::writePartEncoded(uint32_t index, uint64_t from, std::span<const uint8_t> bytes) {
   static_assert(std::endian::native == std::endian::little, "the database is little-endian");
   if (!out_ || index >= placed_.size() || from + bytes.size() / 12 > placed_[index])
     return Status::error("trace.db: trace piece out of its line's place");
