@@ -31,14 +31,16 @@ TraceConverter::~TraceConverter() {
 
 Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_t most, std::vector<TracePoint>& out) {
   out.clear();
+  uint64_t last = 0;
+  bool sorted = true;
   Status st = source.readTrace([&](std::span<const TraceRecord> chunk) -> Expected<bool> {
     const size_t had = out.size(), n = size_t(std::min<uint64_t>(chunk.size(), most - had));
     out.resize(had + n);
-    conv.convert(chunk.first(n), out.data() + had);
+    sorted &= conv.convertInOrder(chunk.first(n), out.data() + had, last);
     return out.size() < most;
   });
   auto byTime = [](const TracePoint& a, const TracePoint& b) { return a.time < b.time; };
-  if (st.ok() && !std::is_sorted(out.begin(), out.end(), byTime)) std::stable_sort(out.begin(), out.end(), byTime);
+  if (st.ok() && !sorted) std::stable_sort(out.begin(), out.end(), byTime);
   return st;
 }
 

@@ -44,17 +44,6 @@ public:
     previous = last;
     return inOrder;
   }
-  void convert(std::span<const TraceRecord> in, TracePoint* out) const {
-    TracePoint* const __restrict to = out;
-    const TraceRecord* const __restrict from = in.data();
-    const uint32_t* const __restrict ids = idOf().data();
-    const size_t n = in.size(), direct = direct_;
-    if (farIds().empty()) {
-      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : 0};
-    } else {
-      for (size_t k = 0; k < n; ++k) to[k] = {from[k].time, from[k].node < direct ? ids[from[k].node] : far(from[k].node)};
-    }
-  }
 
 private:
   static std::vector<uint32_t>& idOf() {
