@@ -245,6 +245,8 @@ uint64_t packedKey(uint64_t offset, uint16_t module, Placeholder placeholder, bo
   return offset | uint64_t(module) << 42 | uint64_t(uint8_t(placeholder)) << 58 | uint64_t(unwound ? 1 : 0) << 62;
 }
 uint64_t packedKey(const TreeNode& t) { return packedKey(t.offset, t.module, t.placeholder, t.unwound); }
+// A byte of a packed key, all of its bits mixed in.
+uint8_t keyFingerprint(uint64_t key) { return uint8_t((key * 0x9E3779B97F4A7C15ull) >> 56); }
 
 bool sameNode(const TreeNode& a, const TreeNode& b) {
   return a.id == b.id && a.parent == b.parent && a.offset == b.offset && a.module == b.module &&
@@ -267,6 +269,7 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedLoadMapGen_ = o.keyedLoadMapGen_;
   keyedCtx_ = o.keyedCtx_;
   keyedSlot_ = o.keyedSlot_;
+  keyedFp_ = o.keyedFp_;
   keyedRoots_ = o.keyedRoots_;
   keyedKids_ = o.keyedKids_;
   prevKeyedKids_ = o.prevKeyedKids_;
@@ -484,6 +487,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     order.resize(next);
     slots.resize(next + 4);
     out.keyedCtx_.resize(next);
+    out.keyedFp_.assign(next + 16, 0);
+    for (uint32_t c = 0; c < next; ++c) out.keyedFp_[c] = keyFingerprint(slots[c].key);
     // This tree's nodes are the template's, each its own match.
     ++out.keyedGen_;
     if (kidsOf) kidsOf->assign(n, 0);
@@ -520,51 +525,51 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   if (keyed) keyedKids.resize(n);  // set with each node's context (0 where unmatched)
   size_t keyedHits = 0;
   // The slot of a node's match among the slots `kids` (begin | end << 32) by its packed key:
-  // up to kScan compared 2 at once, more (sorted) searched by halves; -1 where none is.
-  auto search = [](const KeyedSlot* __restrict slots, uint64_t kids, uint64_t key) -> int32_t {
+  // up to 16 by their keys' bytes compared at once (then the key where the byte is the
+  // node's), up to kScan one by one, more (sorted) by halves; -1 where none is.
+  auto search = [](const KeyedSlot* __restrict slots, const uint8_t* __restrict fps, uint64_t kids,
+                   uint64_t key) -> int32_t {
     const uint32_t begin = uint32_t(kids);
     const uint32_t count = uint32_t(kids >> 32) - begin;
     const KeyedSlot* at = slots + begin;
     if (key == kNoKey) return -1;
+#if defined(__SSE2__)
+    if (count <= 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(fps + begin));
+      unsigned mask = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(char(keyFingerprint(key)))))) &
+                      ((1u << count) - 1);
+      for (; mask; mask &= mask - 1) {
+        const uint32_t i = uint32_t(std::countr_zero(mask));
+        if (at[i].key == key) return int32_t(begin + i);
+      }
+      return -1;
+    }
+#else
+    (void)fps;
+#endif
     if (count > kScan) {
       const KeyedSlot* found =
           std::lower_bound(at, at + count, key, [](const KeyedSlot& k, uint64_t want) { return k.key < want; });
       return found != at + count && found->key == key ? int32_t(found - slots) : -1;
     }
-#if defined(__SSE2__)
-    const __m128i want = _mm_set1_epi64x(int64_t(key));
-    // Slots i and i + 1 (bits 0 and 1) whose keys are `key`.
-    auto two = [&](uint32_t i) {
-      const __m128i eq = _mm_cmpeq_epi32(_mm_unpacklo_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i)),
-                                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + i + 1))),
-                                         want);
-      return unsigned(_mm_movemask_pd(_mm_castsi128_pd(_mm_and_si128(eq, _mm_shuffle_epi32(eq, _MM_SHUFFLE(2, 3, 0, 1))))));
-    };
-    // The first 4 at once, whatever the count (beyond the block: the next one's or the
-    // padding, masked off), so that most searches take one branch; then 2 at a time.
-    const unsigned first = (two(0) | two(2) << 2) & ((1u << std::min(count, 4u)) - 1);
-    if (first) return int32_t(begin + uint32_t(std::countr_zero(first)));
-    for (uint32_t i = 4; i < count; i += 2)
-      if (const unsigned mask = two(i) & (count - i < 2 ? 1u : 3u)) return int32_t(begin + i + uint32_t(std::countr_zero(mask)));
-#else
     for (uint32_t i = 0; i < count; ++i)
       if (at[i].key == key) return int32_t(begin + i);
-#endif
     return -1;
   };
   const KeyedSlot* keyedSlot = out.keyedSlot_.data();
+  const uint8_t* keyedFp = out.keyedFp_.data();
   // Runs of nodes matched in the keyed template under parents that were, in a loop over
   // plain arrays.
   auto keyedRun = [&search](size_t s, size_t n, const TreeNode* __restrict nodes, const int32_t* __restrict pos,
                             size_t posSize, uint8_t* __restrict marks, Context** __restrict contexts,
                             uint64_t* __restrict keyedKids, const KeyedSlot* __restrict keyedSlot,
-                            Context* const* __restrict keyedCtx) {
+                            const uint8_t* __restrict keyedFp, Context* const* __restrict keyedCtx) {
     for (; s < n; ++s) {
       const TreeNode& node = nodes[s];
       if (marks[s] || !node.parent || node.parent >= posSize) break;
       const int32_t pp = pos[node.parent];
       if (pp < 0 || !marks[pp]) break;
-      const int32_t f = search(keyedSlot, keyedKids[pp], packedKey(node));
+      const int32_t f = search(keyedSlot, keyedFp, keyedKids[pp], packedKey(node));
       if (f < 0) break;
       contexts[s] = keyedCtx[f];
       keyedKids[s] = keyedSlot[f].kids;
@@ -624,7 +629,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (m == 0 && keyed && out.dense_) {
       const size_t from = s;
       s = keyedRun(s, n, tree.nodes.data(), out.posTable_.data(), out.posTable_.size(), done.data(), ctx.data(),
-                   keyedKids.data(), keyedSlot, out.keyedCtx_.data());
+                   keyedKids.data(), keyedSlot, keyedFp, out.keyedCtx_.data());
       keyedHits += s - from;
       if (s == n) break;
     }
@@ -641,7 +646,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         if (keyedFromPrev) {
           keyedKids[s] = prevKeyedKids[t];  // the same node, the same match
         } else if (keyed) {
-          const int32_t f = search(keyedSlot, keyedKids[size_t(pp)], packedKey(node));
+          const int32_t f = search(keyedSlot, keyedFp, keyedKids[size_t(pp)], packedKey(node));
           keyedKids[s] = f < 0 ? 0 : keyedSlot[f].kids;
         }
         continue;
@@ -656,7 +661,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         const int64_t pp = out.posOf(node.parent);
         if (pp >= 0 && done[size_t(pp)]) kids = keyedKids[size_t(pp)];
       }
-      if (const int32_t f = search(keyedSlot, kids, packedKey(node)); f >= 0) {
+      if (const int32_t f = search(keyedSlot, keyedFp, kids, packedKey(node)); f >= 0) {
         ctx[s] = out.keyedCtx_[size_t(f)];
         keyedKids[s] = keyedSlot[f].kids;
         done[s] = matched(s);

@@ -93,6 +93,10 @@ private:
   uint64_t keyedLoadMapGen_ = 0;  // ProfileTree::loadMapGen of keyedLoadMap_ (0: unnamed)
   std::vector<Context*> keyedCtx_;    // by slot
   std::vector<KeyedSlot> keyedSlot_;  // 4 more at the end: 4 read at once from any slot
+  // A byte of each slot's key (keyFingerprint), by slot, 16 more at the end: a block of up
+  // to 16 siblings is searched with one compare of 16 bytes, the key compared only where its
+  // byte is the node's.
+  std::vector<uint8_t> keyedFp_;
   uint64_t keyedRoots_ = 0;           // the slots of the roots
   // This profile, by position: the slots of the children of the node's match (0: none).
   std::vector<uint64_t> keyedKids_;

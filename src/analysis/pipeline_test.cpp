@@ -1423,6 +1423,54 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
   EXPECT_EQ(wide.size(), 93u);  // 90 offsets and 3 large ones
 }
 
+// Blocks of up to 16 siblings are searched by a byte of each key first: among 16 siblings,
+// two keys share that byte about 4 times in 10, and with 40 such blocks some surely do (the
+// chance that none does is under 10^-7); so do keys a profile has that the template lacks.
+// Every node must still get a fresh unification's context, in any order.
+TEST(Expander, KeyedTemplateTellsSiblingsWhoseKeysShareAByte) {
+  Unifier u;
+  Expander& expander = u.expander;
+  // Shape: 0 root, 1 main thread, 2..41 calls below it, each with 16 children (every
+  // eighth call fewer: its block's 16 bytes reach into the next block's), each child with a
+  // child of its own.
+  auto shape = [](unsigned changed) {
+    std::mt19937_64 rng(7);
+    std::vector<uint32_t> parentOf{0, 0};
+    std::vector<uint64_t> offsetOf{0, 0};
+    for (uint32_t c = 0; c < 40; ++c) {
+      parentOf.push_back(1);
+      offsetOf.push_back(0x1000 + c * 8);
+    }
+    for (uint32_t c = 0; c < 40; ++c) {
+      const uint32_t kids = c % 8 == 7 ? 1 + c % 13 : 16;
+      for (uint32_t k = 0; k < kids; ++k) {
+        parentOf.push_back(2 + c);
+        uint64_t off = 0x10000 + (rng() % (uint64_t(1) << 30));
+        if (changed && (k + c) % 5 == changed % 5) off += 4;  // not in the template
+        offsetOf.push_back(off);
+        parentOf.push_back(uint32_t(parentOf.size() - 1));
+        offsetOf.push_back(0x1129);
+      }
+    }
+    return TreeShape{.parent = parentOf, .offset = offsetOf};
+  };
+  std::vector<ProfileTree> trees;
+  for (unsigned k = 0; k < 8; ++k) trees.push_back(listedDepthFirst(shape(k % 4 == 3 ? k : 0), 300 + k));
+  expectContextsOfFreshUnifications(expander, trees);
+  // Each call site below the 40 calls its own context.
+  NodeContexts a;
+  ASSERT_TRUE(expander.unify(trees[0], a).ok());
+  std::set<Context*> sites;
+  size_t listed = 0;
+  for (const TreeNode& n : trees[0].nodes)
+    if (n.offset >= 0x10000) {
+      sites.insert(a.find(n.id));
+      ++listed;
+    }
+  EXPECT_EQ(listed, 35u * 16 + 8 + 3 + 11 + 6 + 1);
+  EXPECT_EQ(sites.size(), listed);
+}
+
 // Nodes matched by position (or, where the lists differ, by id) take their template node's
 // keyed match (no search); the nodes that both miss are then searched below those matches. Every node
 // must still get a fresh unification's context, through rebuilt keyed templates too.
