@@ -318,8 +318,12 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
     }
   }
   // The row in increasing context order: each slot's metrics by their bits, ascending, each
-  // one's non-zero scopes.
-  reserveRow(n * width, n);
+  // one's non-zero scopes. At most a metric's scopes per bit: with many metrics measured
+  // (GPU PC sampling's 25), a context has a few of them, and scratch for all would be ten
+  // times the memory, fresh pages that are dear.
+  size_t bits = 0;
+  for (size_t k = 0; k < n * words; ++k) bits += size_t(std::popcount(masks[k]));
+  reserveRow(bits * kNumScopes, n);
   uint16_t* const __restrict metricOut = rowMetric_.data();
   double* const __restrict valueOut = rowValue_.data();
   uint32_t* const __restrict ctxOut = rowCtx_.data();
@@ -370,8 +374,13 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
 
 void Propagator::reserveRow(size_t entries, size_t contexts) {
   if (rowMetric_.size() < entries) {
-    rowMetric_.resize(entries);
-    rowValue_.resize(entries);
+    // Scratch: nothing to keep. A quarter more than asked, so that profiles slightly larger
+    // than the last do not each make it anew.
+    const size_t size = entries + entries / 4;
+    std::vector<uint16_t>().swap(rowMetric_);
+    std::vector<double>().swap(rowValue_);
+    rowMetric_.resize(size);
+    rowValue_.resize(size);
   }
   if (rowCtx_.size() < contexts + 1) {
     rowCtx_.resize(contexts + 1);
