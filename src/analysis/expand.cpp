@@ -400,6 +400,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
                  ? std::min(prev.size(), prevCtx.size())
                  : 0;
   constexpr size_t kProbe = 256;
+  constexpr size_t kLookupsForKeyed = 32;
   size_t hits = 0;
   // Node `at`'s template node: the one at its position, or else the one with its id (a
   // profile that lacks some of the template's nodes or has more lists the rest shifted),
@@ -524,6 +525,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   std::vector<uint64_t>& keyedKids = out.keyedKids_;
   if (keyed) keyedKids.resize(n);  // set with each node's context (0 where unmatched)
   size_t keyedHits = 0;
+  size_t lookups = 0;  // nodes given a context by the shared table
   // The slot of a node's match among the slots `kids` (begin | end << 32) by its packed key:
   // up to 16 by their keys' bytes compared at once (then the key where the byte is the
   // node's), up to kScan one by one, more (sorted) by halves; -1 where none is.
@@ -684,6 +686,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
               lm->structured ? cache_->find(Cache::hash(parent, lm->module, node.offset), parent, lm->module, node.offset)
                              : nullptr;
           ctx[s] = leaf ? leaf : expandInstruction(parent, *lm->path, lm->module, lm->structured, node.offset, Gpu::No);
+          ++lookups;
           if (keyed) keyedKids[s] = 0;
           done[s] = matched(s);
           continue;
@@ -737,6 +740,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         if (orphan || !parent || parent == root) parent = entry(EntryKind::Unknown);
         const Lm& lm = moduleOf(node.module);
         self = expandInstruction(parent, *lm.path, lm.module, lm.structured, node.offset, gpu);
+        ++lookups;
         break;
       }
       }
@@ -748,8 +752,12 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   out.templateId_ = tree.nodesId;  // the next tree's template
   if (keyed) out.keyedKidsGen_ = out.keyedGen_;
   // A new keyed template from this tree when the positional one gave up on it and the keyed
-  // one (if any) matched under half of it.
-  if (n >= kProbe && m == 0 && 2 * keyedHits < n && (positional || !out.dense_)) {
+  // one (if any) matched under half of it; or, where there is none, when the positional one
+  // served but left many nodes to the shared table (threads that reach not quite the same
+  // code: each profile has nodes its template lacks, a miss in the shared table each, where
+  // the keyed template, made from a third profile, mostly has them).
+  const bool missedMany = m != 0 && !keyed && lookups >= kLookupsForKeyed;
+  if (n >= kProbe && ((m == 0 && 2 * keyedHits < n && (positional || !out.dense_)) || missedMany)) {
     buildKeyed(tree.nodes, ctx, [&](uint32_t id) { return out.posOf(id); }, &keyedKids);
     out.keyedKidsGen_ = out.keyedGen_;
   }

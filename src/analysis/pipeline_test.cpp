@@ -1484,6 +1484,39 @@ TEST(Expander, KeyedTemplateTellsSiblingsWhoseKeysShareAByte) {
   EXPECT_EQ(sites.size(), listed);
 }
 
+// Profiles listing one tree in one order, each without its own few dozen leaves (threads
+// that reach not quite the same code): the positional template serves, and leaves the nodes
+// its profile lacked to the shared table, until a keyed template is made from a profile with
+// many such; the later profiles then find those nodes in it. Every node must still get a
+// fresh unification's context.
+TEST(Expander, ProfilesWithLeavesTheirTemplateLacksMakeAKeyedTemplate) {
+  Unifier u;
+  Expander& expander = u.expander;
+  std::mt19937 rng(5);
+  std::vector<uint32_t> parentOf(1200, 0);
+  std::vector<uint64_t> offsetOf(1200, 0);
+  for (uint32_t i = 2; i < 1200; ++i) {
+    parentOf[i] = i == 2 ? 1 : i - 1 - rng() % std::min<uint32_t>(i - 2, 6);
+    offsetOf[i] = 0x1000 + 4 * (rng() % 5000);
+  }
+  std::vector<bool> leaf(1200, true);
+  for (uint32_t i = 1; i < 1200; ++i) leaf[parentOf[i]] = false;
+  std::vector<ProfileTree> trees;
+  for (unsigned k = 0; k < 10; ++k) {
+    std::vector<bool> present(1200, true);
+    size_t left = 0;
+    for (uint32_t i = 2; i < 1200; ++i)
+      if (leaf[i] && rng() % 8 == 0) {
+        present[i] = false;
+        ++left;
+      }
+    ASSERT_GT(left, 40u);  // more than the shared table is left before a keyed template is made
+    trees.push_back(listedDepthFirst({.parent = parentOf, .offset = offsetOf, .present = present}, 0, true));
+  }
+  trees.push_back(trees[3]);  // the same nodes again
+  expectContextsOfFreshUnifications(expander, trees);
+}
+
 // Nodes matched by position (or, where the lists differ, by id) take their template node's
 // keyed match (no search); the nodes that both miss are then searched below those matches. Every node
 // must still get a fresh unification's context, through rebuilt keyed templates too.
