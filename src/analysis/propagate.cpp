@@ -258,103 +258,97 @@ void Propagator::runWidth(std::span<const ContextValue> points, SparseRow& out) 
 void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out) {
   const uint32_t width = width_, words = maskWords_;
   const size_t n = touch(points);
-  if (values_.size() < n * width) values_.resize(std::max(n * width, 2 * values_.size()));  // not zeroed
   if (masks_.size() < n * words) masks_.resize(std::max(n * words, 2 * masks_.size()));
   std::fill_n(masks_.data(), n * words, 0);
-  double* const __restrict values = values_.data();
+  if (place_.size() < n + 1) place_.resize(std::max(n + 1, 2 * place_.size()));
   uint64_t* const __restrict masks = masks_.data();
+  uint64_t* const __restrict place = place_.data();
   const int32_t* const __restrict slotOf = slotOf_.data();
-  // A metric's entries in a slot are set where its bit is first set: a point's four scopes
-  // start at 0, as the other paths' zeroed values do (the sums come out the same).
+  const uint32_t* const __restrict order = order_.data();
+  const uint32_t* const __restrict parent = shape_.parents();
+  const uint8_t* const __restrict lexical = shape_.lexicalEdges();
+  // Each slot's metrics: its points' and, children first (slots in increasing order), its
+  // children's. A slot keeps the scopes of those alone, in metric order, at place[k] (a
+  // GPU measurement's context has values of a few of its dozens of metrics: a slot of every
+  // metric's scopes was ten times the memory, every access to it a miss).
+  for (const ContextValue& p : points)
+    if (p.value != 0) masks[size_t(slotOf[p.ctx]) * words + p.metric / 64] |= uint64_t(1) << (p.metric % 64);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t c = order[k], up = parent[c];
+    if (up == c) continue;
+    const size_t kp = size_t(slotOf[up]);
+    for (uint32_t w = 0; w < words; ++w) masks[kp * words + w] |= masks[k * words + w];
+  }
+  place[0] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    uint64_t bits = 0;
+    for (uint32_t w = 0; w < words; ++w) bits += uint64_t(std::popcount(masks[k * words + w]));
+    place[k + 1] = place[k] + bits;
+  }
+  const size_t entries = size_t(place[n]) * kNumScopes;
+  if (values_.size() < entries) values_.resize(std::max(entries, 2 * values_.size()));
+  std::fill_n(values_.data(), entries, 0.0);
+  double* const __restrict values = values_.data();
+  // A metric's scopes within its slot: its rank among the slot's metrics.
+  auto rank = [](const uint64_t* mask, uint32_t m) {
+    uint32_t r = 0;
+    for (uint32_t w = 0; w < m / 64; ++w) r += uint32_t(std::popcount(mask[w]));
+    return r + uint32_t(std::popcount(mask[m / 64] & ((uint64_t(1) << (m % 64)) - 1)));
+  };
   for (const ContextValue& p : points) {
     if (p.value == 0) continue;
     const size_t k = size_t(slotOf[p.ctx]);
-    uint64_t& word = masks[k * words + p.metric / 64];
-    const uint64_t bit = uint64_t(1) << (p.metric % 64);
-    double* v = values + k * width + size_t(p.metric) * kNumScopes;
-    if (!(word & bit)) {
-      word |= bit;
-      std::fill_n(v, kNumScopes, 0.0);
-    }
+    double* v = values + (place[k] + rank(masks + k * words, p.metric)) * kNumScopes;
     for (uint32_t s = 0; s < kNumScopes; ++s) v[s] += p.value;
   }
-  // Children first (slots in increasing order), each of its metrics to its parent: execution
-  // over every edge, function and lex_aware over lexical ones (flowUp's rule); a metric new to
-  // the parent starts there from these.
-  {
-    const uint32_t* const __restrict order = order_.data();
-    const uint32_t* const __restrict parent = shape_.parents();
-    const uint8_t* const __restrict lexical = shape_.lexicalEdges();
-    for (size_t k = 0; k < n; ++k) {
-      const uint32_t c = order[k];
-      const uint32_t up = parent[c];
-      if (up == c) continue;
-      const size_t kp = size_t(slotOf[up]);
-      const bool lex = lexical[c];
-      for (uint32_t w = 0; w < words; ++w) {
-        uint64_t bits = masks[k * words + w];
-        uint64_t& upWord = masks[kp * words + w];
-        while (bits) {
-          const uint32_t m = w * 64 + uint32_t(std::countr_zero(bits));
-          const uint64_t bit = bits & -bits;
-          bits ^= bit;
-          const double* from = values + k * width + size_t(m) * kNumScopes;
-          double* to = values + kp * width + size_t(m) * kNumScopes;
-          if (!(upWord & bit)) {
-            upWord |= bit;
-            to[kPoint] = 0;
-            to[kExecution] = 0 + from[kExecution];
-            to[kFunction] = lex ? 0 + from[kFunction] : 0;
-            to[kLexAware] = lex ? 0 + from[kLexAware] : 0;
-          } else {
-            to[kExecution] += from[kExecution];
-            if (lex) {
-              to[kFunction] += from[kFunction];
-              to[kLexAware] += from[kLexAware];
-            }
-          }
+  // Each context's metrics to its parent, children first: execution over every edge,
+  // function and lex_aware over lexical ones (flowUp's rule). A child's metrics are among its
+  // parent's, so both are walked in metric order at once.
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t c = order[k], up = parent[c];
+    if (up == c) continue;
+    const size_t kp = size_t(slotOf[up]);
+    const bool lex = lexical[c];
+    const double* from = values + place[k] * kNumScopes;
+    double* const toSlot = values + place[kp] * kNumScopes;
+    uint32_t before = 0;  // the parent's metrics in the words before
+    for (uint32_t w = 0; w < words; ++w) {
+      const uint64_t upWord = masks[kp * words + w];
+      for (uint64_t bits = masks[k * words + w]; bits; bits &= bits - 1) {
+        const uint64_t below = (bits & -bits) - 1;
+        double* to = toSlot + (before + uint32_t(std::popcount(upWord & below))) * kNumScopes;
+        to[kExecution] += from[kExecution];
+        if (lex) {
+          to[kFunction] += from[kFunction];
+          to[kLexAware] += from[kLexAware];
         }
+        from += kNumScopes;
       }
+      before += uint32_t(std::popcount(upWord));
     }
   }
-  // The row in increasing context order: each slot's metrics by their bits, ascending, each
-  // one's non-zero scopes. At most a metric's scopes per bit: with many metrics measured
-  // (GPU PC sampling's 25), a context has a few of them, and scratch for all would be ten
-  // times the memory, fresh pages that are dear.
-  size_t bits = 0;
-  for (size_t k = 0; k < n * words; ++k) bits += size_t(std::popcount(masks[k]));
-  reserveRow(bits * kNumScopes, n);
+  // The row in increasing context order: each slot's metrics, ascending, each one's non-zero
+  // scopes. At most the scopes of the metrics present.
+  reserveRow(entries, n);
   uint16_t* const __restrict metricOut = rowMetric_.data();
   double* const __restrict valueOut = rowValue_.data();
   uint32_t* const __restrict ctxOut = rowCtx_.data();
   uint64_t* const __restrict startOut = rowStart_.data();
   uint32_t* const __restrict byMetric = metricCounts_.empty() ? nullptr : metricCounts_.data();
   uint64_t* const __restrict counts = counts_.data();
-  const uint32_t* const __restrict order = order_.data();
   size_t at = 0, rows = 0;
   startOut[0] = 0;
-  // A slot's values and its context's counts by metric lie a slot's width apart (100 doubles
-  // and counts at 25 metrics: a context's few metrics miss the caches, 8 MB of counts a
-  // thread): each metric's of a slot are fetched a few slots ahead.
+  // A context's counts by metric lie a context's width apart, mostly outside the caches:
+  // fetched a few contexts ahead.
   constexpr size_t kAhead = 8;
   for (size_t j = n; j-- > 0;) {
     const uint32_t c = order[j];
-    if (j >= kAhead) {
-      const size_t ja = j - kAhead;
-      const double* const va = values + ja * width;
-      uint32_t* const ca = byMetric ? byMetric + size_t(order[ja]) * width : nullptr;
-      for (uint32_t w = 0; w < words; ++w)
-        for (uint64_t bits = masks[ja * words + w]; bits; bits &= bits - 1) {
-          const size_t m = size_t(w) * 64 + size_t(std::countr_zero(bits));
-          __builtin_prefetch(va + m * kNumScopes);
-          if (ca) __builtin_prefetch(ca + m * kNumScopes, 1);
-        }
-    }
+    if (byMetric && j >= kAhead) __builtin_prefetch(byMetric + size_t(order[j - kAhead]) * width, 1);
     const size_t before = at;
+    const double* v = values + place[j] * kNumScopes;
     for (uint32_t w = 0; w < words; ++w)
       for (uint64_t bits = masks[j * words + w]; bits; bits &= bits - 1) {
         const uint32_t m = w * 64 + uint32_t(std::countr_zero(bits));
-        const double* v = values + j * width + size_t(m) * kNumScopes;
         for (uint32_t s = 0; s < kNumScopes; ++s) {
           if (v[s] == 0) continue;
           const uint32_t id = m * kNumScopes + s;
@@ -363,6 +357,7 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
           ++at;
           if (byMetric) ++byMetric[size_t(c) * width + id];
         }
+        v += kNumScopes;
       }
     if (at == before) continue;
     if (!byMetric) counts[c] += at - before;

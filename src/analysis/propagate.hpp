@@ -98,9 +98,9 @@ private:
   template <uint32_t kWidth> void runDense(std::span<const ContextValue> points, SparseRow& out);
   template <uint32_t kWidth> void runWidth(std::span<const ContextValue> points, SparseRow& out);
   // Three metrics or more: values in slots of the touched contexts as runWidth, each slot with
-  // a bitmask of the metrics it has values of, so that flowing up, writing and counting go
-  // over those alone (a GPU measurement's context has values of a few of its dozens), and a
-  // slot's values are set where a metric first reaches it instead of zeroed whole.
+  // a bitmask of the metrics it has values of and the scopes of those alone, so that flowing
+  // up, writing and counting go over those (a GPU measurement's context has values of a few
+  // of its dozens) and the values of a profile are as many as it has.
   void runMasked(std::span<const ContextValue> points, SparseRow& out);
   // Writes the row from values by slot (v(k) for the k-th context of order_ from the end, i.e.
   // in increasing context order), counting it (runDense writes its row as it sweeps).
@@ -118,9 +118,10 @@ private:
   std::vector<int32_t> slotOf_;     // a touched context's slot (valid during a run only)
   std::vector<uint64_t> pending_;   // bitset of the contexts touched (all clear between runs)
   std::vector<uint32_t> order_;     // the contexts touched, decreasing: slot k is order_[k] (sized for the tree)
-  std::vector<double> values_;      // width_ per slot; its size only grows
+  std::vector<double> values_;      // width_ per slot (runMasked: its metrics' scopes); only grows
   std::vector<double> dense_;       // width_ per context (all zero between runs), or empty
   std::vector<uint64_t> masks_;     // runMasked: maskWords_ per slot
+  std::vector<uint64_t> place_;     // runMasked: where a slot's values start, in metrics
   uint32_t maskWords_ = 0;
   std::vector<uint64_t> counts_;        // by context, where there are no metricCounts_
   std::vector<uint32_t> metricCounts_;  // by (context, propagated metric), or empty
