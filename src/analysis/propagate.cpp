@@ -286,7 +286,10 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
     place[k + 1] = place[k] + bits;
   }
   const size_t entries = size_t(place[n]) * kNumScopes;
-  if (values_.size() < entries) values_.resize(std::max(entries, 2 * values_.size()));
+  if (values_.size() < entries) {  // scratch: made anew, nothing copied (tens of MB on a large tree)
+    std::vector<double>().swap(values_);
+    values_.resize(entries + entries / 4);
+  }
   std::fill_n(values_.data(), entries, 0.0);
   double* const __restrict values = values_.data();
   // A metric's scopes within its slot: its rank among the slot's metrics.
@@ -328,15 +331,27 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
     }
   }
   // The row in increasing context order: each slot's metrics, ascending, each one's non-zero
-  // scopes. At most the scopes of the metrics present.
-  reserveRow(entries, n);
-  uint16_t* const __restrict metricOut = rowMetric_.data();
-  double* const __restrict valueOut = rowValue_.data();
-  uint32_t* const __restrict ctxOut = rowCtx_.data();
-  uint64_t* const __restrict startOut = rowStart_.data();
+  // scopes, written straight into `out` once counted (no scratch of the most there could be
+  // and copy: tens of MB a thread on a large tree).
+  size_t rows = 0, nonZero = 0;
+  for (size_t j = 0; j < n; ++j) {
+    const double* const v = values + place[j] * kNumScopes;
+    size_t here = 0;
+    for (size_t e = 0; e < size_t(place[j + 1] - place[j]) * kNumScopes; ++e) here += v[e] != 0;
+    nonZero += here;
+    rows += here != 0;
+  }
+  out.ctx.resize(rows);
+  out.start.resize(rows + 1);
+  out.metric.resize(nonZero);
+  out.value.resize(nonZero);
+  uint16_t* const __restrict metricOut = out.metric.data();
+  double* const __restrict valueOut = out.value.data();
+  uint32_t* const __restrict ctxOut = out.ctx.data();
+  uint64_t* const __restrict startOut = out.start.data();
   uint32_t* const __restrict byMetric = metricCounts_.empty() ? nullptr : metricCounts_.data();
   uint64_t* const __restrict counts = counts_.data();
-  size_t at = 0, rows = 0;
+  size_t at = 0, row = 0;
   startOut[0] = 0;
   // A context's counts by metric lie a context's width apart, mostly outside the caches:
   // fetched a few contexts ahead.
@@ -361,10 +376,9 @@ void Propagator::runMasked(std::span<const ContextValue> points, SparseRow& out)
       }
     if (at == before) continue;
     if (!byMetric) counts[c] += at - before;
-    ctxOut[rows] = c;
-    startOut[++rows] = at;
+    ctxOut[row] = c;
+    startOut[++row] = at;
   }
-  copyRow(rows, at, out);
 }
 
 void Propagator::reserveRow(size_t entries, size_t contexts) {
