@@ -8,9 +8,10 @@ new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per c
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
 profile count), the database size against a dense matrix of the same values, hpcprof's fixed
 cost (a run on one tiny profile: process start, heap on huge pages, output set-up),
-seven other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
+nine other shapes (N profiles each lacking about 1 % of the tree's leaves; 10,000 profiles of
 5,000 nodes; 100 profiles of 400,000 nodes; N profiles of a shallow tree, listed alike and
-each in its own order; N profiles describing 93 metrics with 1, then 25, measured; 64 profiles
+each in its own order; N profiles describing 93 metrics with 1, then 25, measured (and 16
+profiles of 200,000 nodes with 25); 64 profiles
 with traces of 500,000 records: x read and peak
 memory, and one more -j2 run with -v: the time its threads spent in reads and in writes;
 for the 400,000-node tree also its first profile alone at -j2, what the tree costs whatever
@@ -291,6 +292,10 @@ def main():
                   other_shape(gen, prof, tmp, "93 metrics described, 1 measured", profiles, nodes, 2000,
                               metrics=(93, 1)),
                   other_shape(gen, prof, tmp, "93 metrics described, 25 measured", profiles, nodes, 2000,
+                              metrics=(93, 25)),
+                  # The same on a large tree: a propagator's memory follows the values a profile
+                  # has, not the tree times the metrics.
+                  other_shape(gen, prof, tmp, "93 metrics described, 25 measured, large tree", 16, 200000, 2000,
                               metrics=(93, 25)),
                   # Long traces (a 4 kHz sample rate over two minutes): the trace is most of
                   # the input and the database.
