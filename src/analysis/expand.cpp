@@ -461,7 +461,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     // More than kScan children sorted by key (stable: the first of equal keys stays first).
     std::vector<uint32_t> order(start[n + 1]);  // slot -> position
     std::vector<KeyedSlot>& slots = out.keyedSlot_;
-    slots.assign(order.size() + 4, KeyedSlot{kNoKey, 0});
+    slots.assign(order.size(), KeyedSlot{kNoKey, 0});
     std::vector<uint32_t> stack;
     uint32_t next = 0;
     // The children of position p (n: the roots) take the next block; returns its slots.
@@ -486,7 +486,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
     // Nodes not reached from the roots (a cycle) have no slot.
     order.resize(next);
-    slots.resize(next + 4);
+    slots.resize(next);
     out.keyedCtx_.resize(next);
     out.keyedFp_.assign(next + 16, 0);
     for (uint32_t c = 0; c < next; ++c) out.keyedFp_[c] = keyFingerprint(slots[c].key);

@@ -92,7 +92,7 @@ private:
   std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
   uint64_t keyedLoadMapGen_ = 0;  // ProfileTree::loadMapGen of keyedLoadMap_ (0: unnamed)
   std::vector<Context*> keyedCtx_;    // by slot
-  std::vector<KeyedSlot> keyedSlot_;  // 4 more at the end: 4 read at once from any slot
+  std::vector<KeyedSlot> keyedSlot_;  // by slot
   // A byte of each slot's key (keyFingerprint), by slot, 16 more at the end: a block of up
   // to 16 siblings is searched with one compare of 16 bytes, the key compared only where its
   // byte is the node's.
