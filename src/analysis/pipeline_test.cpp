@@ -180,6 +180,16 @@ TEST(Pipeline, SmallWithStructure) {
   }
 }
 
+// Runs the pipeline into `sink`, which takes each trace streamed (a chunk at a time, into
+// its placed line) or whole, at `threads`.
+Expected<PipelineResult> runTraced(std::vector<std::unique_ptr<ProfileSource>>& in, const StructureSource& structure,
+                                   MemorySink& sink, bool stream, unsigned threads = 1) {
+  sink.streamTraces = stream;
+  PipelineOptions opt;
+  opt.threads = threads;
+  return runPipeline(in, &structure, sink, opt);
+}
+
 // Long traces whose records name a few nodes again and again, an unknown node and the idle
 // placeholder among them, each profile in its own order (the spill keeps a table of the
 // distinct contexts and an index a record): every record gets its node's listed context, the
@@ -208,10 +218,7 @@ TEST(Pipeline, LongTracesNameTheirNodesContexts) {
       in.push_back(std::move(f));
     }
     MemorySink sink;
-    sink.streamTraces = stream;
-    PipelineOptions opt;
-    opt.threads = threads;
-    auto r = runPipeline(in, &structure, sink, opt);
+    auto r = runTraced(in, structure, sink, stream, threads);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_EQ(sink.traceLines[1].size(), named.size());
     std::map<uint32_t, uint32_t> want;  // node -> its listed context, from profile 1
@@ -265,10 +272,7 @@ TEST(Pipeline, TracesOfLargeNodeIdsNameTheirContexts) {
     farAll->allNodes = true;
     in.push_back(std::move(farAll));
     MemorySink sink;
-    sink.streamTraces = stream;
-    PipelineOptions opt;
-    opt.threads = threads;
-    auto r = runPipeline(in, &structure, sink, opt);
+    auto r = runTraced(in, structure, sink, stream, threads);
     ASSERT_TRUE(r.ok()) << r.status().message();
     std::map<uint32_t, uint32_t> want;
     for (size_t k = 0; k < named.size(); ++k) want[named[k]] = sink.traceLines[1][k].ctx;
@@ -303,8 +307,7 @@ TEST(Pipeline, TraceGoneBeforeTheSecondPassLeavesTheProfileWithoutOne) {
     in.push_back(std::make_unique<FakeProfile>("a", smallTree(), smallValues()));
     in.push_back(std::make_unique<GoneTrace>());
     MemorySink sink;
-    sink.streamTraces = stream;
-    auto r = runPipeline(in, &structure, sink, PipelineOptions());
+    auto r = runTraced(in, structure, sink, stream);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->profiles, 2u);
     EXPECT_EQ(sink.traceLines[1].size(), 3u);
@@ -361,8 +364,7 @@ TEST(Pipeline, StreamedTracesSortedAndBoundedByTheirFirstCount) {
     in.push_back(std::make_unique<Changing>("shrank", ordered, shorter));
     in.push_back(std::make_unique<Changing>("grew", ordered, longer));
     MemorySink sink;
-    sink.streamTraces = stream;
-    auto r = runPipeline(in, &structure, sink, PipelineOptions());
+    auto r = runTraced(in, structure, sink, stream);
     ASSERT_TRUE(r.ok()) << r.status().message();
     const std::vector<TracePoint>& a = sink.traceLines[1];
     ASSERT_EQ(a.size(), 1000u);
