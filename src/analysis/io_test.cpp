@@ -15,6 +15,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include "analysis/expand.hpp"
 #include "analysis/io.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/options.hpp"
@@ -411,6 +412,41 @@ TEST(MeasuredBinaries, EachProcedureAsTheWholeBinarysStructureFileHasIt) {
   }
 }
 
+// With threads, the first profile's measured binaries are opened ahead, in parallel: only
+// those its instructions fall in, not every one its load map lists (a program maps many it is
+// never sampled in, and each opened is a pass over all its procedures).
+TEST(MeasuredBinaries, TheFirstProfileOpensOnlyTheBinariesItsInstructionsFallIn) {
+  const fs::path libs = fs::path(HPC_BINARY_DIR) / "src/structure/testlibs";
+  auto structure = withMeasuredBinaries(nullptr, {});
+  Cct cct;
+  Names names;
+  Expander expander(cct, names, structure.get());
+  ProfileTree tree;
+  tree.loadMap = {{1, (libs / "libnest3.so").string()},
+                  {2, (libs / "libswitch_loop.so").string()},
+                  {3, (libs / "libcalled_only.so").string()},
+                  {4, (libs / "libinline_loops.so").string()}};
+  TreeNode root;
+  root.id = 1;
+  root.placeholder = Placeholder::MainThread;
+  tree.nodes.push_back(root);
+  for (uint16_t module : {1, 4, 1}) {
+    TreeNode n;
+    n.id = uint32_t(tree.nodes.size() + 1);
+    n.parent = 1;
+    n.module = module;
+    n.offset = 0x1000 + n.id;
+    tree.nodes.push_back(n);
+  }
+  const BinaryAnalysis before = binaryAnalysis();
+  tbb::task_arena(2).execute([&] { expander.prepareStructure(tree); });
+  const BinaryAnalysis after = binaryAnalysis();
+  EXPECT_EQ(after.binaries - before.binaries, 2u);  // libnest3 and libinline_loops
+  // The ones left out are opened when an instruction of theirs is first looked up.
+  std::vector<ScopeStep> steps;
+  structure->lookup((libs / "libswitch_loop.so").string(), 0x1000, steps);
+  EXPECT_EQ(binaryAnalysis().binaries - before.binaries, 3u);
+}
 
 // Structure files are read lazily: checked and indexed whole, each procedure (with those
 // whose address ranges overlap it) parsed when first looked up. Every answer must be the one
