@@ -27,45 +27,83 @@ int compare(const Function* a, const Function* b) {
   return cmp3(a->line, b->line);
 }
 
-const Module* Names::module(const std::string& path) {
-  std::lock_guard lock(mu_);
-  auto& slot = modules_[path];
-  if (!slot) {
-    slot = std::make_unique<Module>();
-    slot->path = path;
-  }
-  return slot.get();
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
 }
 
-const File* Names::file(const std::string& path) {
-  std::lock_guard lock(mu_);
-  auto& slot = files_[path];
-  if (!slot) {
-    slot = std::make_unique<File>();
-    slot->path = path;
-  }
-  return slot.get();
+}  // namespace
+
+struct alignas(64) Names::Shard {
+  std::mutex mu;
+  std::unordered_map<std::string_view, std::unique_ptr<Module>> modules;
+  std::unordered_map<std::string_view, std::unique_ptr<File>> files;
+  std::unordered_map<FnKey, std::unique_ptr<Function>, FnHash> functions;
+};
+
+size_t Names::FnHash::operator()(const FnKey& k) const {
+  uint64_t h = std::hash<std::string_view>()(k.name);
+  h = mix(h, reinterpret_cast<uintptr_t>(k.module));
+  h = mix(h, k.offset);
+  h = mix(h, reinterpret_cast<uintptr_t>(k.file));
+  h = mix(h, k.line);
+  return size_t(mix(h, k.site));
 }
 
-const Function* Names::function(const std::string& name, const Module* m, uint64_t offset,
-                                const File* f, uint32_t line, uint64_t site) {
-  std::lock_guard lock(mu_);
-  auto& slot = functions_[FnKey(name, m, offset, f, line, site)];
-  if (!slot) {
-    slot = std::make_unique<Function>();
-    *slot = Function{name, m, offset, f, line, site, 0};
-  }
-  return slot.get();
+Names::Names() : shards_(std::make_unique<Shard[]>(kShards)) {}
+Names::~Names() = default;
+
+const Module* Names::module(std::string_view path) {
+  const size_t h = std::hash<std::string_view>()(path);
+  Shard& sh = shards_[(h >> 7) % kShards];
+  std::lock_guard lock(sh.mu);
+  if (auto it = sh.modules.find(path); it != sh.modules.end()) return it->second.get();
+  auto m = std::make_unique<Module>();
+  m->path = std::string(path);
+  Module* made = m.get();
+  sh.modules.emplace(std::string_view(made->path), std::move(m));
+  return made;
+}
+
+const File* Names::file(std::string_view path) {
+  const size_t h = std::hash<std::string_view>()(path);
+  Shard& sh = shards_[(h >> 7) % kShards];
+  std::lock_guard lock(sh.mu);
+  if (auto it = sh.files.find(path); it != sh.files.end()) return it->second.get();
+  auto f = std::make_unique<File>();
+  f->path = std::string(path);
+  File* made = f.get();
+  sh.files.emplace(std::string_view(made->path), std::move(f));
+  return made;
+}
+
+const Function* Names::function(std::string_view name, const Module* m, uint64_t offset, const File* f,
+                                uint32_t line, uint64_t site) {
+  const FnKey key{name, m, offset, f, line, site};
+  Shard& sh = shards_[(FnHash()(key) >> 7) % kShards];
+  std::lock_guard lock(sh.mu);
+  if (auto it = sh.functions.find(key); it != sh.functions.end()) return it->second.get();
+  auto fn = std::make_unique<Function>();
+  *fn = Function{std::string(name), m, offset, f, line, site, 0};
+  Function* made = fn.get();
+  sh.functions.emplace(FnKey{made->name, m, offset, f, line, site}, std::move(fn));
+  return made;
 }
 
 void Names::finalize() {
   moduleList_.clear();
   fileList_.clear();
   functionList_.clear();
-  for (auto& [k, v] : modules_) moduleList_.push_back(v.get());
-  for (auto& [k, v] : files_) fileList_.push_back(v.get());
-  for (auto& [k, v] : functions_) functionList_.push_back(v.get());
-  // The maps are keyed by path already; functions need content order.
+  for (size_t k = 0; k < kShards; ++k) {
+    for (auto& [key, v] : shards_[k].modules) moduleList_.push_back(v.get());
+    for (auto& [key, v] : shards_[k].files) fileList_.push_back(v.get());
+    for (auto& [key, v] : shards_[k].functions) functionList_.push_back(v.get());
+  }
+  // Content order: modules and files by path, functions by compare().
+  std::sort(moduleList_.begin(), moduleList_.end(), [](const Module* a, const Module* b) { return a->path < b->path; });
+  std::sort(fileList_.begin(), fileList_.end(), [](const File* a, const File* b) { return a->path < b->path; });
   std::sort(functionList_.begin(), functionList_.end(),
             [](const Function* a, const Function* b) { return compare(a, b) < 0; });
   for (size_t i = 0; i < moduleList_.size(); ++i) moduleList_[i]->index = uint32_t(i);

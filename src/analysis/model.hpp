@@ -3,11 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace hpc::analysis {
@@ -48,15 +48,16 @@ int compare(const Function* a, const Function* b);
 // Thread-safe interning of modules, files and functions.
 class Names {
 public:
-  Names() = default;
+  Names();
+  ~Names();
   Names(const Names&) = delete;
   Names& operator=(const Names&) = delete;
 
   // MT: thread-safe; returned pointers stay valid for the lifetime of Names.
-  const Module* module(const std::string& path);
-  const File* file(const std::string& path);
-  const Function* function(const std::string& name, const Module* m, uint64_t offset,
-                           const File* f, uint32_t line, uint64_t site);
+  const Module* module(std::string_view path);
+  const File* file(std::string_view path);
+  const Function* function(std::string_view name, const Module* m, uint64_t offset, const File* f, uint32_t line,
+                           uint64_t site);
 
   // MT: externally synchronized (after all interning). Assigns dense indices in content
   // order and returns the objects in that order.
@@ -66,11 +67,25 @@ public:
   const std::vector<Function*>& functions() const { return functionList_; }
 
 private:
-  using FnKey = std::tuple<std::string, const Module*, uint64_t, const File*, uint32_t, uint64_t>;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Module>> modules_;
-  std::map<std::string, std::unique_ptr<File>> files_;
-  std::map<FnKey, std::unique_ptr<Function>> functions_;
+  // Every expanded instruction interns its steps' files and functions: in hash tables
+  // spread over shards, each with its own lock (one lock and ordered maps of strings had
+  // the threads of a real measurement with structure waiting on each other, and comparing
+  // paths). Keys view the names of the objects they lead to.
+  struct FnKey {
+    std::string_view name;
+    const Module* module;
+    uint64_t offset;
+    const File* file;
+    uint32_t line;
+    uint64_t site;
+    bool operator==(const FnKey&) const = default;
+  };
+  struct FnHash {
+    size_t operator()(const FnKey& k) const;
+  };
+  struct Shard;
+  static constexpr size_t kShards = 64;
+  std::unique_ptr<Shard[]> shards_;
   std::vector<Module*> moduleList_;
   std::vector<File*> fileList_;
   std::vector<Function*> functionList_;

@@ -599,6 +599,54 @@ TEST(Propagation, ByContextAndBySlotAgreeWithWalkingUp) {
   }
 }
 
+// Interning from many threads at once: one object per name, whoever asks first; finalize()
+// numbers them in content order, whatever order they were asked in.
+TEST(Names, OneObjectPerNameFromManyThreadsNumberedInContentOrder) {
+  Names names;
+  constexpr int kThreads = 4, kNames = 3000;
+  std::vector<std::vector<const File*>> files(kThreads);
+  std::vector<std::vector<const Function*>> functions(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng{uint32_t(t)};
+      std::vector<int> order(kNames);
+      for (int i = 0; i < kNames; ++i) order[size_t(i)] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      files[size_t(t)].resize(kNames);
+      functions[size_t(t)].resize(kNames);
+      const Module* m = names.module("/lib/libm" + std::to_string(t % 2) + ".so");
+      for (int i : order) {
+        const File* f = names.file("/src/file" + std::to_string(i % 500) + ".c");
+        files[size_t(t)][size_t(i)] = f;
+        // Functions alike but for one field each are distinct.
+        functions[size_t(t)][size_t(i)] =
+            names.function("fn" + std::to_string(i / 3), t % 2 ? m : nullptr, uint64_t(i % 3), f, uint32_t(i % 7), 0);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(files[size_t(t)], files[0]);
+  for (int t = 2; t < kThreads; ++t) EXPECT_EQ(functions[size_t(t)], functions[size_t(t % 2)]);
+  EXPECT_NE(functions[0][0], functions[1][0]);  // another module
+  EXPECT_EQ(names.file("/src/file7.c"), files[0][7]);
+  EXPECT_EQ(files[0][7], files[0][507]);
+  EXPECT_EQ(names.function("fn2", nullptr, 0, files[0][6], 6, 0), functions[0][6]);
+  EXPECT_NE(names.function("fn2", nullptr, 0, files[0][6], 6, 1), functions[0][6]);  // another site
+  names.finalize();
+  ASSERT_EQ(names.modules().size(), 2u);
+  EXPECT_EQ(names.modules()[0]->path, "/lib/libm0.so");
+  ASSERT_EQ(names.files().size(), 500u);
+  for (size_t i = 1; i < names.files().size(); ++i) {
+    EXPECT_LT(names.files()[i - 1]->path, names.files()[i]->path);
+    EXPECT_EQ(names.files()[i]->index, i);
+  }
+  ASSERT_EQ(names.functions().size(), size_t(2 * kNames + 1));
+  for (size_t i = 1; i < names.functions().size(); ++i) {
+    EXPECT_LT(compare(names.functions()[i - 1], names.functions()[i]), 0);
+    EXPECT_EQ(names.functions()[i]->index, i);
+  }
+}
+
 TEST(Pipeline, IdTuples) {
   std::vector<std::vector<IdIn>> in = {{{1, 1, 50, 0}, {3, 3, 0, 1}}, {{1, 1, 20, 0}, {3, 0, 9, 4}}};
   auto out = resolveIdTuples(in);
