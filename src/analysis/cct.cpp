@@ -78,15 +78,22 @@ Cct::Arena& Cct::arena() {
   return *cached;
 }
 
+void Cct::addBlock(Arena& a) {
+  const size_t bytes = a.nextBlock * sizeof(Context);
+  a.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[bytes]), a.nextBlock});
+  a.next = a.blocks.back().memory.get();
+  a.left = a.nextBlock;
+  a.nextBlock = std::min<size_t>(a.nextBlock * 2, 4096);
+  // Its pages touched here, outside any shard's lock: the faults of fresh memory (up to a
+  // few ms a MiB on a virtual machine) held the lock, and every other thread soon needed
+  // that shard (64 of them, and thousands of lookups a millisecond).
+  for (size_t at = 0; at < bytes; at += 4096) reinterpret_cast<volatile std::byte*>(a.next)[at] = std::byte{0};
+}
+
 Context* Cct::make(Context* parent, const ContextKey& key) {
   static_assert(std::is_trivially_destructible_v<Context>);
   Arena& a = arena();
-  if (a.left == 0) {
-    a.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[a.nextBlock * sizeof(Context)]), a.nextBlock});
-    a.next = a.blocks.back().memory.get();
-    a.left = a.nextBlock;
-    a.nextBlock = std::min<size_t>(a.nextBlock * 2, 4096);
-  }
+  if (a.left == 0) addBlock(a);
   Context* c = new (a.next) Context(this, parent, key);
   a.next += sizeof(Context);
   --a.left;
@@ -139,7 +146,25 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
   if (released_.load(std::memory_order_acquire)) [[unlikely]] restoreLookup();
   const uint64_t h = hashOf(parent, key);
   Shard& s = shards_[h >> (64 - kShardBits)];
-  std::lock_guard lock(s.mu);
+  std::unique_lock lock(s.mu);
+  size_t i = 0;  // the free slot the search ended on
+  for (;;) {
+    if (!s.table.empty()) {
+      const size_t mask = s.table.size() - 1;
+      for (i = h & mask; s.table[i].ctx; i = (i + 1) & mask) {
+        const Slot& e = s.table[i];
+        if (e.hash == h && e.ctx->parent_ == parent && e.ctx->key_ == key) return e.ctx;
+      }
+    }
+    // A new context: where this thread's arena is full, its next block is made with the lock
+    // released (the faults of its fresh pages held the lock, and soon every other thread
+    // needed this shard), then the shard is searched again.
+    Arena& a = arena();
+    if (a.left != 0) break;
+    lock.unlock();
+    addBlock(a);
+    lock.lock();
+  }
   if (2 * (s.used + 1) > s.table.size()) {
     // Grow: twice the slots, every entry placed again by its kept hash.
     std::vector<Slot> old = std::move(s.table);
@@ -147,18 +172,14 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
     const size_t mask = s.table.size() - 1;
     for (const Slot& e : old) {
       if (!e.ctx) continue;
-      size_t i = e.hash & mask;
-      while (s.table[i].ctx) i = (i + 1) & mask;
-      s.table[i] = e;
+      size_t j = e.hash & mask;
+      while (s.table[j].ctx) j = (j + 1) & mask;
+      s.table[j] = e;
     }
     s.slots.store(s.table.data(), std::memory_order_relaxed);
     s.mask.store(mask, std::memory_order_relaxed);
-  }
-  const size_t mask = s.table.size() - 1;
-  size_t i = h & mask;
-  for (; s.table[i].ctx; i = (i + 1) & mask) {
-    const Slot& e = s.table[i];
-    if (e.hash == h && e.ctx->parent_ == parent && e.ctx->key_ == key) return e.ctx;
+    for (i = h & mask; s.table[i].ctx; i = (i + 1) & mask) {
+    }
   }
   Context* c = make(parent, key);
   s.table[i] = {h, c};

@@ -159,6 +159,8 @@ private:
   // f(Context*) for every context but the root, arena by arena, in memory order.
   template <typename F> void eachContext(F&& f) const;
   Context* make(Context* parent, const ContextKey& key);
+  // A's next block, its pages touched.
+  static void addBlock(Arena& a);
 
   std::unique_ptr<Shard[]> shards_;
   std::atomic<bool> released_{false};
