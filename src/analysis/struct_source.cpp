@@ -125,8 +125,20 @@ public:
     uint32_t groups = 0;
     for (uint32_t u = 0; u < parent.size(); ++u)
       if (uint32_t& g = groupOf[root(u)]; g == UINT32_MAX) g = groups++;
+    // Each group's units in one array, in document order (a vector a group was an allocation
+    // each, tens of thousands for a large binary's file).
     groups_ = std::make_unique<Group[]>(groups);
-    for (uint32_t u = 0; u < parent.size(); ++u) groups_[groupOf[root(u)]].units.push_back(u);
+    for (uint32_t u = 0; u < parent.size(); ++u) ++groups_[groupOf[root(u)]].count;
+    for (uint32_t g = 0, at = 0; g < groups; ++g) {
+      groups_[g].first = at;
+      at += groups_[g].count;
+      groups_[g].count = 0;
+    }
+    groupUnits_.resize(parent.size());
+    for (uint32_t u = 0; u < parent.size(); ++u) {
+      Group& g = groups_[groupOf[root(u)]];
+      groupUnits_[g.first + g.count++] = u;
+    }
     modules_.resize(index_.modules.size());
     for (const Hull& h : hulls) modules_[h.module].push_back({h.begin, h.end, groupOf[root(h.unit)]});
     std::string prolog;
@@ -174,7 +186,7 @@ private:
     structfile::AddressIndex index;
   };
   struct Group {
-    std::vector<uint32_t> units;  // in document order
+    uint32_t first = 0, count = 0;  // its units: groupUnits_[first, first + count)
     std::once_flag once;
     std::atomic<bool> done{false};
     std::unique_ptr<Parsed> parsed;
@@ -185,7 +197,8 @@ private:
     std::call_once(group.once, [&] {
       auto read = [this](uint64_t at, uint64_t n, std::string& out) { return readBytes(at, n, out); };
       auto doc = prolog_.empty() ? Expected<std::string>(Status::error(path_.string() + ": cannot read it again"))
-                                 : structfile::units_document(read, index_, prolog_, group.units);
+                                 : structfile::units_document(read, index_, prolog_,
+                                                              std::span(groupUnits_).subspan(group.first, group.count));
       auto model = doc.ok() ? structfile::parse_model(*doc, path_.string()) : Expected<structfile::Structure>(doc.status());
       if (model.ok() && model->children.size() == 1) {
         group.parsed = std::make_unique<Parsed>(std::move(*model));
@@ -216,6 +229,7 @@ private:
   std::string prolog_;  // for the units' documents (empty: unreadable)
   std::vector<std::vector<Span>> modules_;  // by module: disjoint, sorted
   std::unique_ptr<Group[]> groups_;  // units whose ranges overlap, transitively
+  std::vector<uint32_t> groupUnits_;  // every group's units, a group's together
 };
 
 class StructFiles final : public StructureSource {

@@ -596,7 +596,7 @@ std::string unit_prolog(std::string_view prolog, const UnitIndex& index) {
 }
 
 Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& index, std::string_view prolog,
-                                     const std::vector<uint32_t>& which) {
+                                     std::span<const uint32_t> which) {
   std::string doc(prolog);
   if (which.empty()) return doc + "</HPCToolkitStructure>\n";
   const UnitIndex::Module& m = index.modules[index.units[which.front()].module];

@@ -142,7 +142,7 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
 // (unit_prolog).
 using ReadBytes = std::function<Status(uint64_t offset, uint64_t length, std::string& out)>;
 Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& index, std::string_view prolog,
-                                     const std::vector<uint32_t>& which);
+                                     std::span<const uint32_t> which);
 // The prolog for units_document from the file's own (`prolog`, the bytes up to the end of
 // the root's start tag): without its DTD where the DTD can change nothing the parser reads
 // (no entity, no default value: nothing quoted outside its comments), so that a unit's

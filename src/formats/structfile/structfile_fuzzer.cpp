@@ -80,7 +80,7 @@ void checkLazy(std::string_view in, const Scope& whole, const std::filesystem::p
     return hpc::Status();
   };
   for (uint32_t k = 0; k < index->units.size(); ++k) {
-    auto doc = units_document(read, *index, prolog, {k});
+    auto doc = units_document(read, *index, prolog, std::span(&k, 1));
     CHECK(doc.ok());
     auto part = parse_model(*doc, "fuzz-unit");
     CHECK(part.ok());

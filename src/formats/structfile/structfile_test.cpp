@@ -341,7 +341,8 @@ TEST(StructFile, UnitPrologDropsOnlyTheRealDtd) {
       out.append(text, offset, length);
       return hpc::Status();
     };
-    auto doc = units_document(read, *index, prolog, {0});
+    const uint32_t first = 0;
+    auto doc = units_document(read, *index, prolog, std::span(&first, 1));
     ASSERT_TRUE(doc.ok());
     auto unit = parse_model(*doc, "unit");
     ASSERT_TRUE(unit.ok()) << unit.status().message() << "\n" << *doc;
