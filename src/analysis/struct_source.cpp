@@ -110,6 +110,7 @@ public:
       uint32_t module, unit;
     };
     std::vector<Hull> hulls;
+    hulls.reserve(ranges.size());
     for (const auto& r : ranges) {
       const uint32_t m = index_.units[r.unit].module;
       if (!hulls.empty() && hulls.back().module == m && r.begin < hulls.back().end) {
@@ -140,6 +141,11 @@ public:
       groupUnits_[g.first + g.count++] = u;
     }
     modules_.resize(index_.modules.size());
+    {
+      std::vector<size_t> spans(modules_.size(), 0);
+      for (const Hull& h : hulls) ++spans[h.module];
+      for (size_t m = 0; m < modules_.size(); ++m) modules_[m].reserve(spans[m]);
+    }
     for (const Hull& h : hulls) modules_[h.module].push_back({h.begin, h.end, groupOf[root(h.unit)]});
     std::string prolog;
     if (readBytes(0, index_.prolog_end, prolog).ok()) prolog_ = structfile::unit_prolog(prolog, index_);

@@ -118,7 +118,10 @@ private:
     for (const char** a = atts; a[0]; a += 2) {
       std::string_view key = a[0], val = a[1];
       size_t idx = 0;
-      while (idx < specs.size() && specs[idx].xml != key) ++idx;
+      // Names of one or two letters mostly: their first letters compared before the rest.
+      while (idx < specs.size() &&
+             (specs[idx].xml.size() != key.size() || specs[idx].xml[0] != key[0] || specs[idx].xml != key))
+        ++idx;
       if (idx == specs.size())
         return fail("attribute " + std::string(key) + " is not allowed on <" + tag + ">");
       seen |= 1u << idx;
@@ -533,6 +536,13 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
   index.root_begin = parts[0].root_begin;
   index.prolog_end = parts[0].prolog_end;
   if (index.root_begin != root.begin || index.prolog_end != prolog_end) return std::nullopt;
+  size_t units = 0, ranges = 0;  // reserved: doubling made each array's pages fresh twice
+  for (const UnitIndex& part : parts) {
+    units += part.units.size();
+    ranges += part.ranges.size();
+  }
+  index.units.reserve(units);
+  index.ranges.reserve(ranges);
   for (UnitIndex& part : parts) {
     std::vector<uint32_t> module_of(part.modules.size());
     for (size_t i = 0; i < part.modules.size(); ++i) {
