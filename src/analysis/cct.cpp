@@ -178,8 +178,8 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
     }
     s.slots.store(s.table.data(), std::memory_order_relaxed);
     s.mask.store(mask, std::memory_order_relaxed);
-    for (i = h & mask; s.table[i].ctx; i = (i + 1) & mask) {
-    }
+    i = h & mask;
+    while (s.table[i].ctx) i = (i + 1) & mask;
   }
   Context* c = make(parent, key);
   s.table[i] = {h, c};
