@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.hpp"
@@ -263,12 +264,14 @@ public:
   }
 };
 
-// One step of the lexical nesting of an instruction, outermost first.
+// One step of the lexical nesting of an instruction, outermost first. Its names view the
+// structure source's own (valid as long as it is): an instruction expanded is a few steps,
+// and copying their names was an allocation each.
 struct ScopeStep {
   enum class Kind : uint8_t { Procedure, Inline, Loop, Line };
   Kind kind = Kind::Line;
-  std::string name;      // Procedure / Inline
-  std::string file;      // may be empty when unknown
+  std::string_view name;  // Procedure / Inline
+  std::string_view file;  // may be empty when unknown
   uint32_t line = 0;
   uint64_t offset = 0;   // Procedure: entry; Loop: header address
   uint64_t site = 0;     // Inline: identity of the inline site within the module

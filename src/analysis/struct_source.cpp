@@ -36,18 +36,19 @@ bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std:
                     uint64_t siteBase) {
   const SScope* leaf = index.find(offset);
   if (!leaf || (leaf->kind != Kind::Statement && leaf->kind != Kind::Call)) return false;
-  std::string file;
+  std::string_view file;
+  auto text = [](const std::optional<std::string>& v) { return v ? std::string_view(*v) : std::string_view(); };
   out.clear();
   for (const SScope* s : index.path(offset)) {
     ScopeStep st;
     st.line = static_cast<uint32_t>(s->line.value_or(0));
     switch (s->kind) {
     case Kind::File:
-      file = s->name.value_or("");
+      file = text(s->name);
       continue;
     case Kind::Procedure:
       st.kind = ScopeStep::Kind::Procedure;
-      st.name = s->name.value_or("");
+      st.name = text(s->name);
       st.file = file;
       st.offset = firstAddress(*s);
       break;
