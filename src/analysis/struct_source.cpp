@@ -39,7 +39,9 @@ bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std:
   std::string_view file;
   auto text = [](const std::optional<std::string>& v) { return v ? std::string_view(*v) : std::string_view(); };
   out.clear();
-  for (const SScope* s : index.path(offset)) {
+  thread_local std::vector<const SScope*> path;  // one a thread, not one a lookup
+  index.path(offset, path);
+  for (const SScope* s : path) {
     ScopeStep st;
     st.line = static_cast<uint32_t>(s->line.value_or(0));
     switch (s->kind) {

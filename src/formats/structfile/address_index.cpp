@@ -78,9 +78,14 @@ const Scope* AddressIndex::find(uint64_t addr) const {
 
 std::vector<const Scope*> AddressIndex::path(uint64_t addr) const {
   std::vector<const Scope*> out;
+  path(addr, out);
+  return out;
+}
+
+void AddressIndex::path(uint64_t addr, std::vector<const Scope*>& out) const {
+  out.clear();
   for (auto n = find_node(addr); n && *n != UINT32_MAX; n = parent_[*n]) out.push_back(nodes_[*n]);
   std::reverse(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace hpc::structfile

@@ -1,4 +1,5 @@
 // Element kinds, nesting rules and the `v` range-set syntax.
+#include <algorithm>
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
@@ -145,6 +146,7 @@ Expected<VRanges> parse_vranges(std::string_view text) {
   if (text.size() < 2 || text.front() != '{' || text.back() != '}') return bad("not in {...}");
   std::string_view body = text.substr(1, text.size() - 2);
   VRanges out;
+  out.reserve(size_t(std::count(body.begin(), body.end(), '[')));  // one allocation, not one a doubling
   size_t i = 0;
   while (true) {
     while (i < body.size() && is_space(body[i])) ++i;

@@ -202,6 +202,8 @@ public:
   const Scope* find(uint64_t addr) const;
   // The scopes from `lm`'s child down to find(addr), outermost first; empty if none.
   std::vector<const Scope*> path(uint64_t addr) const;
+  // The same into `out` (cleared first): a caller asking for many keeps one vector.
+  void path(uint64_t addr, std::vector<const Scope*>& out) const;
   size_t segments() const { return segments_.size(); }
 
 private:
