@@ -55,28 +55,27 @@ size_t Names::FnHash::operator()(const FnKey& k) const {
 Names::Names() : shards_(std::make_unique<Shard[]>(kShards)) {}
 Names::~Names() = default;
 
+// A module's or file's object by its path: found, or made under the shard's lock.
+template <typename T>
+static const T* internPath(std::mutex& mu, std::unordered_map<std::string_view, std::unique_ptr<T>>& map,
+                           std::string_view path) {
+  std::lock_guard lock(mu);
+  if (auto it = map.find(path); it != map.end()) return it->second.get();
+  auto made = std::make_unique<T>();
+  made->path = std::string(path);
+  T* object = made.get();
+  map.emplace(std::string_view(object->path), std::move(made));  // the key views the object's path
+  return object;
+}
+
 const Module* Names::module(std::string_view path) {
-  const size_t h = std::hash<std::string_view>()(path);
-  Shard& sh = shards_[(h >> 7) % kShards];
-  std::lock_guard lock(sh.mu);
-  if (auto it = sh.modules.find(path); it != sh.modules.end()) return it->second.get();
-  auto m = std::make_unique<Module>();
-  m->path = std::string(path);
-  Module* made = m.get();
-  sh.modules.emplace(std::string_view(made->path), std::move(m));
-  return made;
+  Shard& sh = shards_[(std::hash<std::string_view>()(path) >> 7) % kShards];
+  return internPath(sh.mu, sh.modules, path);
 }
 
 const File* Names::file(std::string_view path) {
-  const size_t h = std::hash<std::string_view>()(path);
-  Shard& sh = shards_[(h >> 7) % kShards];
-  std::lock_guard lock(sh.mu);
-  if (auto it = sh.files.find(path); it != sh.files.end()) return it->second.get();
-  auto f = std::make_unique<File>();
-  f->path = std::string(path);
-  File* made = f.get();
-  sh.files.emplace(std::string_view(made->path), std::move(f));
-  return made;
+  Shard& sh = shards_[(std::hash<std::string_view>()(path) >> 7) % kShards];
+  return internPath(sh.mu, sh.files, path);
 }
 
 const Function* Names::function(std::string_view name, const Module* m, uint64_t offset, const File* f,
