@@ -1,6 +1,8 @@
 #include "analysis/model.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
 
 namespace hpc::analysis {
 
