@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include <oneapi/tbb/spin_mutex.h>
+
 #include "analysis/model.hpp"
 
 namespace hpc::analysis {
@@ -129,7 +131,10 @@ private:
     Context* ctx = nullptr;
   };
   struct Shard {
-    std::mutex mu;
+    // Held for a probe and the making of a context, a few hundred ns: a waiter spins, then
+    // yields (a mutex put it to sleep in the kernel and woke it: the g++ measurement with
+    // structure at -j2, 297 -> 113 context switches, median 0.412 -> 0.397 s).
+    tbb::spin_mutex mu;
     std::vector<Slot> table;  // open addressing, a power of two, at most half full
     size_t used = 0;
     // The table's slots and mask as prefetchChild() reads them without the lock (a stale

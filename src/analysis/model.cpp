@@ -4,6 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <oneapi/tbb/spin_mutex.h>
+
 namespace hpc::analysis {
 
 int compare(const Module* a, const Module* b) {
@@ -39,7 +41,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 struct alignas(64) Names::Shard {
-  std::mutex mu;
+  tbb::spin_mutex mu;  // held for a lookup or an insertion: spun on, not slept on
   std::unordered_map<std::string_view, std::unique_ptr<Module>> modules;
   std::unordered_map<std::string_view, std::unique_ptr<File>> files;
   std::unordered_map<FnKey, std::unique_ptr<Function>, FnHash> functions;
@@ -59,7 +61,7 @@ Names::~Names() = default;
 
 // A module's or file's object by its path: found, or made under the shard's lock.
 template <typename T>
-static const T* internPath(std::mutex& mu, std::unordered_map<std::string_view, std::unique_ptr<T>>& map,
+static const T* internPath(tbb::spin_mutex& mu, std::unordered_map<std::string_view, std::unique_ptr<T>>& map,
                            std::string_view path) {
   std::lock_guard lock(mu);
   if (auto it = map.find(path); it != map.end()) return it->second.get();
