@@ -90,10 +90,8 @@ void Cct::addBlock(Arena& a) {
   for (size_t at = 0; at < bytes; at += 4096) reinterpret_cast<volatile std::byte*>(a.next)[at] = std::byte{0};
 }
 
-Context* Cct::make(Context* parent, const ContextKey& key) {
+Context* Cct::make(Arena& a, Context* parent, const ContextKey& key) {
   static_assert(std::is_trivially_destructible_v<Context>);
-  Arena& a = arena();
-  if (a.left == 0) addBlock(a);
   Context* c = new (a.next) Context(this, parent, key);
   a.next += sizeof(Context);
   --a.left;
@@ -148,6 +146,7 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
   Shard& s = shards_[h >> (64 - kShardBits)];
   std::unique_lock lock(s.mu);
   size_t i = 0;  // the free slot the search ended on
+  Arena* room = nullptr;  // this thread's arena, with room for a context
   for (;;) {
     if (!s.table.empty()) {
       const size_t mask = s.table.size() - 1;
@@ -160,7 +159,10 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
     // released (the faults of its fresh pages held the lock, and soon every other thread
     // needed this shard), then the shard is searched again.
     Arena& a = arena();
-    if (a.left != 0) break;
+    if (a.left != 0) {
+      room = &a;
+      break;
+    }
     lock.unlock();
     addBlock(a);
     lock.lock();
@@ -181,7 +183,7 @@ Context* Cct::child(Context* parent, const ContextKey& key) {
     i = h & mask;
     while (s.table[i].ctx) i = (i + 1) & mask;
   }
-  Context* c = make(parent, key);
+  Context* c = make(*room, parent, key);
   s.table[i] = {h, c};
   ++s.used;
   return c;

@@ -163,7 +163,8 @@ private:
   void restoreLookup();
   // f(Context*) for every context but the root, arena by arena, in memory order.
   template <typename F> void eachContext(F&& f) const;
-  Context* make(Context* parent, const ContextKey& key);
+  // A new context in `a`, which has room for it (child() made sure, outside the lock).
+  Context* make(Arena& a, Context* parent, const ContextKey& key);
   // A's next block, its pages touched.
   static void addBlock(Arena& a);
 

@@ -39,8 +39,10 @@ PropagationShape::PropagationShape(const Cct& cct) {
 Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics, size_t denseLimit)
     : shape_(shape), numMetrics_(numMetrics), width_(numMetrics * kNumScopes), slotOf_(shape.size(), -1),
       pending_((shape.size() + 63) / 64, 0) {
-  if (width_ <= kMaxCountedMetrics && size_t(shape.size()) * width_ <= kMaxMetricCounts) metricCounts_.assign(size_t(shape.size()) * width_, 0);
-  else counts_.assign(shape.size(), 0);
+  if (width_ <= kMaxCountedMetrics && size_t(shape.size()) * width_ <= kMaxMetricCounts)
+    metricCounts_.assign(size_t(shape.size()) * width_, 0);
+  else
+    counts_.assign(shape.size(), 0);
   maskWords_ = (numMetrics + 63) / 64;
   const bool masked = width_ != kNumScopes && width_ != 2 * kNumScopes;
   if (!masked && size_t(shape.size()) * width_ <= denseLimit) {
