@@ -12,32 +12,18 @@
 #include <fstream>
 #include <optional>
 
+#include "formats/structfile/checker.hpp"
 #include "formats/structfile/schema.hpp"
 #include "formats/structfile/structfile.hpp"
 
 namespace hpc::structfile {
 namespace {
 
-bool parse_dec(std::string_view s, uint64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-bool parse_num(std::string_view s, uint64_t& out) {
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    s.remove_prefix(2);
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
-    return ec == std::errc() && p == s.data() + s.size();
-  }
-  return parse_dec(s, out);
-}
-
 class Parser {
 public:
   // With `reuse`, a parser of this thread's from an earlier parse, reset (creating one
   // costs more than parsing a procedure's few hundred bytes).
-  Parser(std::string name, Visitor& v, XML_Parser reuse = nullptr) : name_(std::move(name)), visitor_(v) {
+  Parser(std::string name, Visitor& v, XML_Parser reuse = nullptr) : name_(std::move(name)), checker_(v) {
     owned_ = reuse == nullptr;
     p_ = reuse ? reuse : XML_ParserCreate("UTF-8");
     if (reuse) XML_ParserReset(p_, "UTF-8");
@@ -53,6 +39,14 @@ public:
   Parser(const Parser&) = delete;
   Parser& operator=(const Parser&) = delete;
 
+  // Sets *unusual where the DTD declares what would make expat read the body otherwise than
+  // the scanner does: an attribute default or type other than CDATA, or a general entity.
+  void watch_declarations(bool* unusual) {
+    unusual_ = unusual;
+    XML_SetAttlistDeclHandler(p_, &Parser::on_attlist);
+    XML_SetEntityDeclHandler(p_, &Parser::on_entity);
+  }
+
   // Feeds `n` bytes already placed in expat's buffer (see buffer()).
   Status feed_buffer(size_t n, bool final) { return check(XML_ParseBuffer(p_, int(n), final)); }
   void* buffer(size_t n) { return XML_GetBuffer(p_, int(n)); }
@@ -62,7 +56,7 @@ public:
 
   Status finish() {
     if (!error_.ok()) return error_;
-    if (!root_done_) return Status::error(name_ + ": no HPCToolkitStructure element");
+    if (!checker_.root_done()) return Status::error(name_ + ": no HPCToolkitStructure element");
     return Status();
   }
 
@@ -89,6 +83,14 @@ private:
     static_cast<Parser*>(ud)->start(tag, atts);
   }
   static void XMLCALL on_end(void* ud, const XML_Char*) { static_cast<Parser*>(ud)->end(); }
+  static void XMLCALL on_attlist(void* ud, const XML_Char*, const XML_Char*, const XML_Char* type,
+                                 const XML_Char* dflt, int) {
+    if (dflt || std::strcmp(type, "CDATA") != 0) *static_cast<Parser*>(ud)->unusual_ = true;
+  }
+  static void XMLCALL on_entity(void* ud, const XML_Char*, int parameter, const XML_Char*, int, const XML_Char*,
+                                const XML_Char*, const XML_Char*, const XML_Char*) {
+    if (!parameter) *static_cast<Parser*>(ud)->unusual_ = true;
+  }
   static void XMLCALL on_text(void* ud, const XML_Char* s, int len) {
     for (int i = 0; i < len; ++i) {
       char c = s[i];
@@ -101,108 +103,32 @@ private:
 
   void start(const char* tag, const char** atts) {
     if (!error_.ok()) return;
-    auto kind = schema::kind_of(tag);
-    if (!kind) return fail(std::string("unknown element <") + tag + ">");
-    if (stack_.empty()) {
-      if (*kind != Kind::Root || root_done_)
-        return fail(std::string("<") + tag + "> where <HPCToolkitStructure> was expected");
-    } else if (!allowed_child(stack_.back().kind, *kind)) {
-      return fail(std::string("<") + tag + "> is not allowed inside <" +
-                  std::string(tag_name(stack_.back().kind)) + ">");
-    }
-    if (stack_.size() >= size_t(schema::kMaxDepth)) return fail("elements nested too deeply");
-    Scope s;
-    s.kind = *kind;
-    auto specs = schema::attributes(*kind);
-    uint32_t seen = 0;
-    for (const char** a = atts; a[0]; a += 2) {
-      std::string_view key = a[0], val = a[1];
-      size_t idx = 0;
-      // Names of one or two letters mostly: their first letters compared before the rest.
-      while (idx < specs.size() &&
-             (specs[idx].xml.size() != key.size() || specs[idx].xml[0] != key[0] || specs[idx].xml != key))
-        ++idx;
-      if (idx == specs.size())
-        return fail("attribute " + std::string(key) + " is not allowed on <" + tag + ">");
-      seen |= 1u << idx;
-      if (!visitor_.wants_text(*kind) && is_text(specs[idx].attr)) continue;  // any text is valid
-      if (Status st = set(s, specs[idx].attr, val); !st.ok())
-        return fail("attribute " + std::string(key) + ": " + st.message());
-    }
-    for (size_t i = 0; i < specs.size(); ++i)
-      if (specs[i].required && !(seen & (1u << i)))
-        return fail("<" + std::string(tag) + "> lacks attribute " + std::string(specs[i].xml));
-    stack_.push_back(std::move(s));
-    visitor_.at(uint64_t(XML_GetCurrentByteIndex(p_)), uint64_t(XML_GetCurrentByteCount(p_)));
-    if (Status st = visitor_.enter(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
-      error_ = st;
-      XML_StopParser(p_, XML_FALSE);
-    }
+    attributes_.clear();
+    for (const char** a = atts; a[0]; a += 2) attributes_.push_back({a[0], a[1]});
+    after(checker_.start(tag, attributes_, uint64_t(XML_GetCurrentByteIndex(p_)),
+                         uint64_t(XML_GetCurrentByteCount(p_))));
   }
 
   void end() {
-    if (!error_.ok() || stack_.empty()) return;
-    visitor_.at(uint64_t(XML_GetCurrentByteIndex(p_)), uint64_t(XML_GetCurrentByteCount(p_)));
-    Status st = visitor_.leave(stack_.back(), int(stack_.size()) - 1);
-    if (!st.ok()) {
-      error_ = st;
-      XML_StopParser(p_, XML_FALSE);
-      return;
-    }
-    if (stack_.back().kind == Kind::Root) root_done_ = true;
-    stack_.pop_back();
+    if (!error_.ok()) return;
+    after(checker_.end(uint64_t(XML_GetCurrentByteIndex(p_)), uint64_t(XML_GetCurrentByteCount(p_))));
   }
 
-  static bool is_text(schema::Attr attr) {
-    using A = schema::Attr;
-    return attr == A::Name || attr == A::LinkName || attr == A::File || attr == A::Device;
-  }
-
-  static Status set(Scope& s, schema::Attr attr, std::string_view v) {
-    using A = schema::Attr;
-    uint64_t n = 0;
-    switch (attr) {
-      case A::Id:
-        if (!parse_dec(v, s.id)) return Status::error("not a decimal number");
-        break;
-      case A::Line:
-        if (!parse_dec(v, n)) return Status::error("not a decimal number");
-        s.line = n;
-        break;
-      case A::StaticId:
-        if (!parse_dec(v, n)) return Status::error("not a decimal number");
-        s.static_id = n;
-        break;
-      case A::Target:
-        if (!parse_num(v, n)) return Status::error("not an address");
-        s.target = n;
-        break;
-      case A::HasCalls:
-        if (!parse_dec(v, n)) return Status::error("not a decimal number");
-        s.has_calls = n != 0;
-        break;
-      case A::VRanges: {
-        auto r = parse_vranges(v);
-        if (!r.ok()) return r.status();
-        s.vranges = std::move(*r);
-        break;
-      }
-      case A::Name: s.name = std::string(v); break;
-      case A::LinkName: s.link_name = std::string(v); break;
-      case A::File: s.file = std::string(v); break;
-      case A::Device: s.device = std::string(v); break;
-      case A::Version: s.version = std::string(v); break;
-    }
-    return Status();
+  // A rule broken is named with its place; the visitor's error is its own.
+  void after(Status st) {
+    if (st.ok()) return;
+    if (!checker_.visitor_failed()) return fail(st.message());
+    error_ = std::move(st);
+    XML_StopParser(p_, XML_FALSE);
   }
 
   XML_Parser p_;
   bool owned_ = true;
   std::string name_;
-  Visitor& visitor_;
-  std::vector<Scope> stack_;
+  Checker checker_;
+  std::vector<Checker::Attribute> attributes_;
   Status error_;
-  bool root_done_ = false;
+  bool* unusual_ = nullptr;
 };
 
 class Builder : public Visitor {
@@ -397,26 +323,27 @@ struct Mapping {
   }
 };
 
-}  // namespace
-
-// The index made from chunks parsed at once, or nothing where the file does not lend
-// itself to it (small, comments, processing instructions or CDATA in its body) or a chunk
-// fails: then the one pass over the whole file decides, and names the error. One scan of
-// the body's tags (each to its '>', quoted values skipped) finds where chunks may begin: at
-// a unit's start tag (a child of an LM, or of an F in an LM), none closer than chunk_bytes
-// to the last. A chunk's document is the file's prolog, the start tags of the LM (and F)
-// it begins in, the chunk, and the end tags of those open where the next one begins. It
-// parses exactly when the file parses there: each chunk begins where the one before ended,
-// with the elements open that its parse left open (their end tags matched). The scan's
-// stack is expat's wherever the chunks parse, from the root on.
-std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path, size_t chunk_bytes,
-                                               const ForEachIndex& each) {
+// The index made in parts read at once, or nothing where the file does not lend itself to
+// it (comments, processing instructions or CDATA in its body) or a part fails: then the one
+// pass of expat over the whole file decides, and names the error. Each part is read by the
+// scanner where the DTD lets it read as expat does, else (or where the scanner stops) by
+// expat (with `expat_parts`; else nothing). With `chunk_bytes`, a file of at least twice
+// that is cut into chunks: one scan of the body's tags (each to its '>', quoted values
+// skipped) finds where chunks may begin: at a unit's start tag (a child of an LM, or of an
+// F in an LM), none closer than chunk_bytes to the last. A chunk's document is the file's
+// prolog, the start tags of the LM (and F) it begins in, the chunk, and the end tags of
+// those open where the next one begins. It parses exactly when the file parses there: each
+// chunk begins where the one before ended, with the elements open that its parse left open
+// (their end tags matched). The scan's stack is expat's wherever the chunks parse, from the
+// root on.
+std::optional<UnitIndex> index_in_parts(const std::filesystem::path& path, size_t chunk_bytes,
+                                        const ForEachIndex& each, bool expat_parts) {
   Mapping m;
   {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st;
-    if (::fstat(fd, &st) != 0 || size_t(st.st_size) < 2 * chunk_bytes) {
+    if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
       ::close(fd);
       return std::nullopt;
     }
@@ -427,11 +354,14 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
     m.size = size_t(st.st_size);
     ::madvise(p, m.size, MADV_SEQUENTIAL);
   }
+  if (!each || m.size < 2 * chunk_bytes) chunk_bytes = 0;
   const std::string_view text(m.data, m.size);
-  // The prolog: parsed up to the root's start tag.
+  // The prolog: parsed up to the root's start tag, its declarations watched.
   RootFinder root;
+  bool unusual_dtd = false;
   {
     Parser parser(path.string(), root);
+    parser.watch_declarations(&unusual_dtd);
     for (size_t at = 0; at < text.size() && !root.found;) {
       const size_t n = std::min<size_t>(size_t(1) << 16, text.size() - at);
       if (!parser.feed(text.substr(at, n), false).ok()) break;
@@ -439,6 +369,8 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
     }
     if (!root.found) return std::nullopt;
   }
+  const bool scan = !unusual_dtd;
+  if (!scan && !expat_parts) return std::nullopt;
   const uint64_t prolog_end = root.end;
   // The body's tags, each to its end (a '>' outside quoted values), with the open elements
   // (by their tags' first letters: only the LM and F among them matter). A chunk may begin
@@ -452,6 +384,7 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
     Tag lm, f;  // f.end == 0: directly in the LM
   };
   std::vector<Split> splits;
+  if (chunk_bytes > 0) {
   struct Open {
     char first;
     Tag tag;
@@ -494,10 +427,46 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
     if (text[e - 1] != '/') stack.push_back({lm ? 'L' : c1 == 'L' ? 'l' : c1, {p, e + 1}});
   }
   if (!stack.empty() || splits.empty()) return std::nullopt;
+  }
   const size_t chunks = splits.size() + 1;
   std::vector<UnitIndex> parts(chunks);
   std::vector<char> ok(chunks, 0);
-  each(chunks, [&](size_t k) {
+  // The scanner on a chunk: the root's, LM's and F's start tags it begins in, the chunk, and
+  // where the next begins, the elements open there ended as its end tags would.
+  auto scanned = [&](size_t k) {
+    const uint64_t to = k + 1 < chunks ? splits[k].at : text.size();
+    parts[k] = UnitIndex();
+    Indexer indexer(parts[k]);
+    Checker checker(indexer);
+    Scanner scanner(text, checker);
+    if (k > 0) {
+      const Split& sp = splits[k - 1];
+      if (!scanner.run(root.begin, root.end) || !scanner.run(sp.lm.begin, sp.lm.end) ||
+          (sp.f.end && !scanner.run(sp.f.begin, sp.f.end)) || !scanner.run(sp.at, to))
+        return false;
+    } else if (!scanner.run(root.begin, to)) {
+      return false;
+    }
+    if (k + 1 == chunks) return checker.root_done() && checker.depth() == 0;
+    const std::initializer_list<Kind> open = {Kind::File, Kind::LoadModule, Kind::Root};
+    if (checker.depth() != (splits[k].f.end ? 3u : 2u)) return false;
+    for (Kind kind : open) {
+      if (kind == Kind::File && !splits[k].f.end) continue;
+      if (checker.open_kind() != kind || !checker.end(to, 0).ok()) return false;
+    }
+    return true;
+  };
+  auto for_each = [&](const std::function<void(size_t)>& f) {
+    if (chunks == 1) return f(0);
+    each(chunks, f);
+  };
+  for_each([&](size_t k) {
+    if (scan && scanned(k)) {
+      ok[k] = 1;
+      return;
+    }
+    if (!expat_parts) return;
+    parts[k] = UnitIndex();
     const uint64_t from = k == 0 ? 0 : splits[k - 1].at;
     const uint64_t to = k + 1 < chunks ? splits[k].at : text.size();
     using Segment = ChunkVisitor::Segment;
@@ -566,9 +535,28 @@ std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path
   return index;
 }
 
+}  // namespace
+
+std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path, size_t chunk_bytes,
+                                               const ForEachIndex& each) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || chunk_bytes == 0 || !each || size < 2 * chunk_bytes) return std::nullopt;
+  return index_in_parts(path, chunk_bytes, each, true);
+}
+
+std::optional<UnitIndex> index_units_scanned(const std::filesystem::path& path) {
+  return index_in_parts(path, 0, {}, false);
+}
+
 Expected<UnitIndex> index_units(const std::filesystem::path& path, size_t chunk_bytes, const ForEachIndex& each) {
   if (chunk_bytes > 0 && each)
     if (std::optional<UnitIndex> index = index_units_in_chunks(path, chunk_bytes, each)) return std::move(*index);
+  if (std::optional<UnitIndex> index = index_units_scanned(path)) return std::move(*index);
+  return index_units_expat(path);
+}
+
+Expected<UnitIndex> index_units_expat(const std::filesystem::path& path) {
   UnitIndex index;
   Indexer v(index);
   HPC_RETURN_IF_ERROR(read(path, v));

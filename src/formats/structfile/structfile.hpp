@@ -134,6 +134,14 @@ Expected<UnitIndex> index_units(const std::filesystem::path& path, size_t chunk_
 // or a chunk fails (then index_units parses it whole, and names the error).
 std::optional<UnitIndex> index_units_in_chunks(const std::filesystem::path& path, size_t chunk_bytes,
                                                const ForEachIndex& each);
+// The whole file in one part read by the scanner (the markup structure files are written
+// in, without expat: several times faster): the index, or nothing where the file holds
+// anything else, its DTD declares what the scanner does not read (an attribute default or
+// type, an entity), or a rule is broken (then index_units has expat read it, and name the
+// error). Where it gives an index, expat's pass gives the same.
+std::optional<UnitIndex> index_units_scanned(const std::filesystem::path& path);
+// Expat's one pass over the whole file alone (what index_units falls back on).
+Expected<UnitIndex> index_units_expat(const std::filesystem::path& path);
 // A document of the units `which` (increasing, all in one module) of the file indexed by
 // `index`, whose bytes [offset, offset + length) read() appends to a string: `prolog`, the
 // module's start tag, each unit in its F (if any), and the end tags. parse_model() of it

@@ -2,7 +2,7 @@
 // write -> parse unchanged; and a file that parses is read lazily as it is whole: it is
 // indexed, and each unit's own document (units_document, with unit_prolog's prolog) parses
 // to the very scopes of that unit in the whole parse, with its file's. Any input indexed in
-// chunks gets the one pass's index, and none where the one pass refuses it.
+// chunks, or by the scanner, gets expat's one pass's index, and none where it refuses it.
 #include <unistd.h>
 
 #include <cstdint>
@@ -58,7 +58,15 @@ const std::filesystem::path& fileOf(std::string_view in) {
 }
 
 // Indexed in chunks of 64 bytes: never where the one pass refuses the file, else its index.
+// The scanner likewise, and index_units (either, then expat) gives expat's index or error.
 void checkChunks(const std::filesystem::path& path, const hpc::Expected<UnitIndex>& whole) {
+  auto scanned = index_units_scanned(path);
+  if (!whole.ok()) CHECK(!scanned);
+  else if (scanned) CHECK(*whole == *scanned);
+  auto any = index_units(path);
+  CHECK(any.ok() == whole.ok());
+  if (!whole.ok()) CHECK(any.status().message() == whole.status().message());
+  else CHECK(*any == *whole);
   ForEachIndex each = [](size_t n, const std::function<void(size_t)>& f) {
     for (size_t i = 0; i < n; ++i) f(i);
   };
@@ -102,7 +110,7 @@ void checkLazy(std::string_view in, const Scope& whole, const std::filesystem::p
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   const std::filesystem::path& path = fileOf(in);
-  checkChunks(path, index_units(path));
+  checkChunks(path, index_units_expat(path));
   auto s = parse_model(in, "fuzz");
   if (!s.ok()) {
     CHECK(s.status().message().find("fuzz") != std::string::npos);

@@ -447,5 +447,90 @@ TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
   fs::remove(bad);
 }
 
+// The scanner reads the body of every conformance file, and of files in any form the
+// writers give (references, UTF-8, both quotes, white space inside tags), to expat's very
+// index; and it reads nothing expat refuses or would read otherwise (each such file: no
+// index from it, and index_units gives expat's error).
+TEST(StructFile, ScannerIndexIsExpatsAndDeclinesWhatItCannotTell) {
+  size_t scanned = 0;
+  for (const fs::path& file : conformance_files()) {
+    auto expat = index_units_expat(file);
+    ASSERT_TRUE(expat.ok()) << expat.status().message();
+    auto fast = index_units_scanned(file);
+    ASSERT_TRUE(fast.has_value()) << file;
+    EXPECT_TRUE(*fast == *expat) << file;
+    scanned += fast->units.size();
+  }
+  EXPECT_GT(scanned, 100u);
+  const fs::path file = fs::temp_directory_path() / ("hpc-scan-" + std::to_string(::getpid()) + ".xml");
+  auto write = [&](const std::string& text) {
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    f << text;
+  };
+  const std::string head = "<?xml version=\"1.0\"?>\n<!DOCTYPE HPCToolkitStructure [\n<!ELEMENT LM (F|P)*>\n]>\n";
+  auto doc = [&](const std::string& lm, const std::string& inside) {
+    return head + "<HPCToolkitStructure i=\"0\" version=\"4.9\" n=\"\">\n<LM i=\"1\" n=\"" + lm +
+           "\" has-calls=\"0\">\n<F i=\"2\" n=\"a.c\">\n" + inside + "</F>\n</LM>\n</HPCToolkitStructure>\n";
+  };
+  const std::string p = "<P i=\"3\" n=\"f\" v=\"{[0x10-0x20)}\">\n<S i=\"4\" l=\"2\" v=\"{[0x10-0x20)}\"/>\n</P>\n";
+  // Read alike by both.
+  for (const std::string& text : {
+           doc("/lib/a&amp;b&lt;&gt;&quot;&apos;&#65;&#x42;&#x10FFFF;", p),
+           doc("/lib/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", p),
+           doc("/lib/\x7f\xc2\x85&#x7f;&#x85;&#xFFFD;", p),  // DEL and C1: characters to expat too
+           doc("/lib/a", "<P  i = '3'\tn=\"f&#9;&#10;\"  v=\"{[0x10-0x20)}\" >\r\n<S i=\"4\" l=\"2\" v=\"{[0x10-0x20)}\" />\n</P >\n"),
+           doc("/lib/a", "<P i=\"3\" n=\"x>y\" v=\"{[0x10-0x20)}\"></P>\n"),
+       }) {
+    write(text);
+    auto expat = index_units_expat(file);
+    ASSERT_TRUE(expat.ok()) << expat.status().message() << "\n" << text;
+    auto fast = index_units_scanned(file);
+    ASSERT_TRUE(fast.has_value()) << text;
+    EXPECT_TRUE(*fast == *expat) << text;
+    EXPECT_EQ(fast->modules[0].name, expat->modules[0].name);
+  }
+  // Declined: expat refuses these, or reads them in ways the scanner does not.
+  const std::string dtd_default = "<?xml version=\"1.0\"?>\n<!DOCTYPE HPCToolkitStructure [\n"
+                                  "<!ATTLIST LM has-calls CDATA \"1\">\n]>\n";
+  const std::string dtd_entity = "<?xml version=\"1.0\"?>\n<!DOCTYPE HPCToolkitStructure [\n"
+                                 "<!ENTITY lib \"/lib/x\">\n]>\n";
+  const std::string plain = doc("/lib/a", p).substr(head.size());
+  for (const std::string& text : {
+           doc("/lib/a&foo;", p),                 // an entity never declared
+           doc("/lib/a&#1;", p),                  // not a character
+           doc("/lib/a&#xD800;", p),              // a surrogate
+           doc("/lib/a&#X41;", p),                // 'X'
+           doc("/lib/a\xc0\xaf", p),              // overlong UTF-8
+           doc("/lib/a\xed\xa0\x80", p),          // an encoded surrogate
+           doc("/lib/a\xef\xbf\xbe", p),          // U+FFFE
+           doc("/lib/a\xff", p),                  // not UTF-8
+           doc("/lib/a\tb", p),                   // a tab, which expat reads as a space
+           doc("/lib/a<b", p),                    // '<' in a value
+           doc("/lib/a", "<P i=\"3\" n=\"f\"v=\"{}\"></P>\n"),   // no space between attributes
+           doc("/lib/a", "<P i=\"3\" n=\"f\" n=\"g\"></P>\n"),   // a duplicate
+           doc("/lib/a", "<P i=\"3\" n=\"f\"></Q>\n"),           // a mismatched end tag
+           doc("/lib/a", "<P i=\"3\" n=\"f\"/ >\n"),             // '/' then space
+           doc("/lib/a", "<!-- c -->" + p),                       // a comment
+           doc("/lib/a", "<?pi x?>" + p),                         // an instruction
+           doc("/lib/a", "x" + p),                                // text
+           doc("/lib/a", "<P2 i=\"3\" n=\"f\"></P2>\n"),          // another element
+           doc("/lib/a", "<P i=\"3\" n=\"f\" xml:lang=\"en\"></P>\n"),
+           doc("/lib/a", p) + "<HPCToolkitStructure i=\"0\" version=\"4.9\"/>\n",  // a second root
+           doc("/lib/a", p).substr(0, doc("/lib/a", p).size() - 10),             // cut short
+           dtd_default + plain,
+           dtd_entity + plain,
+       }) {
+    write(text);
+    auto fast = index_units_scanned(file);
+    EXPECT_FALSE(fast.has_value()) << text;
+    auto expat = index_units_expat(file);
+    auto both = index_units(file);
+    EXPECT_EQ(both.ok(), expat.ok()) << text;
+    if (!expat.ok()) EXPECT_EQ(both.status().message(), expat.status().message());
+    else EXPECT_TRUE(*both == *expat) << text;
+  }
+  fs::remove(file);
+}
+
 }  // namespace
 }  // namespace hpc::structfile

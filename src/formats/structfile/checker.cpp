@@ -1,0 +1,130 @@
+// Start and end tags checked against the DTD tables, one Scope per open element.
+#include "formats/structfile/checker.hpp"
+
+#include <charconv>
+
+#include "formats/structfile/schema.hpp"
+
+namespace hpc::structfile {
+namespace {
+
+bool parse_dec(std::string_view s, uint64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 10);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_num(std::string_view s, uint64_t& out) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+    return ec == std::errc() && p == s.data() + s.size();
+  }
+  return parse_dec(s, out);
+}
+
+bool is_text(schema::Attr attr) {
+  using A = schema::Attr;
+  return attr == A::Name || attr == A::LinkName || attr == A::File || attr == A::Device;
+}
+
+Status set(Scope& s, schema::Attr attr, std::string_view v) {
+  using A = schema::Attr;
+  uint64_t n = 0;
+  switch (attr) {
+    case A::Id:
+      if (!parse_dec(v, s.id)) return Status::error("not a decimal number");
+      break;
+    case A::Line:
+      if (!parse_dec(v, n)) return Status::error("not a decimal number");
+      s.line = n;
+      break;
+    case A::StaticId:
+      if (!parse_dec(v, n)) return Status::error("not a decimal number");
+      s.static_id = n;
+      break;
+    case A::Target:
+      if (!parse_num(v, n)) return Status::error("not an address");
+      s.target = n;
+      break;
+    case A::HasCalls:
+      if (!parse_dec(v, n)) return Status::error("not a decimal number");
+      s.has_calls = n != 0;
+      break;
+    case A::VRanges: {
+      auto r = parse_vranges(v);
+      if (!r.ok()) return r.status();
+      s.vranges = std::move(*r);
+      break;
+    }
+    case A::Name: s.name = std::string(v); break;
+    case A::LinkName: s.link_name = std::string(v); break;
+    case A::File: s.file = std::string(v); break;
+    case A::Device: s.device = std::string(v); break;
+    case A::Version: s.version = std::string(v); break;
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status Checker::start(std::string_view tag, std::span<const Attribute> attributes, uint64_t offset,
+                      uint64_t length) {
+  auto kind = schema::kind_of(tag);
+  if (!kind) return Status::error("unknown element <" + std::string(tag) + ">");
+  if (stack_.empty()) {
+    if (*kind != Kind::Root || root_done_)
+      return Status::error("<" + std::string(tag) + "> where <HPCToolkitStructure> was expected");
+  } else if (!allowed_child(stack_.back().kind, *kind)) {
+    return Status::error("<" + std::string(tag) + "> is not allowed inside <" +
+                         std::string(tag_name(stack_.back().kind)) + ">");
+  }
+  if (stack_.size() >= size_t(schema::kMaxDepth)) return Status::error("elements nested too deeply");
+  Scope s;
+  s.kind = *kind;
+  auto specs = schema::attributes(*kind);
+  uint32_t seen = 0;
+  const bool text = visitor_.wants_text(*kind);
+  for (const Attribute& a : attributes) {
+    const std::string_view key = a.name;
+    size_t idx = 0;
+    // Names of one or two letters mostly: compared in place (== calls memcmp).
+    auto same = [&](std::string_view spec) {
+      if (spec.size() != key.size()) return false;
+      for (size_t i = 0; i < key.size(); ++i)
+        if (spec[i] != key[i]) return false;
+      return true;
+    };
+    while (idx < specs.size() && !same(specs[idx].xml)) ++idx;
+    if (idx == specs.size())
+      return Status::error("attribute " + std::string(key) + " is not allowed on <" + std::string(tag) + ">");
+    seen |= 1u << idx;
+    if (!text && is_text(specs[idx].attr)) continue;  // any text is valid
+    if (Status st = set(s, specs[idx].attr, a.value); !st.ok())
+      return Status::error("attribute " + std::string(key) + ": " + st.message());
+  }
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].required && !(seen & (1u << i)))
+      return Status::error("<" + std::string(tag) + "> lacks attribute " + std::string(specs[i].xml));
+  stack_.push_back(std::move(s));
+  visitor_.at(offset, length);
+  if (Status st = visitor_.enter(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
+    visitor_failed_ = true;
+    return st;
+  }
+  return Status();
+}
+
+Status Checker::end(uint64_t offset, uint64_t length) {
+  if (stack_.empty()) return Status();
+  visitor_.at(offset, length);
+  if (Status st = visitor_.leave(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
+    visitor_failed_ = true;
+    return st;
+  }
+  if (stack_.back().kind == Kind::Root) root_done_ = true;
+  stack_.pop_back();
+  return Status();
+}
+
+}  // namespace hpc::structfile
