@@ -610,6 +610,21 @@ Expected<std::string> units_document(const ReadBytes& read, const UnitIndex& ind
 }
 
 Expected<Structure> parse_model(std::string_view text, const std::string& name) {
+  // A unit's document (units_document) as the scanner reads it: an XML declaration of the
+  // version alone, if any, then the root (no DTD). Expat reads any other, and names errors.
+  constexpr std::string_view decl = "<?xml version=\"1.0\"?>";
+  size_t at = text.starts_with(decl) ? decl.size() : 0;
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\n' || text[at] == '\t' || text[at] == '\r')) ++at;
+  if (text.substr(at).starts_with("<HPCToolkitStructure")) {
+    Builder b;
+    Checker checker(b);
+    Scanner scanner(text, checker);
+    if (scanner.run(at, text.size()) && checker.root_done() && checker.depth() == 0) return b.take();
+  }
+  return parse_model_expat(text, name);
+}
+
+Expected<Structure> parse_model_expat(std::string_view text, const std::string& name) {
   // Small documents (a lazily read file's procedures) come many to a thread: its parser is
   // kept and reset.
   struct Kept {

@@ -93,6 +93,8 @@ Status read(const std::filesystem::path& path, Visitor& visitor);
 Status parse(std::string_view text, const std::string& name, Visitor& visitor);
 Expected<Structure> load(const std::filesystem::path& path);
 Expected<Structure> parse_model(std::string_view text, const std::string& name);
+// Expat alone (what parse_model falls back on where its scanner declines the text).
+Expected<Structure> parse_model_expat(std::string_view text, const std::string& name);
 
 // Where the units of a structure file lie, for reading only those needed: a unit is a
 // child of an F (a procedure, mostly), or a child of an LM other than an F. Made by one

@@ -112,6 +112,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path& path = fileOf(in);
   checkChunks(path, index_units_expat(path));
   auto s = parse_model(in, "fuzz");
+  {  // the scanner reads what expat reads, alike, and nothing it refuses
+    auto e = parse_model_expat(in, "fuzz");
+    CHECK(e.ok() == s.ok());
+    if (e.ok()) CHECK(*e == *s);
+    else CHECK(e.status().message() == s.status().message());
+  }
   if (!s.ok()) {
     CHECK(s.status().message().find("fuzz") != std::string::npos);
     return 0;

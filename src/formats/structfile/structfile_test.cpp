@@ -488,6 +488,12 @@ TEST(StructFile, ScannerIndexIsExpatsAndDeclinesWhatItCannotTell) {
     ASSERT_TRUE(fast.has_value()) << text;
     EXPECT_TRUE(*fast == *expat) << text;
     EXPECT_EQ(fast->modules[0].name, expat->modules[0].name);
+    // Without its DTD, as a unit's document: parse_model's scanner reads the same scopes.
+    const std::string bare = "<?xml version=\"1.0\"?>\n" + text.substr(head.size());
+    auto scopes = parse_model(bare, "bare");
+    auto scopesExpat = parse_model_expat(bare, "bare");
+    ASSERT_TRUE(scopes.ok() && scopesExpat.ok()) << bare;
+    EXPECT_TRUE(*scopes == *scopesExpat) << bare;
   }
   // Declined: expat refuses these, or reads them in ways the scanner does not.
   const std::string dtd_default = "<?xml version=\"1.0\"?>\n<!DOCTYPE HPCToolkitStructure [\n"
@@ -523,6 +529,13 @@ TEST(StructFile, ScannerIndexIsExpatsAndDeclinesWhatItCannotTell) {
     write(text);
     auto fast = index_units_scanned(file);
     EXPECT_FALSE(fast.has_value()) << text;
+    const size_t root = text.find("<HPCToolkitStructure");
+    const std::string bare = "<?xml version=\"1.0\"?>\n" + text.substr(root);
+    auto scopes = parse_model(bare, "bare");
+    auto scopesExpat = parse_model_expat(bare, "bare");
+    EXPECT_EQ(scopes.ok(), scopesExpat.ok()) << bare;
+    if (!scopesExpat.ok()) EXPECT_EQ(scopes.status().message(), scopesExpat.status().message());
+    else EXPECT_TRUE(*scopes == *scopesExpat);
     auto expat = index_units_expat(file);
     auto both = index_units(file);
     EXPECT_EQ(both.ok(), expat.ok()) << text;
