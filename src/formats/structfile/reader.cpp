@@ -328,8 +328,8 @@ struct Mapping {
 // pass of expat over the whole file decides, and names the error. Each part is read by the
 // scanner where the DTD lets it read as expat does, else (or where the scanner stops) by
 // expat (with `expat_parts`; else nothing). With `chunk_bytes`, a file of at least twice
-// that is cut into chunks: one scan of the body's tags (each to its '>', quoted values
-// skipped) finds where chunks may begin: at a unit's start tag (a child of an LM, or of an
+// that is cut into chunks: one scan of the body's tags (from '<' to '<') finds where chunks
+// may begin: at a unit's start tag (a child of an LM, or of an
 // F in an LM), none closer than chunk_bytes to the last. A chunk's document is the file's
 // prolog, the start tags of the LM (and F) it begins in, the chunk, and the end tags of
 // those open where the next one begins. It parses exactly when the file parses there: each
@@ -399,19 +399,14 @@ std::optional<UnitIndex> index_in_parts(const std::filesystem::path& path, size_
     if (stack.empty() || p + 2 >= text.size()) return std::nullopt;  // markup after the root's end
     const char c1 = text[p + 1];
     if (c1 == '!' || c1 == '?') return std::nullopt;  // comments, CDATA, instructions: one pass
-    size_t e = p + 1;
-    char quote = 0;
-    for (; e < text.size(); ++e) {
-      const char c = text[e];
-      if (quote) {
-        if (c == quote) quote = 0;
-      } else if (c == '"' || c == '\'') {
-        quote = c;
-      } else if (c == '>') {
-        break;
-      }
-    }
-    if (e == text.size()) return std::nullopt;
+    // The tag ends at the last '>' before the next '<': no '<' is in a value, only white
+    // space between tags (else a chunk fails). Only that '>' and the byte before it are
+    // read, not the whole tag.
+    const void* next = p + 1 < text.size() ? std::memchr(text.data() + p + 1, '<', text.size() - p - 1) : nullptr;
+    size_t e = next ? size_t(static_cast<const char*>(next) - text.data()) : text.size();
+    while (e > p + 1 && (text[e - 1] == ' ' || text[e - 1] == '\n' || text[e - 1] == '\t' || text[e - 1] == '\r')) --e;
+    if (e <= p + 2 || text[e - 1] != '>') return std::nullopt;
+    --e;  // the '>'
     at = e + 1;
     if (c1 == '/') {
       stack.pop_back();
