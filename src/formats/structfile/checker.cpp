@@ -28,7 +28,7 @@ bool is_text(schema::Attr attr) {
   return attr == A::Name || attr == A::LinkName || attr == A::File || attr == A::Device;
 }
 
-Status set(Scope& s, schema::Attr attr, std::string_view v) {
+Status set(Scope& s, schema::Attr attr, std::string_view v, VRanges& spare) {
   using A = schema::Attr;
   uint64_t n = 0;
   switch (attr) {
@@ -51,12 +51,10 @@ Status set(Scope& s, schema::Attr attr, std::string_view v) {
       if (!parse_dec(v, n)) return Status::error("not a decimal number");
       s.has_calls = n != 0;
       break;
-    case A::VRanges: {
-      auto r = parse_vranges(v);
-      if (!r.ok()) return r.status();
-      s.vranges = std::move(*r);
+    case A::VRanges:
+      HPC_RETURN_IF_ERROR(parse_vranges(v, spare));
+      s.vranges.emplace(std::move(spare));
       break;
-    }
     case A::Name: s.name = std::string(v); break;
     case A::LinkName: s.link_name = std::string(v); break;
     case A::File: s.file = std::string(v); break;
@@ -72,15 +70,21 @@ Status Checker::start(std::string_view tag, std::span<const Attribute> attribute
                       uint64_t length) {
   auto kind = schema::kind_of(tag);
   if (!kind) return Status::error("unknown element <" + std::string(tag) + ">");
-  if (stack_.empty()) {
+  if (depth_ == 0) {
     if (*kind != Kind::Root || root_done_)
       return Status::error("<" + std::string(tag) + "> where <HPCToolkitStructure> was expected");
-  } else if (!allowed_child(stack_.back().kind, *kind)) {
+  } else if (!allowed_child(stack_[depth_ - 1].kind, *kind)) {
     return Status::error("<" + std::string(tag) + "> is not allowed inside <" +
-                         std::string(tag_name(stack_.back().kind)) + ">");
+                         std::string(tag_name(stack_[depth_ - 1].kind)) + ">");
   }
-  if (stack_.size() >= size_t(schema::kMaxDepth)) return Status::error("elements nested too deeply");
-  Scope s;
+  if (depth_ >= size_t(schema::kMaxDepth)) return Status::error("elements nested too deeply");
+  // The scope of this depth's last element, cleared (its ranges' storage kept for the next).
+  if (depth_ == stack_.size()) {
+    stack_.emplace_back();
+    spare_.emplace_back();
+  }
+  Scope& s = stack_[depth_];
+  clear(s, spare_[depth_]);
   s.kind = *kind;
   auto specs = schema::attributes(*kind);
   uint32_t seen = 0;
@@ -100,15 +104,15 @@ Status Checker::start(std::string_view tag, std::span<const Attribute> attribute
       return Status::error("attribute " + std::string(key) + " is not allowed on <" + std::string(tag) + ">");
     seen |= 1u << idx;
     if (!text && is_text(specs[idx].attr)) continue;  // any text is valid
-    if (Status st = set(s, specs[idx].attr, a.value); !st.ok())
+    if (Status st = set(s, specs[idx].attr, a.value, spare_[depth_]); !st.ok())
       return Status::error("attribute " + std::string(key) + ": " + st.message());
   }
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].required && !(seen & (1u << i)))
       return Status::error("<" + std::string(tag) + "> lacks attribute " + std::string(specs[i].xml));
-  stack_.push_back(std::move(s));
+  ++depth_;
   visitor_.at(offset, length);
-  if (Status st = visitor_.enter(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
+  if (Status st = visitor_.enter(s, int(depth_) - 1); !st.ok()) {
     visitor_failed_ = true;
     return st;
   }
@@ -116,15 +120,33 @@ Status Checker::start(std::string_view tag, std::span<const Attribute> attribute
 }
 
 Status Checker::end(uint64_t offset, uint64_t length) {
-  if (stack_.empty()) return Status();
+  if (depth_ == 0) return Status();
   visitor_.at(offset, length);
-  if (Status st = visitor_.leave(stack_.back(), int(stack_.size()) - 1); !st.ok()) {
+  const Scope& s = stack_[depth_ - 1];
+  if (Status st = visitor_.leave(s, int(depth_) - 1); !st.ok()) {
     visitor_failed_ = true;
     return st;
   }
-  if (stack_.back().kind == Kind::Root) root_done_ = true;
-  stack_.pop_back();
+  if (s.kind == Kind::Root) root_done_ = true;
+  --depth_;
   return Status();
+}
+
+void Checker::clear(Scope& s, VRanges& spare) {
+  s.id = 0;
+  s.name.reset();
+  s.link_name.reset();
+  s.file.reset();
+  s.line.reset();
+  s.static_id.reset();
+  if (s.vranges) {
+    spare = std::move(*s.vranges);
+    s.vranges.reset();
+  }
+  s.target.reset();
+  s.device.reset();
+  s.version.clear();
+  s.has_calls = false;
 }
 
 }  // namespace hpc::structfile

@@ -29,14 +29,20 @@ public:
   Status end(uint64_t offset, uint64_t length);
   bool visitor_failed() const { return visitor_failed_; }
   bool root_done() const { return root_done_; }
-  size_t depth() const { return stack_.size(); }
+  size_t depth() const { return depth_; }
   // The innermost open element's kind; depth() > 0.
-  Kind open_kind() const { return stack_.back().kind; }
+  Kind open_kind() const { return stack_[depth_ - 1].kind; }
   const Visitor& visitor() const { return visitor_; }
 
 private:
+  static void clear(Scope& s, VRanges& spare);
+
   Visitor& visitor_;
+  // The open elements' scopes, [0, depth_); those above are kept to be reused (a scope is
+  // large, and most have a range set to allocate), with spare range storage by depth.
   std::vector<Scope> stack_;
+  std::vector<VRanges> spare_;
+  size_t depth_ = 0;
   bool root_done_ = false;
   bool visitor_failed_ = false;
 };

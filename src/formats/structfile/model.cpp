@@ -139,13 +139,19 @@ std::string format_vranges(const VRanges& v) {
 }
 
 Expected<VRanges> parse_vranges(std::string_view text) {
+  VRanges out;
+  HPC_RETURN_IF_ERROR(parse_vranges(text, out));
+  return out;
+}
+
+Status parse_vranges(std::string_view text, VRanges& out) {
   auto bad = [&](const char* why) {
     return Status::error("bad address range set \"" + std::string(text.substr(0, 80)) +
                          "\": " + why);
   };
+  out.clear();
   if (text.size() < 2 || text.front() != '{' || text.back() != '}') return bad("not in {...}");
   std::string_view body = text.substr(1, text.size() - 2);
-  VRanges out;
   out.reserve(size_t(std::count(body.begin(), body.end(), '[')));  // one allocation, not one a doubling
   size_t i = 0;
   while (true) {
@@ -165,7 +171,7 @@ Expected<VRanges> parse_vranges(std::string_view text) {
     i = close + 1;
     if (i < body.size() && !is_space(body[i])) return bad("ranges must be separated by spaces");
   }
-  return out;
+  return Status();
 }
 
 }  // namespace hpc::structfile

@@ -43,6 +43,7 @@ using VRanges = std::vector<VRange>;
 // "{[0x1000-0x1010) [0x1020-0x1030)}"; zero is written "0" as the reference does.
 std::string format_vranges(const VRanges& v);
 Expected<VRanges> parse_vranges(std::string_view text);
+Status parse_vranges(std::string_view text, VRanges& out);  // into `out` (its storage reused)
 
 // One element. Which attributes an element may carry is the DTD's business: the reader
 // and the writer enforce it; absent optional attributes are std::nullopt so that a
