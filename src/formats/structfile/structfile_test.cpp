@@ -447,6 +447,42 @@ TEST(StructFile, IndexInChunksIsTheOnePassIndex) {
   fs::remove(bad);
 }
 
+// The checker reuses each depth's scope: an element takes nothing from the one before it at
+// its depth (ranges, names, numbers), by either reader.
+TEST(StructFile, SiblingsTakeNothingFromTheOneBefore) {
+  const std::string body =
+      "<HPCToolkitStructure i=\"0\" version=\"4.9\" n=\"\">\n<LM i=\"1\" n=\"/lib/a\" has-calls=\"1\">\n"
+      "<F i=\"2\" n=\"a.c\">\n"
+      "<P i=\"3\" n=\"f\" ln=\"_Z1fv\" l=\"7\" s=\"9\" v=\"{[0x10-0x20)}\">\n"
+      "<S i=\"4\" l=\"2\" v=\"{[0x10-0x18)}\"/>\n<S i=\"5\" l=\"3\"/>\n"
+      "<C i=\"6\" l=\"4\" v=\"{[0x18-0x1c)}\" t=\"0x40\" d=\"gpu\"/>\n<C i=\"7\" l=\"5\"/>\n</P>\n"
+      "<P i=\"8\" n=\"g\">\n</P>\n</F>\n</LM>\n<LM i=\"9\" n=\"/lib/b\" has-calls=\"0\">\n</LM>\n"
+      "</HPCToolkitStructure>\n";
+  for (bool expat : {false, true}) {
+    const std::string text = "<?xml version=\"1.0\"?>\n" + body;
+    auto s = expat ? parse_model_expat(text, "t") : parse_model(text, "t");
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_EQ(s->children.size(), 2u);
+    EXPECT_TRUE(s->children[0].has_calls);
+    EXPECT_FALSE(s->children[1].has_calls);
+    EXPECT_EQ(s->children[1].name, std::optional<std::string>("/lib/b"));
+    const Scope& f = s->children[0].children.at(0);
+    ASSERT_EQ(f.children.size(), 2u);
+    const Scope& p1 = f.children[0];
+    const Scope& p2 = f.children[1];
+    EXPECT_EQ(p1.link_name, std::optional<std::string>("_Z1fv"));
+    EXPECT_EQ(p1.static_id, std::optional<uint64_t>(9));
+    EXPECT_EQ(p2.id, 8u);
+    EXPECT_FALSE(p2.link_name || p2.line || p2.static_id || p2.vranges) << expat;
+    ASSERT_EQ(p1.children.size(), 4u);
+    EXPECT_TRUE(p1.children[0].vranges && p1.children[0].vranges->size() == 1u);
+    EXPECT_FALSE(p1.children[1].vranges) << expat;
+    EXPECT_EQ(p1.children[1].line, std::optional<uint64_t>(3));
+    EXPECT_TRUE(p1.children[2].target && p1.children[2].device);
+    EXPECT_FALSE(p1.children[3].target || p1.children[3].device || p1.children[3].vranges) << expat;
+  }
+}
+
 // The scanner reads the body of every conformance file, and of files in any form the
 // writers give (references, UTF-8, both quotes, white space inside tags), to expat's very
 // index; and it reads nothing expat refuses or would read otherwise (each such file: no
