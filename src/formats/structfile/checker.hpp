@@ -52,8 +52,9 @@ private:
 // have (no comments, instructions, CDATA or text; names of ASCII letters; the predefined
 // entities and character references; valid UTF-8), and reads nothing it cannot tell is
 // well-formed: false where it meets anything else, or where the checker or its visitor
-// fails (then expat, reading the same bytes, decides, and names any error). `after_root`:
-// the root may end in the range, and only white space follow it.
+// fails (then expat, reading the same bytes, decides, and names any error). After the
+// root's end only white space is read. run() may be called on ranges one after another
+// (a chunk's documents: the start tags it begins in, then its own bytes).
 class Scanner {
 public:
   Scanner(std::string_view text, Checker& checker) : text_(text), checker_(checker) {}
