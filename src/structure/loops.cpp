@@ -55,7 +55,7 @@ LoopForest find_loops(const Cfg& cfg) {
   const size_t m = node.size();
   auto ancestor = [&](uint32_t w, uint32_t v) { return w <= v && v <= last[w]; };  // preorder numbers
 
-  std::vector<std::vector<uint32_t>> backPreds(m), nonBackPreds(m);
+  std::vector<IndexList> backPreds(m), nonBackPreds(m);
   for (uint32_t w = 0; w < m; ++w)
     for (uint32_t p : cfg.blocks[node[w]].preds) {
       if (number[p] == kUnvisited) continue;

@@ -378,7 +378,7 @@ TEST(GpuCfg, DualIssueAndBranchInsideANode) {
   // k [0x1008,0x1010) | .L_1 up to the pair [0x1010,0x1030) | [0x1030,0x1040) | .L_2
   ASSERT_EQ(cfg.blocks.size(), 4u);
   EXPECT_EQ(cfg.blocks[1].end, 0x1030u);
-  EXPECT_EQ(cfg.blocks[1].succs, (std::vector<uint32_t>{2, 3}));  // fall-through, then taken
+  EXPECT_EQ(cfg.blocks[1].succs.vector(), (std::vector<uint32_t>{2, 3}));  // fall-through, then taken
   auto f = find_loops(cfg);
   ASSERT_EQ(f.loops.size(), 1u);
   EXPECT_EQ(cfg.blocks[f.loops[0].header].begin, 0x1010u);
