@@ -68,12 +68,17 @@ Status set(Scope& s, schema::Attr attr, std::string_view v, VRanges& spare) {
 
 Status Checker::start(std::string_view tag, std::span<const Attribute> attributes, uint64_t offset,
                       uint64_t length) {
-  auto kind = schema::kind_of(tag);
+  const std::optional<Kind> kind = schema::kind_of(tag);
   if (!kind) return Status::error("unknown element <" + std::string(tag) + ">");
+  return start(*kind, tag, attributes, offset, length);
+}
+
+Status Checker::start(Kind kind, std::string_view tag, std::span<const Attribute> attributes, uint64_t offset,
+                      uint64_t length) {
   if (depth_ == 0) {
-    if (*kind != Kind::Root || root_done_)
+    if (kind != Kind::Root || root_done_)
       return Status::error("<" + std::string(tag) + "> where <HPCToolkitStructure> was expected");
-  } else if (!allowed_child(stack_[depth_ - 1].kind, *kind)) {
+  } else if (!allowed_child(stack_[depth_ - 1].kind, kind)) {
     return Status::error("<" + std::string(tag) + "> is not allowed inside <" +
                          std::string(tag_name(stack_[depth_ - 1].kind)) + ">");
   }
@@ -85,10 +90,10 @@ Status Checker::start(std::string_view tag, std::span<const Attribute> attribute
   }
   Scope& s = stack_[depth_];
   clear(s, spare_[depth_]);
-  s.kind = *kind;
-  auto specs = schema::attributes(*kind);
+  s.kind = kind;
+  auto specs = schema::attributes(kind);
   uint32_t seen = 0;
-  const bool text = visitor_.wants_text(*kind);
+  const bool text = visitor_.wants_text(kind);
   for (const Attribute& a : attributes) {
     const std::string_view key = a.name;
     size_t idx = 0;

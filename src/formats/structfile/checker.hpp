@@ -25,6 +25,9 @@ public:
   // A start tag at [offset, offset + length) of the input. An error breaks a rule (its
   // message without a position) or is the visitor's own (visitor_failed() then says so).
   Status start(std::string_view tag, std::span<const Attribute> attributes, uint64_t offset, uint64_t length);
+  // The same where the tag's kind is known already (schema::kind_of(tag)).
+  Status start(Kind kind, std::string_view tag, std::span<const Attribute> attributes, uint64_t offset,
+               uint64_t length);
   // The end of the innermost open element (length 0: an empty-element tag's).
   Status end(uint64_t offset, uint64_t length);
   bool visitor_failed() const { return visitor_failed_; }

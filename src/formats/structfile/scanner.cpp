@@ -185,7 +185,7 @@ bool Scanner::start_tag(size_t& at, size_t to) {
   for (size_t i = 0; i < attributes_.size(); ++i)
     if (decoded_[i].first != std::string::npos)
       attributes_[i].value = std::string_view(scratch_).substr(decoded_[i].first, decoded_[i].second);
-  if (!checker_.start(tag, attributes_, at, q - at).ok()) return false;
+  if (!kind || !checker_.start(*kind, tag, attributes_, at, q - at).ok()) return false;
   if (empty && !checker_.end(at, 0).ok()) return false;
   at = q;
   return true;
