@@ -328,10 +328,10 @@ struct Mapping {
 // scanner where the DTD lets it read as expat does, else (or where the scanner stops) by
 // expat (with `expat_parts`; else nothing). With `chunk_bytes`, a file of at least twice
 // that is cut into chunks: one scan of the body's tags (from '<' to '<') finds where chunks
-// may begin: at a unit's start tag (a child of an LM, or of an
-// F in an LM), none closer than chunk_bytes to the last. A chunk's document is the file's
-// prolog, the start tags of the LM (and F) it begins in, the chunk, and the end tags of
-// those open where the next one begins. It parses exactly when the file parses there: each
+// may begin: at a unit's start tag (a child of an LM, or of an F in an LM), none closer
+// than chunk_bytes to the last. A chunk's document is the file's prolog, the start tags of
+// the LM (and F) it begins in, the chunk, and the end tags of those open where the next
+// one begins. It parses exactly when the file parses there: each
 // chunk begins where the one before ended, with the elements open that its parse left open
 // (their end tags matched). The scan's stack is expat's wherever the chunks parse, from the
 // root on.
@@ -371,10 +371,10 @@ std::optional<UnitIndex> index_in_parts(const std::filesystem::path& path, size_
   const bool scan = !unusual_dtd;
   if (!scan && !expat_parts) return std::nullopt;
   const uint64_t prolog_end = root.end;
-  // The body's tags, each to its end (a '>' outside quoted values), with the open elements
-  // (by their tags' first letters: only the LM and F among them matter). A chunk may begin
-  // at a child of an LM, or of an F in an LM: there the LM's (and F's) start tags and the
-  // end tags its document needs are known.
+  // The body's tags, each from its '<' to the last '>' before the next, with the open
+  // elements (by their tags' first letters: only the LM and F among them matter). A chunk
+  // may begin at a child of an LM, or of an F in an LM: there the LM's (and F's) start tags
+  // and the end tags its document needs are known.
   struct Tag {
     uint64_t begin, end;
   };
@@ -384,43 +384,44 @@ std::optional<UnitIndex> index_in_parts(const std::filesystem::path& path, size_
   };
   std::vector<Split> splits;
   if (chunk_bytes > 0) {
-  struct Open {
-    char first;
-    Tag tag;
-  };
-  std::vector<Open> stack{{'H', {root.begin, root.end}}};
-  uint64_t next_split = prolog_end + chunk_bytes;
-  size_t at = prolog_end;
-  for (;;) {
-    const void* lt = std::memchr(text.data() + at, '<', text.size() - at);
-    if (!lt) break;
-    const size_t p = size_t(static_cast<const char*>(lt) - text.data());
-    if (stack.empty() || p + 2 >= text.size()) return std::nullopt;  // markup after the root's end
-    const char c1 = text[p + 1];
-    if (c1 == '!' || c1 == '?') return std::nullopt;  // comments, CDATA, instructions: one pass
-    // The tag ends at the last '>' before the next '<': no '<' is in a value, only white
-    // space between tags (else a chunk fails). Only that '>' and the byte before it are
-    // read, not the whole tag.
-    const void* next = p + 1 < text.size() ? std::memchr(text.data() + p + 1, '<', text.size() - p - 1) : nullptr;
-    size_t e = next ? size_t(static_cast<const char*>(next) - text.data()) : text.size();
-    while (e > p + 1 && (text[e - 1] == ' ' || text[e - 1] == '\n' || text[e - 1] == '\t' || text[e - 1] == '\r')) --e;
-    if (e <= p + 2 || text[e - 1] != '>') return std::nullopt;
-    --e;  // the '>'
-    at = e + 1;
-    if (c1 == '/') {
-      stack.pop_back();
-      continue;
+    struct Open {
+      char first;
+      Tag tag;
+    };
+    std::vector<Open> stack{{'H', {root.begin, root.end}}};
+    uint64_t next_split = prolog_end + chunk_bytes;
+    size_t at = prolog_end;
+    for (;;) {
+      const void* lt = std::memchr(text.data() + at, '<', text.size() - at);
+      if (!lt) break;
+      const size_t p = size_t(static_cast<const char*>(lt) - text.data());
+      if (stack.empty() || p + 2 >= text.size()) return std::nullopt;  // markup after the root's end
+      const char c1 = text[p + 1];
+      if (c1 == '!' || c1 == '?') return std::nullopt;  // comments, CDATA, instructions: one pass
+      // The tag ends at the last '>' before the next '<': no '<' is in a value, only white
+      // space between tags (else a chunk fails). Only that '>' and the byte before it are
+      // read, not the whole tag.
+      const void* next = std::memchr(text.data() + p + 1, '<', text.size() - p - 1);
+      size_t e = next ? size_t(static_cast<const char*>(next) - text.data()) : text.size();
+      auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+      while (e > p + 1 && space(text[e - 1])) --e;
+      if (e <= p + 2 || text[e - 1] != '>') return std::nullopt;
+      --e;  // the '>'
+      at = e + 1;
+      if (c1 == '/') {
+        stack.pop_back();
+        continue;
+      }
+      const bool lm = c1 == 'L' && text[p + 2] == 'M';
+      // A unit's start, where the chunk is long enough: a child of the LM, or of an F in it.
+      if (p >= next_split && stack.size() >= 2 && stack[1].first == 'L' &&
+          (stack.size() == 2 || (stack.size() == 3 && stack[2].first == 'F'))) {
+        splits.push_back({p, stack[1].tag, stack.size() == 3 ? stack[2].tag : Tag{0, 0}});
+        next_split = p + chunk_bytes;
+      }
+      if (text[e - 1] != '/') stack.push_back({lm ? 'L' : c1 == 'L' ? 'l' : c1, {p, e + 1}});
     }
-    const bool lm = c1 == 'L' && text[p + 2] == 'M';
-    // A unit's start, where the chunk is long enough: a child of the LM, or of an F in it.
-    if (p >= next_split && stack.size() >= 2 && stack[1].first == 'L' &&
-        (stack.size() == 2 || (stack.size() == 3 && stack[2].first == 'F'))) {
-      splits.push_back({p, stack[1].tag, stack.size() == 3 ? stack[2].tag : Tag{0, 0}});
-      next_split = p + chunk_bytes;
-    }
-    if (text[e - 1] != '/') stack.push_back({lm ? 'L' : c1 == 'L' ? 'l' : c1, {p, e + 1}});
-  }
-  if (!stack.empty() || splits.empty()) return std::nullopt;
+    if (!stack.empty() || splits.empty()) return std::nullopt;
   }
   const size_t chunks = splits.size() + 1;
   std::vector<UnitIndex> parts(chunks);
