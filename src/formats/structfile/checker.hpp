@@ -13,6 +13,9 @@
 
 namespace hpc::structfile {
 
+// XML's white space (between tags, inside them, in a range set).
+inline bool is_xml_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
 class Checker {
 public:
   struct Attribute {

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "formats/structfile/checker.hpp"
 #include "formats/structfile/schema.hpp"
 #include "formats/structfile/structfile.hpp"
 
@@ -120,7 +121,6 @@ bool parse_addr(std::string_view s, uint64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 }  // namespace
 
@@ -155,7 +155,7 @@ Status parse_vranges(std::string_view text, VRanges& out) {
   out.reserve(size_t(std::count(body.begin(), body.end(), '[')));  // one allocation, not one a doubling
   size_t i = 0;
   while (true) {
-    while (i < body.size() && is_space(body[i])) ++i;
+    while (i < body.size() && is_xml_space(body[i])) ++i;
     if (i == body.size()) break;
     if (body[i] != '[') return bad("expected '['");
     size_t dash = body.find('-', i);
@@ -169,7 +169,7 @@ Status parse_vranges(std::string_view text, VRanges& out) {
     if (r.end < r.begin) return bad("range ends before it begins");
     out.push_back(r);
     i = close + 1;
-    if (i < body.size() && !is_space(body[i])) return bad("ranges must be separated by spaces");
+    if (i < body.size() && !is_xml_space(body[i])) return bad("ranges must be separated by spaces");
   }
   return Status();
 }

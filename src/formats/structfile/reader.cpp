@@ -403,8 +403,7 @@ std::optional<UnitIndex> index_in_parts(const std::filesystem::path& path, size_
       // read, not the whole tag.
       const void* next = std::memchr(text.data() + p + 1, '<', text.size() - p - 1);
       size_t e = next ? size_t(static_cast<const char*>(next) - text.data()) : text.size();
-      auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
-      while (e > p + 1 && space(text[e - 1])) --e;
+      while (e > p + 1 && is_xml_space(text[e - 1])) --e;
       if (e <= p + 2 || text[e - 1] != '>') return std::nullopt;
       --e;  // the '>'
       at = e + 1;
@@ -567,13 +566,13 @@ std::string unit_prolog(std::string_view prolog, const UnitIndex& index) {
   std::string_view head = prolog.substr(0, doctype);
   size_t lead = 0;
   if (head.size() > 5 && head.compare(0, 5, "<?xml") == 0 &&
-      (head[5] == ' ' || head[5] == '\t' || head[5] == '\n' || head[5] == '\r')) {
+      is_xml_space(head[5])) {
     const size_t end = head.find("?>");
     if (end == std::string_view::npos) return std::string(prolog);
     lead = end + 2;
   }
   for (; lead < head.size(); ++lead)
-    if (head[lead] != ' ' && head[lead] != '\t' && head[lead] != '\n' && head[lead] != '\r') return std::string(prolog);
+    if (!is_xml_space(head[lead])) return std::string(prolog);
   std::string_view dtd = prolog.substr(doctype, index.root_begin - doctype);
   for (size_t at = 0; at < dtd.size();) {
     if (dtd.compare(at, 4, "<!--") == 0) {
@@ -609,7 +608,7 @@ Expected<Structure> parse_model(std::string_view text, const std::string& name) 
   // version alone, if any, then the root (no DTD). Expat reads any other, and names errors.
   constexpr std::string_view decl = "<?xml version=\"1.0\"?>";
   size_t at = text.starts_with(decl) ? decl.size() : 0;
-  while (at < text.size() && (text[at] == ' ' || text[at] == '\n' || text[at] == '\t' || text[at] == '\r')) ++at;
+  while (at < text.size() && is_xml_space(text[at])) ++at;
   if (text.substr(at).starts_with("<HPCToolkitStructure")) {
     Builder b;
     Checker checker(b);

@@ -15,7 +15,6 @@
 namespace hpc::structfile {
 namespace {
 
-bool is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 bool is_letter(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 // Names of a few letters compared in place (std::string_view's == calls memcmp).
 bool same(std::string_view a, std::string_view b) {
@@ -114,7 +113,7 @@ bool Scanner::run(size_t from, size_t to) {
   const char* t = text_.data();
   for (size_t at = from; at < to;) {
     const char c = t[at];
-    if (is_space(static_cast<unsigned char>(c))) {
+    if (is_xml_space(c)) {
       ++at;
       continue;
     }
@@ -143,7 +142,7 @@ bool Scanner::start_tag(size_t& at, size_t to) {
   bool empty = false;
   for (;;) {
     bool space = false;
-    while (q < to && is_space(static_cast<unsigned char>(t[q]))) {
+    while (q < to && is_xml_space(t[q])) {
       ++q;
       space = true;
     }
@@ -163,10 +162,10 @@ bool Scanner::start_tag(size_t& at, size_t to) {
     while (q < to && is_attribute_char(static_cast<unsigned char>(t[q]))) ++q;
     if (q == name) return false;
     const std::string_view key(t + name, q - name);
-    while (q < to && is_space(static_cast<unsigned char>(t[q]))) ++q;
+    while (q < to && is_xml_space(t[q])) ++q;
     if (q >= to || t[q] != '=') return false;
     ++q;
-    while (q < to && is_space(static_cast<unsigned char>(t[q]))) ++q;
+    while (q < to && is_xml_space(t[q])) ++q;
     if (q >= to || (t[q] != '"' && t[q] != '\'')) return false;
     const char quote = t[q++];
     // Text the visitor does not take is checked, not read.
@@ -197,7 +196,7 @@ bool Scanner::end_tag(size_t& at, size_t to) {
   size_t q = at + 2;
   while (q < to && is_letter(static_cast<unsigned char>(t[q]))) ++q;
   if (!same(std::string_view(t + at + 2, q - at - 2), tag_name(checker_.open_kind()))) return false;
-  while (q < to && is_space(static_cast<unsigned char>(t[q]))) ++q;
+  while (q < to && is_xml_space(t[q])) ++q;
   if (q >= to || t[q] != '>') return false;
   ++q;
   if (!checker_.end(at, q - at).ok()) return false;
