@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstdlib>
 #include <functional>
 #include <new>
 #include <type_traits>
+
+#include <sys/mman.h>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -57,14 +60,33 @@ namespace {
 std::atomic<uint64_t> nextCctSerial{1};
 }  // namespace
 
-Cct::Cct() : shards_(new Shard[size_t(1) << kShardBits]), serial_(nextCctSerial.fetch_add(1)) {
+Cct::Cct(size_t regionBytes)
+    : shards_(new Shard[size_t(1) << kShardBits]), serial_(nextCctSerial.fetch_add(1)),
+      regionBytes_(regionBytes / sizeof(Context) * sizeof(Context)) {
   ContextKey k;
   k.kind = NodeKind::Root;
   rootStorage_.reset(new std::byte[sizeof(Context)]);
   root_ = new (rootStorage_.get()) Context(this, nullptr, k);
+  // Address space only: pages are backed as blocks are touched (and never counted against
+  // the system's commit limit before).
+  void* r = regionBytes_ ? ::mmap(nullptr, regionBytes_, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                        : MAP_FAILED;
+  if (r != MAP_FAILED) region_ = static_cast<std::byte*>(r);
+  // A large tree's contexts on huge pages (where the kernel gives them on request), as they
+  // were in the heap: lookups and walks reach them all over (100 profiles of 400,000 nodes:
+  // 35 MB of contexts). The first 8 MiB on small pages: a tree of tens of thousands of
+  // contexts, made by several threads at once (their blocks interleaved), touches only the
+  // pages it fills, not whole huge pages (500 profiles in their own orders at -j2, the first
+  // 2 MiB small: peak 3 MiB more, median 5 % slower).
+  if (region_ && regionBytes_ > kSmallPagesBytes && !std::getenv("HPCPROF_NO_HUGEPAGES"))
+    ::madvise(region_ + kSmallPagesBytes, std::min(regionBytes_, kHugePagesBytes) - kSmallPagesBytes, MADV_HUGEPAGE);
 }
 
-Cct::~Cct() = default;  // contexts are trivially destructible: their blocks go whole
+Cct::~Cct() {
+  // Contexts are trivially destructible: their blocks go whole.
+  if (region_) ::munmap(region_, regionBytes_);
+}
 
 Cct::Arena& Cct::arena() {
   // The last tree this thread made contexts in, and its arena there.
@@ -80,8 +102,17 @@ Cct::Arena& Cct::arena() {
 
 void Cct::addBlock(Arena& a) {
   const size_t bytes = a.nextBlock * sizeof(Context);
-  a.blocks.push_back({std::unique_ptr<std::byte[]>(new std::byte[bytes]), a.nextBlock});
-  a.next = a.blocks.back().memory.get();
+  Block b;
+  b.size = a.nextBlock;
+  const size_t at = region_ ? regionUsed_.fetch_add(bytes, std::memory_order_relaxed) : regionBytes_;
+  if (bytes <= regionBytes_ && at <= regionBytes_ - bytes) {
+    b.memory = region_ + at;
+  } else {
+    b.owned.reset(new std::byte[bytes]);
+    b.memory = b.owned.get();
+  }
+  a.blocks.push_back(std::move(b));
+  a.next = a.blocks.back().memory;
   a.left = a.nextBlock;
   a.nextBlock = std::min<size_t>(a.nextBlock * 2, 4096);
   // Its pages touched here, outside any shard's lock: the faults of fresh memory (up to a
@@ -103,7 +134,7 @@ void Cct::eachContext(F&& f) const {
   for (const auto& a : arenas_)
     for (size_t b = 0; b < a->blocks.size(); ++b) {
       const size_t n = b + 1 == a->blocks.size() ? a->blocks[b].size - a->left : a->blocks[b].size;
-      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory.get());
+      auto* first = reinterpret_cast<Context*>(a->blocks[b].memory);
       for (size_t i = 0; i < n; ++i) f(first + i);
     }
 }
@@ -315,13 +346,31 @@ void Cct::finalize() {
       stack.push_back({kid, id, listed});
     }
   }
+  // The same by place in the region (the slots of a block's unused end stay 0).
+  const size_t slots = region_ ? std::min(regionUsed_.load(std::memory_order_relaxed), regionBytes_) / sizeof(Context) : 0;
+  idBySlot_.assign(slots, 0);
+  listedBySlot_.assign(slots, 0);
+  const ContextIds view = ids();
   each([&](uint32_t i) {
     Context* c = all[i];
     c->id_ = idOf[i];
     c->listedId_ = listedOf[i];
     c->listed_ = byId_[listedOf[i]];
     c->numChildren_ = shapes[i].numChildren & ~kHidden;
+    if (const size_t k = view.slotOf(c); k < slots) {
+      idBySlot_[k] = idOf[i];
+      listedBySlot_[k] = listedOf[i];
+    }
   });
+}
+
+ContextIds Cct::ids() const {
+  ContextIds v;
+  v.base_ = region_;
+  v.slots_ = idBySlot_.size();
+  v.id_ = idBySlot_.data();
+  v.listed_ = listedBySlot_.data();
+  return v;
 }
 
 }  // namespace hpc::analysis

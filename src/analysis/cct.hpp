@@ -50,6 +50,28 @@ struct ContextKeyHash {
 };
 
 class Cct;
+class Context;
+
+// Contexts' ids and listed ids found by where the contexts lie, not in them (Cct::ids()): a
+// table of 4 bytes a context against a context's 88, so that the passes after finalization
+// that meet contexts scattered in memory (a profile's spilled values and the nodes its trace
+// names) read the table, mostly in the caches, rather than the contexts, mostly not.
+// Valid while its tree lives and is not finalized again. MT: read only.
+class ContextIds {
+public:
+  inline uint32_t id(const Context* c) const;
+  inline uint32_t listedId(const Context* c) const;
+
+private:
+  friend class Cct;
+  // The slot of c in the tree's region, or `slots` where c lies elsewhere (the root; a
+  // tree that outgrew its region).
+  inline size_t slotOf(const Context* c) const;
+  const std::byte* base_ = nullptr;
+  size_t slots_ = 0;
+  const uint32_t* id_ = nullptr;
+  const uint32_t* listed_ = nullptr;
+};
 
 // A context is small (88 bytes) and holds no lock or table of its own: a tree of a million
 // contexts is mostly these, and every fresh page of it is dear. Children are found through
@@ -90,7 +112,9 @@ public:
 
 class Cct {
 public:
-  Cct();
+  // `regionBytes`: the address space reserved for the contexts (ContextIds); past it, and
+  // where the system refuses it, contexts are allocated from the heap.
+  explicit Cct(size_t regionBytes = size_t(16) << 30);
   ~Cct();
   Cct(const Cct&) = delete;
   Cct& operator=(const Cct&) = delete;
@@ -120,6 +144,8 @@ public:
 
   // Flat per-id facts used by propagation (valid after finalize()).
   const std::vector<uint32_t>& parents() const { return parent_; }
+  // Every context's id and listed id by where it lies (valid after finalize()).
+  ContextIds ids() const;
 
 private:
   friend class Context;
@@ -145,8 +171,12 @@ private:
   // Contexts are allocated in blocks of the creating thread's arena, so that they lie in the
   // order a thread made them (a profile's nodes' order: parents before children), which the
   // later walks over the tree follow more or less (finalize, meta.db, pass 2's lookups).
+  // Blocks are cut from one region of address space the tree reserves (backed as it is
+  // touched), so that a context's place there numbers it (ContextIds); a tree that outgrows
+  // it, or a system that refuses the reservation, has its next blocks from the heap.
   struct Block {
-    std::unique_ptr<std::byte[]> memory;
+    std::byte* memory = nullptr;
+    std::unique_ptr<std::byte[]> owned;  // a block from the heap
     size_t size = 0;  // contexts it holds room for
   };
   struct Arena {
@@ -166,7 +196,8 @@ private:
   // A new context in `a`, which has room for it (child() made sure, outside the lock).
   Context* make(Arena& a, Context* parent, const ContextKey& key);
   // A's next block, its pages touched.
-  static void addBlock(Arena& a);
+  void addBlock(Arena& a);
+  static constexpr size_t kSmallPagesBytes = size_t(8) << 20, kHugePagesBytes = size_t(64) << 20;
 
   std::unique_ptr<Shard[]> shards_;
   std::atomic<bool> released_{false};
@@ -178,7 +209,24 @@ private:
   std::vector<Context*> kids_;  // every context's sorted children, each a range (finalize())
   std::vector<const Context*> byId_;
   std::vector<uint32_t> parent_;
+  const size_t regionBytes_;
+  std::byte* region_ = nullptr;  // regionBytes_ reserved, or none
+  std::atomic<size_t> regionUsed_{0};  // bytes cut into blocks (may pass the end: then none is)
+  std::vector<uint32_t> idBySlot_, listedBySlot_;  // finalize(): by a context's slot in the region
 };
+
+inline size_t ContextIds::slotOf(const Context* c) const {
+  const size_t at = size_t(reinterpret_cast<const std::byte*>(c) - base_);
+  return base_ && at < slots_ * sizeof(Context) ? at / sizeof(Context) : slots_;
+}
+inline uint32_t ContextIds::id(const Context* c) const {
+  const size_t k = slotOf(c);
+  return k < slots_ ? id_[k] : c->id();
+}
+inline uint32_t ContextIds::listedId(const Context* c) const {
+  const size_t k = slotOf(c);
+  return k < slots_ ? listed_[k] : c->listedId();
+}
 
 inline std::span<Context* const> Context::children() const {
   return {owner_->kids_.data() + firstChild_, numChildren_};

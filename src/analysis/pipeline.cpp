@@ -633,7 +633,7 @@ Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const Pip
   return plan;
 }
 
-Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
+Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u, const ContextIds& ids,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                       Propagator& propagator, PropagatedProfile& out, TraceLines* lines, uint32_t index) {
   // The row is cleared or overwritten whole, the trace resized to this profile's (its
@@ -654,21 +654,19 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
   thread_local std::vector<ContextValue> points;
   points.clear();
   points.reserve(u.values);
-  // The contexts lie anywhere in memory: each is fetched a few records ahead of its use.
-  constexpr uint32_t kAhead = 8;
+  // Each context's id from the tree's table by where it lies (the contexts themselves lie
+  // anywhere in memory, mostly outside the caches by now).
   const auto* sv = reinterpret_cast<const SpilledValue*>(rec.data());
-  for (uint32_t k = 0; k < u.values; ++k) {
-    if (k + kAhead < u.values) __builtin_prefetch(sv[k + kAhead].ctx->idsAt());
+  for (uint32_t k = 0; k < u.values; ++k)
     if (sv[k].metric < localToPropagated.size() && localToPropagated[sv[k].metric] != Plan::kNotPropagated)
-      points.push_back({sv[k].ctx->id(), localToPropagated[sv[k].metric], sv[k].value});
-  }
+      points.push_back({ids.id(sv[k].ctx), localToPropagated[sv[k].metric], sv[k].value});
   propagator.run(points, out.row);
   // Ids in the propagated metrics -> the database's (in the same order: rows stay sorted).
   if (!propIds.empty())
     for (uint16_t& m : out.row.metric) m = propIds[m];
   if (u.header.hasTrace) {
     const TraceConverter conv(reinterpret_cast<const SpilledTraceNode*>(rec.data() + u.values * sizeof(SpilledValue)),
-                              u.traceContexts);
+                              u.traceContexts, ids);
     if (lines) {
       out.traceWritten = true;
       return streamTrace(source, conv, u.traceRecords, *lines, index, out.trace);
@@ -689,13 +687,13 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
   return Status();
 }
 
-Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u,
+Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u, const ContextIds& ids,
                         const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink) {
   thread_local PropagatedProfile p;
   HPC_RETURN_IF_ERROR(
-      computeProfile(source, spill, u, localToPropagated, propIds, propagator, p, sink.streamedTraces(), index));
+      computeProfile(source, spill, u, ids, localToPropagated, propIds, propagator, p, sink.streamedTraces(), index));
   return writeProfile(sink, index, idTuple, p);
 }
 
@@ -783,6 +781,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                      options.scratchDir, lanes));
   }
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
+  const ContextIds ids = cct.ids();
   std::vector<Status> errors(plan.live.size());
   Progress progress(options.progress, "writing profiles", plan.live.size());
   // Profiles are propagated in parallel and written in profile order, so that profile.db
@@ -821,7 +820,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
                                                    [&](InFlight* f) {
                                                      size_t i = plan.live[f->k];
                                                      f->status = computeProfile(
-                                                         *profiles[i], *spill, unified[i], plan.localToPropagated(i),
+                                                         *profiles[i], *spill, unified[i], ids, plan.localToPropagated(i),
                                                          plan.propIds, propagators.local(), f->p, lines,
                                                          uint32_t(f->k + 1));
                                                      // Split while the row is in this core's cache.

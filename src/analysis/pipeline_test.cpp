@@ -1831,6 +1831,21 @@ TEST(Cct, LargeTreeFinalizedOnThreadsAsOnOne) {
   }
   EXPECT_EQ(expect, many.size());
 
+  // Ids and listed ids by where the contexts lie (ContextIds) are the contexts' own, also in
+  // a tree whose region holds only its first few hundred contexts (the rest from the heap).
+  Cct cramped(500 * sizeof(Context));
+  build(cramped, 4);
+  ASSERT_EQ(cramped.size(), kNodes + 1);
+  ASSERT_EQ(cramped.parents(), one.parents());
+  for (const Cct* t : {&many, &one, &cramped}) {
+    const ContextIds ids = t->ids();
+    for (uint32_t id = 0; id < t->size(); ++id) {
+      const Context* c = t->byId(id);
+      ASSERT_EQ(ids.id(c), id);
+      ASSERT_EQ(ids.listedId(c), c->listedId()) << id;
+    }
+  }
+
   // The lookup table released and made again on demand: the same contexts are found, and a
   // new one is made once.
   many.releaseLookup();

@@ -167,12 +167,12 @@ struct PropagatedProfile {
   bool hasTrace = false;
   bool traceWritten = false;  // to the sink's TraceLines already (else `trace`, to write)
 };
-// `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
+// `ids` are the tree's (Cct::ids()); `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
 // plan's propIds; the propagator works on Plan::propagated metrics. With `lines` (whose lines
 // are placed by the Unified's traceRecords), the trace goes there as it is read, as profile
 // `index`'s (a chunk at a time: never held whole, but where out of order); else into
 // out.trace, for writeProfile.
-Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u,
+Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& u, const ContextIds& ids,
                       const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                       Propagator& propagator, PropagatedProfile& out, TraceLines* lines = nullptr,
                       uint32_t index = 0);
@@ -182,7 +182,7 @@ Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>
 // Pass 2 (class 2) for one live profile: computeProfile then writeProfile; its trace to the
 // sink's streamedTraces() where it has them (placed before).
 // MT: thread-safe for distinct profiles (one Propagator per thread).
-Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u,
+Status propagateProfile(ProfileSource& source, const Spill& spill, const Unified& u, const ContextIds& ids,
                         const std::vector<uint32_t>& localToPropagated, const std::vector<uint16_t>& propIds,
                         uint32_t index, const std::vector<IdOut>& idTuple, Propagator& propagator,
                         DatabaseSink& sink);

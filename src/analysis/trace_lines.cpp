@@ -5,7 +5,8 @@
 
 namespace hpc::analysis {
 
-TraceConverter::TraceConverter(const SpilledTraceNode* table, uint32_t n) : table_(table), n_(n) {
+TraceConverter::TraceConverter(const SpilledTraceNode* table, uint32_t n, const ContextIds& ids)
+    : table_(table), n_(n) {
   uint32_t most = 0;
   for (uint32_t c = 0; c < n; ++c) most = std::max(most, table[c].node);
   // A hostile file's ids go up to 2^32: those beyond a few times the table's size are
@@ -14,19 +15,21 @@ TraceConverter::TraceConverter(const SpilledTraceNode* table, uint32_t n) : tabl
   if (idOf().size() < direct_) idOf().resize(direct_, 0);
   std::vector<std::pair<uint32_t, uint32_t>>& far = farIds();
   far.clear();
-  constexpr uint32_t kAhead = 8;  // the contexts lie anywhere in memory
+  // Each context's listed id from the tree's table by where it lies, not from the context
+  // (scattered in memory, mostly outside the caches by now).
+  uint32_t* const index = idOf().data();
   for (uint32_t c = 0; c < n; ++c) {
-    if (c + kAhead < n && table[c + kAhead].ctx) __builtin_prefetch(table[c + kAhead].ctx->idsAt());
-    const uint32_t id = table[c].ctx ? table[c].ctx->listedId() : 0;
-    if (table[c].node < direct_) idOf()[table[c].node] = id;
+    const uint32_t id = table[c].ctx ? ids.listedId(table[c].ctx) : 0;
+    if (table[c].node < direct_) index[table[c].node] = id;
     else far.emplace_back(table[c].node, id);
   }
   std::sort(far.begin(), far.end());
 }
 
 TraceConverter::~TraceConverter() {
+  uint32_t* const index = idOf().data();
   for (uint32_t c = 0; c < n_; ++c)
-    if (table_[c].node < direct_) idOf()[table_[c].node] = 0;
+    if (table_[c].node < direct_) index[table_[c].node] = 0;
 }
 
 Status readWholeTrace(ProfileSource& source, const TraceConverter& conv, uint64_t most, std::vector<TracePoint>& out) {

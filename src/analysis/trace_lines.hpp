@@ -20,8 +20,8 @@ namespace hpc::analysis {
 // thread's, only grown).
 class TraceConverter {
 public:
-  // MT: one at a time in a thread (the index is the thread's).
-  TraceConverter(const SpilledTraceNode* table, uint32_t n);
+  // MT: one at a time in a thread (the index is the thread's). `ids`: the tree's.
+  TraceConverter(const SpilledTraceNode* table, uint32_t n, const ContextIds& ids);
   ~TraceConverter();
   TraceConverter(const TraceConverter&) = delete;
   TraceConverter& operator=(const TraceConverter&) = delete;

@@ -280,11 +280,12 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
     HPC_RETURN_IF_ERROR(comm.agree(sink.place(records)));
   }
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
+  const ContextIds ids = cct.ids();
   std::vector<Status> errors(khi - klo);
   arena.execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
-      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], plan.localToPropagated(i),
+      errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], ids, plan.localToPropagated(i),
                                          plan.propIds,
                                          uint32_t(k + 1), plan.idTuples[k], propagators.local(), sink);
     });
