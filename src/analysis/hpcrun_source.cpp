@@ -180,8 +180,8 @@ public:
     t.nodesId = 0;  // until decoded
     HPC_RETURN_IF_ERROR(read_file_into(path_, out.bytes));
     hpcrun::CctView cct;
-    thread_local hpcrun::LoadMapReuse loadMapReuse;
-    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(out.bytes, path_, p, cct, out.valuesStatus, &loadMapReuse));
+    thread_local hpcrun::SectionReuse reuse;
+    HPC_RETURN_IF_ERROR(hpcrun::parse_profile_flat(out.bytes, path_, p, cct, out.valuesStatus, &reuse));
     out.nodesAt = size_t(cct.data - out.bytes.data());
     out.nodesLength = size_t(cct.count) * hpcrun::CctView::kNodeBytes;
     const std::string* name = p.header_value("program-name");
@@ -189,18 +189,22 @@ public:
     t.idTuple.clear();
     for (const auto& e : p.id_tuple)
       t.idTuple.push_back({e.kind(), static_cast<uint8_t>(e.interpret()), e.physical, e.logical});
-    t.metrics.clear();
-    t.descs.clear();
-    for (const auto& m : p.metrics) {
-      if (m.formula.empty()) t.metrics.push_back(m.name);
-      t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
+    // The metric table and the load map copied only where this tree does not hold them
+    // already (dozens of metrics in a GPU measurement's profiles, thousands of modules in a
+    // Python program's: the same in every profile of a program).
+    if (t.metricsGen == 0 || t.metricsGen != reuse.metrics.generation) {
+      t.metrics.clear();
+      t.descs.clear();
+      for (const auto& m : p.metrics) {
+        if (m.formula.empty()) t.metrics.push_back(m.name);
+        t.descs.push_back({m.name, m.description, m.format, m.formula, m.flags.show, m.flags.show_percent});
+      }
+      t.metricsGen = reuse.metrics.generation;
     }
-    // The load map copied only where this tree does not hold it already (thousands of
-    // modules, the same in every profile of a program).
-    if (t.loadMapGen == 0 || t.loadMapGen != loadMapReuse.generation) {
+    if (t.loadMapGen == 0 || t.loadMapGen != reuse.loadMap.generation) {
       t.loadMap.clear();
       for (const auto& lm : p.load_modules) t.loadMap.emplace_back(lm.id, lm.name);
-      t.loadMapGen = loadMapReuse.generation;
+      t.loadMapGen = reuse.loadMap.generation;
     }
     if (previousId != 0 && previousLength == out.nodesLength &&
         std::memcmp(previousBytes.data() + previousAt, cct.data, previousLength) == 0) {

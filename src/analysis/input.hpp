@@ -74,6 +74,9 @@ struct ProfileTree {
   std::vector<IdIn> idTuple;
   std::vector<std::string> metrics;                        // by local metric id
   std::vector<MetricDescIn> descs;  // the whole metric table, derived metrics included; may be empty
+  // Names the content of metrics and descs where not 0, as loadMapGen does the load map's
+  // (a reader that meets the table again keeps both as they are).
+  uint64_t metricsGen = 0;
   std::vector<std::pair<uint16_t, std::string>> loadMap;  // (id, path)
   // Names loadMap's content where not 0: two trees with one loadMapGen have equal load maps
   // (a reader that meets a load map again keeps it, and its generation, without copying).

@@ -267,6 +267,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     size_t used = 0;
     std::vector<std::pair<size_t, size_t>> pending;  // (profile, offset of its record)
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
+    uint64_t lastHeaderGen = 0;  // the metricsGen of the table it was made from (0: unnamed)
     std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
@@ -411,8 +412,20 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     } else {
       u.valuesError = data.valuesStatus.message();
     }
-    u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs), {}},
-                                   sc.lastHeader);
+    // A metric table the reader named (metricsGen) and this thread's last header holds, of
+    // the same program, is that header's, with nothing compared: the reader keeps the table
+    // for the next profile. Any other is interned (compared with the last header).
+    if (tree.metricsGen != 0 && tree.metricsGen == sc.lastHeaderGen && sc.lastHeader &&
+        sc.lastHeader->program == tree.programName) {
+      u.header.shared = sc.lastHeader;
+    } else if (tree.metricsGen != 0) {
+      u.header.shared = internHeader({std::move(tree.programName), tree.metrics, tree.descs, {}}, sc.lastHeader);
+      sc.lastHeaderGen = tree.metricsGen;
+    } else {
+      u.header.shared = internHeader({std::move(tree.programName), std::move(tree.metrics), std::move(tree.descs), {}},
+                                     sc.lastHeader);
+      sc.lastHeaderGen = 0;
+    }
     if (data.valuesStatus.ok() && sc.usedBits.size() == u.header.shared->usedWords())
       u.header.shared->markUsed(sc.usedBits.data());
     u.header.ids = std::move(tree.idTuple);

@@ -1160,6 +1160,33 @@ TEST(Pipeline, ProfilesShareEqualMetricTables) {
   EXPECT_DOUBLE_EQ(sink.value(0, 0, propId(0, kExecution)), (1 + 2 + 8) * points);  // summary
   EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(1, kExecution)), 4 * points);
   EXPECT_DOUBLE_EQ(sink.value(3, 0, propId(0, kExecution)), 0);
+
+  // Tables the reader named (metricsGen, as hpcrun_source names a table it met before): one
+  // met again right after is the last header, uncompared, but only for the same program; one
+  // met again after another is interned as before.
+  auto named = [&](std::string name, std::string program, std::vector<std::string> metrics, uint64_t gen) {
+    auto f = profile(std::move(name), std::move(metrics), 1);
+    ProfileTree t = *f->readTree();
+    t.programName = std::move(program);
+    t.metricsGen = gen;
+    return std::make_unique<FakeProfile>(f->path(), t, smallValues());
+  };
+  in.clear();
+  in.push_back(named("a", "small", {"CPUTIME (sec)"}, 7));
+  in.push_back(named("b", "small", {"CPUTIME (sec)"}, 7));
+  in.push_back(named("c", "small", {"REALTIME (sec)", "CPUTIME (sec)"}, 9));
+  in.push_back(named("d", "small", {"CPUTIME (sec)"}, 7));
+  in.push_back(named("e", "other", {"CPUTIME (sec)"}, 7));
+  ASSERT_TRUE(unifyProfiles(in, expander, **spill, opt, arena, unified).ok());
+  ASSERT_EQ(unified.size(), 5u);
+  for (const Unified& u : unified) ASSERT_TRUE(u.header.shared);
+  EXPECT_EQ(unified[0].header.shared, unified[1].header.shared);
+  EXPECT_EQ(unified[2].header.shared->metrics, (std::vector<std::string>{"REALTIME (sec)", "CPUTIME (sec)"}));
+  EXPECT_EQ(unified[3].header.shared->metrics, std::vector<std::string>{"CPUTIME (sec)"});
+  EXPECT_EQ(unified[3].header.shared->program, "small");
+  EXPECT_NE(unified[4].header.shared, unified[3].header.shared);
+  EXPECT_EQ(unified[4].header.shared->program, "other");
+  EXPECT_EQ(unified[4].header.shared->metrics, std::vector<std::string>{"CPUTIME (sec)"});
 }
 
 // Profiles describing 40 metrics (two programs' tables, in different orders) with values on

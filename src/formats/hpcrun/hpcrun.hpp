@@ -193,14 +193,18 @@ private:
 // `reuse`, if given (kept by the caller with `p` from profile to profile): a load map whose
 // section is byte-equal to the last one parsed with it is not parsed again (p.load_modules
 // kept as they are: a Python program maps thousands of modules, every thread's profile
-// lists them all), and reuse->generation, unique across all of them, names p.load_modules'
-// content: equal generations, equal load maps.
-struct LoadMapReuse {
-  std::vector<uint8_t> section;
-  uint64_t generation = 0;  // 0: none parsed yet
+// lists them all), and reuse->loadMap.generation, unique across all of them, names
+// p.load_modules' content: equal generations, equal load maps. The metric table likewise
+// (p.metrics, reuse->metrics.generation: a GPU measurement's profiles each describe 93).
+struct SectionReuse {
+  struct Kept {
+    std::vector<uint8_t> section;
+    uint64_t generation = 0;  // 0: none parsed yet (or the last one failed)
+  };
+  Kept loadMap, metrics;
 };
 Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
-                          Status& values_status, LoadMapReuse* reuse = nullptr);
+                          Status& values_status, SectionReuse* reuse = nullptr);
 
 // `name` labels errors ("<name>: offset 0x..: expected ...").
 Expected<Profile> parse_profile(std::span<const uint8_t> bytes, const std::string& name,

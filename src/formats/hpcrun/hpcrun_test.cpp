@@ -179,46 +179,71 @@ TEST(HpcrunFiles, WriteAndReadBack) {
   std::filesystem::remove_all(dir);
 }
 
-// parse_profile_flat with a LoadMapReuse: a load map byte-equal to the last one parsed keeps
+// parse_profile_flat with a SectionReuse: a load map byte-equal to the last one parsed keeps
 // its modules and generation; another, or one after a damaged one, is parsed again, and
-// every parse gives the load map parse_profile gives.
-TEST(HpcrunFlat, LoadMapReusedOnlyWhereItsBytesAreTheLast) {
+// every parse gives the load map parse_profile gives. The metric table likewise.
+TEST(HpcrunFlat, SectionsReusedOnlyWhereTheirBytesAreTheLast) {
   auto src = read_profile(meas_dir() / "small.m/testmeas-small-000000-000-11ac0300-5560-0.hpcrun");
   ASSERT_TRUE(src.ok()) << src.status().message();
-  Profile a = *src, b = *src, c = *src;
-  b.nodes.pop_back();  // other nodes, the same load map
+  ASSERT_FALSE(src->metrics.empty());
+  Profile a = *src, b = *src, c = *src, d = *src;
+  b.nodes.pop_back();  // other nodes, the same load map and metrics
   c.load_modules.push_back({99, "/lib/another.so", 0});
-  auto ea = encode_profile(a), eb = encode_profile(b), ec = encode_profile(c);
-  ASSERT_TRUE(ea.ok() && eb.ok() && ec.ok());
+  d.metrics[0].description += " (another)";  // another metric table, the same load map
+  auto ea = encode_profile(a), eb = encode_profile(b), ec = encode_profile(c), ed = encode_profile(d);
+  ASSERT_TRUE(ea.ok() && eb.ok() && ec.ok() && ed.ok());
   // A load module's name cut short: its section no longer reads.
   std::vector<uint8_t> bad = *ea;
   const std::string& name = a.load_modules.back().name;
   auto at = std::search(bad.begin(), bad.end(), name.begin(), name.end());
   ASSERT_NE(at, bad.end());
   *(at - 1) = uint8_t(*(at - 1) + 1);  // the length byte before the name (big-endian u32)
-  LoadMapReuse reuse;
+  // A metric's name cut short likewise.
+  std::vector<uint8_t> badMetrics = *ea;
+  const std::string& metric = a.metrics[0].name;
+  auto mat = std::search(badMetrics.begin(), badMetrics.end(), metric.begin(), metric.end());
+  ASSERT_NE(mat, badMetrics.end());
+  *(mat - 1) = uint8_t(*(mat - 1) + 1);
+  SectionReuse reuse;
   Profile p;
   CctView cct;
   Status values;
   auto parse = [&](const std::vector<uint8_t>& bytes) { return parse_profile_flat(bytes, "x", p, cct, values, &reuse); };
   ASSERT_TRUE(parse(*ea).ok());
-  const uint64_t g1 = reuse.generation;
+  const uint64_t g1 = reuse.loadMap.generation, m1 = reuse.metrics.generation;
   EXPECT_NE(g1, 0u);
+  EXPECT_NE(m1, 0u);
   EXPECT_EQ(p.load_modules, a.load_modules);
+  EXPECT_EQ(p.metrics, a.metrics);
   const std::string* kept = &p.load_modules[0].name;
+  const std::string* keptMetric = &p.metrics[0].name;
   ASSERT_TRUE(parse(*eb).ok());
-  EXPECT_EQ(reuse.generation, g1);
+  EXPECT_EQ(reuse.loadMap.generation, g1);
+  EXPECT_EQ(reuse.metrics.generation, m1);
   EXPECT_EQ(&p.load_modules[0].name, kept);  // not parsed again
+  EXPECT_EQ(&p.metrics[0].name, keptMetric);
   EXPECT_EQ(p.load_modules, b.load_modules);
+  EXPECT_EQ(p.metrics, b.metrics);
   EXPECT_EQ(cct.count, b.nodes.size());
   ASSERT_TRUE(parse(*ec).ok());
-  EXPECT_GT(reuse.generation, g1);
+  EXPECT_GT(reuse.loadMap.generation, g1);
+  EXPECT_EQ(reuse.metrics.generation, m1);
   EXPECT_EQ(p.load_modules, c.load_modules);
+  ASSERT_TRUE(parse(*ed).ok());
+  EXPECT_GT(reuse.metrics.generation, m1);
+  EXPECT_EQ(p.metrics, d.metrics);
+  EXPECT_EQ(p.load_modules, d.load_modules);
   EXPECT_FALSE(parse(bad).ok());
-  EXPECT_EQ(reuse.generation, 0u);
+  EXPECT_EQ(reuse.loadMap.generation, 0u);
   ASSERT_TRUE(parse(*ea).ok());
-  EXPECT_NE(reuse.generation, 0u);
+  EXPECT_NE(reuse.loadMap.generation, 0u);
   EXPECT_EQ(p.load_modules, a.load_modules);
+  EXPECT_EQ(p.metrics, a.metrics);
+  EXPECT_FALSE(parse(badMetrics).ok());
+  EXPECT_EQ(reuse.metrics.generation, 0u);
+  ASSERT_TRUE(parse(*eb).ok());
+  EXPECT_NE(reuse.metrics.generation, 0u);
+  EXPECT_EQ(p.metrics, b.metrics);
 }
 
 TEST(HpcrunDump, PrintsProfileAndTrace) {

@@ -334,37 +334,50 @@ Status read_sparse_values(const ByteView& v, const Footer& f, SectionCursor& c, 
 
 }  // namespace
 
+namespace {
+// SectionReuse's generations: one count for every section and thread, so no two contents share one.
+std::atomic<uint64_t> sectionGenerations{0};
+}  // namespace
+
 Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& name, Profile& p, CctView& cct,
-                          Status& values_status, LoadMapReuse* reuse) {
+                          Status& values_status, SectionReuse* reuse) {
   ByteView v(bytes, name);
   HPC_ASSIGN_OR_RETURN(Footer f, read_footer(v));
-  // The load map's section, where it lies within the file (else it is read, and refused, as
-  // usual).
-  std::span<const uint8_t> lmBytes;
-  if (f.start[kLoadMap] <= f.end[kLoadMap] && f.end[kLoadMap] <= bytes.size())
-    lmBytes = bytes.subspan(f.start[kLoadMap], f.end[kLoadMap] - f.start[kLoadMap]);
-  const bool keepLoadMap = reuse && reuse->generation != 0 && !lmBytes.empty() &&
-                           reuse->section.size() == lmBytes.size() &&
-                           std::memcmp(reuse->section.data(), lmBytes.data(), lmBytes.size()) == 0;
+  // A section kept from the last file where its bytes, lying within this file, are the same
+  // (else it is read, and refused, as usual).
+  auto sectionOf = [&](int k) {
+    return f.start[k] <= f.end[k] && f.end[k] <= bytes.size() ? bytes.subspan(f.start[k], f.end[k] - f.start[k])
+                                                               : std::span<const uint8_t>();
+  };
+  auto same = [&](const SectionReuse::Kept& kept, std::span<const uint8_t> now) {
+    return kept.generation != 0 && !now.empty() && kept.section.size() == now.size() &&
+           std::memcmp(kept.section.data(), now.data(), now.size()) == 0;
+  };
+  // Read anew: the generation 0 until it is whole, then a new one.
+  auto readAnew = [&](SectionReuse::Kept* kept, std::span<const uint8_t> now, auto&& read) -> Status {
+    if (kept) kept->generation = 0;
+    HPC_RETURN_IF_ERROR(read());
+    if (kept) {
+      kept->section.assign(now.begin(), now.end());
+      kept->generation = sectionGenerations.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+    return Status();
+  };
+  const std::span<const uint8_t> lmBytes = sectionOf(kLoadMap), metricBytes = sectionOf(kMetrics);
+  const bool keepLoadMap = reuse && same(reuse->loadMap, lmBytes);
+  const bool keepMetrics = reuse && same(reuse->metrics, metricBytes);
   p.version.clear();
   p.header.clear();
   if (!keepLoadMap) p.load_modules.clear();
   p.nodes.clear();
-  p.metrics.clear();
+  if (!keepMetrics) p.metrics.clear();
   p.id_kinds.clear();
   p.id_tuple.clear();
   p.value_order.clear();
   p.flat_values.clear();
   HPC_RETURN_IF_ERROR(read_header(v, f, p));
-  if (!keepLoadMap) {
-    if (reuse) reuse->generation = 0;  // until this one is whole
-    HPC_RETURN_IF_ERROR(read_loadmap(v, f, p));
-    if (reuse) {
-      static std::atomic<uint64_t> generations{0};
-      reuse->section.assign(lmBytes.begin(), lmBytes.end());
-      reuse->generation = generations.fetch_add(1, std::memory_order_relaxed) + 1;
-    }
-  }
+  if (!keepLoadMap)
+    HPC_RETURN_IF_ERROR(readAnew(reuse ? &reuse->loadMap : nullptr, lmBytes, [&] { return read_loadmap(v, f, p); }));
   // The cct section as read_cct checks it, left undecoded.
   SectionCursor c(v, f.start[kCct], f.end[kCct], kSectionNames[kCct]);
   HPC_ASSIGN_OR_RETURN(uint64_t n, c.be<uint64_t>("cct node count"));
@@ -375,7 +388,8 @@ Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& nam
                             "), found " + std::to_string(f.end[kCct] - end) + " more bytes");
   cct.data = bytes.data() + at;
   cct.count = n;
-  HPC_RETURN_IF_ERROR(read_metrics(v, f, p));
+  if (!keepMetrics)
+    HPC_RETURN_IF_ERROR(readAnew(reuse ? &reuse->metrics : nullptr, metricBytes, [&] { return read_metrics(v, f, p); }));
   HPC_RETURN_IF_ERROR(read_id_dictionary(v, f, p));
   return read_sparse(v, f, p, {.nodes = false, .values = true}, &values_status);
 }
