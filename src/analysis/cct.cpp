@@ -67,8 +67,9 @@ Cct::Cct(size_t regionBytes)
   k.kind = NodeKind::Root;
   rootStorage_.reset(new std::byte[sizeof(Context)]);
   root_ = new (rootStorage_.get()) Context(this, nullptr, k);
-  // Address space only: pages are backed as blocks are touched (and never counted against
-  // the system's commit limit before).
+  // Address space only: pages are backed as blocks touch them (MAP_NORESERVE: not charged
+  // to the commit limit where the system honours that; where it refuses the reservation,
+  // the blocks come from the heap).
   void* r = regionBytes_ ? ::mmap(nullptr, regionBytes_, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                         : MAP_FAILED;
