@@ -1769,6 +1769,33 @@ TEST(Pipeline, SparseIdsAtTwoThreadsMakeNoTableOfThem) {
   EXPECT_GT(one.rows.size(), 1u);
 }
 
+// The distinct nodes a trace names, listed once each across add() calls, small ids by index
+// and large ones (and the hash set's empty mark) by hash; begin() forgets the last trace's
+// (a node listed there is listed again here).
+TEST(TraceNodeLister, ListsEachNodeOnceAndForgetsTheLastTrace) {
+  TraceNodeLister lister;
+  auto run = [&](const std::vector<uint32_t>& ids, size_t split) {
+    auto at = [&](size_t base) { return [&ids, base](uint64_t k) { return ids[base + k]; }; };
+    lister.add(split, at(0));
+    lister.add(ids.size() - split, at(split));
+    std::vector<uint32_t> got = lister.list();
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  lister.begin(100);
+  EXPECT_EQ(run({5, 5, 7, 5, 401, 7, 63, 64, 4000000000u, 4000000000u, ~0u, 63, ~0u, 9}, 5),
+            (std::vector<uint32_t>{5, 7, 9, 63, 64, 401, 4000000000u, ~0u}));
+  lister.begin(100);
+  EXPECT_EQ(run({7, 9, 9, 64, 4000000000u}, 2), (std::vector<uint32_t>{7, 9, 64, 4000000000u}));
+  lister.begin(20000);  // grown
+  std::vector<uint32_t> many;
+  for (uint32_t k = 0; k < 50000; ++k) many.push_back((k * 7919u) % 80000u);
+  std::vector<uint32_t> want(many);
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  EXPECT_EQ(run(many, 12345), want);
+}
+
 // A tree large enough that finalize() runs its passes on the arena's threads, made by four
 // threads racing (its contexts spread over their arenas) and again by one: the same ids,
 // parents, listed contexts and sorted children.
