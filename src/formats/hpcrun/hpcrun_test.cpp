@@ -244,6 +244,22 @@ TEST(HpcrunFlat, SectionsReusedOnlyWhereTheirBytesAreTheLast) {
   ASSERT_TRUE(parse(*eb).ok());
   EXPECT_NE(reuse.metrics.generation, 0u);
   EXPECT_EQ(p.metrics, b.metrics);
+  // A file with another load map and metric table that fails before either is read (its
+  // header cut short) leaves nothing kept: the next file with the earlier ones reads them.
+  Profile e = *src;
+  e.load_modules.push_back({98, "/lib/yet-another.so", 0});
+  e.metrics[0].description += " (yet another)";
+  auto ee = encode_profile(e);
+  ASSERT_TRUE(ee.ok());
+  std::vector<uint8_t> badHeader = *ee;
+  const std::string& program = *e.header_value("program-name");
+  auto hat = std::search(badHeader.begin(), badHeader.end(), program.begin(), program.end());
+  ASSERT_NE(hat, badHeader.end());
+  *(hat - 1) = uint8_t(*(hat - 1) + 100);  // the name's length runs past the header
+  EXPECT_FALSE(parse(badHeader).ok());
+  ASSERT_TRUE(parse(*eb).ok());
+  EXPECT_EQ(p.load_modules, b.load_modules);
+  EXPECT_EQ(p.metrics, b.metrics);
 }
 
 TEST(HpcrunDump, PrintsProfileAndTrace) {

@@ -353,9 +353,9 @@ Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& nam
     return kept.generation != 0 && !now.empty() && kept.section.size() == now.size() &&
            std::memcmp(kept.section.data(), now.data(), now.size()) == 0;
   };
-  // Read anew: the generation 0 until it is whole, then a new one.
+  // Read anew (its vector cleared below, its generation 0 from then on, so that a file that
+  // fails before the section is read leaves nothing to keep), then a new generation.
   auto readAnew = [&](SectionReuse::Kept* kept, std::span<const uint8_t> now, auto&& read) -> Status {
-    if (kept) kept->generation = 0;
     HPC_RETURN_IF_ERROR(read());
     if (kept) {
       kept->section.assign(now.begin(), now.end());
@@ -368,9 +368,15 @@ Status parse_profile_flat(std::span<const uint8_t> bytes, const std::string& nam
   const bool keepMetrics = reuse && same(reuse->metrics, metricBytes);
   p.version.clear();
   p.header.clear();
-  if (!keepLoadMap) p.load_modules.clear();
+  if (!keepLoadMap) {
+    p.load_modules.clear();
+    if (reuse) reuse->loadMap.generation = 0;
+  }
   p.nodes.clear();
-  if (!keepMetrics) p.metrics.clear();
+  if (!keepMetrics) {
+    p.metrics.clear();
+    if (reuse) reuse->metrics.generation = 0;
+  }
   p.id_kinds.clear();
   p.id_tuple.clear();
   p.value_order.clear();
