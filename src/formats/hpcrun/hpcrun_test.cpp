@@ -192,18 +192,16 @@ TEST(HpcrunFlat, SectionsReusedOnlyWhereTheirBytesAreTheLast) {
   d.metrics[0].description += " (another)";  // another metric table, the same load map
   auto ea = encode_profile(a), eb = encode_profile(b), ec = encode_profile(c), ed = encode_profile(d);
   ASSERT_TRUE(ea.ok() && eb.ok() && ec.ok() && ed.ok());
-  // A load module's name cut short: its section no longer reads.
-  std::vector<uint8_t> bad = *ea;
-  const std::string& name = a.load_modules.back().name;
-  auto at = std::search(bad.begin(), bad.end(), name.begin(), name.end());
-  ASSERT_NE(at, bad.end());
-  *(at - 1) = uint8_t(*(at - 1) + 1);  // the length byte before the name (big-endian u32)
-  // A metric's name cut short likewise.
-  std::vector<uint8_t> badMetrics = *ea;
-  const std::string& metric = a.metrics[0].name;
-  auto mat = std::search(badMetrics.begin(), badMetrics.end(), metric.begin(), metric.end());
-  ASSERT_NE(mat, badMetrics.end());
-  *(mat - 1) = uint8_t(*(mat - 1) + 1);
+  // A copy of `bytes` whose string `text` claims `more` bytes more than it has (the length
+  // byte before it, the last of a big-endian u32): its section no longer reads.
+  auto lengthened = [](std::vector<uint8_t> bytes, const std::string& text, int more) {
+    auto at = std::search(bytes.begin(), bytes.end(), text.begin(), text.end());
+    EXPECT_NE(at, bytes.end()) << text;
+    if (at != bytes.end()) *(at - 1) = uint8_t(*(at - 1) + more);
+    return bytes;
+  };
+  const std::vector<uint8_t> bad = lengthened(*ea, a.load_modules.back().name, 1);  // a load module's name
+  const std::vector<uint8_t> badMetrics = lengthened(*ea, a.metrics[0].name, 1);  // a metric's
   SectionReuse reuse;
   Profile p;
   CctView cct;
@@ -251,12 +249,8 @@ TEST(HpcrunFlat, SectionsReusedOnlyWhereTheirBytesAreTheLast) {
   e.metrics[0].description += " (yet another)";
   auto ee = encode_profile(e);
   ASSERT_TRUE(ee.ok());
-  std::vector<uint8_t> badHeader = *ee;
-  const std::string& program = *e.header_value("program-name");
-  auto hat = std::search(badHeader.begin(), badHeader.end(), program.begin(), program.end());
-  ASSERT_NE(hat, badHeader.end());
-  *(hat - 1) = uint8_t(*(hat - 1) + 100);  // the name's length runs past the header
-  EXPECT_FALSE(parse(badHeader).ok());
+  // The program's name running past the header.
+  EXPECT_FALSE(parse(lengthened(*ee, *e.header_value("program-name"), 100)).ok());
   ASSERT_TRUE(parse(*eb).ok());
   EXPECT_EQ(p.load_modules, b.load_modules);
   EXPECT_EQ(p.metrics, b.metrics);
