@@ -102,12 +102,8 @@ private:
   ContextKey key_;
   const Context* listed_ = nullptr;
   uint32_t id_ = 0;
-  uint32_t listedId_ = 0;  // beside id_: one aligned word, in one cache line (see idsAt())
+  uint32_t listedId_ = 0;  // beside id_: one aligned word, in one cache line
   uint32_t firstChild_ = 0, numChildren_ = 0;  // in the tree's list of children
-
-public:
-  // Where id() and listedId() are, to fetch them early.
-  const void* idsAt() const { return &id_; }
 };
 
 class Cct {

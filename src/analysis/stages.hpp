@@ -167,8 +167,9 @@ struct PropagatedProfile {
   bool hasTrace = false;
   bool traceWritten = false;  // to the sink's TraceLines already (else `trace`, to write)
 };
-// `ids` are the tree's (Cct::ids()); `localToPropagated` and `propIds` are the profile's Plan::localToPropagated and the
-// plan's propIds; the propagator works on Plan::propagated metrics. With `lines` (whose lines
+// `ids` are the tree's (Cct::ids()); `localToPropagated` and `propIds` are the profile's
+// Plan::localToPropagated and the plan's propIds; the propagator works on Plan::propagated
+// metrics. With `lines` (whose lines
 // are placed by the Unified's traceRecords), the trace goes there as it is read, as profile
 // `index`'s (a chunk at a time: never held whole, but where out of order); else into
 // out.trace, for writeProfile.
