@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
+#include <atomic>
 
 #include "common/file.hpp"
 #include "formats/db/internal.hpp"
@@ -375,6 +377,81 @@ TEST(DbWriter, StreamingLargeRowReadsBack) {
   ASSERT_TRUE(pw.read(2, 0, UINT32_MAX, part).ok());
   EXPECT_EQ(part.value, small.value);
   ASSERT_TRUE(pw.finish().ok());
+  fs::remove_all(dir);
+}
+
+// Rows written from four threads at once, of sizes that take each of the writer's paths
+// (gathered with the rows before them in its buffer, written by themselves, written a piece
+// at a time), with trace lines beside them: each reads back as it was written, and the rows
+// of the header point where their bytes are.
+TEST(DbWriter, RowsFromManyThreadsReadBackWhole) {
+  fs::path dir = temp_dir("threads");
+  constexpr uint32_t kRows = 240, kThreads = 4;
+  auto rowOf = [](uint32_t i) {
+    static constexpr uint32_t kContexts[] = {1, 12, 1000, 3000, 30000, 250000};
+    ProfileValues r;
+    r.start.clear();
+    const uint32_t n = kContexts[i % 6] + i % 7;
+    for (uint32_t c = 0; c < n; ++c) {
+      r.key.push_back(3 * c + i % 3);
+      r.start.push_back(r.value.size());
+      for (uint16_t m = 0; m <= (c + i) % 2; ++m) {
+        r.sub.push_back(uint16_t(4 * m + i % 4));
+        r.value.push_back(double(i) * 1e6 + c + 0.5 * m);
+      }
+    }
+    r.start.push_back(r.value.size());
+    return r;
+  };
+  ProfileDbWriter pw;
+  TraceDbWriter tw;
+  ASSERT_TRUE(pw.begin(dir / "profile.db", kRows).ok());
+  ASSERT_TRUE(tw.begin(dir / "trace.db", kRows).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (uint32_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (uint32_t i = t; i < kRows; i += kThreads) {
+        if (!pw.write(i, 0, std::vector<Identifier>{}, rowOf(i)).ok()) ++failures;
+        std::vector<TraceElem> line(1 + (i * 131) % 5000);
+        for (size_t k = 0; k < line.size(); ++k) line[k] = {uint64_t(i) * 100000 + k, uint32_t(i + k)};
+        if (!tw.write(i, i, line).ok()) ++failures;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (uint32_t i = 0; i < kRows; ++i) {
+    ProfileValues back;
+    ASSERT_TRUE(pw.read(i, 0, UINT32_MAX, back).ok());
+    const ProfileValues want = rowOf(i);
+    ASSERT_EQ(back.key, want.key) << "row " << i;
+    ASSERT_EQ(back.start, want.start) << "row " << i;
+    ASSERT_EQ(back.sub, want.sub) << "row " << i;
+    ASSERT_EQ(back.value, want.value) << "row " << i;
+  }
+  ASSERT_TRUE(pw.finish().ok());
+  ASSERT_TRUE(tw.finish().ok());
+  std::ifstream pf(dir / "profile.db", std::ios::binary);
+  const std::vector<uint8_t> pbytes((std::istreambuf_iterator<char>(pf)), std::istreambuf_iterator<char>());
+  auto profiles = read_profile_db(ByteView(pbytes, "profile.db"));
+  ASSERT_TRUE(profiles.ok()) << profiles.status().message();
+  ASSERT_EQ(profiles->size(), size_t(kRows));
+  for (uint32_t i = 0; i < kRows; i += 5) {
+    const ProfileValues want = rowOf(i);
+    EXPECT_EQ((*profiles)[i].values.key, want.key) << "row " << i;
+    EXPECT_EQ((*profiles)[i].values.value, want.value) << "row " << i;
+  }
+  std::ifstream f(dir / "trace.db", std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto traces = read_trace_db(ByteView(bytes, "trace.db"));
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  ASSERT_EQ(traces->traces.size(), size_t(kRows));
+  for (uint32_t i = 0; i < kRows; ++i) {
+    const auto& line = traces->traces[i].line;
+    ASSERT_EQ(line.size(), size_t(1 + (i * 131) % 5000)) << "line " << i;
+    EXPECT_EQ(line.back().timestamp, uint64_t(i) * 100000 + line.size() - 1);
+    EXPECT_EQ(line.back().ctxId, uint32_t(i + line.size() - 1));
+  }
   fs::remove_all(dir);
 }
 
