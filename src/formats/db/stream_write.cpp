@@ -1,14 +1,10 @@
 // Streaming writers for hpcprof: space is reserved at the end of the file under a
 // lock and filled with pwrite, so rows may be written from many threads in any order;
-// small blocks that continue the last one are gathered into one write.
+// blocks that continue the last one are gathered into one write.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <bit>
-#include <condition_variable>
-#include <mutex>
-#include <utility>
-#include <vector>
 #include <cstring>
 
 #include "common/file.hpp"
@@ -43,56 +39,45 @@ public:
   }
   // MT: thread-safe for disjoint ranges.
   Status write(uint64_t at, std::span<const uint8_t> b) {
-    if (b.size() > kDirectBytes) return pwriteAll(at, b);
-    return put(at, b.size(), [&](uint8_t* p) { std::memcpy(p, b.data(), b.size()); });
+    if (b.size() <= kStageBytes / 2) return put(at, b.size(), [&](uint8_t* p) { std::memcpy(p, b.data(), b.size()); });
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
+    }
+    return pwriteAll(at, b);
   }
-  // The n bytes at `at`, made by fill(p). Small blocks go into the write-combining buffer
-  // when they continue what it holds (blocks reserved one after the other lie end to end but
-  // for the 8-byte alignment; the gap is zero-filled as the file's hole would be): a write
-  // costs several microseconds on a virtual machine, whatever its size, and 2000 profiles'
-  // trace lines were 2000 writes. Large ones are made in the thread's own buffer and written
-  // by themselves. Nothing is made under the buffer's lock, and the full buffer is written
-  // after it is let go: a row of profile.db made while holding it kept the other threads of
-  // pass 2 waiting (a 16-core machine, 2000 profiles at -j2: 0.614 -> 0.594 s, own orders
-  // 0.985 -> 0.933 s; at -j16 0.277 -> 0.286 s, CPU 2.4 -> 2.9 s; bench/README.md). MT:
-  // thread-safe for disjoint ranges.
+  // The n bytes at `at`, made by fill(p): straight into the write-combining buffer when they
+  // continue what it holds (blocks reserved one after the other lie end to end but for the
+  // 8-byte alignment; the gap is zero-filled as the file's hole would be). A write costs
+  // several microseconds on a virtual machine, whatever its size: 2000 profiles' rows and
+  // trace lines were 4000 writes. MT: thread-safe for disjoint ranges.
   template <typename F> Status put(uint64_t at, size_t n, F&& fill) {
-    if (n > kDirectBytes) {
+    std::lock_guard lock(stageMu_);
+    const uint64_t end = stageAt_ + stageUsed_;
+    if (stageUsed_ && at >= end && at - end < 8 && stageUsed_ + (at - end) + n <= kStageBytes) {
+      std::memset(stage_.get() + stageUsed_, 0, size_t(at - end));
+      fill(stage_.get() + (at - stageAt_));
+      stageUsed_ = size_t(at - stageAt_) + n;
+      return Status();
+    }
+    HPC_RETURN_IF_ERROR(flushLocked());
+    if (n > kStageBytes / 2) {
       thread_local std::vector<uint8_t> one;  // only grown
       if (one.size() < n) one.resize(n);
       fill(one.data());
       return pwriteAll(at, {one.data(), n});
     }
-    Stage full;
-    {
-      std::lock_guard lock(stageMu_);
-      const uint64_t end = stage_.at + stage_.used;
-      if (stage_.used && at >= end && at - end < 8 && stage_.used + (at - end) + n <= kStageBytes) {
-        std::memset(stage_.buf.get() + stage_.used, 0, size_t(at - end));
-        fill(stage_.buf.get() + (at - stage_.at));  // small: a copy of up to kDirectBytes
-        stage_.used = size_t(at - stage_.at) + n;
-        return Status();
-      }
-      // A new buffer (a spare one where there is) begins at `at`; the full one is written
-      // after the lock is let go.
-      if (stage_.used) {
-        full = std::move(stage_);
-        ++writing_;
-      }
-      if (!spares_.empty()) {
-        stage_.buf = std::move(spares_.back());
-        spares_.pop_back();
-      } else {
-        stage_.buf.reset(new uint8_t[kStageBytes]);
-      }
-      stage_.at = at;
-      stage_.used = n;
-      fill(stage_.buf.get());
-    }
-    return writeOut(std::move(full));
+    if (!stage_) stage_.reset(new uint8_t[kStageBytes]);
+    stageAt_ = at;
+    fill(stage_.get());
+    stageUsed_ = n;
+    return Status();
   }
   Status read(uint64_t at, std::span<uint8_t> b) {
-    HPC_RETURN_IF_ERROR(flush());
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
+    }
     size_t done = 0;
     while (done < b.size()) {
       ssize_t n = counted_pread(fd_, b.data() + done, b.size() - done, off_t(at + done));
@@ -104,7 +89,10 @@ public:
   Status commit(std::string_view footer) {
     uint64_t at = reserve(footer.size());
     HPC_RETURN_IF_ERROR(write(at, {reinterpret_cast<const uint8_t*>(footer.data()), footer.size()}));
-    HPC_RETURN_IF_ERROR(flush());
+    {
+      std::lock_guard lock(stageMu_);
+      HPC_RETURN_IF_ERROR(flushLocked());
+    }
     HPC_RETURN_IF_ERROR(space_.trim(fd_, out_.target()));
     if (::close(fd_) != 0) return Status::error(out_.target().string() + ": close failed");
     fd_ = -1;
@@ -113,28 +101,8 @@ public:
 
 private:
   static constexpr size_t kStageBytes = size_t(512) << 10;
-  // Blocks larger than this are written by themselves (a row of profile.db of 20,000
-  // contexts is 236 KB): one more write each, no copy under the lock.
-  static constexpr size_t kDirectBytes = size_t(32) << 10;
-  struct Stage {
-    std::unique_ptr<uint8_t[]> buf;
-    uint64_t at = 0;  // file offset of buf's first byte
-    size_t used = 0;
-    Stage() = default;
-    Stage(Stage&& o) noexcept : buf(std::move(o.buf)), at(o.at), used(std::exchange(o.used, 0)) {}
-    Stage& operator=(Stage&& o) noexcept {
-      buf = std::move(o.buf);
-      at = o.at;
-      used = std::exchange(o.used, 0);
-      return *this;
-    }
-  };
-  // One write at a time: the kernel copies into one file's pages one writer at a time
-  // anyway (ext4 holds the file's lock for the copy), and waiters there spin (16 threads: 20 %
-  // more CPU for the same wall time), here they sleep.
   Status pwriteAll(uint64_t at, std::span<const uint8_t> b) {
     space_.cover(fd_, at + b.size());
-    std::lock_guard lock(writeMu_);
     size_t done = 0;
     while (done < b.size()) {
       ssize_t n = counted_pwrite(fd_, b.data() + done, b.size() - done, off_t(at + done));
@@ -143,29 +111,11 @@ private:
     }
     return Status();
   }
-  // Writes a full buffer taken out of stage_ (none: nothing), gives it back to the spares.
-  Status writeOut(Stage full) {
-    if (!full.buf) return Status();
-    Status s = pwriteAll(full.at, {full.buf.get(), full.used});
-    std::lock_guard lock(stageMu_);
-    spares_.push_back(std::move(full.buf));
-    if (--writing_ == 0) written_.notify_all();
-    return s;
-  }
-  // Everything put so far is in the file when this returns.
-  Status flush() {
-    Stage full;
-    {
-      std::unique_lock lock(stageMu_);
-      if (stage_.used) {
-        full = std::move(stage_);
-        ++writing_;
-      }
-    }
-    Status s = writeOut(std::move(full));
-    std::unique_lock lock(stageMu_);
-    written_.wait(lock, [&] { return writing_ == 0; });
-    return s;
+  Status flushLocked() {
+    if (!stageUsed_) return Status();
+    const size_t n = stageUsed_;
+    stageUsed_ = 0;
+    return pwriteAll(stageAt_, {stage_.get(), n});
   }
 
   AtomicOutput out_;
@@ -173,12 +123,10 @@ private:
   SpaceAhead space_;
   std::mutex mu_;
   uint64_t end_ = 0;
-  std::mutex writeMu_;
-  std::mutex stageMu_;  // guards stage_, spares_, writing_
-  Stage stage_;
-  std::vector<std::unique_ptr<uint8_t[]>> spares_;
-  unsigned writing_ = 0;  // full buffers being written
-  std::condition_variable written_;
+  std::mutex stageMu_;
+  std::unique_ptr<uint8_t[]> stage_;
+  uint64_t stageAt_ = 0;
+  size_t stageUsed_ = 0;
 };
 
 // ---- profile.db
