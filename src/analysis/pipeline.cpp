@@ -21,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -693,6 +694,17 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
   return Status();
 }
 
+uint32_t propagateThreads(const PipelineOptions& options, uint32_t contexts, uint32_t propagated) {
+  const uint32_t threads = std::max(1u, options.threads);
+  const uint64_t scratch = std::max<uint64_t>(Propagator::scratchBytes(contexts, propagated), 1);
+  const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
+                                        uint32_t(std::min<uint64_t>(threads, options.propagateBudget / scratch)));
+  if (options.verbose && n < threads)
+    std::fprintf(stderr, "hpcprof: pass 2 on %u threads (about %.0f MiB of scratch each)\n", n,
+                 double(scratch) / (1 << 20));
+  return n;
+}
+
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
                     const PropagatedProfile& p) {
   HPC_RETURN_IF_ERROR(sink.writeProfile(index, idTuple, p.row));
@@ -783,10 +795,17 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
     for (size_t k = 0; k < plan.live.size(); ++k) records[k] = unified[plan.live[k]].traceRecords;
     HPC_RETURN_IF_ERROR(lines->place(records));
   }
+  // Pass 2's threads: as many as their propagators' scratch allows (PipelineOptions::
+  // propagateBudget), in an arena of their own where that is fewer than the run's.
+  const uint32_t passTwo = propagateThreads(options, shape.size(), plan.propagated);
+  std::optional<tbb::task_arena> narrow;
+  if (passTwo < std::max(1u, options.threads)) narrow.emplace(int(passTwo));
+  tbb::task_arena& passTwoArena = narrow ? *narrow : arena;
+  result.propagateThreads = passTwo;
   // The rows by context range for the transpose, each thread's apart (a lane), in buffers of
   // a round's size per lane; with few profiles none (PipelineOptions::rowBucketsAbove): the
   // transpose reads the rows back from profile.db.
-  const uint32_t lanes = std::max(1u, options.threads);
+  const uint32_t lanes = passTwo;
   std::unique_ptr<RowBuckets> buckets;
   if (plan.live.size() > options.rowBucketsAbove) {
     HPC_ASSIGN_OR_RETURN(buckets, RowBuckets::create(cct.size(), std::min<uint64_t>(options.transposeBudget,
@@ -808,11 +827,11 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   // below ran several others' in turn found every token taken and spun in the scheduler (at
   // -j2, 8 % of pass 2's samples; with ten more, 1 %: bench/hpcprof_ab.py, 20 runs, 2000
   // profiles median 0.383 -> 0.374 s, 500 0.111 -> 0.109 s, peak +2 MiB).
-  const size_t tokens = 3 * size_t(std::max(1u, options.threads)) + 10;
+  const size_t tokens = 3 * size_t(passTwo) + 10;
   size_t next = 0;
   std::mutex spareMu;
   std::vector<std::unique_ptr<InFlight>> spare;
-  arena.execute([&] {
+  passTwoArena.execute([&] {
     tbb::parallel_pipeline(
         tokens,
         tbb::make_filter<void, InFlight*>(tbb::filter_mode::serial_in_order,
@@ -869,7 +888,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   if (!besideTranspose) spill.reset();
   std::vector<Status> flushed(lanes);
   if (buckets)
-    arena.execute([&] {
+    passTwoArena.execute([&] {
       tbb::parallel_for(0u, lanes, [&](uint32_t lane) { flushed[lane] = buckets->finish(lane); });
     });
   for (const Status& e : flushed) HPC_RETURN_IF_ERROR(e);

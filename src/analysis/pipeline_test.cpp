@@ -1058,7 +1058,7 @@ namespace {
 // or read back from the profiles' rows (few profiles).
 TEST(Pipeline, IdenticalAtAnyThreadCount) {
   FakeStructure structure;
-  auto run = [&](unsigned threads, MemorySink& sink, uint32_t rowBucketsAbove) {
+  auto run = [&](unsigned threads, MemorySink& sink, uint32_t rowBucketsAbove, uint64_t propagateBudget = 1 << 30) {
     std::vector<std::unique_ptr<ProfileSource>> in;
     for (uint32_t p = 0; p < 24; ++p) {
       ProfileTree t = smallTree();
@@ -1074,6 +1074,7 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     opt.threads = threads;
     opt.transposeBudget = 200;
     opt.rowBucketsAbove = rowBucketsAbove;
+    opt.propagateBudget = propagateBudget;
     auto r = runPipeline(in, &structure, sink, opt);
     EXPECT_TRUE(r.ok());
     return r;
@@ -1081,9 +1082,21 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
   MemorySink a;
   auto ra = run(1, a, 0);
   ASSERT_FALSE(a.columns.empty());
-  for (auto [threads, above] : {std::pair{3u, 0u}, {1u, 24u}, {3u, 24u}}) {
+  EXPECT_EQ(ra->propagateThreads, 1u);
+  // The last: 4 threads, pass 2 on 2 of them (its scratch bound allows none; 2 at least).
+  struct Case {
+    unsigned threads;
+    uint32_t above;
+    uint64_t budget;
+    uint32_t passTwo;
+  };
+  for (const Case& c : {Case{3, 0, 1 << 30, 3}, Case{1, 24, 1 << 30, 1}, Case{3, 24, 1 << 30, 3}, Case{4, 0, 1, 2}}) {
+    const unsigned threads = c.threads;
+    const uint32_t above = c.above;
     MemorySink b;
-    auto rb = run(threads, b, above);
+    auto rb = run(threads, b, above, c.budget);
+    ASSERT_TRUE(rb.ok());
+    EXPECT_EQ(rb->propagateThreads, c.passTwo) << threads << " threads, budget " << c.budget;
     ASSERT_EQ(a.rows.size(), b.rows.size());
     for (size_t p = 0; p < a.rows.size(); ++p) {
       EXPECT_EQ(a.rows[p].ctx, b.rows[p].ctx) << p;

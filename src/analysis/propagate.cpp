@@ -51,6 +51,19 @@ Propagator::Propagator(const PropagationShape& shape, uint32_t numMetrics, size_
   }
 }
 
+uint64_t Propagator::scratchBytes(uint32_t contexts, uint32_t numMetrics) {
+  const uint64_t width = uint64_t(std::max(1u, numMetrics)) * kNumScopes;
+  // slotOf_, order_ and the pending bits; counts (by metric where they are kept so, else 8
+  // bytes); the row's context and start; then each value's metric and value in the row and
+  // in the values by slot (or dense_, alike): every scope of every metric where there are one
+  // or two (runDense, runWidth), else (runMasked: scratch as large as the values there are)
+  // a context's masks and place, and one metric's scopes.
+  const uint64_t counts = width <= kMaxCountedMetrics && uint64_t(contexts) * width <= kMaxMetricCounts ? 4 * width : 8;
+  const bool masked = width != kNumScopes && width != 2 * kNumScopes;
+  const uint64_t values = masked ? 8 + 8 + kNumScopes * (2 + 8 + 8) : width * (2 + 8 + 8);
+  return uint64_t(contexts) * (4 + 4 + 1 + counts + 4 + 8 + values);
+}
+
 uint64_t Propagator::count(uint32_t ctx) const {
   if (counts_.empty()) {
     uint64_t n = 0;

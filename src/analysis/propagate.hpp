@@ -72,6 +72,10 @@ public:
   Propagator(const Propagator&) = delete;
   Propagator& operator=(const Propagator&) = delete;
 
+  // About the most memory one propagator of this shape holds (its tables by context, and
+  // its row and value scratch for a profile that touches every context), for a bound on how
+  // many run at once.
+  static uint64_t scratchBytes(uint32_t contexts, uint32_t numMetrics);
   // MT: externally synchronized (one thread at a time per Propagator).
   void run(std::span<const ContextValue> points, SparseRow& out);
   // Values written for the context by all runs so far (the transpose's plan, once the

@@ -157,6 +157,10 @@ struct Plan {
 };
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
+// Pass 2's threads for a tree of `contexts` with `propagated` metrics: options.threads, or
+// fewer where their propagators' scratch would pass options.propagateBudget (2 at least).
+uint32_t propagateThreads(const PipelineOptions& options, uint32_t contexts, uint32_t propagated);
+
 // Pass 2 for one live profile, split in two for callers that write in profile order:
 // computeProfile reads its spilled values and propagates them (the propagator counts the
 // values per context; MT: thread-safe for distinct profiles, one Propagator per thread);

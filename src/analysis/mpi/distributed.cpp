@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "analysis/mpi/rank_sink.hpp"
 #include "analysis/mpi/tree_codec.hpp"
@@ -282,7 +283,11 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
   const ContextIds ids = cct.ids();
   std::vector<Status> errors(khi - klo);
-  arena.execute([&] {
+  // As many threads as their propagators' scratch allows (PipelineOptions::propagateBudget).
+  const uint32_t passTwo = propagateThreads(opt, cct.size(), plan.propagated);
+  std::optional<tbb::task_arena> narrow;
+  if (passTwo < std::max(1u, opt.threads)) narrow.emplace(int(passTwo));
+  (narrow ? *narrow : arena).execute([&] {
     tbb::parallel_for(klo, khi, [&](size_t k) {
       size_t i = plan.live[k];
       errors[k - klo] = propagateProfile(*job.profiles[i], *spill, unified[i - first], ids, plan.localToPropagated(i),
