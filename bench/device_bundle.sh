@@ -49,14 +49,15 @@ threads=${1:-1,2,4,8,16}
 runs=${2:-3}
 out=${OUT:-/tmp}
 { nproc; lscpu | grep -E 'Model name|Thread'; free -g | head -2; } | tee "$out/machine.txt"
-build/bin/gen_measurements /tmp/m2000 2000 20000 >/dev/null
-build/bin/gen_measurements /tmp/mshuf 2000 20000 3 2000 shuffled >/dev/null
-build/bin/gen_measurements /tmp/mlarge 100 400000 >/dev/null
+meas=$(mktemp -d)
+trap 'rm -rf "$meas"' EXIT
+build/bin/gen_measurements "$meas/m2000" 2000 20000 >/dev/null
+build/bin/gen_measurements "$meas/mshuf" 2000 20000 3 2000 shuffled >/dev/null
+build/bin/gen_measurements "$meas/mlarge" 100 400000 >/dev/null
 for m in m2000 mshuf mlarge; do
   echo "== $m"
-  python3 hpcprof_scaling.py /tmp/$m "$runs" "$threads" build/bin/hpcprof*
+  python3 hpcprof_scaling.py "$meas/$m" "$runs" "$threads" build/bin/hpcprof*
 done 2>&1 | tee "$out/scaling.txt"
-rm -rf /tmp/m2000 /tmp/mshuf /tmp/mlarge
 EOF
 chmod +x "$out/run.sh"
 du -sh "$out"

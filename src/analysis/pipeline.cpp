@@ -252,9 +252,20 @@ std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::share
   return last;
 }
 
+uint32_t unifyThreads(const PipelineOptions& options, size_t nodes) {
+  const uint32_t threads = std::max(1u, options.threads);
+  const uint64_t scratch = std::max<uint64_t>(uint64_t(nodes) * kUnifyBytesPerNode, 1);
+  const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
+                                        uint32_t(std::min<uint64_t>(threads, options.scratchBudget / scratch)));
+  if (options.verbose && n < threads)
+    std::fprintf(stderr, "hpcprof: unify on %u threads after the first profile (about %.0f MiB of scratch each)\n", n,
+                 double(scratch) / (1 << 20));
+  return n;
+}
+
 Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
                      Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
-                     std::vector<Unified>& out) {
+                     std::vector<Unified>& out, uint32_t* threadsUsed) {
   out.clear();
   out.resize(profiles.size());
   Progress progress(options.progress, "reading calling contexts", profiles.size());
@@ -437,6 +448,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // The first profile alone: it makes most of the tree, which threads starting together
     // would each make again, meeting on the same contexts' locks.
     size_t first = 0;
+    uint32_t rest = std::max(1u, options.threads);
     if (profiles.size() > 1 && options.threads > 1) {
       // This thread's scratch: the first profile's reader buffers and templates become the
       // seed.
@@ -506,6 +518,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       int none = 0;
       firstRead.compare_exchange_strong(none, 2, std::memory_order_acq_rel);
       prepare.wait();
+      rest = unifyThreads(options, mine.data.tree.nodes.size());
       // A seed only where the first profile was unified (read, kept, its template made).
       if (mine.nodes.holds(mine.data.tree.nodesId, mine.data.tree.loadMap, mine.data.tree.loadMapGen)) {
         seed = std::make_unique<Scratch>();
@@ -516,12 +529,23 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         mine.borrowing = true;
       }
     }
-    tbb::parallel_for(first, profiles.size(), [&](size_t i) {
-      if (claimed[i].load(std::memory_order_relaxed)) return;  // unified while the first one was
-      // The thread's scratch is held across the whole profile: isolated, so that a wait
-      // inside (a measured binary analysed on first use) never runs another profile here.
-      tbb::this_task_arena::isolate([&] { unifyOne(i); });
-    });
+    auto others = [&] {
+      tbb::parallel_for(first, profiles.size(), [&](size_t i) {
+        if (claimed[i].load(std::memory_order_relaxed)) return;  // unified while the first one was
+        // The thread's scratch is held across the whole profile: isolated, so that a wait
+        // inside (a measured binary analysed on first use) never runs another profile here.
+        tbb::this_task_arena::isolate([&] { unifyOne(i); });
+      });
+    };
+    if (threadsUsed) *threadsUsed = rest;
+    if (rest < std::max(1u, options.threads)) {
+      // An arena of fewer threads for the rest (its threads' spill files are the first
+      // `rest`, appended to by one thread at a time as before).
+      tbb::task_arena narrow(static_cast<int>(rest));
+      narrow.execute(others);
+    } else {
+      others();
+    }
   });
   for (Scratch& sc : scratch) spillGathered(sc);
   return failed;
@@ -698,7 +722,7 @@ uint32_t propagateThreads(const PipelineOptions& options, uint32_t contexts, uin
   const uint32_t threads = std::max(1u, options.threads);
   const uint64_t scratch = std::max<uint64_t>(Propagator::scratchBytes(contexts, propagated), 1);
   const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
-                                        uint32_t(std::min<uint64_t>(threads, options.propagateBudget / scratch)));
+                                        uint32_t(std::min<uint64_t>(threads, options.scratchBudget / scratch)));
   if (options.verbose && n < threads)
     std::fprintf(stderr, "hpcprof: pass 2 on %u threads (about %.0f MiB of scratch each)\n", n,
                  double(scratch) / (1 << 20));
@@ -762,11 +786,12 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   Names& names = analysis->names;
   HPC_ASSIGN_OR_RETURN(std::unique_ptr<Spill> spill, Spill::create(options.scratchDir, std::max(1u, options.threads)));
   std::vector<Unified> unified;
+  uint32_t unifyThreadsUsed = 0;
   {
     // The expander's instruction cache (as large as the tree) goes once pass 1 is done: its
     // memory serves the later passes rather than their taking fresh pages.
     Expander expander(cct, names, structure);
-    HPC_RETURN_IF_ERROR(unifyProfiles(profiles, expander, *spill, options, arena, unified));
+    HPC_RETURN_IF_ERROR(unifyProfiles(profiles, expander, *spill, options, arena, unified, &unifyThreadsUsed));
   }
   const double unifySeconds = timer.lap("unify calling contexts");
 
@@ -774,6 +799,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
   for (const Unified& u : unified) headers.push_back(&u.header);
   HPC_ASSIGN_OR_RETURN(Plan plan, makePlan(headers, options));
   PipelineResult result;
+  result.unifyThreads = unifyThreadsUsed;
   result.unifySeconds = unifySeconds;
   result.skipped = plan.skipped;
   result.profiles = uint32_t(plan.live.size());
@@ -796,7 +822,7 @@ Expected<PipelineResult> runPipeline(std::vector<std::unique_ptr<ProfileSource>>
     HPC_RETURN_IF_ERROR(lines->place(records));
   }
   // Pass 2's threads: as many as their propagators' scratch allows (PipelineOptions::
-  // propagateBudget), in an arena of their own where that is fewer than the run's.
+  // scratchBudget), in an arena of their own where that is fewer than the run's.
   const uint32_t passTwo = propagateThreads(options, shape.size(), plan.propagated);
   std::optional<tbb::task_arena> narrow;
   if (passTwo < std::max(1u, options.threads)) narrow.emplace(int(passTwo));

@@ -34,12 +34,15 @@ struct PipelineOptions {
   // profiles of 20,000: -j2 0.048 -> 0.045 s, peak 29 -> 24 MiB; but 250 and 500 profiles of
   // 20,000 were slower read back (0.071 -> 0.086, 0.130 -> 0.144 s), hence the bound.
   uint32_t rowBucketsAbove = 128;
-  // Pass 2's threads together hold at most about this much scratch (each a propagator's,
-  // sized for the tree: Propagator::scratchBytes), never fewer than 2 threads (or `threads`,
-  // where fewer): on a large tree more threads only add memory. 100 profiles of 400,000
-  // contexts on a 16-core machine, pass 2 at -j4 / -j8 / -j16: 0.125 / 0.147 / 0.156 s, peak
-  // 281 / 449 / 788 MiB (bench/README.md, thirteenth session); 256 MiB gives that tree 5.
-  uint64_t propagateBudget = uint64_t(256) << 20;
+  // The threads of pass 1 (after the first profile) and of pass 2 together hold at most about
+  // this much scratch each, never fewer than 2 threads (or `threads`, where fewer): on a large
+  // tree more threads only add memory. Pass 2's is a propagator's, sized for the tree
+  // (Propagator::scratchBytes): 100 profiles of 400,000 contexts on a 16-core machine, pass 2
+  // at -j4 / -j8 / -j16 0.125 / 0.147 / 0.156 s, peak 281 / 449 / 788 MiB (bench/README.md,
+  // thirteenth session); 256 MiB gives that tree 6. Pass 1's is a reader's and its templates,
+  // about kUnifyBytesPerNode for each node of the first profile: that tree's unify peaked at
+  // 103 MiB at -j1 and 417 at -j16, and gained little past -j8; 256 MiB gives it 11.
+  uint64_t scratchBudget = uint64_t(256) << 20;
 };
 
 // The analysis state the database was written from; it outlives the run.
@@ -56,7 +59,7 @@ struct PipelineResult {
   // Wall seconds of the phases (-v prints them): unify, finalize, propagate (profile.db and
   // trace.db), transpose (cct.db, with meta.db at -j2 and up), finish.
   double unifySeconds = 0, finalizeSeconds = 0, propagateSeconds = 0, transposeSeconds = 0, finishSeconds = 0;
-  uint32_t propagateThreads = 0;  // pass 2's (PipelineOptions::propagateBudget)
+  uint32_t unifyThreads = 0, propagateThreads = 0;  // pass 1's and 2's (PipelineOptions::scratchBudget)
   std::shared_ptr<Analysis> analysis;
 };
 

@@ -1058,7 +1058,7 @@ namespace {
 // or read back from the profiles' rows (few profiles).
 TEST(Pipeline, IdenticalAtAnyThreadCount) {
   FakeStructure structure;
-  auto run = [&](unsigned threads, MemorySink& sink, uint32_t rowBucketsAbove, uint64_t propagateBudget = 1 << 30) {
+  auto run = [&](unsigned threads, MemorySink& sink, uint32_t rowBucketsAbove, uint64_t scratchBudget = 1 << 30) {
     std::vector<std::unique_ptr<ProfileSource>> in;
     for (uint32_t p = 0; p < 24; ++p) {
       ProfileTree t = smallTree();
@@ -1074,7 +1074,7 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     opt.threads = threads;
     opt.transposeBudget = 200;
     opt.rowBucketsAbove = rowBucketsAbove;
-    opt.propagateBudget = propagateBudget;
+    opt.scratchBudget = scratchBudget;
     auto r = runPipeline(in, &structure, sink, opt);
     EXPECT_TRUE(r.ok());
     return r;

@@ -125,9 +125,15 @@ struct Unified {
 // spills its values, in parallel on `arena`; out[i] belongs to profiles[i]. Unreadable
 // profiles are warned about; a failed write to the spill (a full disk) is returned: the
 // analysis cannot go on without those profiles' values.
+// After the first profile, the others are unified on at most as many threads as
+// options.scratchBudget allows for its size (unifyThreads); how many goes to `threadsUsed`.
 Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
                      Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
-                     std::vector<Unified>& out);
+                     std::vector<Unified>& out, uint32_t* threadsUsed = nullptr);
+// Pass 1's threads after a first profile of `nodes` nodes: options.threads, or fewer where
+// their scratch (about kUnifyBytesPerNode a node) would pass options.scratchBudget (2 at least).
+constexpr uint64_t kUnifyBytesPerNode = 56;
+uint32_t unifyThreads(const PipelineOptions& options, size_t nodes);
 
 // The database-wide facts derived from all profiles' headers, taken in profile order:
 // the same on every rank that sees the same headers.
@@ -158,7 +164,7 @@ struct Plan {
 Expected<Plan> makePlan(std::span<const ProfileHeader* const> headers, const PipelineOptions& options);
 
 // Pass 2's threads for a tree of `contexts` with `propagated` metrics: options.threads, or
-// fewer where their propagators' scratch would pass options.propagateBudget (2 at least).
+// fewer where their propagators' scratch would pass options.scratchBudget (2 at least).
 uint32_t propagateThreads(const PipelineOptions& options, uint32_t contexts, uint32_t propagated);
 
 // Pass 2 for one live profile, split in two for callers that write in profile order:

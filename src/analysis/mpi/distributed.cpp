@@ -283,7 +283,7 @@ Expected<DistributedResult> runDistributed(Comm& comm, Job& job, const std::file
   tbb::enumerable_thread_specific<Propagator> propagators(std::cref(shape), plan.propagated);
   const ContextIds ids = cct.ids();
   std::vector<Status> errors(khi - klo);
-  // As many threads as their propagators' scratch allows (PipelineOptions::propagateBudget).
+  // As many threads as their propagators' scratch allows (PipelineOptions::scratchBudget).
   const uint32_t passTwo = propagateThreads(opt, cct.size(), plan.propagated);
   std::optional<tbb::task_arena> narrow;
   if (passTwo < std::max(1u, opt.threads)) narrow.emplace(int(passTwo));
