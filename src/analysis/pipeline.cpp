@@ -252,12 +252,12 @@ std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::share
   return last;
 }
 
-uint32_t unifyThreads(const PipelineOptions& options, size_t nodes) {
+uint32_t unifyThreads(const PipelineOptions& options, size_t nodes, bool say) {
   const uint32_t threads = std::max(1u, options.threads);
   const uint64_t scratch = std::max<uint64_t>(uint64_t(nodes) * kUnifyBytesPerNode, 1);
   const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
                                         uint32_t(std::min<uint64_t>(threads, options.scratchBudget / scratch)));
-  if (options.verbose && n < threads)
+  if (say && options.verbose && n < threads)
     std::fprintf(stderr, "hpcprof: unify on %u threads after the first profile (about %.0f MiB of scratch each)\n", n,
                  double(scratch) / (1 << 20));
   return n;
@@ -459,11 +459,14 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
       // of 400,000 nodes at -j2: about 30 read while the first one is unified alone (65 ms).
       std::atomic<size_t> nextAhead{1}, heldAhead{0};
       std::atomic<bool> stopAhead{false}, unlike{false};
-      auto readAhead = [&] {
+      auto readAhead = [&](uint32_t t) {
         int state;
         while ((state = firstRead.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
         if (state != 1) return;
         const ProfileData& firstData = mine.data;
+        // Only as many threads as unify will take after the first profile (each holds a
+        // profile's buffers).
+        if (t >= unifyThreads(options, firstData.tree.nodes.size(), false)) return;
         const uint64_t firstId = firstData.tree.nodesId;
         if (firstId == 0) return;
         ProfileData pre;
@@ -512,7 +515,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           tbb::this_task_arena::isolate([&] { unifyOne(k); });
         }
       };
-      for (unsigned t = 1; t < options.threads && t < profiles.size(); ++t) prepare.run(readAhead);
+      for (uint32_t t = 1; t < options.threads && t < profiles.size(); ++t) prepare.run([&readAhead, t] { readAhead(t); });
       tbb::this_task_arena::isolate([&] { unifyOne(first++); });
       firstDone.store(true, std::memory_order_release);
       int none = 0;

@@ -1083,7 +1083,9 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
   auto ra = run(1, a, 0);
   ASSERT_FALSE(a.columns.empty());
   EXPECT_EQ(ra->propagateThreads, 1u);
-  // The last: 4 threads, pass 2 on 2 of them (its scratch bound allows none; 2 at least).
+  EXPECT_EQ(ra->unifyThreads, 1u);
+  // The last: 4 threads, passes 1 (after the first profile) and 2 on 2 of them (the scratch
+  // bound allows none; 2 at least).
   struct Case {
     unsigned threads;
     uint32_t above;
@@ -1097,6 +1099,7 @@ TEST(Pipeline, IdenticalAtAnyThreadCount) {
     auto rb = run(threads, b, above, c.budget);
     ASSERT_TRUE(rb.ok());
     EXPECT_EQ(rb->propagateThreads, c.passTwo) << threads << " threads, budget " << c.budget;
+    EXPECT_EQ(rb->unifyThreads, c.passTwo) << threads << " threads, budget " << c.budget;
     ASSERT_EQ(a.rows.size(), b.rows.size());
     for (size_t p = 0; p < a.rows.size(); ++p) {
       EXPECT_EQ(a.rows[p].ctx, b.rows[p].ctx) << p;

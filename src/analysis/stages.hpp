@@ -130,10 +130,11 @@ struct Unified {
 Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
                      Spill& spill, const PipelineOptions& options, tbb::task_arena& arena,
                      std::vector<Unified>& out, uint32_t* threadsUsed = nullptr);
-// Pass 1's threads after a first profile of `nodes` nodes: options.threads, or fewer where
-// their scratch (about kUnifyBytesPerNode a node) would pass options.scratchBudget (2 at least).
+// Pass 1's threads after a first profile of `nodes` nodes (and those that read ahead while it
+// is unified): options.threads, or fewer where their scratch (about kUnifyBytesPerNode a
+// node) would pass options.scratchBudget (2 at least).
 constexpr uint64_t kUnifyBytesPerNode = 56;
-uint32_t unifyThreads(const PipelineOptions& options, size_t nodes);
+uint32_t unifyThreads(const PipelineOptions& options, size_t nodes, bool say = true);  // say: -v prints it
 
 // The database-wide facts derived from all profiles' headers, taken in profile order:
 // the same on every rank that sees the same headers.
