@@ -34,9 +34,10 @@ struct PipelineOptions {
   // profiles of 20,000: -j2 0.048 -> 0.045 s, peak 29 -> 24 MiB; but 250 and 500 profiles of
   // 20,000 were slower read back (0.071 -> 0.086, 0.130 -> 0.144 s), hence the bound.
   uint32_t rowBucketsAbove = 128;
-  // The threads of pass 1 (after the first profile) and of pass 2 together hold at most about
-  // this much scratch each, never fewer than 2 threads (or `threads`, where fewer): on a large
-  // tree more threads only add memory. Pass 2's is a propagator's, sized for the tree
+  // The threads of one pass (pass 1 after the first profile, pass 2) hold at most about this
+  // much scratch together: a pass takes fewer threads than `threads` where theirs would pass
+  // it, never fewer than 2 (or `threads`, where fewer). On a large tree more threads only add
+  // memory. Pass 2's is a propagator's, sized for the tree
   // (Propagator::scratchBytes): 100 profiles of 400,000 contexts on a 16-core machine, pass 2
   // at -j4 / -j8 / -j16 0.125 / 0.147 / 0.156 s, peak 281 / 449 / 788 MiB (bench/README.md,
   // thirteenth session); 256 MiB gives that tree 6. Pass 1's is a reader's and its templates,
