@@ -87,7 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < paths.size(); ++i) profiles.push_back(openHpcrunProfile(paths[i], traces[i]));
 
   PipelineOptions options;
-  options.threads = size % 2 ? 2 : 1;
+  // 1, 2 or 3 threads; at 3 the scratch bound allows none, so unify (after the first
+  // profile) and pass 2 run in arenas of 2.
+  options.threads = 1 + unsigned(size % 3);
+  if (options.threads == 3) options.scratchBudget = 1;
   options.scratchDir = dir;
   options.transposeBudget = 1 << 20;  // rounds even on small trees
   options.rowBucketsAbove = 1;        // row buckets from two profiles up
