@@ -252,15 +252,21 @@ std::shared_ptr<const HeaderShared> internHeader(HeaderShared&& made, std::share
   return last;
 }
 
-uint32_t unifyThreads(const PipelineOptions& options, size_t nodes, bool say) {
+// Of options.threads, as many as `scratch` bytes each fit in options.scratchBudget, 2 at
+// least (or options.threads, where fewer); -v says so, naming `what`, where `say`.
+static uint32_t threadsWithin(const PipelineOptions& options, uint64_t scratch, const char* what, bool say) {
   const uint32_t threads = std::max(1u, options.threads);
-  const uint64_t scratch = std::max<uint64_t>(uint64_t(nodes) * kUnifyBytesPerNode, 1);
+  scratch = std::max<uint64_t>(scratch, 1);
   const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
                                         uint32_t(std::min<uint64_t>(threads, options.scratchBudget / scratch)));
   if (say && options.verbose && n < threads)
-    std::fprintf(stderr, "hpcprof: unify on %u threads after the first profile (about %.0f MiB of scratch each)\n", n,
+    std::fprintf(stderr, "hpcprof: %s on %u threads (about %.0f MiB of scratch each)\n", what, n,
                  double(scratch) / (1 << 20));
   return n;
+}
+
+uint32_t unifyThreads(const PipelineOptions& options, size_t nodes, bool say) {
+  return threadsWithin(options, uint64_t(nodes) * kUnifyBytesPerNode, "unify after the first profile", say);
 }
 
 Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, const Expander& expander,
@@ -722,14 +728,7 @@ Status computeProfile(ProfileSource& source, const Spill& spill, const Unified& 
 }
 
 uint32_t propagateThreads(const PipelineOptions& options, uint32_t contexts, uint32_t propagated) {
-  const uint32_t threads = std::max(1u, options.threads);
-  const uint64_t scratch = std::max<uint64_t>(Propagator::scratchBytes(contexts, propagated), 1);
-  const uint32_t n = std::max<uint32_t>(std::min(threads, 2u),
-                                        uint32_t(std::min<uint64_t>(threads, options.scratchBudget / scratch)));
-  if (options.verbose && n < threads)
-    std::fprintf(stderr, "hpcprof: pass 2 on %u threads (about %.0f MiB of scratch each)\n", n,
-                 double(scratch) / (1 << 20));
-  return n;
+  return threadsWithin(options, Propagator::scratchBytes(contexts, propagated), "pass 2", true);
 }
 
 Status writeProfile(DatabaseSink& sink, uint32_t index, const std::vector<IdOut>& idTuple,
