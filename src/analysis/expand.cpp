@@ -246,8 +246,25 @@ uint64_t packedKey(uint64_t offset, uint16_t module, Placeholder placeholder, bo
   return offset | uint64_t(module) << 42 | uint64_t(uint8_t(placeholder)) << 58 | uint64_t(unwound ? 1 : 0) << 62;
 }
 uint64_t packedKey(const TreeNode& t) { return packedKey(t.offset, t.module, t.placeholder, t.unwound); }
-// A byte of a packed key, all of its bits mixed in.
-uint8_t keyFingerprint(uint64_t key) { return uint8_t((key * 0x9E3779B97F4A7C15ull) >> 56); }
+// A packed key's bits, all mixed into each (for the keyed template's sibling blocks).
+inline uint64_t keyHash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xFF51AFD7ED558CCDull;
+  k ^= k >> 33;
+  k *= 0xC4CEB9FE1A85EC53ull;
+  return k ^ (k >> 33);
+}
+// A keyed template's block of siblings, in one word: its first slot (bits 0-31) and either
+// (bit 63 clear) log2 of its size (bits 32-37) and a rotation (bits 38-43) under which the
+// top bits of each sibling's keyHash() are its place in the block, no two alike (a perfect
+// hash: a node's match is found with no search, so a child's lookup waits on little more
+// than its parent's), or (bit 63 set) the count of its siblings (bits 32-62), sorted by key.
+// 0: slot 0 alone, which holds no key: no children.
+constexpr uint64_t kSortedBlock = uint64_t(1) << 63;
+inline uint32_t blockPlace(uint64_t block, uint64_t hash) {
+  const unsigned lg = unsigned(block >> 32) & 63, rot = unsigned(block >> 38) & 63;
+  return uint32_t(block) + uint32_t((std::rotl(hash, int(rot)) >> 1) >> (63 - lg));
+}
 
 bool sameNode(const TreeNode& a, const TreeNode& b) {
   return a.id == b.id && a.parent == b.parent && a.offset == b.offset && a.module == b.module &&
@@ -270,7 +287,6 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedLoadMapGen_ = o.keyedLoadMapGen_;
   keyedCtx_ = o.keyedCtx_;
   keyedSlot_ = o.keyedSlot_;
-  keyedFp_ = o.keyedFp_;
   keyedRoots_ = o.keyedRoots_;
   keyedKids_ = o.keyedKids_;
   prevKeyedKids_ = o.prevKeyedKids_;
@@ -441,7 +457,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   std::vector<uint8_t>& done = out.done_;
   ctx.resize(n);  // every node's is set below, before any is read
   done.assign(n, 0);
-  constexpr uint32_t kScan = 32;
+  // Sibling blocks up to this many are placed by a perfect hash; more are sorted.
+  constexpr uint32_t kPerfectUpTo = 16;
   using KeyedSlot = NodeContexts::KeyedSlot;
   // Makes the keyed template from a tree's nodes, their contexts (by position) and their
   // positions (by id); kidsOf (if any) gets each node's own match (its slot's children).
@@ -469,24 +486,70 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     }
     // Slots in blocks of siblings, each node's block made where a depth-first walk from the
     // roots meets it: a subtree's blocks lie together, as do its nodes in a profile's list.
-    // More than kScan children sorted by key (stable: the first of equal keys stays first).
-    std::vector<uint32_t> order(start[n + 1]);  // slot -> position
+    // Of siblings with equal keys the first has a slot (the others none: never found).
+    // Slot 0 holds no key: the block of a node without children.
+    std::vector<uint32_t> order(1, UINT32_MAX);  // slot -> position (UINT32_MAX: none)
     std::vector<KeyedSlot>& slots = out.keyedSlot_;
-    slots.assign(order.size(), KeyedSlot{kNoKey, 0});
+    slots.assign(1, KeyedSlot{kNoKey, 0});
     std::vector<uint32_t> stack;
-    uint32_t next = 0;
-    // The children of position p (n: the roots) take the next block; returns its slots.
-    auto block = [&](uint32_t p) {
-      const uint32_t count = start[p + 1] - start[p];
-      std::copy(kids.begin() + start[p], kids.begin() + start[p + 1], order.begin() + next);
-      if (count > kScan)
-        std::stable_sort(order.begin() + next, order.begin() + next + count, [&](uint32_t a, uint32_t b) {
-          return packedKey(nodes[a]) < packedKey(nodes[b]);
-        });
-      for (uint32_t k = next + count; k > next; --k) stack.push_back(k - 1);
-      const uint64_t range = next | uint64_t(next + count) << 32;
-      next += count;
-      return range;
+    std::vector<uint32_t> unique;
+    std::vector<uint64_t> uniqueKeys, uniqueHashes;
+    // The children of position p (n: the roots) take the next block; returns it.
+    auto block = [&](uint32_t p) -> uint64_t {
+      unique.clear();
+      uniqueKeys.clear();
+      for (uint32_t k = start[p]; k < start[p + 1]; ++k) {
+        const uint64_t key = packedKey(nodes[kids[k]]);
+        if (key == kNoKey) continue;
+        if (start[p + 1] - start[p] <= kPerfectUpTo &&
+            std::find(uniqueKeys.begin(), uniqueKeys.end(), key) != uniqueKeys.end())
+          continue;
+        unique.push_back(kids[k]);
+        uniqueKeys.push_back(key);
+      }
+      const uint32_t count = uint32_t(unique.size());
+      if (count == 0) return 0;
+      uniqueHashes.resize(count);
+      for (uint32_t i = 0; i < count; ++i) uniqueHashes[i] = keyHash(uniqueKeys[i]);
+      const uint32_t begin = uint32_t(slots.size());
+      uint64_t made = 0;
+      if (count <= kPerfectUpTo) {
+        // The smallest block (up to 64 slots) and rotation that place the siblings apart.
+        unsigned lg = 0;
+        while ((1u << lg) < count) ++lg;
+        for (; lg <= 6 && !made; ++lg)
+          for (unsigned rot = 0; rot < 64 && !made; ++rot) {
+            const uint64_t candidate = begin | uint64_t(lg) << 32 | uint64_t(rot) << 38;
+            uint64_t taken = 0;
+            bool apart = true;
+            for (uint32_t i = 0; i < count && apart; ++i) {
+              const uint64_t bit = uint64_t(1) << (blockPlace(candidate, uniqueHashes[i]) - begin);
+              apart = !(taken & bit);
+              taken |= bit;
+            }
+            if (apart) made = candidate;
+          }
+      }
+      if (made) {
+        const unsigned lg = unsigned(made >> 32) & 63;
+        slots.resize(begin + (size_t(1) << lg), KeyedSlot{kNoKey, 0});
+        order.resize(slots.size(), UINT32_MAX);
+        for (uint32_t i = 0; i < count; ++i) order[blockPlace(made, uniqueHashes[i])] = unique[i];
+      } else {
+        // Sorted (stable: the first of equal keys first), searched by halves.
+        std::stable_sort(unique.begin(), unique.end(),
+                         [&](uint32_t a, uint32_t b) { return packedKey(nodes[a]) < packedKey(nodes[b]); });
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < count; ++i)
+          if (kept == 0 || packedKey(nodes[unique[i]]) != packedKey(nodes[unique[kept - 1]])) unique[kept++] = unique[i];
+        slots.resize(begin + kept, KeyedSlot{kNoKey, 0});
+        order.resize(slots.size(), UINT32_MAX);
+        std::copy(unique.begin(), unique.begin() + kept, order.begin() + begin);
+        made = begin | uint64_t(kept) << 32 | kSortedBlock;
+      }
+      for (uint32_t c = uint32_t(slots.size()); c > begin; --c)
+        if (order[c - 1] != UINT32_MAX) stack.push_back(c - 1);
+      return made;
     };
     out.keyedRoots_ = block(uint32_t(n));
     while (!stack.empty()) {
@@ -496,15 +559,13 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       slots[c].kids = block(order[c]);
     }
     // Nodes not reached from the roots (a cycle) have no slot.
-    order.resize(next);
-    slots.resize(next);
-    out.keyedCtx_.resize(next);
-    out.keyedFp_.assign(next + 16, 0);
-    for (uint32_t c = 0; c < next; ++c) out.keyedFp_[c] = keyFingerprint(slots[c].key);
+    const size_t total = slots.size();
+    out.keyedCtx_.assign(total, nullptr);
     // This tree's nodes are the template's, each its own match.
     ++out.keyedGen_;
     if (kidsOf) kidsOf->assign(n, 0);
-    for (uint32_t c = 0; c < next; ++c) {
+    for (size_t c = 1; c < total; ++c) {
+      if (order[c] == UINT32_MAX) continue;
       out.keyedCtx_[c] = ctxOf[order[c]];
       if (kidsOf) (*kidsOf)[order[c]] = slots[c].kids;
     }
@@ -537,52 +598,33 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
   if (keyed) keyedKids.resize(n);  // set with each node's context (0 where unmatched)
   size_t keyedHits = 0;
   size_t lookups = 0;  // nodes given a context by the shared table
-  // The slot of a node's match among the slots `kids` (begin | end << 32) by its packed key:
-  // up to 16 by their keys' bytes compared at once (then the key where the byte is the
-  // node's), up to kScan one by one, more (sorted) by halves; -1 where none is.
-  auto search = [](const KeyedSlot* __restrict slots, const uint8_t* __restrict fps, uint64_t kids,
-                   uint64_t key) -> int32_t {
-    const uint32_t begin = uint32_t(kids);
-    const uint32_t count = uint32_t(kids >> 32) - begin;
-    const KeyedSlot* at = slots + begin;
-    if (key == kNoKey) return -1;
-#if defined(__SSE2__)
-    if (count <= 16) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(fps + begin));
-      unsigned mask = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(char(keyFingerprint(key)))))) &
-                      ((1u << count) - 1);
-      for (; mask; mask &= mask - 1) {
-        const uint32_t i = uint32_t(std::countr_zero(mask));
-        if (at[i].key == key) return int32_t(begin + i);
-      }
-      return -1;
-    }
-#else
-    (void)fps;
-#endif
-    if (count > kScan) {
+  // The slot of a node's match in the block `kids` by its packed key (and keyHash() of it):
+  // at its place in a perfect block, else searched by halves; -1 where none is.
+  auto search = [](const KeyedSlot* __restrict slots, uint64_t kids, uint64_t key, uint64_t hash) -> int32_t {
+    if (kids & kSortedBlock) [[unlikely]] {
+      const KeyedSlot* at = slots + uint32_t(kids);
+      const uint32_t count = uint32_t(kids >> 32) & 0x7FFFFFFF;
       const KeyedSlot* found =
           std::lower_bound(at, at + count, key, [](const KeyedSlot& k, uint64_t want) { return k.key < want; });
-      return found != at + count && found->key == key ? int32_t(found - slots) : -1;
+      return found != at + count && found->key == key && key != kNoKey ? int32_t(found - slots) : -1;
     }
-    for (uint32_t i = 0; i < count; ++i)
-      if (at[i].key == key) return int32_t(begin + i);
-    return -1;
+    const uint32_t f = blockPlace(kids, hash);
+    return (slots[f].key == key) & (key != kNoKey) ? int32_t(f) : -1;
   };
   const KeyedSlot* keyedSlot = out.keyedSlot_.data();
-  const uint8_t* keyedFp = out.keyedFp_.data();
   // Runs of nodes matched in the keyed template under parents that were, in a loop over
   // plain arrays.
   auto keyedRun = [&search](size_t s, size_t n, const TreeNode* __restrict nodes, const int32_t* __restrict pos,
                             size_t posSize, uint8_t* __restrict marks, Context** __restrict contexts,
                             uint64_t* __restrict keyedKids, const KeyedSlot* __restrict keyedSlot,
-                            const uint8_t* __restrict keyedFp, Context* const* __restrict keyedCtx) {
+                            Context* const* __restrict keyedCtx) {
     for (; s < n; ++s) {
       const TreeNode& node = nodes[s];
       if (marks[s] || !node.parent || node.parent >= posSize) break;
       const int32_t pp = pos[node.parent];
       if (pp < 0 || !marks[pp]) break;
-      const int32_t f = search(keyedSlot, keyedFp, keyedKids[pp], packedKey(node));
+      const uint64_t key = packedKey(node);
+      const int32_t f = search(keyedSlot, keyedKids[pp], key, keyHash(key));
       if (f < 0) break;
       contexts[s] = keyedCtx[f];
       keyedKids[s] = keyedSlot[f].kids;
@@ -642,7 +684,7 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
     if (m == 0 && keyed && out.dense_) {
       const size_t from = s;
       s = keyedRun(s, n, tree.nodes.data(), out.posTable_.data(), out.posTable_.size(), done.data(), ctx.data(),
-                   keyedKids.data(), keyedSlot, keyedFp, out.keyedCtx_.data());
+                   keyedKids.data(), keyedSlot, out.keyedCtx_.data());
       keyedHits += s - from;
       if (s == n) break;
     }
@@ -659,7 +701,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         if (keyedFromPrev) {
           keyedKids[s] = prevKeyedKids[t];  // the same node, the same match
         } else if (keyed) {
-          const int32_t f = search(keyedSlot, keyedFp, keyedKids[size_t(pp)], packedKey(node));
+          const uint64_t key = packedKey(node);
+          const int32_t f = search(keyedSlot, keyedKids[size_t(pp)], key, keyHash(key));
           keyedKids[s] = f < 0 ? 0 : keyedSlot[f].kids;
         }
         continue;
@@ -674,7 +717,8 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
         const int64_t pp = out.posOf(node.parent);
         if (pp >= 0 && done[size_t(pp)]) kids = keyedKids[size_t(pp)];
       }
-      if (const int32_t f = search(keyedSlot, keyedFp, kids, packedKey(node)); f >= 0) {
+      const uint64_t key = packedKey(node);
+      if (const int32_t f = search(keyedSlot, kids, key, keyHash(key)); f >= 0) {
         ctx[s] = out.keyedCtx_[size_t(f)];
         keyedKids[s] = keyedSlot[f].kids;
         done[s] = matched(s);

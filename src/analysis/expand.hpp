@@ -82,23 +82,18 @@ private:
   // and whose key (module, offset, kind) is that of one of its children has that child's
   // context. Kept while it serves (rebuilt from a profile on which it matched under half).
   // Its nodes by slot, in blocks of siblings (a subtree's blocks together), each with its
-  // key and the slots of its children, [begin, end) in one word (begin | end << 32); more
-  // than a few children sorted by key.
+  // key and the block of its children (see blockPlace() in expand.cpp).
   struct KeyedSlot {
-    uint64_t key;   // packedKey()
-    uint64_t kids;  // its children's slots
+    uint64_t key;   // packedKey(); kNoKey where the slot holds no node
+    uint64_t kids;  // its children's block
   };
   bool keyed_ = false;
   std::vector<std::pair<uint16_t, std::string>> keyedLoadMap_;
   uint64_t keyedLoadMapGen_ = 0;  // ProfileTree::loadMapGen of keyedLoadMap_ (0: unnamed)
   std::vector<Context*> keyedCtx_;    // by slot
   std::vector<KeyedSlot> keyedSlot_;  // by slot
-  // A byte of each slot's key (keyFingerprint), by slot, 16 more at the end: a block of up
-  // to 16 siblings is searched with one compare of 16 bytes, the key compared only where its
-  // byte is the node's.
-  std::vector<uint8_t> keyedFp_;
-  uint64_t keyedRoots_ = 0;           // the slots of the roots
-  // This profile, by position: the slots of the children of the node's match (0: none).
+  uint64_t keyedRoots_ = 0;           // the block of the roots
+  // This profile, by position: the block of the children of the node's match (0: none).
   std::vector<uint64_t> keyedKids_;
   // The template tree's keyedKids_: a node matched by position has its template node's
   // (no search), where those were made against the same keyed template (its generation).

@@ -1529,16 +1529,16 @@ TEST(Expander, KeyedTemplateSearchesWideNodesByHalves) {
   EXPECT_EQ(wide.size(), 93u);  // 90 offsets and 3 large ones
 }
 
-// Blocks of up to 16 siblings are searched by a byte of each key first: among 16 siblings,
-// two keys share that byte about 4 times in 10, and with 40 such blocks some surely do (the
-// chance that none does is under 10^-7); so do keys a profile has that the template lacks.
-// Every node must still get a fresh unification's context, in any order.
-TEST(Expander, KeyedTemplateTellsSiblingsWhoseKeysShareAByte) {
+// Blocks of up to 16 siblings are placed by a perfect hash (a size and rotation under which
+// the top bits of their keys' hashes differ), of every size from 1 to 16 here, 16 the
+// hardest to place (some such blocks take 64 slots); keys a profile has that the template
+// lacks land on empty slots or on others' (their keys then differ). Every node must still
+// get a fresh unification's context, in any order.
+TEST(Expander, KeyedTemplatePlacesSiblingBlocksApart) {
   Unifier u;
   Expander& expander = u.expander;
-  // Shape: 0 root, 1 main thread, 2..41 calls below it, each with 16 children (every
-  // eighth call fewer: its block's 16 bytes reach into the next block's), each child with a
-  // child of its own.
+  // Shape: 0 root, 1 main thread, 2..41 calls below it (a block of 40: sorted), call c with
+  // 1 + c % 16 children, each child with a child of its own.
   auto shape = [](unsigned changed) {
     std::mt19937_64 rng(7);
     std::vector<uint32_t> parentOf{0, 0};
@@ -1548,7 +1548,7 @@ TEST(Expander, KeyedTemplateTellsSiblingsWhoseKeysShareAByte) {
       offsetOf.push_back(0x1000 + c * 8);
     }
     for (uint32_t c = 0; c < 40; ++c) {
-      const uint32_t kids = c % 8 == 7 ? 1 + c % 13 : 16;
+      const uint32_t kids = 1 + c % 16;
       for (uint32_t k = 0; k < kids; ++k) {
         parentOf.push_back(2 + c);
         uint64_t off = 0x10000 + (rng() % (uint64_t(1) << 30));
@@ -1573,7 +1573,7 @@ TEST(Expander, KeyedTemplateTellsSiblingsWhoseKeysShareAByte) {
       sites.insert(a.find(n.id));
       ++listed;
     }
-  EXPECT_EQ(listed, 35u * 16 + 8 + 3 + 11 + 6 + 1);
+  EXPECT_EQ(listed, 2u * (16 * 17 / 2) + 8 * 9 / 2);
   EXPECT_EQ(sites.size(), listed);
 }
 
