@@ -1577,6 +1577,61 @@ TEST(Expander, KeyedTemplatePlacesSiblingBlocksApart) {
   EXPECT_EQ(sites.size(), listed);
 }
 
+// Sixteen sibling keys that no block size (up to 64 slots) and rotation part (found by a
+// search over random offsets, with the hash and placement of expand.cpp): their block falls
+// back to sorted keys, searched by halves. Some profiles lack one of the sixteen, or have
+// children of theirs that the others lack (keys their blocks lack); every node must still
+// get a fresh unification's context, in any order.
+TEST(Expander, KeyedTemplateSortsSiblingsNoRotationParts) {
+  Unifier u;
+  Expander& expander = u.expander;
+  const std::vector<uint64_t> unplaced{0x5a7e4, 0x52d70, 0x3f9c0, 0x3cdb4, 0x50670, 0x3a10c, 0x5ae3c, 0x3a5d4,
+                                       0x5b3e4, 0x2f674, 0xe3c0,  0x1f19c, 0x5a948, 0x596a0, 0x412cc, 0x5eda4};
+  auto shape = [&](unsigned changed) {
+    // 0 root, 1 main thread, 2 a call below it whose 16 children are `unplaced`, each
+    // with two children.
+    std::vector<uint32_t> parentOf{0, 0, 1};
+    std::vector<uint64_t> offsetOf{0, 0, 0x1200};
+    for (uint64_t off : unplaced) {
+      parentOf.push_back(2);
+      offsetOf.push_back(off);
+    }
+    for (uint32_t c = 3; c < 19; ++c)
+      for (uint32_t k = 0; k < 2; ++k) {
+        parentOf.push_back(c);
+        offsetOf.push_back(0x1129 + 4 * k + (changed && c % 4 == changed % 4 ? 0x100 : 0));
+      }
+    std::vector<bool> present(parentOf.size(), true);
+    if (changed % 2) present[3 + changed % 16] = false;  // one of the sixteen, its children with it
+    return TreeShape{.parent = parentOf, .offset = offsetOf, .present = present};
+  };
+  std::vector<ProfileTree> trees;
+  // Enough nodes for a keyed template (256 and more): the shape 16 times under 16 calls.
+  for (unsigned k = 0; k < 8; ++k) {
+    // The first lacks one of the sixteen: the keyed template, made from it, lacks that key.
+    TreeShape one = shape(k == 0 ? 1 : k % 3 == 2 || k % 4 == 3 ? k : 0);
+    TreeShape many{.parent = {0, 0}, .offset = {0, 0}, .present = {true, true}};
+    for (uint32_t r = 0; r < 16; ++r) {
+      const uint32_t base = uint32_t(many.parent.size());
+      for (size_t i = 2; i < one.parent.size(); ++i) {
+        many.parent.push_back(one.parent[i] < 2 ? 1 : one.parent[i] - 2 + base);
+        many.offset.push_back(i == 2 ? 0x1200 + 8 * r : one.offset[i]);
+        many.present.push_back(one.present[i]);
+      }
+    }
+    trees.push_back(listedDepthFirst(many, 400 + k));
+  }
+  ASSERT_GE(trees[0].nodes.size(), 256u);
+  expectContextsOfFreshUnifications(expander, trees);
+  // The sixteen below each call: sixteen contexts, each call's its own.
+  NodeContexts a;
+  ASSERT_TRUE(expander.unify(trees[1], a).ok());
+  std::set<Context*> sites;
+  for (const TreeNode& n : trees[1].nodes)
+    if (std::find(unplaced.begin(), unplaced.end(), n.offset) != unplaced.end()) sites.insert(a.find(n.id));
+  EXPECT_EQ(sites.size(), 16u * 16);  // trees[1] lacks none of them
+}
+
 // Profiles listing one tree in one order, each without its own few dozen leaves (threads
 // that reach not quite the same code): the positional template serves, and leaves the nodes
 // its profile lacked to the shared table, until a keyed template is made from a profile with
