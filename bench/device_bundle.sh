@@ -2,7 +2,7 @@
 # Packs what the hpcprof benchmarks need into .devbundle/ (git-ignored through
 # .git/info/exclude) for a machine that has none of this project's Debian packages (the
 # device machine of a session that draws one: an x86-64 host with its own Python 3, no
-# elfutils, TBB or Zydis): hpcprof and gen_measurements stripped, the shared libraries they
+# elfutils, TBB or Zydis): hpcprof, gen_measurements and io_floor stripped, the shared libraries they
 # take from Debian, the benchmark scripts, and run.sh, which generates the inputs and runs
 # bench/hpcprof_scaling.py there.
 #
@@ -23,6 +23,7 @@ rm -rf "$out"
 mkdir -p "$out/build/bin" "$out/lib"
 strip -o "$out/build/bin/hpcprof" "$build/bin/hpcprof"
 strip -o "$out/build/bin/gen_measurements" "$build/bin/gen_measurements"
+strip -o "$out/build/bin/io_floor" "$build/bin/io_floor"
 for other in "$@"; do
   name=$(basename "$other")
   case "$name" in

@@ -2,7 +2,8 @@
 """hpcprof throughput, scaling and memory on synthetic measurements (bench/gen_measurements).
 
 Prints, from one run: the time to read the input bytes from the page cache (the floor: the
-best of reads taken before every hpcprof run), hpcprof wall time at -j1 and -j2 (best of 3)
+best of reads taken before every hpcprof run, by bin/io_floor, compiled code reading into a
+page-aligned buffer), hpcprof wall time at -j1 and -j2 (best of 3)
 and both against the floor (the target is 3x), the time to write the database's bytes to a
 new file and -j2 against reading plus writing, CPU time at -j1, input MB/s per core, the
 -j1 -> -j2 speedup, peak memory at N, 2N and 4N profiles (it should not grow with the
@@ -45,38 +46,25 @@ def run(cmd, out=None):
     return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime  # s, MiB, CPU s
 
 
-_READ_BUFFER = memoryview(bytearray(1 << 20))
+# bin/io_floor of the build under test (set by main; a script importing read_all sets it too).
+IO_FLOOR = None
 
 
 def read_all(d):
-    """Wall time to read every file of d (CPU-bound from the page cache, so CPU time alike),
-    into one reused 1 MiB buffer: reading into a new object per MiB took 17 times as long on
-    large files (each read mapped fresh memory), which flattered the ratios."""
-    t0 = time.perf_counter()
-    n = 0
-    for f in sorted(Path(d).iterdir()):
-        if not f.is_file():  # a real measurement's vdso/ and structs/
-            continue
-        with open(f, "rb", buffering=0) as fh:
-            while k := fh.readinto(_READ_BUFFER):
-                n += k
-    return time.perf_counter() - t0, n
+    """Wall time to read every file of d from the page cache, and the bytes, as measured by
+    bin/io_floor: compiled code reading into one page-aligned 1 MiB buffer. Python's own
+    reads took about twice as long (its buffers lie a few bytes off a page boundary, and each
+    file cost its interpreter ~10 us), which flattered the ratios; before that, a new object
+    per MiB read took 17 times as long on large files."""
+    out = subprocess.run([IO_FLOOR, "read", d], check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1])
 
 
 def write_new(d, nbytes):
     """Wall time to write nbytes into a new file of d in 1 MiB writes (as a database's files are
-    written: fresh page-cache pages, no fsync), the file removed after."""
-    buf = b"\x5a" * (1 << 20)
-    path = Path(d) / "write-floor"
-    t0 = time.perf_counter()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    left = nbytes
-    while left > 0:
-        left -= os.write(fd, buf[:min(left, len(buf))])
-    os.close(fd)
-    t = time.perf_counter() - t0
-    path.unlink()
-    return t
+    written: fresh page-cache pages, no fsync), the file removed after; by bin/io_floor."""
+    out = subprocess.run([IO_FLOOR, "write", d, str(nbytes)], check=True, capture_output=True, text=True).stdout
+    return float(out.split()[0])
 
 
 def fresh_memory(mib=128):
@@ -225,6 +213,8 @@ def main():
     profiles = int(sys.argv[2]) if len(sys.argv) > 2 else 500
     nodes = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
     gen, prof = build / "bin/gen_measurements", build / "bin/hpcprof"
+    global IO_FLOOR
+    IO_FLOOR = build / "bin/io_floor"
     tmp = Path(tempfile.mkdtemp(prefix="hpcprof-bench-"))
     try:
         rows = {}

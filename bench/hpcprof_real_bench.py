@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import hpcprof_bench
 from hpcprof_bench import read_all  # the read floor, as the synthetic benchmark takes it
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +54,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     build = Path(sys.argv[1]).resolve()
+    hpcprof_bench.IO_FLOOR = build / "bin/io_floor"
     sources = sys.argv[2:] or [str(ROOT / "src/analysis" / f"{n}.cpp") for n in (
         "pipeline", "transpose", "expand", "propagate", "db_sink", "cct", "hpcrun_source", "options",
         "binary_source")]

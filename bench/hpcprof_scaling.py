@@ -4,7 +4,8 @@
 For each thread count, runs each build RUNS times (builds in an order shuffled each round,
 the input read before every run, each database removed before the next) with -v, and prints
 per build the median and minimum wall time, the median against the time to read the input
-from the page cache (the best of the reads before the runs, into one reused 1 MiB buffer),
+from the page cache (the best of the reads before the runs, by bin/io_floor beside the first
+build's hpcprof: one reused page-aligned 1 MiB buffer),
 the median CPU time, the largest peak memory, and the median wall time of each -v phase.
 For many-core machines (the thread counts default to 1, 2, 4, ... up to the CPUs there are).
 
@@ -21,10 +22,14 @@ import tempfile
 import time
 
 _BUFFER = memoryview(bytearray(1 << 20))
+IO_FLOOR = None  # bin/io_floor beside the first build's hpcprof, where there is one
 
 
 def read_all(d):
-    t0 = time.perf_counter()
+    if IO_FLOOR is not None:  # compiled, into a page-aligned buffer: the system's floor
+        return float(subprocess.run([IO_FLOOR, "read", d], check=True, capture_output=True,
+                                    text=True).stdout.split()[0])
+    t0 = time.perf_counter()  # a machine with hpcprof alone: Python's reads, about twice as slow
     for f in sorted(os.listdir(d)):
         with open(os.path.join(d, f), "rb", buffering=0) as fh:
             while fh.readinto(_BUFFER):
@@ -51,6 +56,12 @@ def main():
         bins = rest
     if not bins:
         sys.exit(__doc__)
+    global IO_FLOOR
+    floor_bin = os.path.join(os.path.dirname(os.path.abspath(bins[0])), "io_floor")
+    if os.access(floor_bin, os.X_OK):
+        IO_FLOOR = floor_bin
+    else:
+        print(f"no {floor_bin}: the read floor is Python's, about twice the system's", file=sys.stderr)
     out = os.path.join(tempfile.mkdtemp(prefix="hpcprof-scaling-"), "db")
     size = sum(os.path.getsize(os.path.join(meas, f)) for f in os.listdir(meas))
     try:
