@@ -806,10 +806,10 @@ TEST(Transpose, BucketsGiveTheSameColumns) {
     for (size_t j = 0; j < rows[p].ctx.size(); ++j)
       for (uint64_t k = rows[p].start[j]; k < rows[p].start[j + 1]; ++k)
         ++byMetric[size_t(rows[p].ctx[j]) * metrics.numProp() + rows[p].metric[k]];
-  // 64 buckets of 313 contexts, about 0.65 MB of a round each: rounds of 2 MiB (the most
-  // there are; also where the budget is 8 MiB) take three buckets, of 1 MiB one, of 512 KiB
-  // part of one; at 2 threads (two lanes of 64 buckets; rounds filled side by side, each in
-  // half the budget) the budgets of 2 MiB and less give rounds half as large.
+  // 64 buckets of 313 contexts, about 0.65 MB of a round each: rounds of 4 MiB (the most
+  // there are) take six buckets, of 2 MiB three, of 1 MiB one, of 512 KiB part of one; at 2
+  // threads (two lanes of 64 buckets; rounds filled side by side, each in half the budget)
+  // the budgets of 2 MiB and less give rounds half as large.
   for (uint64_t budget : {uint64_t(8) << 20, uint64_t(2) << 20, uint64_t(1) << 20, uint64_t(512) << 10}) {
     for (unsigned threads : {1u, 2u}) {
       MemorySink plain, bucketed, direct;

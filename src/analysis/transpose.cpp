@@ -25,16 +25,17 @@ namespace {
 constexpr uint64_t kBytesPerValue = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(double);
 constexpr uint64_t kBytesPerSlot = sizeof(uint16_t) + sizeof(uint64_t);
 constexpr uint64_t kBytesPerStat = sizeof(std::pair<uint16_t, double>);
-// Rounds are kept to about 2 MiB (kTransposeRoundBytes) per thread, whatever the budget, so
+// Rounds are kept to about 4 MiB (kTransposeRoundBytes) per thread, whatever the budget, so
 // that their arrays, reused from round to round, are few pages (a fresh page is dear: a
-// fault, and on a virtual machine often the host's too) and stay in a core's 2 MiB L2 cache
-// while the round's values are scattered into them; in hpcprof they are the memory the
+// fault, and on a virtual machine often the host's too); in hpcprof they are the memory the
 // row buckets filled in pass 2, a lane's for each thread. At 14 bytes a value (the columns
-// sorted in place) a round holds about 150 k values. A round reads the chunks of the buckets
+// sorted in place) a round holds about 300 k values. A round reads the chunks of the buckets
 // it covers (all of a bucket larger than a round, once per round), so more rounds cost
-// little (4 MiB against 8 and 16: 500 and 2000 profiles as fast, 4 and 12 MiB less peak; 2
-// MiB against 4: 500 profiles at -j2 1-10 % faster, 4-5 MiB less peak, 2000 profiles and
-// the 400,000-node tree alike; 1 MiB: 2000 profiles 16 % slower).
+// little (500 and 2000 profiles: as fast as 8 and 16 MiB rounds, 4 and 12 MiB less peak).
+// Rounds of 2 MiB (a core's L2 here; buckets then half as many) were 0-10 % faster at 500
+// profiles and 4 MiB less peak, but where values are dense (93 metrics with 25 measured:
+// buckets of 5 MB) each bucket was read by two or three rounds: 1.3 GB read where 0.45 had
+// been, -j2 median 0.506 -> 0.544 s, CPU 0.93 -> 1.05 s (16 interleaved runs).
 // hpcprof-mpi's ranks fill buckets of their range from profile.db first; without buckets,
 // rounds read a piece of every row from the sink, on from where the last round stopped (two
 // small reads a row). Not growing with the number of profiles, a

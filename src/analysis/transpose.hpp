@@ -139,7 +139,7 @@ inline Expected<std::pair<RowBuckets::Piece, size_t>> RowBuckets::pieceAt(std::s
 }
 
 // A transpose round's memory per thread, whatever the budget (within it): see transpose.cpp.
-constexpr uint64_t kTransposeRoundBytes = uint64_t(2) << 20;
+constexpr uint64_t kTransposeRoundBytes = uint64_t(4) << 20;
 
 struct TransposeOptions {
   uint64_t budgetBytes = uint64_t(1) << 30;
