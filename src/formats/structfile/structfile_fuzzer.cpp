@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "formats/structfile/structfile.hpp"
@@ -42,11 +43,14 @@ void unitsOf(const Scope& root, std::vector<std::pair<const Scope*, const Scope*
     }
 }
 
+// The tags alike, children aside. Not by copies without children: a copy of a whole file
+// scope per unit made a file of 1,750 procedures take 11 s a run under AddressSanitizer.
 bool sameTag(const Scope& a, const Scope& b) {
-  Scope x = a, y = b;
-  x.children.clear();
-  y.children.clear();
-  return x == y;
+  auto tag = [](const Scope& s) {
+    return std::tie(s.kind, s.id, s.name, s.link_name, s.file, s.line, s.static_id, s.vranges, s.target,
+                    s.device, s.version, s.has_calls);
+  };
+  return tag(a) == tag(b);
 }
 
 const std::filesystem::path& fileOf(std::string_view in) {
