@@ -109,8 +109,10 @@ private:
 
 class TreeBuilder {
 public:
-  TreeBuilder(Procedure& proc, const std::vector<LoopPlace>& places, bool guards)
-      : proc_(proc), places_(places), guards_(guards) {}
+  // guards: code of lines outside the procedure's range goes into a guard alien, in GPU
+  // code (gpu) only outside loops, as the reference's GPU loops keep it as statements.
+  TreeBuilder(Procedure& proc, const std::vector<LoopPlace>& places, bool guards, bool gpu)
+      : proc_(proc), places_(places), guards_(guards), gpu_(gpu) {}
 
   void add(const Piece& p, const LoopForest& forest) {
     std::vector<int> loops;
@@ -125,10 +127,13 @@ public:
       node = loop_child(node, l, lp);
     }
     for (; depth < p.chain.size(); ++depth, inlined = true) node = inline_child(node, p.chain[depth]);
-    if (guards_ && !inlined && proc_.file != 0 && p.loc.line != 0 &&
+    if (guards_ && !inlined && !(gpu_ && !loops.empty()) && proc_.file != 0 && p.loc.line != 0 &&
         (p.loc.file != proc_.file || p.loc.line < proc_.line))
       node = guard_child(node, p.loc);
-    node->stmts[p.loc.line].add(p.begin, p.end);
+    if (p.call)
+      node->calls.push_back({p.loc.line, p.begin, p.end, p.call->target});
+    else
+      node->stmts[p.loc.line].add(p.begin, p.end);
   }
 
 private:
@@ -172,6 +177,7 @@ private:
   Procedure& proc_;
   const std::vector<LoopPlace>& places_;
   bool guards_;
+  bool gpu_;
 };
 
 // The callee alien's line: the smallest line of code directly inside it.
@@ -195,6 +201,7 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   proc.name = fn.mangled ? demangle(fn.name) : fn.name;
   proc.link_name = fn.link_name;
   proc.entry = fn.begin;
+  proc.device = ctx.gpu_device;
   // The compilation units of this procedure, read now if no other procedure holds them.
   const DebugInfo::View debug = ctx.debug.view(fn.begin, fn.end);
   SourceLoc entryLoc = debug.line_at(fn.begin);
@@ -214,6 +221,7 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
 
   std::vector<Piece> pieces;
   size_t after = 0;  // the first block beginning after a (a only grows)
+  size_t site = 0;   // the first call site not wholly before a
   for (uint64_t a = fn.begin; a < fn.end;) {
     while (after < cfg.blocks.size() && cfg.blocks[after].begin <= a) ++after;
     const int b = after > 0 && a < cfg.blocks[after - 1].end ? int(after - 1) : -1;
@@ -226,7 +234,19 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
       stop = std::min(stop, cfg.blocks[after].begin);
     }
     stop = std::min({stop, debug.next_row_after(a), inl.next_bound_after(a)});
-    pieces.push_back(Piece{a, stop, debug.line_at(a), inl.chain_at(a), loop});
+    // A call instruction of GPU code with its callee known is a piece of its own.
+    const CallSite* call = nullptr;
+    while (site < cfg.call_sites.size() && cfg.call_sites[site].addr + cfg.call_sites[site].size <= a) ++site;
+    if (site < cfg.call_sites.size()) {
+      const CallSite& c = cfg.call_sites[site];
+      if (c.addr <= a) {
+        call = &c;
+        stop = std::min(stop, c.addr + c.size);
+      } else {
+        stop = std::min(stop, c.addr);
+      }
+    }
+    pieces.push_back(Piece{a, stop, debug.line_at(a), inl.chain_at(a), loop, call});
     a = stop;
   }
 
@@ -252,7 +272,28 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
       if (!p.chain.empty() && p.chain.front()->blocks <= 1 && p.loc.line != 0 && p.loc.file == proc.file &&
           p.loc.line < proc.line)
         proc.line = p.loc.line;
-  TreeBuilder tb(proc, places, !lineOnly);
+  // A GPU loop takes the smallest line of its code at its own inline depth (its nested
+  // loops' too, not code inlined deeper); with full DWARF, lines before the procedure's
+  // entry are not counted for a loop not inlined (code of an inlined callee outside the
+  // ranges the DWARF gives its call). So the reference names them: code of inlined calls the
+  // line map alone does not mark (nvcc 10.2 -lineinfo) names the loops around it; elsewhere
+  // this is the line of the loop's test.
+  if (ctx.gpu) {
+    const uint32_t least_line = lineOnly ? 0 : entryLoc.line;
+    std::vector<SourceLoc> least(places.size());
+    for (const auto& p : pieces) {
+      if (p.loc.line == 0) continue;
+      for (int l = p.loop; l >= 0; l = forest.loops[l].parent) {
+        const LoopPlace& lp = places[l];
+        if (p.chain.size() != lp.path.size()) continue;
+        if (lp.path.empty() && (p.loc.file != proc.file || p.loc.line < least_line)) continue;
+        if (least[l].line == 0 || p.loc.line < least[l].line) least[l] = p.loc;
+      }
+    }
+    for (size_t l = 0; l < places.size(); ++l)
+      if (least[l].line != 0) places[l].loc = least[l];
+  }
+  TreeBuilder tb(proc, places, !lineOnly, ctx.gpu);
   for (const auto& p : pieces) tb.add(p, forest);
   finish_callee_lines(proc.root);
   return proc;

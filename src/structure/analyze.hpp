@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "structure/functions.hpp"
 #include "structure/model.hpp"
@@ -21,6 +22,7 @@ struct AnalysisContext {
   bool gpu = false;                        // GPU code: the reference's GPU conventions
   // GPU code: the control flow nvdisasm gave for the procedure at an entry, or null.
   std::function<const Cfg*(uint64_t)> gpu_cfg;
+  std::string gpu_device;  // "NVIDIA sm_75": what call sites say of their callee's device
 };
 
 // MT: thread-safe; reads only shared immutable data.

@@ -38,7 +38,7 @@ struct Hash128 {
   }
 };
 
-constexpr const char* kFormatVersion = "hpcstruct-cpp-2";
+constexpr const char* kFormatVersion = "hpcstruct-cpp-3";
 
 }  // namespace
 

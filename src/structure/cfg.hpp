@@ -92,10 +92,16 @@ struct Block {
   IndexList preds;
 };
 
+// A call instruction of GPU code, its callee known: written as a call site (<C>).
+struct CallSite {
+  uint64_t addr = 0, size = 0, target = 0;
+};
+
 struct Cfg {
   std::vector<Block> blocks;  // sorted by begin
   uint32_t entry = 0;
   std::vector<uint64_t> calls;  // targets of direct calls in the decoded code, sorted
+  std::vector<CallSite> call_sites;  // GPU code (sass.hpp): by address
   bool empty() const { return blocks.empty(); }
   // Index of the block holding `addr`, or -1.
   int block_at(uint64_t addr) const;

@@ -65,6 +65,7 @@ Status ElfImage::load() {
   if (!gelf_getehdr(elf_, &eh)) return Status::error(std::string("malformed ELF header: ") + elf_errmsg(-1));
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Status::error("only 64-bit ELF binaries are supported");
   machine_ = eh.e_machine;
+  flags_ = eh.e_flags;
   relocatable_ = eh.e_type == ET_REL || machine_ == EM_CUDA;
   // A file cut short (a copy or a build interrupted) has its section headers, at the end,
   // past its end: libelf then lists no sections, and the binary would seem to have no code.

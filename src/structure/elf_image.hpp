@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ public:
 
   const std::string& path() const { return path_; }
   uint16_t machine() const { return machine_; }
+  uint32_t flags() const { return flags_; }  // e_flags (a cubin's SM version)
   bool is_x86_64() const;
   bool is_cuda() const;
   Elf* elf() const { return elf_; }
@@ -53,6 +55,10 @@ public:
   // A copy of the file whose debug sections have their relocations applied, for the
   // section layout above; empty when nothing needs relocating.
   std::vector<uint8_t> relocated_debug_copy() const;
+  // The relocations of allocated code (a cubin's calls to other functions), by the address
+  // they patch: the address of the symbol named plus the addend, or nothing where the
+  // symbol is undefined (vprintf, resolved when the program is loaded).
+  std::vector<std::pair<uint64_t, std::optional<uint64_t>>> code_relocations() const;
   const std::vector<Section>& sections() const { return sections_; }
   const Section* section_at(uint64_t addr) const;  // executable sections only
   const Section* section_named(std::string_view name) const;
@@ -90,6 +96,7 @@ private:
   mutable std::atomic<size_t> file_pages_floor_{0};  // file pages resident after the last release
   Elf* elf_ = nullptr;
   uint16_t machine_ = 0;
+  uint32_t flags_ = 0;
   bool relocatable_ = false;  // symbol values are section-relative
   std::vector<Section> sections_;
   // The executable sections, in section order (section_at is asked for every call target

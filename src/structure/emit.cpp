@@ -70,6 +70,7 @@ private:
     if (!(s_.gpu && p.link_name == p.name)) e.link_name = p.link_name;
     e.line = p.line;
     e.vranges = vset({{p.entry, p.entry + 1}});
+    device_ = &p.device;
     body(p.root, e);
     return e;
   }
@@ -79,6 +80,14 @@ private:
       st.line = line;
       st.vranges = vset(rs.ranges());
       into.children.push_back(std::move(st));
+    }
+    for (const auto& c : s.calls) {
+      sf::Scope call = element(sf::Kind::Call);
+      call.line = c.line;
+      call.vranges = vset({{c.begin, c.end}});
+      call.target = c.target;
+      if (device_ && !device_->empty()) call.device = *device_;
+      into.children.push_back(std::move(call));
     }
     for (const auto& c : s.children) child(*c, into);
   }
@@ -122,6 +131,7 @@ private:
   }
   const Structure& s_;
   uint64_t next_;
+  const std::string* device_ = nullptr;  // the procedure's, while its body is built
 };
 
 }  // namespace

@@ -23,6 +23,7 @@ struct Piece {
   SourceLoc loc;
   Chain chain;
   int loop;  // innermost loop, -1 for none
+  const CallSite* call = nullptr;  // GPU code: the piece is this call instruction
 };
 
 struct LoopPlace {

@@ -41,6 +41,12 @@ struct Scope {
   int loop_id = -1;          // Loop: index in the procedure's loop forest
 
   std::map<uint32_t, RangeSet> stmts;  // line -> addresses
+  // GPU code: call instructions whose callee is known, each a call site of its own.
+  struct Call {
+    uint32_t line = 0;
+    uint64_t begin = 0, end = 0, target = 0;
+  };
+  std::vector<Call> calls;
   std::vector<std::unique_ptr<Scope>> children;
 };
 
@@ -49,6 +55,7 @@ struct Procedure {
   std::string link_name;  // symbol name
   uint64_t entry = 0;
   uint32_t file = 0, line = 0;
+  std::string device;  // GPU code with call sites: "NVIDIA sm_75", their d attribute
   Scope root;
 };
 

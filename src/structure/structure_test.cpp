@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "structure/cfg.hpp"
@@ -13,6 +15,7 @@
 #include "structure/emit.hpp"
 #include "structure/gpu_cfg.hpp"
 #include "structure/loops.hpp"
+#include "structure/sass.hpp"
 #include "structure/structure.hpp"
 
 namespace hpc::structure {
@@ -288,20 +291,197 @@ TEST(Cuda, ProcedureLineFromShallowInlinedCode) {
   EXPECT_EQ(find(*s, "f4_2()")->line, 57u);
 }
 
-TEST(Cuda, GpucfgWithoutNvdisasmWarnsAndStillAnalyses) {
+// --gpucfg=yes with PATH set to `path` (no nvdisasm there).
+Expected<Structure> gpucfg_without_nvdisasm(const std::string& binary, std::string& warnings) {
   std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
   setenv("PATH", "/nonexistent", 1);
   Options opt;
   opt.gpucfg = true;
-  std::string warnings;
-  auto s = analyze_binary(cubin("inlines+loops-sm_75-nvcc112-0"), opt, &warnings);
+  auto s = analyze_binary(binary, opt, &warnings);
   setenv("PATH", saved.c_str(), 1);
+  return s;
+}
+
+TEST(Cuda, GpucfgWithoutNvdisasmReadsTheSass) {
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvdisasm")) GTEST_SKIP() << "nvdisasm is found off PATH";
+  std::string warnings;
+  auto s = gpucfg_without_nvdisasm(cubin("inlines+loops-sm_75-nvcc112-0"), warnings);
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_NE(warnings.find("nvdisasm"), std::string::npos) << warnings;
-  EXPECT_NE(warnings.find("inlines+loops-sm_75-nvcc112-0"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings, "");
+  // The reference's loops (conformance kit, +gpucfg): three nested in f3_3 at these headers.
+  const Procedure* p = find(*s, "f3_3()");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(skeleton(p->root), "L36{L37{L38{}}}");
+  const Scope* l = p->root.children.at(0).get();
+  std::vector<uint64_t> headers;
+  for (; l; l = l->children.empty() ? nullptr : l->children.back().get())
+    if (l->kind == Scope::Kind::Loop) headers.push_back(l->loop_header);
+  EXPECT_EQ(headers, (std::vector<uint64_t>{0x13970, 0x13b00, 0x13c90}));
+  // Calls to vprintf (an undefined symbol) are no call sites.
+  for (const auto& q : s->procedures) EXPECT_TRUE(q.root.calls.empty()) << q.name;
+
+  // nvcc 11.2 -O3 -lineinfo: CALL.REL sites, each with its callee and line.
+  auto r = gpucfg_without_nvdisasm(cubin("recursion-sm_75-nvcc112-dr"), warnings);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Procedure* k = find(*r, "kernmain()");
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->root.calls.size(), 1u);
+  EXPECT_EQ(k->root.calls[0].begin, 0x2db0u);
+  EXPECT_EQ(k->root.calls[0].end, 0x2dc0u);
+  EXPECT_EQ(k->root.calls[0].target, 0x3260u);
+  EXPECT_EQ(k->root.calls[0].line, 51u);
+  EXPECT_EQ(k->device, "NVIDIA sm_75");
+}
+
+TEST(Cuda, GpucfgWithoutNvdisasmForAnUnknownSmWarns) {
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvdisasm")) GTEST_SKIP() << "nvdisasm is found off PATH";
+  // The sm_75 cubin relabelled sm_86, whose encoding sass.cpp does not claim to know.
+  std::string bytes = slurp(cubin("inlines+loops-sm_75-nvcc112-0"));
+  const uint32_t sm86 = 0x560556;
+  std::memcpy(bytes.data() + 0x30, &sm86, 4);  // e_flags of a 64-bit ELF header
+  auto path = (std::filesystem::temp_directory_path() / "hpcstruct_sm86.cubin").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  std::string warnings;
+  auto s = gpucfg_without_nvdisasm(path, warnings);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NE(warnings.find(path + ": --gpucfg=yes: the control flow of sm_86 code needs CUDA's nvdisasm"),
+            std::string::npos) << warnings;
   EXPECT_NE(find(*s, "f3_3()"), nullptr);
   for (const auto& p : s->procedures)
     for (const auto& c : p.root.children) EXPECT_NE(c->kind, Scope::Kind::Loop) << p.name;
+}
+
+TEST(Sass, SmFromTheElfFlags) {
+  EXPECT_EQ(cuda_sm_of_flags(0x4b054b), 75u);    // nvcc 11.2
+  EXPECT_EQ(cuda_sm_of_flags(0x3e053e), 62u);    // nvcc 10.2
+  EXPECT_EQ(cuda_sm_of_flags(0x9005a04), 90u);   // nvcc 13.0
+  EXPECT_TRUE(sass_decodable(62) && sass_decodable(75) && sass_decodable(90));
+  EXPECT_FALSE(sass_decodable(86) || sass_decodable(100) || sass_decodable(0));
+}
+
+// The loop nest as "header{child header{...}} ...", headers in hex.
+std::string nest(const Cfg& cfg) {
+  LoopForest f = find_loops(cfg);
+  std::function<std::string(int)> one = [&](int l) {
+    std::ostringstream o;
+    o << std::hex << cfg.blocks[f.loops[l].header].begin << "{";
+    for (size_t c = 0; c < f.loops.size(); ++c)
+      if (f.loops[c].parent == l) o << one(int(c));
+    return o.str() + "}";
+  };
+  std::string out;
+  for (size_t l = 0; l < f.loops.size(); ++l)
+    if (f.loops[l].parent < 0) out += one(int(l));
+  return out;
+}
+
+TEST(Sass, Sm90AgreesWithNvdisasm13) {
+  // The graph CUDA 13.0's nvdisasm printed for this cubin (an H100 machine) against our
+  // reading of the same code: the same blocks, edges and loops.
+  const std::string dir = std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/";
+  auto g = parse_nvdisasm_cfg(slurp(dir + "nvdisasm13_cfg_sm90.dot"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto image = ElfImage::open(dir + "gpu_loops_sm90_nvcc13.cubin");
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  const Section* text = (*image)->section_named(".text._Z9axpy_loopPfPKffii");
+  ASSERT_NE(text, nullptr);
+  Cfg theirs = cfg_from_nvgraph(*g, text->addr, text->addr, text->addr + text->size);
+  ASSERT_EQ(cuda_sm_of_flags((*image)->flags()), 90u);
+  auto ours = cfg_from_sass((*image)->code(text->addr, text->size), text->addr, 90, {});
+  ASSERT_TRUE(ours.has_value());
+  EXPECT_EQ(nest(*ours), "1e70{}2540{}26c0{}2800{29d0{}}");
+  EXPECT_EQ(nest(theirs), "1e70{}26c0{}2540{}2800{29d0{}}");  // the same loops, found in another order
+  // Every block nvdisasm shows, with its successors, is one of ours (ours also has the
+  // unreachable tail nvdisasm leaves out).
+  for (const Block& b : theirs.blocks) {
+    int k = ours->block_at(b.begin);
+    ASSERT_GE(k, 0) << std::hex << b.begin;
+    const Block& o = ours->blocks[k];
+    EXPECT_EQ(o.begin, b.begin);
+    EXPECT_EQ(o.end, b.end) << std::hex << b.begin;
+    std::vector<uint64_t> a, c;
+    for (uint32_t s : b.succs) a.push_back(theirs.blocks[s].begin);
+    for (uint32_t s : o.succs) c.push_back(ours->blocks[s].begin);
+    std::sort(a.begin(), a.end());
+    std::sort(c.begin(), c.end());
+    EXPECT_EQ(a, c) << std::hex << b.begin;
+  }
+}
+
+// Little-endian words of an instruction stream.
+std::vector<uint8_t> words(std::initializer_list<uint64_t> ws) {
+  std::vector<uint8_t> out;
+  for (uint64_t w : ws)
+    for (int i = 0; i < 8; ++i) out.push_back(uint8_t(w >> (8 * i)));
+  return out;
+}
+
+TEST(Sass, Sm75BranchesExitsAndCalls) {
+  const uint64_t nop = 0x7918, pt = 0x000fc00003800000;  // NOP; the high word: PT as BRA's own predicate
+  auto bra = [](int64_t rel, unsigned guard) { return (uint64_t(rel) << 32) | (uint64_t(guard) << 12) | 0x947; };
+  auto code = words({nop | 0x7000, pt,                                      // 0x00
+                     0x944 | 0x7000 | (uint64_t(0x40) << 32), pt,           // 0x10 CALL.REL 0x60
+                     nop | 0x7000, pt,                                      // 0x20
+                     bra(-0x30, 0), pt | 0x3ffff,                           // 0x30 @P0 BRA 0x10
+                     0x94d | 0x7000, pt,                                    // 0x40 EXIT
+                     bra(-0x10, 7), pt | 0x3ffff});                         // 0x50 BRA self
+  auto cfg = cfg_from_sass(code, 0x1000, 75, {});
+  ASSERT_TRUE(cfg.has_value());
+  // [0x1000,0x1010) | [0x1010,0x1040) | [0x1040,0x1050) | [0x1050,0x1060)
+  ASSERT_EQ(cfg->blocks.size(), 4u);
+  EXPECT_EQ(cfg->blocks[1].begin, 0x1010u);
+  EXPECT_EQ(cfg->blocks[1].succs.vector(), (std::vector<uint32_t>{2, 1}));  // falls through, then taken
+  EXPECT_TRUE(cfg->blocks[2].succs.empty());                               // EXIT
+  EXPECT_EQ(cfg->blocks[3].succs.vector(), (std::vector<uint32_t>{3}));
+  EXPECT_EQ(nest(*cfg), "1010{}");  // the self-loop after EXIT is not reached
+  ASSERT_EQ(cfg->call_sites.size(), 1u);
+  EXPECT_EQ(cfg->call_sites[0].addr, 0x1010u);
+  EXPECT_EQ(cfg->call_sites[0].target, 0x1060u);
+  // CALL.ABS takes its callee from the relocation there, none where that symbol is undefined.
+  auto abs = words({0x943 | 0x7000, pt, 0x943 | 0x7000, pt});
+  auto calls = cfg_from_sass(abs, 0x2000, 75, [](uint64_t a) -> std::optional<uint64_t> {
+    if (a == 0x2000) return 0x5000;
+    return std::nullopt;
+  });
+  ASSERT_EQ(calls->call_sites.size(), 1u);
+  EXPECT_EQ(calls->call_sites[0].target, 0x5000u);
+}
+
+TEST(Sass, Sm62ControlWordsSsyAndSync) {
+  // 8-byte instructions, a control word at every 32 bytes; offsets from the next instruction
+  // in bits 20-43; a target on a control word means the instruction after it.
+  auto op = [](uint64_t opcode, int64_t rel, unsigned guard) {
+    return (opcode << 52) | ((uint64_t(rel) & 0xffffff) << 20) | (uint64_t(guard) << 16) | 0xf;
+  };
+  const uint64_t ctrl = 0x001f8800fc2007f6, mov = 0x5c98078000070001;  // a MOV, guard PT
+  auto code = words({ctrl,                 // 0x00
+                     op(0xe29, 0x30, 0),   // 0x08 SSY 0x40: a control word, so 0x48
+                     mov,                  // 0x10 the loop's header
+                     0xf0f800000000000full,  // 0x18 @P0 SYNC
+                     ctrl,                 // 0x20
+                     mov,                  // 0x28
+                     op(0xe24, -0x28, 7),  // 0x30 BRA 0x10
+                     mov,                  // 0x38
+                     ctrl,                 // 0x40
+                     mov,                  // 0x48
+                     mov,                  // 0x50
+                     op(0xe30, 0, 7)});    // 0x58 EXIT
+  auto cfg = cfg_from_sass(code, 0x1000, 62, {});
+  ASSERT_TRUE(cfg.has_value());
+  // Each block holds the control word before its first instruction:
+  // [0x1000,0x1010) | [0x1010,0x1020) | [0x1020,0x1038) | [0x1038,0x1040) | [0x1040,0x1060)
+  ASSERT_EQ(cfg->blocks.size(), 5u);
+  EXPECT_EQ(cfg->blocks[0].begin, 0x1000u);
+  EXPECT_EQ(cfg->blocks[2].begin, 0x1020u);
+  EXPECT_EQ(cfg->blocks[2].end, 0x1038u);
+  EXPECT_EQ(cfg->blocks[3].end, 0x1040u);
+  EXPECT_EQ(cfg->blocks[4].begin, 0x1040u);
+  EXPECT_EQ(cfg->blocks[1].succs.vector(), (std::vector<uint32_t>{2, 4}));  // SYNC: on, or to the SSY's
+  EXPECT_EQ(cfg->blocks[2].succs.vector(), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(cfg->blocks[3].succs.vector(), (std::vector<uint32_t>{4}));
+  EXPECT_TRUE(cfg->blocks[4].succs.empty());
+  EXPECT_EQ(nest(*cfg), "1010{}");
 }
 
 TEST(GpuCfg, NvdisasmComplaintIsItsLastErrorLine) {
