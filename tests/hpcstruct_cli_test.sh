@@ -127,7 +127,7 @@ cmp "$tmp/sm90_1.hpcstruct" "$tmp/sm90_2.hpcstruct" || fail "sm_90 cubin: -j1 an
 loops=$(grep -o '<L [^>]*>\|</L>' "$tmp/sm90_1.hpcstruct" | sed 's/ i="[0-9]*"//; s/ f="[^"]*"//' | tr '\n' ' ')
 want='<L l="3" v="{[0x1e70-0x1e71)}"> </L> <L l="3" v="{[0x2540-0x2541)}"> </L> <L l="3" v="{[0x26c0-0x26c1)}"> </L> <L l="3" v="{[0x2800-0x2801)}"> <L l="5" v="{[0x29d0-0x29d1)}"> </L> </L> '
 [ "$loops" = "$want" ] || fail "sm_90 cubin's loops from nvdisasm 13: $loops"
-# Without nvdisasm, hpcstruct reads the SASS itself (sm_50-62, sm_70-75, sm_90): for the
+# Without nvdisasm, hpcstruct reads the SASS itself (sm_50-62, sm_70-90): for the
 # sm_90 cubin the same file as from nvdisasm 13's graph.
 if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then  # found there even off PATH
 mkdir "$tmp/nopath"
@@ -141,6 +141,16 @@ PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/own.hpcstruct" "$cubin"
 f32=$(awk '/n="f3_2\(\)"/,/<\/P>/' "$tmp/own.hpcstruct")
 loops=$(grep -o '<L [^>]*>' <<<"$f32" | sed 's/ i="[0-9]*"//')
 [ "$loops" = "$want32" ] || fail "f3_2's loops from the SASS: $loops"
+# An sm_80 cubin a measurement holds (the kit's CUDA case): the structure the reference wrote
+# with nvdisasm beside it (structs/*-gpucfg-yes.hpcstruct), by the reference's checker.
+gm=$conf/meas/loops-cuda-nvidia-t.m
+PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/sm80.hpcstruct" "$gm/gpubins/1165a3eeddeea5ea3616d1cdbc6faa59.gpubin" \
+  2>"$tmp/err80" || fail "sm_80 gpubin without nvdisasm: $(cat "$tmp/err80")"
+[ -s "$tmp/err80" ] && fail "sm_80 gpubin without nvdisasm warned: $(cat "$tmp/err80")"
+grep -q '<L ' "$tmp/sm80.hpcstruct" || fail "sm_80 gpubin: no loop"
+PYTHONPATH=$conf /usr/bin/python3 -m hpctesttool test struct-compare "$tmp/sm80.hpcstruct" \
+  "$gm/structs/1165a3eeddeea5ea3616d1cdbc6faa59.gpubin-gpucfg-yes.hpcstruct" >"$tmp/cmp80" 2>&1 \
+  || fail "sm_80 gpubin: not the reference's structure: $(tail -20 "$tmp/cmp80")"
 # nvdisasm refusing (CUDA 13.0's does for the CUDA 11.2 cubin, its messages as printed there):
 # our reading stands in, with no warning.
 mkdir "$tmp/refuse"
@@ -156,15 +166,15 @@ PATH="$tmp/refuse:$PATH" "$hs" --nocache -j2 --gpucfg=yes -o "$tmp/refused.hpcst
   || fail "--gpucfg=yes with a refusing nvdisasm failed: $(cat "$tmp/errr")"
 [ -s "$tmp/errr" ] && fail "a refusing nvdisasm: warned although the SASS was read: $(cat "$tmp/errr")"
 cmp "$tmp/refused.hpcstruct" "$tmp/own.hpcstruct" || fail "a refusing nvdisasm: not our reading's loops"
-# An SM whose encoding hpcstruct does not know (the sm_75 cubin relabelled sm_86), no
+# An SM whose encoding hpcstruct does not know (the sm_75 cubin relabelled sm_100), no
 # nvdisasm: one warning naming the binary, no loops, functions kept.
-cp "$cubin" "$tmp/sm86.cubin"
-printf '\x56\x05\x56\x00' | dd of="$tmp/sm86.cubin" bs=1 seek=48 conv=notrunc status=none
-PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/nogpu.hpcstruct" "$tmp/sm86.cubin" 2>"$tmp/errn" \
-  || fail "--gpucfg=yes without nvdisasm failed on sm_86"
-[ "$(wc -l <"$tmp/errn")" = 1 ] && grep -q "$tmp/sm86.cubin: .*sm_86.*nvdisasm.*loops are omitted" "$tmp/errn" \
+cp "$cubin" "$tmp/sm100.cubin"
+printf '\x64\x05\x64\x00' | dd of="$tmp/sm100.cubin" bs=1 seek=48 conv=notrunc status=none
+PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/nogpu.hpcstruct" "$tmp/sm100.cubin" 2>"$tmp/errn" \
+  || fail "--gpucfg=yes without nvdisasm failed on sm_100"
+[ "$(wc -l <"$tmp/errn")" = 1 ] && grep -q "$tmp/sm100.cubin: .*sm_100.*nvdisasm.*loops are omitted" "$tmp/errn" \
   || fail "no one-line warning naming the binary: $(cat "$tmp/errn")"
-grep -q "<L " "$tmp/nogpu.hpcstruct" && fail "loops without nvdisasm on sm_86"
+grep -q "<L " "$tmp/nogpu.hpcstruct" && fail "loops without nvdisasm on sm_100"
 grep -q 'n="f3_2()"' "$tmp/nogpu.hpcstruct" || fail "functions lost without nvdisasm"
 fi
 echo "hpcstruct: cache, directory mode, -j, malformed binaries and --gpucfg behave"

@@ -272,26 +272,25 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
       if (!p.chain.empty() && p.chain.front()->blocks <= 1 && p.loc.line != 0 && p.loc.file == proc.file &&
           p.loc.line < proc.line)
         proc.line = p.loc.line;
-  // A GPU loop takes the smallest line of its code at its own inline depth (its nested
-  // loops' too, not code inlined deeper); with full DWARF, lines before the procedure's
-  // entry are not counted for a loop not inlined (code of an inlined callee outside the
-  // ranges the DWARF gives its call). So the reference names them: code of inlined calls the
-  // line map alone does not mark (nvcc 10.2 -lineinfo) names the loops around it; elsewhere
-  // this is the line of the loop's test.
+  // A GPU loop takes the smallest of its test's line and the lines of the loops nested in it
+  // at its own inline depth (not those inside inlined calls): so the reference names them in
+  // the kit's cubins, where code of an inlined call the line map alone does not mark as
+  // such (nvcc 10.2 -lineinfo) names the loops around it.
   if (ctx.gpu) {
-    const uint32_t least_line = lineOnly ? 0 : entryLoc.line;
-    std::vector<SourceLoc> least(places.size());
-    for (const auto& p : pieces) {
-      if (p.loc.line == 0) continue;
-      for (int l = p.loop; l >= 0; l = forest.loops[l].parent) {
-        const LoopPlace& lp = places[l];
-        if (p.chain.size() != lp.path.size()) continue;
-        if (lp.path.empty() && (p.loc.file != proc.file || p.loc.line < least_line)) continue;
-        if (least[l].line == 0 || p.loc.line < least[l].line) least[l] = p.loc;
-      }
+    std::vector<uint32_t> order(places.size());
+    for (uint32_t l = 0; l < order.size(); ++l) order[l] = l;
+    auto depth = [&](uint32_t l) {
+      int d = 0;
+      for (int x = forest.loops[l].parent; x >= 0; x = forest.loops[x].parent) ++d;
+      return d;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return depth(a) > depth(b); });
+    for (uint32_t l : order) {  // the innermost first
+      const int up = forest.loops[l].parent;
+      if (up < 0 || places[l].path.size() != places[up].path.size() || places[l].loc.line == 0) continue;
+      SourceLoc& parent = places[up].loc;
+      if (parent.line == 0 || places[l].loc.line < parent.line) parent = places[l].loc;
     }
-    for (size_t l = 0; l < places.size(); ++l)
-      if (least[l].line != 0) places[l].loc = least[l];
   }
   TreeBuilder tb(proc, places, !lineOnly, ctx.gpu);
   for (const auto& p : pieces) tb.add(p, forest);

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
   app.add_flag("--nocache", nocache, "do not use the structure cache");
   app.add_option("-c,--cache", cacheDir, "structure cache directory (or $HPCTOOLKIT_HPCSTRUCT_CACHE)");
-  app.add_option("--gpucfg", gpucfg, "recover loops and call sites in GPU code (yes|no): CUDA's nvdisasm where it is on PATH or in /usr/local/cuda/bin, else (and where it refuses) hpcstruct's own reading of sm_50-sm_62, sm_70-sm_75 and sm_90 code; other SMs need nvdisasm")->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--gpucfg", gpucfg, "recover loops and call sites in GPU code (yes|no): CUDA's nvdisasm where it is on PATH or in /usr/local/cuda/bin, else (and where it refuses) hpcstruct's own reading of sm_50-sm_62 and sm_70-sm_90 code; other SMs need nvdisasm")->check(CLI::IsMember({"yes", "no"}));
   app.add_option("--dwarf-cache", dwarfCacheMb,
                  "MiB of DWARF line tables and inline trees kept in memory per binary; units beyond it\n"
                  "are read again when needed (default: 128)");

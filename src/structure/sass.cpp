@@ -1,18 +1,18 @@
 // SASS control flow (sass.hpp). The fields read, by encoding:
-//  sm_70-sm_75 and sm_90, 16 bytes (two little-endian words lo, hi): the opcode in lo bits
+//  sm_70-sm_90, 16 bytes (two little-endian words lo, hi): the opcode in lo bits
 //    0-11, the guard predicate in bits 12-15 (7: PT, always; bit 3 negates), a branch's own
 //    predicate operand in bits 87-90 (hi bits 23-26, 7: PT), a branch's or relative call's
 //    offset from the next instruction as a signed 50-bit field in bits 32-81 (also BSSY's,
 //    where its BSYNC's threads meet again: a label, so a block); on sm_90 BRA's field counts
-//    256 bytes, and bits 16-23 the 4-byte words beyond. (sm_80 to sm_89 are not checked
-//    against any reference here: nvdisasm's, where it is installed.)
+//    256 bytes, and bits 16-23 the 4-byte words beyond.
 //  sm_50-sm_62, 8 bytes, a control word at every 32-byte boundary of the function: the
 //    opcode in bits 52-63 (SYNC: bits 48-63), the guard predicate of branches and exits in
 //    bits 16-19, their condition code test in bits 0-4 (15: always), a signed 24-bit offset
 //    from the next instruction in bits 20-43 (branches, relative calls, and the SSY, PBK and
 //    PCNT that set where SYNC, BRK and CONT go).
 // Checked against the reference's structure for the conformance kit's sm_62 and sm_75 cubins
-// and against CUDA 13.0's nvdisasm graphs of sm_90 code (structure_test.cpp).
+// and its measurements' sm_80 one, and against CUDA 13.0's nvdisasm graph of sm_90 code
+// (structure_test.cpp, tests/hpcstruct_cli_test.sh); sm_86 and sm_89 share sm_80's encoding.
 #include "structure/sass.hpp"
 
 #include <algorithm>
@@ -116,7 +116,7 @@ unsigned cuda_sm_of_flags(uint32_t e_flags) {
   return mid;
 }
 
-bool sass_decodable(unsigned sm) { return (sm >= 50 && sm <= 62) || (sm >= 70 && sm <= 75) || sm == 90; }
+bool sass_decodable(unsigned sm) { return (sm >= 50 && sm <= 62) || (sm >= 70 && sm <= 90); }
 
 std::optional<Cfg> cfg_from_sass(std::span<const uint8_t> code, uint64_t begin, unsigned sm,
                                  const RelocTarget& reloc_target) {

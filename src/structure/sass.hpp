@@ -1,6 +1,6 @@
 // Control flow of CUDA code read from the SASS machine code itself, for the encodings whose
 // control-flow instructions are known here: sm_50 to sm_62 (8-byte instructions, a control
-// word before every three), sm_70 to sm_75 and sm_90 (16-byte instructions). nvdisasm is then not
+// word before every three) and sm_70 to sm_90 (16-byte instructions). nvdisasm is then not
 // needed, and cubins that today's nvdisasm refuses (built by CUDA 10.2 and 11.2: "flow
 // analysis is disabled") still get their loops.
 //

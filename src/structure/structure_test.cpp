@@ -335,17 +335,17 @@ TEST(Cuda, GpucfgWithoutNvdisasmReadsTheSass) {
 
 TEST(Cuda, GpucfgWithoutNvdisasmForAnUnknownSmWarns) {
   if (std::filesystem::exists("/usr/local/cuda/bin/nvdisasm")) GTEST_SKIP() << "nvdisasm is found off PATH";
-  // The sm_75 cubin relabelled sm_86, whose encoding sass.cpp does not claim to know.
+  // The sm_75 cubin relabelled sm_100, whose encoding sass.cpp does not claim to know.
   std::string bytes = slurp(cubin("inlines+loops-sm_75-nvcc112-0"));
-  const uint32_t sm86 = 0x560556;
-  std::memcpy(bytes.data() + 0x30, &sm86, 4);  // e_flags of a 64-bit ELF header
-  auto path = (std::filesystem::temp_directory_path() / "hpcstruct_sm86.cubin").string();
+  const uint32_t sm100 = 0x640564;
+  std::memcpy(bytes.data() + 0x30, &sm100, 4);  // e_flags of a 64-bit ELF header
+  auto path = (std::filesystem::temp_directory_path() / "hpcstruct_sm100.cubin").string();
   std::ofstream(path, std::ios::binary) << bytes;
   std::string warnings;
   auto s = gpucfg_without_nvdisasm(path, warnings);
   std::filesystem::remove(path);
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_NE(warnings.find(path + ": --gpucfg=yes: the control flow of sm_86 code needs CUDA's nvdisasm"),
+  EXPECT_NE(warnings.find(path + ": --gpucfg=yes: the control flow of sm_100 code needs CUDA's nvdisasm"),
             std::string::npos) << warnings;
   EXPECT_NE(find(*s, "f3_3()"), nullptr);
   for (const auto& p : s->procedures)
@@ -356,8 +356,8 @@ TEST(Sass, SmFromTheElfFlags) {
   EXPECT_EQ(cuda_sm_of_flags(0x4b054b), 75u);    // nvcc 11.2
   EXPECT_EQ(cuda_sm_of_flags(0x3e053e), 62u);    // nvcc 10.2
   EXPECT_EQ(cuda_sm_of_flags(0x9005a04), 90u);   // nvcc 13.0
-  EXPECT_TRUE(sass_decodable(62) && sass_decodable(75) && sass_decodable(90));
-  EXPECT_FALSE(sass_decodable(86) || sass_decodable(100) || sass_decodable(0));
+  EXPECT_TRUE(sass_decodable(62) && sass_decodable(75) && sass_decodable(80) && sass_decodable(90));
+  EXPECT_FALSE(sass_decodable(100) || sass_decodable(120) || sass_decodable(63) || sass_decodable(0));
 }
 
 // The loop nest as "header{child header{...}} ...", headers in hex.
