@@ -175,6 +175,10 @@ private:
     structure::Options options;
     options.jobs = 2;
     options.nested = true;
+    // GPU loops and call sites from our reading of the SASS (sass.hpp), where its SM is one
+    // it knows; never a run of nvdisasm per function.
+    options.gpucfg = true;
+    options.nvdisasm = false;
     auto opened = structure::ProcedureAnalyzer::open(onDisk, options);
     if (!opened.ok()) {
       addBinaryWarning(path + ": no structure from the binary: " + opened.status().message());

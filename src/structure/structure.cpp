@@ -95,7 +95,7 @@ struct Prepared {
 void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, std::string* warnings) {
   const unsigned sm = cuda_sm_of_flags(p.image->flags());
   const bool native = sass_decodable(sm);
-  auto tool = find_nvdisasm();
+  auto tool = opt.nvdisasm ? find_nvdisasm() : std::nullopt;
   p.gpu_device = "NVIDIA sm_" + std::to_string(sm);
   if (!tool && !native) {
     if (warnings)

@@ -13,7 +13,8 @@ namespace hpc::structure {
 
 struct Options {
   int jobs = 1;          // threads analysing procedures; the result does not depend on it
-  bool gpucfg = false;   // control flow of GPU code (needs nvdisasm)
+  bool gpucfg = false;   // control flow of GPU code (sass.hpp, or nvdisasm where installed)
+  bool nvdisasm = true;  // gpucfg: run nvdisasm where installed; false: the SASS reading alone
   bool nested = false;   // run in the caller's oneTBB task arena, which bounds the threads
   size_t batch = 256;    // procedures in flight at a time in write_binary_structure
   // write_binary_structure: bytes of formatted procedures held in memory while they wait for
