@@ -7,6 +7,7 @@
 #include <fstream>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <sstream>
 
 #include "structure/cfg.hpp"
@@ -446,6 +447,51 @@ TEST(Sass, Sm75BranchesExitsAndCalls) {
   });
   ASSERT_EQ(calls->call_sites.size(), 1u);
   EXPECT_EQ(calls->call_sites[0].target, 0x5000u);
+}
+
+TEST(Sass, AnyBytesGiveAWellFormedGraph) {
+  // Random code of every encoding, control-flow opcodes made common: blocks in order and
+  // disjoint, within the code, each edge to a block's first instruction, preds the inverse.
+  std::mt19937_64 rng(12345);
+  const uint64_t wide_ops[] = {0x947, 0x949, 0x94d, 0x950, 0x95c, 0x944, 0x943, 0x945, 0x918};
+  const uint64_t narrow_ops[] = {0xe24, 0xe25, 0xe30, 0xe32, 0xe34, 0xe35, 0xe29, 0xe2a, 0xe2b, 0xe26, 0x5c9};
+  for (unsigned sm : {62u, 75u, 90u}) {
+    for (int round = 0; round < 200; ++round) {
+      const size_t n = 1 + rng() % 64;
+      std::vector<uint64_t> ws;
+      for (size_t i = 0; i < (sm < 70 ? n : 2 * n); ++i) {
+        uint64_t w = rng();
+        if (sm < 70 && rng() % 2) w = (w & ((uint64_t(1) << 52) - 1) & ~(uint64_t(0xfff) << 20)) |
+                                     (narrow_ops[rng() % std::size(narrow_ops)] << 52) |
+                                     (uint64_t(rng() % 48) << 23);  // small offsets, some in range
+        if (sm < 70 && rng() % 8 == 0) w = 0xf0f800000000000full | (uint64_t(rng() % 16) << 16);
+        if (sm >= 70 && i % 2 == 0 && rng() % 2)
+          w = (w & ~uint64_t(0xfff) & 0xffffffffull) | wide_ops[rng() % std::size(wide_ops)] |
+              (uint64_t(int64_t(rng() % 64) - 32) << 36);
+        ws.push_back(w);
+      }
+      std::vector<uint8_t> code;
+      for (uint64_t w : ws)
+        for (int i = 0; i < 8; ++i) code.push_back(uint8_t(w >> (8 * i)));
+      const uint64_t begin = 0x4000;
+      auto cfg = cfg_from_sass(code, begin, sm, [](uint64_t a) -> std::optional<uint64_t> { return a * 3; });
+      ASSERT_TRUE(cfg.has_value());
+      for (size_t b = 0; b < cfg->blocks.size(); ++b) {
+        const Block& bl = cfg->blocks[b];
+        ASSERT_LT(bl.begin, bl.end);
+        ASSERT_LE(bl.end, begin + code.size());
+        ASSERT_GE(bl.begin, begin);
+        ASSERT_TRUE(bl.last >= bl.begin && bl.last < bl.end);
+        if (b + 1 < cfg->blocks.size()) ASSERT_LE(bl.end, cfg->blocks[b + 1].begin);
+        for (uint32_t t : bl.succs) {
+          ASSERT_LT(t, cfg->blocks.size());
+          const auto& p = cfg->blocks[t].preds;
+          ASSERT_NE(std::find(p.begin(), p.end(), uint32_t(b)), p.end());
+        }
+      }
+      find_loops(*cfg);  // and the loop finder takes it
+    }
+  }
 }
 
 TEST(Sass, Sm62ControlWordsSsyAndSync) {
