@@ -214,8 +214,8 @@ Procedure analyze_procedure(const AnalysisContext& ctx, const FunctionSpec& fn) 
   if (ctx.loops && !fn.plt && !bytes.empty())
     cfg = build_cfg(code, fn.begin, ctx.noreturn,
                     [&](uint64_t a, uint64_t n) { return ctx.image.code(a, n); });
-  else if (const Cfg* g = ctx.gpu_cfg ? ctx.gpu_cfg(fn.begin) : nullptr)
-    cfg = *g;
+  else if (auto g = ctx.gpu_cfg ? ctx.gpu_cfg(fn.begin, fn.end) : std::nullopt)
+    cfg = std::move(*g);
   LoopForest forest = find_loops(cfg);
   InlineMap inl(debug, fn.begin, fn.end);
 

@@ -76,68 +76,69 @@ struct Prepared {
   bool cuda = false;
   bool gpu_cfg = false;                   // GPU control flow was sought (nvdisasm or sass.cpp)
   std::string gpu_device;                 // "NVIDIA sm_75"
-  std::unordered_map<uint64_t, Cfg> cfgs;  // GPU procedure entry -> its control flow
+  unsigned sm = 0;                        // where sass_decodable(sm): the SASS is read
+  std::vector<std::pair<uint64_t, std::optional<uint64_t>>> relocs;  // the code's, for CALL.ABS
+  std::unordered_map<uint64_t, Cfg> cfgs;  // GPU procedure entry -> nvdisasm's graph
+  // A procedure's control flow: nvdisasm's where it gave one (with the call sites of the
+  // SASS reading), else the SASS reading's, made now.
+  std::optional<Cfg> gpu_control_flow_of(uint64_t begin, uint64_t end) const {
+    std::optional<Cfg> own;
+    if (sass_decodable(sm)) {
+      auto target = [this](uint64_t a) -> std::optional<uint64_t> {
+        auto it = std::lower_bound(relocs.begin(), relocs.end(), a,
+                                   [](const auto& r, uint64_t x) { return r.first < x; });
+        return it != relocs.end() && it->first == a ? it->second : std::nullopt;
+      };
+      own = cfg_from_sass(image->code(begin, end - begin), begin, sm, target);
+    }
+    auto it = cfgs.find(begin);
+    if (it == cfgs.end()) return own;
+    Cfg g = it->second;
+    if (own) g.call_sites = std::move(own->call_sites);
+    return g;
+  }
   AnalysisContext context() const {
     AnalysisContext c{*image, *debug, [this](uint64_t a) { return noreturn.count(a) != 0; }, !cuda, cuda, {}, gpu_device};
-    if (gpu_cfg)
-      c.gpu_cfg = [this](uint64_t a) -> const Cfg* {
-        auto it = cfgs.find(a);
-        return it == cfgs.end() ? nullptr : &it->second;
-      };
+    if (gpu_cfg) c.gpu_cfg = [this](uint64_t b, uint64_t e) { return gpu_control_flow_of(b, e); };
     return c;
   }
 };
 
 // GPU control flow: nvdisasm's where it is installed, one run per function symbol (the
 // reference's way: a cubin nvdisasm cannot decode as a whole still gives the functions it
-// can), else, and where nvdisasm refuses a function, our own reading of the SASS for the
-// SM versions whose encodings sass.cpp knows. Call sites always come from the SASS reading.
+// can); else, and where nvdisasm refuses a function, our own reading of the SASS for the SM
+// versions whose encodings sass.cpp knows, made as each procedure is analysed. Call sites
+// always come from the SASS reading.
 void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, std::string* warnings) {
-  const unsigned sm = cuda_sm_of_flags(p.image->flags());
-  const bool native = sass_decodable(sm);
+  p.sm = cuda_sm_of_flags(p.image->flags());
+  p.gpu_device = "NVIDIA sm_" + std::to_string(p.sm);
+  const bool native = sass_decodable(p.sm);
   auto tool = opt.nvdisasm ? find_nvdisasm() : std::nullopt;
-  p.gpu_device = "NVIDIA sm_" + std::to_string(sm);
   if (!tool && !native) {
     if (warnings)
-      *warnings += path + ": --gpucfg=yes: the control flow of sm_" + std::to_string(sm) +
+      *warnings += path + ": --gpucfg=yes: the control flow of sm_" + std::to_string(p.sm) +
                    " code needs CUDA's nvdisasm, found neither on PATH nor in "
                    "/usr/local/cuda/bin; GPU loops are omitted (functions and lines are not)\n";
     return;
   }
-  std::vector<std::pair<uint64_t, std::optional<uint64_t>>> relocs;
-  if (native) relocs = p.image->code_relocations();
-  auto reloc_target = [&](uint64_t a) -> std::optional<uint64_t> {
-    auto it = std::lower_bound(relocs.begin(), relocs.end(), a, [](const auto& r, uint64_t x) { return r.first < x; });
-    return it != relocs.end() && it->first == a ? it->second : std::nullopt;
-  };
+  if (native) p.relocs = p.image->code_relocations();
+  p.gpu_cfg = true;
+  if (!tool) return;
   const auto& syms = p.image->functions();
   std::vector<std::optional<Cfg>> cfgs(p.fns.size());
   std::vector<std::string> failed(p.fns.size());
   for_each_index(opt, p.fns.size(), [&](size_t i) {
     const FunctionSpec& f = p.fns[i];
-    std::optional<Cfg> own;
-    if (native) own = cfg_from_sass(p.image->code(f.begin, f.end - f.begin), f.begin, sm, reloc_target);
-    if (!tool) {
-      cfgs[i] = std::move(own);
-      return;
-    }
     auto sym = std::lower_bound(syms.begin(), syms.end(), f.begin,
                                 [](const SymbolFunction& s, uint64_t a) { return s.addr < a; });
     const Section* sec = p.image->section_at(f.begin);
-    if (sym == syms.end() || sym->addr != f.begin || sym->symtab_index == 0 || !sec) {
-      cfgs[i] = std::move(own);
-      return;
-    }
+    if (sym == syms.end() || sym->addr != f.begin || sym->symtab_index == 0 || !sec) return;
     auto dot = run_nvdisasm(*tool, path, sym->symtab_index);
     auto g = dot ? parse_nvdisasm_cfg(*dot) : Expected<NvGraph>(dot.status());
-    if (g) {
+    if (g)
       cfgs[i] = cfg_from_nvgraph(*g, sec->addr, f.begin, f.end);
-      if (own) cfgs[i]->call_sites = std::move(own->call_sites);
-    } else if (own) {
-      cfgs[i] = std::move(own);  // nvdisasm refused (CUDA 13's, for cubins of CUDA 10.2 and 11.2)
-    } else {
+    else if (!native)  // else our reading stands in (nvdisasm 13 refuses CUDA 10.2 and 11.2 cubins)
       failed[i] = dot ? path + ": its control-flow graph from nvdisasm: " + g.status().message() : dot.status().message();
-    }
   });
   // One warning per reason, naming the functions it cost their loops: a cubin nvdisasm
   // refuses as a whole would otherwise give a line per function.
@@ -155,7 +156,6 @@ void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, 
                    (fns.size() == 1 ? "function " : std::to_string(fns.size()) + " functions (") + names +
                    (fns.size() == 1 ? "" : ")") + "\n";
     }
-  p.gpu_cfg = true;
 }
 
 Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Options& opt, std::string* warnings) {
