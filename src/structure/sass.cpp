@@ -126,7 +126,7 @@ std::optional<Cfg> cfg_from_sass(std::span<const uint8_t> code, uint64_t begin, 
   std::vector<Inst> insts;
   insts.reserve(code.size() / size);
   for (uint64_t off = 0; off + size <= code.size(); off += size) {
-    if (narrow && off % 32 == 0) continue;  // the control word of the next three
+    if (narrow && (begin + off) % 32 == 0) continue;  // the control word of the next three
     uint64_t w[2] = {0, 0};
     std::memcpy(w, code.data() + off, size);
     insts.push_back(narrow ? decode_narrow(w[0], begin + off) : decode_wide(w[0], w[1], begin + off, sm >= 90));
