@@ -133,10 +133,13 @@ std::optional<Cfg> cfg_from_sass(std::span<const uint8_t> code, uint64_t begin, 
   }
   Cfg cfg;
   if (insts.empty()) return cfg;
-  // A target on a control word means the instruction after it.
+  // A branch to a control word goes to the instruction after it (a call's target stays the
+  // callee's address, which is its first control word).
   if (narrow)
     for (Inst& in : insts)
-      if (in.flow != Flow::Other && in.target % 32 == 0) in.target += 8;
+      if ((in.flow == Flow::Branch || in.flow == Flow::Ssy || in.flow == Flow::Pbk || in.flow == Flow::Pcnt) &&
+          in.target % 32 == 0)
+        in.target += 8;
   auto index_of = [&](uint64_t addr) -> int64_t {
     auto it = std::lower_bound(insts.begin(), insts.end(), addr, [](const Inst& i, uint64_t a) { return i.addr < a; });
     return it != insts.end() && it->addr == addr ? it - insts.begin() : -1;

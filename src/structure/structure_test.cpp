@@ -527,6 +527,13 @@ TEST(Sass, Sm62ControlWordsSsyAndSync) {
   EXPECT_EQ(cfg->blocks[2].succs.vector(), (std::vector<uint32_t>{1}));
   EXPECT_EQ(cfg->blocks[3].succs.vector(), (std::vector<uint32_t>{4}));
   EXPECT_TRUE(cfg->blocks[4].succs.empty());
+  // A CAL names its callee's first address, a control word: no instruction after it.
+  auto cal = words({ctrl, op(0xe26, 0x100 - 0x10, 7), mov, mov});
+  auto called = cfg_from_sass(cal, 0x2000, 62, {});
+  ASSERT_EQ(called->call_sites.size(), 1u);
+  EXPECT_EQ(called->call_sites[0].addr, 0x2008u);
+  EXPECT_EQ(called->call_sites[0].size, 8u);
+  EXPECT_EQ(called->call_sites[0].target, 0x2100u);
   EXPECT_EQ(nest(*cfg), "1010{}");
 }
 
