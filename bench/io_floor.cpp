@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -126,7 +127,7 @@ int design(const std::string& dir, const std::string& out, unsigned threads, uns
   if (inputBytes == 0) inputBytes = 1;
   const double dbShare = double(db) / double(inputBytes), tempShare = double(temp) / double(inputBytes);
   constexpr size_t kWrite = size_t{256} << 10;
-  bool failed = false;
+  std::atomic<bool> failed{false};  // set from the threads
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
