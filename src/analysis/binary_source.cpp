@@ -73,6 +73,15 @@ public:
     tbb::parallel_for(size_t(0), todo.size(), [&](size_t k) { procedure(todo[k]); });
   }
 
+  // A GPU binary's call sites: every procedure analysed (a cubin has few). A CPU binary's
+  // calls are in the measured call paths: none asked of it.
+  void callSites(const std::string&, std::vector<CallSite>& out) const override {
+    out.clear();
+    if (!shell_.gpu) return;
+    tbb::parallel_for(size_t(0), binary_->size(), [&](size_t i) { procedure(i); });
+    for (size_t i = 0; i < binary_->size(); ++i) appendCallSites(procedure(i).model, out);
+  }
+
 private:
   struct Analysed {
     Analysed(const structure::Structure& shell, const structure::Procedure& p)
@@ -123,6 +132,13 @@ public:
     if (inner_ && inner_->mayCover(modulePath)) return inner_->prepare(modulePath, offsets);  // a structure file
     if (modulePath.empty() || modulePath[0] != '/') return;
     if (const StructureSource* s = module(modulePath)) s->prepare(modulePath, offsets);
+  }
+
+  void callSites(const std::string& modulePath, std::vector<CallSite>& out) const override {
+    out.clear();
+    if (inner_ && inner_->mayCover(modulePath)) return inner_->callSites(modulePath, out);  // a structure file
+    if (modulePath.empty() || modulePath[0] != '/') return;
+    if (const StructureSource* s = module(modulePath)) s->callSites(modulePath, out);
   }
 
   // A binary that is not on this machine (or gave no structure) covers nothing: its

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -117,9 +118,58 @@ struct Expander::Cache {
   }
 };
 
+// The call graphs of GPU modules, each made once (nullptr: none).
+struct Expander::GpuGraphs {
+  std::mutex mu;
+  std::map<const Module*, std::unique_ptr<GpuCallGraph>> byModule;
+};
+
 Expander::Expander(Cct& cct, Names& names, const StructureSource* structure)
-    : cct_(cct), names_(names), structure_(structure), cache_(std::make_unique<Cache>()) {}
+    : cct_(cct), names_(names), structure_(structure), cache_(std::make_unique<Cache>()),
+      gpuGraphs_(std::make_unique<GpuGraphs>()) {}
 Expander::~Expander() = default;
+
+const GpuCallGraph* Expander::gpuGraph(const Module* module) const {
+  if (!structure_) return nullptr;
+  {
+    std::lock_guard lock(gpuGraphs_->mu);
+    auto it = gpuGraphs_->byModule.find(module);
+    if (it != gpuGraphs_->byModule.end()) return it->second.get();
+  }
+  // Made outside the lock: the structure may analyse the binary's procedures in parallel,
+  // and this thread may meanwhile run another profile's task that asks for a graph too.
+  std::vector<CallSite> sites;
+  structure_->callSites(module->path, sites);
+  std::unique_ptr<GpuCallGraph> graph = sites.empty() ? nullptr : std::make_unique<GpuCallGraph>(std::move(sites));
+  std::lock_guard lock(gpuGraphs_->mu);
+  return gpuGraphs_->byModule.emplace(module, std::move(graph)).first->second.get();
+}
+
+size_t Expander::reconstructGpu(const NodeContexts& nodes, std::span<const PointValue> values, int weightMetric,
+                                const GpuEmit& emit) const {
+  const std::vector<GpuSample>& samples = nodes.gpuSamples();
+  if (samples.empty()) return 0;
+  std::unordered_map<uint32_t, uint32_t> byNode;
+  byNode.reserve(samples.size());
+  for (uint32_t i = 0; i < samples.size(); ++i) byNode.emplace(samples[i].node, i);
+  std::vector<double> weights(samples.size(), 0.0);
+  std::vector<GpuSampleValue> mine;
+  for (const PointValue& p : values) {
+    auto it = byNode.find(p.node);
+    if (it == byNode.end()) continue;
+    mine.push_back({it->second, p.metric, p.value});
+    if (weightMetric < 0 || p.metric == weightMetric) weights[it->second] += p.value;
+  }
+  if (mine.empty()) return 0;
+  const GpuPlace place = [this](Context* op, const Module* m, std::span<const uint64_t> sites, uint64_t pc) {
+    const bool structured = structure_ && structure_->mayCover(m->path);
+    Context* at = op;
+    for (uint64_t site : sites)
+      if (!(at = expandInstruction(at, m->path, m, structured, site, Gpu::Placed))) return at;
+    return expandInstruction(at, m->path, m, structured, pc, Gpu::Placed);
+  };
+  return reconstructGpuContexts(samples, weights, mine, place, emit);
+}
 
 namespace {
 
@@ -179,6 +229,13 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
   // hpcrun already records a return address minus one for callers, so the offset
   // itself lies in the calling instruction.
   if (structured && structure_ && structure_->lookup(modulePath, offset, steps) && !steps.empty()) {
+    // A PC sample in a device function that some call site calls: its call paths, and its
+    // values' shares of them, are the profile's to reconstruct (reconstructGpu).
+    if (gpu == Gpu::Sample && steps.front().kind == ScopeStep::Kind::Procedure)
+      if (const GpuCallGraph* g = gpuGraph(module); g && g->hasCallers(steps.front().offset)) {
+        gpuDeferred_.store(true, std::memory_order_release);
+        return nullptr;
+      }
     Context* at = callSite;
     Context* entry = nullptr;
     bool first = true;
@@ -222,7 +279,7 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
     if (entry) leafCtx = entry;
   } else {
     // No structure: the instruction stands for its whole (unknown) function.
-    if (gpu == Gpu::Sample) {
+    if (gpu == Gpu::Sample || gpu == Gpu::Placed) {
       ContextKey unknown;
       unknown.type = LexType::Function;
       unknown.relation = Relation::Call;
@@ -294,6 +351,7 @@ void NodeContexts::seedFrom(const NodeContexts& o) {
   keyedKidsGen_ = o.keyedKidsGen_;
   prevLoadMap_ = o.prevLoadMap_;
   prevLoadMapGen_ = o.prevLoadMapGen_;
+  gpuSamples_ = o.gpuSamples_;
   // lm_, lmSparse_ and unknown_ are made again by every unify().
 }
 
@@ -802,6 +860,26 @@ Status Expander::unify(const ProfileTree& tree, NodeContexts& out) const {
       ctx[*it] = self;
       if (keyed) keyedKids[*it] = 0;
       done[*it] = matched(*it);
+    }
+  }
+  // The PC samples of kernels in modules with call graphs, once some sample was left to
+  // reconstruction (by this tree or one before it: its contexts may be a template's).
+  out.gpuSamples_.clear();
+  if (gpuDeferred_.load(std::memory_order_acquire)) {
+    thread_local std::vector<ScopeStep> steps;
+    for (size_t i = 0; i < n; ++i) {
+      const TreeNode& node = tree.nodes[i];
+      if (node.unwound || node.placeholder != Placeholder::None || !node.parent) continue;
+      const int64_t pp = out.posOf(node.parent);
+      if (pp < 0 || tree.nodes[size_t(pp)].placeholder != Placeholder::GpuKernel || !ctx[size_t(pp)]) continue;
+      const Lm& lm = moduleOf(node.module);
+      if (!lm.structured) continue;
+      const GpuCallGraph* g = gpuGraph(lm.module);
+      if (!g || !structure_->lookup(*lm.path, node.offset, steps) || steps.empty() ||
+          steps.front().kind != ScopeStep::Kind::Procedure)
+        continue;
+      out.gpuSamples_.push_back(
+          {node.id, node.parent, ctx[size_t(pp)], lm.module, g, node.offset, steps.front().offset, ctx[i]});
     }
   }
   out.templateId_ = tree.nodesId;  // the next tree's template

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "analysis/cct.hpp"
+#include "analysis/gpu_calls.hpp"
 #include "analysis/input.hpp"
 #include "analysis/model.hpp"
 
@@ -52,6 +54,9 @@ public:
     return nodesId != 0 && nodesId == templateId_ &&
            ((loadMapGen != 0 && loadMapGen == prevLoadMapGen_) || loadMap == prevLoadMap_);
   }
+  // The tree's GPU PC samples in modules with a call graph, where unification left some to
+  // GPU calling-context reconstruction (Expander::reconstructGpu); else empty.
+  const std::vector<GpuSample>& gpuSamples() const { return gpuSamples_; }
   // Whether a tree of `nodes` nodes with ids up to `maxId` is found by id through a table
   // (else a hash map: ids too sparse for a table of them).
   static bool denseIds(size_t nodes, uint32_t maxId) { return maxId <= 2 * nodes + 1024; }
@@ -102,6 +107,7 @@ private:
   uint64_t keyedKidsGen_ = 0;   // the generation keyedKids_ was made against; 0: none
   std::vector<std::pair<uint16_t, std::string>> prevLoadMap_;
   uint64_t prevLoadMapGen_ = 0;  // ProfileTree::loadMapGen of prevLoadMap_ (0: unnamed)
+  std::vector<GpuSample> gpuSamples_;  // of the tree unified last
   std::vector<uint32_t> chain_;
   struct Lm {
     const std::string* path = nullptr;
@@ -128,6 +134,14 @@ public:
   // profile, unified alone, is where a measured binary's procedures are mostly analysed).
   // Changes nothing unify() gives. MT: thread-safe.
   void prepareStructure(const ProfileTree& tree) const;
+  // GPU calling contexts (gpu_calls.hpp) for the profile whose tree `nodes` holds: the
+  // values of its PC samples in called device functions, which unify() left without a
+  // context, each emitted on the contexts of its call paths at its share. `weightMetric`:
+  // the local id of the instruction samples (GINS) that weigh a call; -1: a call weighs
+  // all its instruction's values. Returns the kernels left unapportioned (kGpuMaxPaths).
+  // MT: thread-safe (contexts are made as unify() makes them).
+  size_t reconstructGpu(const NodeContexts& nodes, std::span<const PointValue> values, int weightMetric,
+                        const GpuEmit& emit) const;
 
 private:
   struct Cache;
@@ -140,19 +154,30 @@ private:
     // and trace records to the function context; the line and instruction stay, empty.
     Entry,
     // A PC sample (not unwound): without structure its function is unknown, so it hangs
-    // on an unnamed function context below the operation.
+    // on an unnamed function context below the operation. With structure, one in a function
+    // that the module's call graph says is called gets no context (nullptr): GPU
+    // calling-context reconstruction places its values (reconstructGpu).
     Sample,
+    // A PC sample placed by reconstruction: as Sample, never left without a context.
+    Placed,
   };
   // `structured`: the structure may cover the module; else the instruction is placed directly
   // (one lookup in the tree's table: a cache of it would only double it).
   Context* expandInstruction(Context* callSite, const std::string& modulePath, const Module* module, bool structured,
                              uint64_t offset, Gpu gpu) const;
+  // The call graph of a GPU module, made on first use (nullptr: it has no call sites).
+  const GpuCallGraph* gpuGraph(const Module* module) const;
   Cct& cct_;
   Names& names_;
   const StructureSource* structure_;
+  // Set once unify() has left a PC sample to reconstruction: only then are trees' samples
+  // listed (a CPU measurement never pays for it).
+  mutable std::atomic<bool> gpuDeferred_{false};
   // (call site, module, offset) -> the instruction's leaf context: one entry per distinct
   // instruction context, so its size follows the unified tree, not the profile count.
   std::unique_ptr<Cache> cache_;
+  struct GpuGraphs;
+  std::unique_ptr<GpuGraphs> gpuGraphs_;
 };
 
 }  // namespace hpc::analysis

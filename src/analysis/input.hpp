@@ -280,6 +280,16 @@ struct ScopeStep {
   uint64_t site = 0;     // Inline: identity of the inline site within the module
 };
 
+// A call whose callee is known, as a structure file's C element with a target (GPU code):
+// the call instruction's address, the entry of the procedure it lies in, and the callee's
+// entry. The static call graph that GPU calling contexts are reconstructed from.
+struct CallSite {
+  uint64_t site = 0;
+  uint64_t caller = 0;
+  uint64_t callee = 0;
+  bool operator==(const CallSite&) const = default;
+};
+
 // Address -> source structure, for the modules that have structure.
 class StructureSource {
 public:
@@ -300,6 +310,12 @@ public:
   virtual void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const {
     (void)modulePath;
     (void)offsets;
+  }
+  // MT: thread-safe. Every call site of the module whose callee is known (any order); empty
+  // where the structure has none (CPU code: its calls are in the measured call paths).
+  virtual void callSites(const std::string& modulePath, std::vector<CallSite>& out) const {
+    (void)modulePath;
+    out.clear();
   }
 };
 

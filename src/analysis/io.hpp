@@ -12,6 +12,7 @@
 
 namespace hpc::structfile {
 class AddressIndex;
+struct Scope;
 }
 
 namespace hpc::analysis {
@@ -36,6 +37,9 @@ Expected<std::unique_ptr<StructureSource>> loadStructure(
 // `siteBase`. False where no statement holds `offset`.
 bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std::vector<ScopeStep>& out,
                     uint64_t siteBase = 0);
+// Appends the call sites with a target (C elements' t) found in `scope` and below it: each
+// with the entry of the procedure (P) it lies in.
+void appendCallSites(const structfile::Scope& scope, std::vector<CallSite>& out);
 
 // Adds function names from the ELF symbol tables of binaries kept in the measurement
 // directories (the vdso copies under vdso/) for modules that `structs` does not cover.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -446,6 +447,117 @@ TEST(MeasuredBinaries, TheFirstProfileOpensOnlyTheBinariesItsInstructionsFallIn)
   std::vector<ScopeStep> steps;
   structure->lookup((libs / "libswitch_loop.so").string(), 0x1000, steps);
   EXPECT_EQ(binaryAnalysis().binaries - before.binaries, 3u);
+}
+
+// GPU calling contexts reconstructed on a real cubin: the kit's recursion-sm_75 binary,
+// which hpcprof reads itself (its call sites from the SASS). kernmain() calls heart(), which
+// calls top1() and top2(); those reach common1() and common2(), which call top1() and top2()
+// again (one recursive component), and top2() calls the division slow path. Samples are made
+// up, so every share is known.
+TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
+  const fs::path cubin = fs::path(HPC_CONFORMANCE_DIR) / "struct/bin/recursion-sm_75-nvcc112-0";
+  if (!fs::exists(cubin)) GTEST_SKIP() << cubin << " not here";
+  fs::path tmp = fs::temp_directory_path() / ("hpc-gpu-calls-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  auto tag = [](const char* s) {
+    uint64_t t = 0;
+    for (int k = 0; k < 8; ++k) t = t << 8 | uint8_t(s[k]);
+    return t;
+  };
+  hpcrun::Profile prof;
+  prof.header = {{"program-name", "recursion"}};
+  prof.load_modules = {{1, "/nonexistent/recursion", 1}, {2, fs::absolute(cubin).string(), 1}};
+  hpcrun::MetricDesc md;
+  md.name = "GINS";
+  md.description = "GPU instruction execution count";
+  md.flags.val_fmt = hpcrun::kValFmtInt;
+  prof.metrics = {md};
+  prof.id_kinds = {{hpcrun::kIdThread, "THREAD"}};
+  prof.id_tuple = {{hpcrun::kIdThread, 0, 0}};
+  prof.nodes = {{1, 0, 0, tag("^Primary"), 1, {}},
+                {2, 1, 0, tag("| Main  "), 1, {}},
+                {3, 2, 1, 0x1234, 1, {}},
+                {4, 3, 0, tag("GPUKernl"), 1, {}}};
+  const std::pair<uint64_t, uint64_t> samples[] = {
+      {0x15530, 2},   // kernmain() calls heart()
+      {0x14c30, 10},  // heart(), line 43
+      {0x15040, 3},   // heart() calls top1(): 3 of the 4 calls into the component
+      {0x150a0, 1},   // heart() calls top2()
+      {0x13360, 40},  // top1(), line 31
+      {0x14920, 80},  // common2(), line 21
+      {0x14840, 1},   // common2() calls top1()
+      {0x148d0, 1},   // common2() calls top2()
+      {0x11590, 16},  // the slow path, called by top2() alone (its call unsampled: weighs one)
+  };
+  uint32_t id = 10;
+  for (const auto& [pc, gins] : samples) prof.nodes.push_back({id++, 4, 2, pc, 0, {{0, gins}}});
+  ASSERT_TRUE(hpcrun::write_profile(prof, tmp / "recursion-000000-000-0-0-0.hpcrun").ok());
+
+  auto structure = withMeasuredBinaries(nullptr, {});
+  std::vector<std::unique_ptr<ProfileSource>> in;
+  in.push_back(openHpcrunProfile(tmp / "recursion-000000-000-0-0-0.hpcrun", {}));
+  MemorySink sink;
+  PipelineOptions opt;
+  opt.scratchDir = tmp;
+  auto r = runPipeline(in, structure.get(), sink, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  fs::remove_all(tmp);
+
+  // Each context by its path of function names (call relations) and instruction offsets.
+  auto name = [](const Context* c) -> std::string {
+    const ContextKey& k = c->key();
+    if (k.type == LexType::Function) {
+      std::string n = k.function ? k.function->name : "?";
+      auto colons = n.find("main::");
+      return colons == std::string::npos ? n : n.substr(colons + 6);
+    }
+    if (k.type == LexType::Instruction) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%#lx", static_cast<unsigned long>(k.offset));
+      return b;
+    }
+    return "";
+  };
+  std::map<std::string, double> point;  // "fn/0xsite/fn/.../0xpc" -> GINS there
+  std::function<void(const Context*, std::string)> walk = [&](const Context* c, std::string path) {
+    const std::string n = name(c);
+    if (!n.empty()) path += "/" + n;
+    const double v = sink.value(1, c->id(), propId(0, kPoint));
+    if (v != 0 && c->key().type == LexType::Instruction) point[path] += v;
+    for (const Context* k : c->children()) walk(k, path);
+  };
+  const Context* op = nullptr;
+  std::function<void(const Context*)> find = [&](const Context* c) {
+    if (c->key().function && c->key().function->name == "<gpu kernel>") op = c;
+    for (const Context* k : c->children()) find(k);
+  };
+  find(sink.meta.cct->root());
+  ASSERT_TRUE(op);
+  walk(op, "");
+  const std::string heart = "/<gpu kernel>/kernmain()/0x15530/heart()";
+  const std::string viaTop1 = heart + "/0x15040", viaTop2 = heart + "/0x150a0";
+  const std::string slow = "/__cuda_sm20_div_f64_slowpath_v2/0x11590";
+  const std::map<std::string, double> expected = {
+      {"/<gpu kernel>/kernmain()/0x15530", 2},
+      {heart + "/0x14c30", 10},
+      {heart + "/0x15040", 3},
+      {heart + "/0x150a0", 1},
+      // The component's functions below each call into it, at 3/4 and 1/4.
+      {viaTop1 + "/top1(double volatile*, int)/0x13360", 30},
+      {viaTop2 + "/top1(double volatile*, int)/0x13360", 10},
+      {viaTop1 + "/common2(double volatile*, int)/0x14920", 60},
+      {viaTop2 + "/common2(double volatile*, int)/0x14920", 20},
+      {viaTop1 + "/common2(double volatile*, int)/0x14840", 0.75},
+      {viaTop2 + "/common2(double volatile*, int)/0x14840", 0.25},
+      {viaTop1 + "/common2(double volatile*, int)/0x148d0", 0.75},
+      {viaTop2 + "/common2(double volatile*, int)/0x148d0", 0.25},
+      // The slow path below top2()'s call of it, on each path into the component.
+      {viaTop1 + "/top2(double volatile*, int)/0x13d00" + slow, 12},
+      {viaTop2 + "/top2(double volatile*, int)/0x13d00" + slow, 4},
+  };
+  EXPECT_EQ(point, expected);
+  EXPECT_EQ(sink.value(1, op->id(), propId(0, kExecution)), 2 + 10 + 3 + 1 + 40 + 80 + 1 + 1 + 16);
 }
 
 // Structure files are read lazily: checked and indexed whole, each procedure (with those

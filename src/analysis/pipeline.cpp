@@ -287,6 +287,7 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     std::shared_ptr<const HeaderShared> lastHeader;  // this thread's last profile's
     uint64_t lastHeaderGen = 0;  // the metricsGen of the table it was made from (0: unnamed)
     std::vector<uint64_t> usedBits;  // the metrics the profile in hand has values of
+    std::vector<SpilledValue> gpuValues;  // its values on reconstructed GPU call paths
     std::shared_ptr<const HeaderShared> lastFiltered;  // the program of its last profile --only-exe left out
     // Still reading against the seed (its reader buffers and templates, shared, read only):
     // until a profile whose nodes are not the first one's.
@@ -395,10 +396,21 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     // context.
     if (data.valuesStatus.ok()) {
       const ProfileValues& v = data.values;
+      // GPU PC samples in called device functions: their values over their call paths.
+      sc.gpuValues.clear();
+      if (!nodes->gpuSamples().empty()) {
+        int gins = -1;  // instruction samples weigh a call
+        for (size_t m = 0; m < tree.metrics.size() && gins < 0; ++m)
+          if (tree.metrics[m] == "GINS") gins = int(m);
+        expander.reconstructGpu(*nodes, v.values, gins, [&](const Context* c, uint16_t metric, double value) {
+          sc.gpuValues.push_back({c, value, metric, 0});
+        });
+      }
       // A long trace's table: every node with a context (its records not read yet).
       const bool allNodes = tree.hasTrace && data.traceAllNodes;
       const size_t traceNodes = !tree.hasTrace ? 0 : allNodes ? nodes->size() : data.traceNodes.size();
-      const size_t most = v.values.size() * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
+      const size_t most =
+          (v.values.size() + sc.gpuValues.size()) * sizeof(SpilledValue) + traceNodes * sizeof(SpilledTraceNode);
       if (sc.used + most > std::max(kGatherBytes, most)) spillGathered(sc);
       if (sc.record.size() < sc.used + most) sc.record.resize(std::max(sc.used + most, kGatherBytes));
       uint8_t* rec = sc.record.data() + sc.used;
@@ -411,6 +423,10 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
           sv[nv++] = {c, p.value, p.metric, 0};
           if (p.metric < tree.metrics.size()) sc.usedBits[p.metric / 64] |= uint64_t(1) << (p.metric % 64);
         }
+      for (const SpilledValue& g : sc.gpuValues) {
+        sv[nv++] = g;
+        if (g.metric < tree.metrics.size()) sc.usedBits[g.metric / 64] |= uint64_t(1) << (g.metric % 64);
+      }
       auto* tn = reinterpret_cast<SpilledTraceNode*>(rec + nv * sizeof(SpilledValue));
       size_t listed = traceNodes;
       if (allNodes) {

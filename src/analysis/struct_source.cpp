@@ -84,6 +84,20 @@ bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std:
   return !out.empty();
 }
 
+void appendCallSites(const SScope& scope, std::vector<CallSite>& out) {
+  // Iterative (a deep nest of scopes must not overflow the stack): each scope with the
+  // entry of the procedure it lies in.
+  std::vector<std::pair<const SScope*, uint64_t>> todo{{&scope, 0}};
+  while (!todo.empty()) {
+    auto [s, proc] = todo.back();
+    todo.pop_back();
+    if (s->kind == Kind::Procedure) proc = firstAddress(*s);
+    if (s->kind == Kind::Call && s->target && s->vranges && !s->vranges->empty())
+      out.push_back({s->vranges->front().begin, proc, *s->target});
+    for (auto it = s->children.rbegin(); it != s->children.rend(); ++it) todo.push_back({&*it, proc});
+  }
+}
+
 namespace {
 
 // One structure file, read lazily: checked whole and indexed up front (structfile::
@@ -184,6 +198,18 @@ public:
     tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) { parsed(todo[i]); });
   }
 
+  // Every call site of module m with a target: all its groups parsed (a GPU binary's, the
+  // only kind with them, are few).
+  void callSites(uint32_t m, std::vector<CallSite>& out) const {
+    out.clear();
+    std::vector<uint32_t> groups;
+    for (const Span& sp : modules_[m]) groups.push_back(sp.group);
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    for (uint32_t g : groups)
+      if (const Parsed* p = parsed(g)) appendCallSites(p->doc, out);
+  }
+
 private:
   struct Span {
     uint64_t begin, end;
@@ -259,6 +285,12 @@ public:
   void prepare(const std::string& modulePath, std::vector<uint64_t>& offsets) const override {
     auto it = find(modulePath);
     if (it != modules_.end()) it->second.file->prepare(it->second.module, offsets);
+  }
+
+  void callSites(const std::string& modulePath, std::vector<CallSite>& out) const override {
+    out.clear();
+    auto it = find(modulePath);
+    if (it != modules_.end()) it->second.file->callSites(it->second.module, out);
   }
 
   bool mayCover(const std::string& modulePath) const override {

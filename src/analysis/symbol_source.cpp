@@ -46,6 +46,11 @@ public:
     if (inner_) inner_->prepare(modulePath, offsets);
   }
 
+  void callSites(const std::string& modulePath, std::vector<CallSite>& out) const override {
+    out.clear();
+    if (inner_) inner_->callSites(modulePath, out);
+  }
+
   bool mayCover(const std::string& modulePath) const override {
     return (inner_ && inner_->mayCover(modulePath)) || (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
   }
