@@ -453,10 +453,9 @@ TEST(MeasuredBinaries, TheFirstProfileOpensOnlyTheBinariesItsInstructionsFallIn)
 // which hpcprof reads itself (its call sites from the SASS). kernmain() calls heart(), which
 // calls top1() and top2(); those reach common1() and common2(), which call top1() and top2()
 // again (one recursive component), and top2() calls the division slow path. Samples are made
-// up, so every share is known.
-TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
-  const fs::path cubin = fs::path(HPC_CONFORMANCE_DIR) / "struct/bin/recursion-sm_75-nvcc112-0";
-  if (!fs::exists(cubin)) GTEST_SKIP() << cubin << " not here";
+// up, so every share is known. The call sites come from `structure`, for the module measured
+// at `cubinPath`.
+void expectRecursionPaths(const StructureSource& structure, const std::string& cubinPath) {
   fs::path tmp = fs::temp_directory_path() / ("hpc-gpu-calls-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -467,7 +466,7 @@ TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
   };
   hpcrun::Profile prof;
   prof.header = {{"program-name", "recursion"}};
-  prof.load_modules = {{1, "/nonexistent/recursion", 1}, {2, fs::absolute(cubin).string(), 1}};
+  prof.load_modules = {{1, "/nonexistent/recursion", 1}, {2, cubinPath, 1}};
   hpcrun::MetricDesc md;
   md.name = "GINS";
   md.description = "GPU instruction execution count";
@@ -494,13 +493,12 @@ TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
   for (const auto& [pc, gins] : samples) prof.nodes.push_back({id++, 4, 2, pc, 0, {{0, gins}}});
   ASSERT_TRUE(hpcrun::write_profile(prof, tmp / "recursion-000000-000-0-0-0.hpcrun").ok());
 
-  auto structure = withMeasuredBinaries(nullptr, {});
   std::vector<std::unique_ptr<ProfileSource>> in;
   in.push_back(openHpcrunProfile(tmp / "recursion-000000-000-0-0-0.hpcrun", {}));
   MemorySink sink;
   PipelineOptions opt;
   opt.scratchDir = tmp;
-  auto r = runPipeline(in, structure.get(), sink, opt);
+  auto r = runPipeline(in, &structure, sink, opt);
   ASSERT_TRUE(r.ok()) << r.status().message();
   fs::remove_all(tmp);
 
@@ -558,6 +556,23 @@ TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
   };
   EXPECT_EQ(point, expected);
   EXPECT_EQ(sink.value(1, op->id(), propId(0, kExecution)), 2 + 10 + 3 + 1 + 40 + 80 + 1 + 1 + 16);
+}
+
+TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
+  const fs::path cubin = fs::path(HPC_CONFORMANCE_DIR) / "struct/bin/recursion-sm_75-nvcc112-0";
+  if (!fs::exists(cubin)) GTEST_SKIP() << cubin << " not here";
+  {
+    SCOPED_TRACE("hpcprof's own reading of the cubin");
+    auto binary = withMeasuredBinaries(nullptr, {});
+    expectRecursionPaths(*binary, fs::absolute(cubin).string());
+  }
+  {
+    SCOPED_TRACE("the reference's structure file of it (hpcstruct --gpucfg=yes)");
+    auto file = loadStructure(
+        {fs::path(HPC_CONFORMANCE_DIR) / "struct/expected/recursion-sm_75-nvcc112-0+gpucfg.hpcstruct"}, 1);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    expectRecursionPaths(**file, "/builds/hpctoolkit/hpctoolkit/builddir/../tests/data/bin/recursion-sm_75-nvcc112-0");
+  }
 }
 
 // Structure files are read lazily: checked and indexed whole, each procedure (with those
