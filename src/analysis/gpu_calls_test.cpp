@@ -291,7 +291,12 @@ TEST(GpuCalls, TooManyPathsLeaveSamplesBelowTheKernel) {
   std::vector<std::unique_ptr<ProfileSource>> in;
   addProfile(in, {{0x130, 2}, {0x100010, 7}});
   GpuRun run;
+  testing::internal::CaptureStderr();
   analyse(wide, std::move(in), run);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("warning: in 1 profile a kernel's device functions are reached by more than 4096 call paths"),
+            std::string::npos)
+      << said;
   const Context* leaf = at(run.op, "leaf()", 99, 0x100010);
   ASSERT_TRUE(leaf);
   EXPECT_EQ(point(run, leaf), 7);
@@ -301,7 +306,9 @@ TEST(GpuCalls, TooManyPathsLeaveSamplesBelowTheKernel) {
   std::vector<std::unique_ptr<ProfileSource>> in2;
   addProfile(in2, {{0x100010, 32 * 7}});
   GpuRun run2;
+  testing::internal::CaptureStderr();
   analyse(narrow, std::move(in2), run2);
+  EXPECT_EQ(testing::internal::GetCapturedStderr().find("call paths"), std::string::npos);
   EXPECT_FALSE(fn(run2.op, "leaf()"));
   std::function<void(const Context*, int&)> count = [&](const Context* c, int& n) {
     if (c->key().type == LexType::Instruction && c->key().offset == 0x100010) {

@@ -316,6 +316,8 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   // than go on with profiles whose values were lost.
   std::mutex failedMu;
   Status failed;
+  // Profiles with a kernel whose call paths passed kGpuMaxPaths (said once, at the end).
+  std::atomic<size_t> gpuUnapportioned{0};
   auto spillGathered = [&](Scratch& sc) {
     if (sc.pending.empty()) return;
     Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
@@ -402,9 +404,10 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
         int gins = -1;  // instruction samples weigh a call
         for (size_t m = 0; m < tree.metrics.size() && gins < 0; ++m)
           if (tree.metrics[m] == "GINS") gins = int(m);
-        expander.reconstructGpu(*nodes, v.values, gins, [&](const Context* c, uint16_t metric, double value) {
-          sc.gpuValues.push_back({c, value, metric, 0});
-        });
+        if (expander.reconstructGpu(*nodes, v.values, gins, [&](const Context* c, uint16_t metric, double value) {
+              sc.gpuValues.push_back({c, value, metric, 0});
+            }))
+          gpuUnapportioned.fetch_add(1, std::memory_order_relaxed);
       }
       // A long trace's table: every node with a context (its records not read yet).
       const bool allNodes = tree.hasTrace && data.traceAllNodes;
@@ -573,6 +576,11 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     }
   });
   for (Scratch& sc : scratch) spillGathered(sc);
+  if (const size_t n = gpuUnapportioned.load(std::memory_order_relaxed))
+    std::fprintf(stderr,
+                 "%s: warning: in %zu profile%s a kernel's device functions are reached by more than %zu call paths: "
+                 "their samples stay below the kernel, not apportioned among the paths\n",
+                 program_invocation_short_name, n, n == 1 ? "" : "s", kGpuMaxPaths);
   return failed;
 }
 
