@@ -5,7 +5,10 @@
 
 #include <functional>
 #include <map>
+#include <random>
+#include <set>
 
+#include "analysis/gpu_calls.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/pipeline.hpp"
 
@@ -340,6 +343,97 @@ TEST(GpuCalls, ModulesWithoutCallSitesAsBefore) {
   ASSERT_TRUE(g);
   EXPECT_EQ(point(run, g), 40);
   EXPECT_EQ(run.op->children().size(), 5u);  // kern(), g(), h(), r1(), r2()
+}
+
+}  // namespace
+}  // namespace hpc::analysis
+
+namespace hpc::analysis {
+namespace {
+
+// Random call graphs (recursion, diamonds, functions never called, calls never sampled) and
+// random samples: every sample left to reconstruction has all of its values emitted, split
+// over its paths (shares summing to one), or whole below the kernel past kGpuMaxPaths; none
+// that unification placed (a function nothing calls) is emitted again; and the same input
+// gives the same output.
+TEST(GpuCalls, EverySamplesSharesSumToOne) {
+  std::mt19937_64 rng(20261129);
+  Module module{"/gpu/random.gpubin", 0};
+  for (int round = 0; round < 300; ++round) {
+    const int procs = 2 + int(rng() % 12);
+    auto entry = [](int p) { return uint64_t(0x1000) * uint64_t(p + 1); };
+    std::vector<CallSite> sites;
+    for (int p = 0; p < procs; ++p) {
+      const int calls = int(rng() % 4);
+      for (int c = 0; c < calls; ++c) {
+        const int callee = int(rng() % uint64_t(procs));
+        if (callee == 0) continue;  // the kernel is never called
+        sites.push_back({entry(p) + 0x10 * uint64_t(c + 1), entry(p), entry(callee)});
+      }
+    }
+    GpuCallGraph graph(sites);
+    std::vector<GpuSample> samples;
+    std::vector<double> weights;
+    std::vector<GpuSampleValue> values;
+    Context* op = reinterpret_cast<Context*>(uintptr_t(0x40));
+    // Samples at random instructions: procedure p's instructions are its entry + 0x10 k.
+    std::set<uint64_t> used;
+    const int n = 1 + int(rng() % 20);
+    for (int s = 0; s < n; ++s) {
+      const int p = int(rng() % uint64_t(procs));
+      const uint64_t pc = entry(p) + 0x10 * (rng() % 5);
+      if (!used.insert(pc).second) continue;
+      GpuSample g;
+      g.node = uint32_t(100 + samples.size());
+      g.opNode = 10;
+      g.op = op;
+      g.module = &module;
+      g.graph = &graph;
+      g.pc = pc;
+      g.proc = entry(p);
+      // Unification placed it where nothing calls its function.
+      g.ctx = graph.hasCallers(g.proc) ? nullptr : reinterpret_cast<Context*>(uintptr_t(0x1000) + 64 * samples.size());
+      const double w = double(rng() % 4);  // some calls never sampled
+      weights.push_back(w);
+      if (w > 0) values.push_back({uint32_t(samples.size()), 0, w});  // values are sparse
+      values.push_back({uint32_t(samples.size()), 1, 1.5});
+      samples.push_back(g);
+    }
+    // Contexts by (sites, pc): each distinct path a distinct context.
+    std::map<std::pair<std::vector<uint64_t>, uint64_t>, uintptr_t> made;
+    std::map<uintptr_t, uint64_t> pcOf;
+    const GpuPlace place = [&](Context* o, const Module* m, std::span<const uint64_t> path, uint64_t pc) {
+      EXPECT_EQ(o, op);
+      EXPECT_EQ(m, &module);
+      auto [it, added] = made.emplace(std::make_pair(std::vector<uint64_t>(path.begin(), path.end()), pc),
+                                      uintptr_t(0x100000) + 64 * made.size());
+      pcOf[it->second] = pc;
+      return reinterpret_cast<Context*>(it->second);
+    };
+    auto runOnce = [&](std::map<std::pair<uintptr_t, uint16_t>, double>& out) {
+      return reconstructGpuContexts(samples, weights, values, place, [&](const Context* c, uint16_t m, double v) {
+        EXPECT_GT(v, 0.0);
+        out[{reinterpret_cast<uintptr_t>(c), m}] += v;
+      });
+    };
+    std::map<std::pair<uintptr_t, uint16_t>, double> out, again;
+    const size_t tooMany = runOnce(out);
+    EXPECT_EQ(runOnce(again), tooMany);
+    EXPECT_EQ(out, again);
+    // Sum by sample (by pc) and metric.
+    std::map<std::pair<uint64_t, uint16_t>, double> bySample;
+    for (const auto& [key, v] : out) bySample[{pcOf.at(key.first), key.second}] += v;
+    for (size_t s = 0; s < samples.size(); ++s) {
+      SCOPED_TRACE("round " + std::to_string(round) + " sample at " + std::to_string(samples[s].pc));
+      for (uint16_t m : {uint16_t(0), uint16_t(1)}) {
+        const double want = m == 0 ? weights[s] : 1.5;
+        auto it = bySample.find({samples[s].pc, m});
+        const double got = it == bySample.end() ? 0.0 : it->second;
+        if (samples[s].ctx) EXPECT_EQ(got, 0.0);
+        else EXPECT_NEAR(got, want, 1e-9 * (1 + want));
+      }
+    }
+  }
 }
 
 }  // namespace
