@@ -18,7 +18,7 @@ std::span<const CallSite> GpuCallGraph::callersOf(uint64_t entry) const {
                              [](const CallSite& c, uint64_t e) { return c.callee < e; });
   auto hi = lo;
   while (hi != byCallee_.end() && hi->callee == entry) ++hi;
-  return {&*lo, size_t(hi - lo)};
+  return {byCallee_.data() + (lo - byCallee_.begin()), size_t(hi - lo)};
 }
 
 namespace {
@@ -70,9 +70,8 @@ public:
     assignUnweighted();
     components();
     if (!countPaths()) return false;
-    std::vector<uint64_t> path;
     for (uint32_t c = 0; c < members_.size(); ++c)
-      if (into_[c].empty() && reaches_[c]) walk(c, path, 1.0, valuesOf, place, emit);
+      if (into_[c].empty() && reaches_[c]) walk(c, valuesOf, place, emit);
     return true;
   }
 
@@ -198,28 +197,46 @@ private:
   }
 
   // 4. Every path from a component without calls into it: each component's samples at the
-  // path's share.
-  void walk(uint32_t c, std::vector<uint64_t>& path, double share,
-            const std::vector<std::vector<std::pair<uint16_t, double>>>& valuesOf, const GpuPlace& place,
-            const GpuEmit& emit) {
-    if (share > 0) {
-      for (uint32_t p : members_[c]) {
-        auto it = sampled_.find(procs_[p]);
-        if (it == sampled_.end()) continue;
-        for (uint32_t s : it->second) {
-          const GpuSample& g = samples_[s];
-          if (path.empty() && g.ctx) continue;  // a kernel's own code: unify placed it
-          const Context* ctx = place(g.op, g.module, path, g.pc);
-          if (!ctx) continue;
-          for (const auto& [metric, value] : valuesOf[s]) emit(ctx, metric, value * share);
-        }
+  // path's share. Iterative (a chain of calls as deep as the module's functions).
+  void walk(uint32_t root, const std::vector<std::vector<std::pair<uint16_t, double>>>& valuesOf,
+            const GpuPlace& place, const GpuEmit& emit) {
+    struct Frame {
+      uint32_t component;
+      double share;
+      size_t next;  // its next call out
+    };
+    std::vector<uint64_t> path;  // the call sites from the root to the top frame
+    std::vector<Frame> frames{{root, 1.0, 0}};
+    emitAt(root, path, 1.0, valuesOf, place, emit);
+    while (!frames.empty()) {
+      Frame& f = frames.back();
+      if (f.next == outOf_[f.component].size()) {
+        if (frames.size() > 1) path.pop_back();
+        frames.pop_back();
+        continue;
       }
-    }
-    for (uint32_t e : outOf_[c]) {
+      const uint32_t e = outOf_[f.component][f.next++];
       const uint32_t callee = comp_[to_[e]];
+      const double share = total_[callee] > 0 ? f.share * weight_[e] / total_[callee] : 0.0;
       path.push_back(calls_[e].site);
-      walk(callee, path, total_[callee] > 0 ? share * weight_[e] / total_[callee] : 0.0, valuesOf, place, emit);
-      path.pop_back();
+      emitAt(callee, path, share, valuesOf, place, emit);
+      frames.push_back({callee, share, 0});
+    }
+  }
+  void emitAt(uint32_t c, const std::vector<uint64_t>& path, double share,
+              const std::vector<std::vector<std::pair<uint16_t, double>>>& valuesOf, const GpuPlace& place,
+              const GpuEmit& emit) {
+    if (share <= 0) return;
+    for (uint32_t p : members_[c]) {
+      auto it = sampled_.find(procs_[p]);
+      if (it == sampled_.end()) continue;
+      for (uint32_t s : it->second) {
+        const GpuSample& g = samples_[s];
+        if (path.empty() && g.ctx) continue;  // a kernel's own code: unify placed it
+        const Context* ctx = place(g.op, g.module, path, g.pc);
+        if (!ctx) continue;
+        for (const auto& [metric, value] : valuesOf[s]) emit(ctx, metric, value * share);
+      }
     }
   }
 

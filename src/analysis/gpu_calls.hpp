@@ -70,9 +70,11 @@ struct GpuSampleValue {
 using GpuPlace = std::function<Context*(Context* op, const Module* module, std::span<const uint64_t> sites, uint64_t pc)>;
 using GpuEmit = std::function<void(const Context* ctx, uint16_t metric, double value)>;
 
-// Paths enumerated for one kernel's operation and module at most; past it, that kernel's
-// called functions' samples stay below the operation, unapportioned (a call graph whose
-// paths multiply, diamonds on diamonds, would otherwise make contexts without bound).
+// Call paths walked for one kernel (operation and module) at most, counting each path to
+// each function (or recursive component) that a sampled function is reached through; past
+// it, that kernel's called functions' samples stay below the operation, unapportioned (a
+// call graph whose paths multiply, diamonds on diamonds, would otherwise make contexts
+// without bound; so does a chain of thousands of calls, a context for each).
 inline constexpr size_t kGpuMaxPaths = 4096;
 
 // Reconstructs the call paths of one profile's samples (any order) and emits the values of

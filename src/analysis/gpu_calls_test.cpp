@@ -438,3 +438,43 @@ TEST(GpuCalls, EverySamplesSharesSumToOne) {
 
 }  // namespace
 }  // namespace hpc::analysis
+
+namespace hpc::analysis {
+namespace {
+
+// A chain of calls (each function calling the next), sampled at its end: no step recurses.
+// 4,000 calls deep, the sample is placed below all of them; 200,000 deep, past
+// kGpuMaxPaths (a context a call on the path), it stays below the kernel, whole.
+TEST(GpuCalls, DeepChainWithoutRecursion) {
+  for (const uint64_t depth : {uint64_t(4000), uint64_t(200000)}) {
+    std::vector<CallSite> sites;
+    for (uint64_t p = 0; p < depth; ++p) sites.push_back({0x100 * p + 0x10, 0x100 * p, 0x100 * (p + 1)});
+    GpuCallGraph graph(sites);
+    Module module{"/gpu/deep.gpubin", 0};
+    GpuSample s;
+    s.node = 1;
+    s.op = reinterpret_cast<Context*>(uintptr_t(0x40));
+    s.module = &module;
+    s.graph = &graph;
+    s.pc = 0x100 * depth + 0x20;
+    s.proc = 0x100 * depth;
+    const std::vector<GpuSample> samples{s};
+    const std::vector<double> weights{0};
+    const std::vector<GpuSampleValue> values{{0, 0, 5.0}};
+    size_t placedAt = SIZE_MAX;
+    double sum = 0;
+    const size_t tooMany = reconstructGpuContexts(
+        samples, weights, values,
+        [&](Context*, const Module*, std::span<const uint64_t> path, uint64_t) {
+          placedAt = path.size();
+          return reinterpret_cast<Context*>(uintptr_t(0x80));
+        },
+        [&](const Context*, uint16_t, double v) { sum += v; });
+    EXPECT_EQ(tooMany, depth < kGpuMaxPaths ? 0u : 1u) << depth;
+    EXPECT_EQ(placedAt, depth < kGpuMaxPaths ? depth : 0u) << depth;
+    EXPECT_EQ(sum, 5.0) << depth;
+  }
+}
+
+}  // namespace
+}  // namespace hpc::analysis
