@@ -14,7 +14,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$gen" "$tmp/m" "$cubin" 4
 "$prof" -j1 -o "$tmp/d1" "$tmp/m" >/dev/null 2>"$tmp/err1" || { cat "$tmp/err1"; fail "hpcprof -j1"; }
-"$prof" -j2 -o "$tmp/d2" "$tmp/m" >/dev/null 2>&1 || fail "hpcprof -j2"
+"$prof" -j2 -v -o "$tmp/d2" "$tmp/m" >/dev/null 2>"$tmp/err2" || fail "hpcprof -j2"
+grep -q 'GPU calling contexts: 32 PC samples in called device functions, in 4 profiles' "$tmp/err2" ||
+  { cat "$tmp/err2"; fail "-v does not count the samples reconstructed"; }
 diff -r "$tmp/d1" "$tmp/d2" >/dev/null || fail "-j1 and -j2 databases differ"
 mpiexec=$(command -v mpiexec || command -v mpirun || true)
 if [ -x "$mpi" ] && [ -n "$mpiexec" ]; then

@@ -316,8 +316,9 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
   // than go on with profiles whose values were lost.
   std::mutex failedMu;
   Status failed;
-  // Profiles with a kernel whose call paths passed kGpuMaxPaths (said once, at the end).
-  std::atomic<size_t> gpuUnapportioned{0};
+  // Profiles with a kernel whose call paths passed kGpuMaxPaths (said once, at the end), and
+  // (for -v) the PC samples in called device functions and the profiles they were in.
+  std::atomic<size_t> gpuUnapportioned{0}, gpuCalledSamples{0}, gpuProfiles{0};
   auto spillGathered = [&](Scratch& sc) {
     if (sc.pending.empty()) return;
     Expected<uint64_t> at = spill.append({sc.record.data(), sc.used});
@@ -408,6 +409,12 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
               sc.gpuValues.push_back({c, value, metric, 0});
             }))
           gpuUnapportioned.fetch_add(1, std::memory_order_relaxed);
+        const size_t called = size_t(std::count_if(nodes->gpuSamples().begin(), nodes->gpuSamples().end(),
+                                                   [](const GpuSample& g) { return !g.ctx; }));
+        if (called) {
+          gpuCalledSamples.fetch_add(called, std::memory_order_relaxed);
+          gpuProfiles.fetch_add(1, std::memory_order_relaxed);
+        }
       }
       // A long trace's table: every node with a context (its records not read yet).
       const bool allNodes = tree.hasTrace && data.traceAllNodes;
@@ -576,6 +583,11 @@ Status unifyProfiles(std::span<const std::unique_ptr<ProfileSource>> profiles, c
     }
   });
   for (Scratch& sc : scratch) spillGathered(sc);
+  if (options.verbose && gpuCalledSamples.load())
+    std::fprintf(stderr,
+                 "%s: GPU calling contexts: %zu PC samples in called device functions, in %zu profiles, "
+                 "apportioned over their call paths\n",
+                 program_invocation_short_name, gpuCalledSamples.load(), gpuProfiles.load());
   if (const size_t n = gpuUnapportioned.load(std::memory_order_relaxed))
     std::fprintf(stderr,
                  "%s: warning: in %zu profile%s a kernel's device functions are reached by more than %zu call paths: "
