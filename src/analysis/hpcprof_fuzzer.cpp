@@ -8,7 +8,11 @@
 // it takes (byte-equal node lists, the positional and the keyed templates), and a mutation
 // damages one thread of them. The files are written into a temporary directory of this
 // process and analysed in memory (MemorySink), at -j1, or at -j2 where the input's size is
-// odd (the first profile's templates seeded into the other thread).
+// odd (the first profile's templates seeded into the other thread). Where the input holds a
+// GPU kernel's placeholder, every module has a made-up structure of GPU code with calls
+// (below), so that PC samples in called functions go through GPU calling-context
+// reconstruction (seed gpu-calls.bin: gen_gpu_calls' profiles, whose samples fall in those
+// procedures).
 #include <unistd.h>
 
 #include <cstdint>
@@ -45,6 +49,36 @@ const fs::path& scratch() {
   }();
   return dir;
 }
+
+// Any module: a procedure every 0x100 bytes of [0x11000, 0x16000); in each, the instruction
+// at +0x40 calls the next procedure, the one at +0x80 the one before (recursion through the
+// whole range) and the one at +0xc0 the procedure 0x800 further (diamonds).
+class GpuCalls final : public StructureSource {
+public:
+  static constexpr uint64_t kBegin = 0x11000, kEnd = 0x16000;
+  GpuCalls() {
+    for (uint64_t p = kBegin; p < kEnd; p += 0x100) names_[(p - kBegin) >> 8] = "p" + std::to_string(p);
+  }
+  bool lookup(const std::string&, uint64_t a, std::vector<ScopeStep>& out) const override {
+    out.clear();
+    if (a < kBegin || a >= kEnd) return false;
+    const uint64_t proc = a & ~uint64_t(0xff);
+    out.push_back({ScopeStep::Kind::Procedure, names_[(proc - kBegin) >> 8], "gpu.cu", 1, proc, 0});
+    out.push_back({ScopeStep::Kind::Line, "", "gpu.cu", uint32_t(a - proc) / 16 + 2, 0, 0});
+    return true;
+  }
+  void callSites(const std::string&, std::vector<CallSite>& out) const override {
+    out.clear();
+    for (uint64_t p = kBegin; p < kEnd; p += 0x100) {
+      if (p + 0x100 < kEnd) out.push_back({p + 0x40, p, p + 0x100});
+      if (p > kBegin) out.push_back({p + 0x80, p, p - 0x100});
+      if (p + 0x800 < kEnd) out.push_back({p + 0xc0, p, p + 0x800});
+    }
+  }
+
+private:
+  std::string names_[(kEnd - kBegin) >> 8];  // each procedure's name
+};
 
 void writeFile(const fs::path& p, std::span<const uint8_t> bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -97,7 +131,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, options.threads);
   MemorySink sink;
   sink.streamTraces = size % 4 >= 2;  // traces in pieces (as into trace.db) or whole
-  Expected<PipelineResult> result = runPipeline(profiles, nullptr, sink, options);
+  static const GpuCalls gpu;
+  const bool kernels = all.find("GPUKernl") != std::string_view::npos;
+  Expected<PipelineResult> result = runPipeline(profiles, kernels ? &gpu : nullptr, sink, options);
   if (!result.ok()) return 0;  // an error, as hpcprof would report it
   // A run that succeeded wrote what it reported: every analysed profile's row, the summary,
   // and a context count that bounds every row's contexts.
