@@ -29,11 +29,6 @@
 namespace fs = std::filesystem;
 using namespace hpc::hpcrun;
 
-static uint64_t tag(const char* s) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(s[i]);
-  return v;
-}
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -77,8 +72,8 @@ int main(int argc, char** argv) {
     shape.metrics.push_back(more);
   }
   shape.id_kinds = {{kIdSummary, "SUMMARY"}, {kIdNode, "NODE"}, {kIdRank, "RANK"}, {kIdThread, "THREAD"}};
-  shape.nodes.push_back({1, 0, 0, tag("^Primary"), 1, {}});
-  shape.nodes.push_back({2, 1, 0, tag("| Main  "), 1, {}});
+  shape.nodes.push_back({1, 0, 0, placeholder_tag("^Primary"), 1, {}});
+  shape.nodes.push_back({2, 1, 0, placeholder_tag("| Main  "), 1, {}});
   std::mt19937_64 rng(7);
   // Each new node's parent is a recent node, so depth grows with the node count.
   for (int i = 3; i <= nodes; ++i) {

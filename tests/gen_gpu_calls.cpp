@@ -16,11 +16,6 @@
 namespace fs = std::filesystem;
 using namespace hpc::hpcrun;
 
-static uint64_t tag(const char* s) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(s[i]);
-  return v;
-}
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -50,10 +45,10 @@ int main(int argc, char** argv) {
     prof.metrics = {gins, stalls};
     prof.id_kinds = {{kIdThread, "THREAD"}};
     prof.id_tuple = {{kIdThread, uint64_t(p), uint64_t(p)}};
-    prof.nodes = {{1, 0, 0, tag("^Primary"), 1, {}},
-                  {2, 1, 0, tag("| Main  "), 1, {}},
+    prof.nodes = {{1, 0, 0, placeholder_tag("^Primary"), 1, {}},
+                  {2, 1, 0, placeholder_tag("| Main  "), 1, {}},
                   {3, 2, 1, 0x1234, 1, {}},
-                  {4, 3, 0, tag("GPUKernl"), 1, {}}};
+                  {4, 3, 0, placeholder_tag("GPUKernl"), 1, {}}};
     struct Sample {
       uint64_t pc, gins, stalls;
     };

@@ -9,25 +9,12 @@
 #include <set>
 
 #include "analysis/gpu_calls.hpp"
+#include "analysis/fake_profile.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/pipeline.hpp"
 
 namespace hpc::analysis {
 namespace {
-
-class FakeProfile final : public ProfileSource {
-public:
-  FakeProfile(std::string path, ProfileTree t, ProfileValues v)
-      : path_(std::move(path)), tree_(std::move(t)), values_(std::move(v)) {}
-  const std::string& path() const override { return path_; }
-  Expected<ProfileTree> readTree() override { return tree_; }
-  Expected<ProfileValues> readValues() override { return values_; }
-
-private:
-  std::string path_;
-  ProfileTree tree_;
-  ProfileValues values_;
-};
 
 constexpr const char* kModule = "/gpu/c.gpubin";
 

@@ -5,25 +5,12 @@
 
 #include <map>
 
+#include "analysis/fake_profile.hpp"
 #include "analysis/memory_sink.hpp"
 #include "analysis/pipeline.hpp"
 
 namespace hpc::analysis {
 namespace {
-
-class FakeProfile final : public ProfileSource {
-public:
-  FakeProfile(std::string path, ProfileTree t, ProfileValues v)
-      : path_(std::move(path)), tree_(std::move(t)), values_(std::move(v)) {}
-  const std::string& path() const override { return path_; }
-  Expected<ProfileTree> readTree() override { return tree_; }
-  Expected<ProfileValues> readValues() override { return values_; }
-
-private:
-  std::string path_;
-  ProfileTree tree_;
-  ProfileValues values_;
-};
 
 // kernmain() [0x2e00,0x2e60): line 19 at the entry, line 20 after it. The CPU binary has none.
 class GpuStructure final : public StructureSource {

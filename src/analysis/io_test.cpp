@@ -459,11 +459,6 @@ void expectRecursionPaths(const StructureSource& structure, const std::string& c
   fs::path tmp = fs::temp_directory_path() / ("hpc-gpu-calls-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  auto tag = [](const char* s) {
-    uint64_t t = 0;
-    for (int k = 0; k < 8; ++k) t = t << 8 | uint8_t(s[k]);
-    return t;
-  };
   hpcrun::Profile prof;
   prof.header = {{"program-name", "recursion"}};
   prof.load_modules = {{1, "/nonexistent/recursion", 1}, {2, cubinPath, 1}};
@@ -474,10 +469,10 @@ void expectRecursionPaths(const StructureSource& structure, const std::string& c
   prof.metrics = {md};
   prof.id_kinds = {{hpcrun::kIdThread, "THREAD"}};
   prof.id_tuple = {{hpcrun::kIdThread, 0, 0}};
-  prof.nodes = {{1, 0, 0, tag("^Primary"), 1, {}},
-                {2, 1, 0, tag("| Main  "), 1, {}},
+  prof.nodes = {{1, 0, 0, hpcrun::placeholder_tag("^Primary"), 1, {}},
+                {2, 1, 0, hpcrun::placeholder_tag("| Main  "), 1, {}},
                 {3, 2, 1, 0x1234, 1, {}},
-                {4, 3, 0, tag("GPUKernl"), 1, {}}};
+                {4, 3, 0, hpcrun::placeholder_tag("GPUKernl"), 1, {}}};
   const std::pair<uint64_t, uint64_t> samples[] = {
       {0x15530, 2},   // kernmain() calls heart()
       {0x14c30, 10},  // heart(), line 43

@@ -66,6 +66,14 @@ struct MetricValue {
   bool operator==(const MetricValue&) const = default;
 };
 
+// A placeholder node's tag (lm_id 0): 8 characters, the first in the high byte, as hpcrun
+// writes them ("^Primary", "| Main  ", "GPUKernl", ...).
+constexpr uint64_t placeholder_tag(const char (&s)[9]) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(s[i]);
+  return v;
+}
+
 struct CctNode {
   uint32_t id = 0;
   uint32_t parent_id = 0;  // 0: a root
