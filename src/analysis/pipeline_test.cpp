@@ -1,5 +1,6 @@
 // The pipeline on hand-built inputs shaped like the conformance case "small": main calls
 // spinsleep directly and through caller; samples fall in spinsleep's loop.
+#include "analysis/fake_profile.hpp"
 #include "analysis/pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -25,40 +26,6 @@
 namespace hpc::analysis {
 namespace {
 
-class FakeProfile final : public ProfileSource {
-public:
-  FakeProfile(std::string path, ProfileTree t, ProfileValues v)
-      : values_(std::move(v)), path_(std::move(path)), tree_(std::move(t)) {}
-  const std::string& path() const override { return path_; }
-  Expected<ProfileTree> readTree() override { return tree_; }
-  Expected<ProfileValues> readValues() override { return values_; }
-  // In chunks of `chunk` records, where set (as a trace file is read).
-  Status readTrace(const TraceChunk& each) override {
-    if (chunk == 0) return ProfileSource::readTrace(each);
-    const std::vector<TraceRecord>& t = values_.trace;
-    for (size_t at = 0; at < t.size(); at += chunk) {
-      HPC_ASSIGN_OR_RETURN(bool more, each(std::span(t).subspan(at, std::min(chunk, t.size() - at))));
-      if (!more) break;
-    }
-    return Status();
-  }
-  // Pass 1 as for a long trace: its nodes not listed (any of the tree's may be named).
-  Status read(ProfileData& out) override {
-    HPC_RETURN_IF_ERROR(ProfileSource::read(out));
-    if (allNodes) {
-      out.traceNodes.clear();
-      out.traceAllNodes = true;
-    }
-    return Status();
-  }
-  size_t chunk = 0;
-  bool allNodes = false;
-  ProfileValues values_;
-
-private:
-  std::string path_;
-  ProfileTree tree_;
-};
 
 // spinsleep [0x1129,0x1176): line 1 at entry, loop (line 3, header 0x1169) over
 // [0x1147,0x1172); caller [0x1176,0x118b) line 7; main [0x118b,0x11ae) line 11.
