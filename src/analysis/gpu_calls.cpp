@@ -71,18 +71,19 @@ public:
     components();
     if (!countPaths()) return false;
     for (uint32_t c = 0; c < members_.size(); ++c)
-      if (into_[c].empty() && reaches_[c]) walk(c, valuesOf, place, emit);
+      if (into_[c].empty()) walk(c, valuesOf, place, emit);
     return true;
   }
 
 private:
   // 2. A procedure that must pass samples up (it has some, or a call it makes carries
-  // weight) and whose calls all weigh zero: each weighs one.
+  // weight) and whose calls all weigh zero: each weighs one. The procedures so met are the
+  // live ones: those that reach a sample over calls of weight (the rest take no share).
   void assignUnweighted() {
-    std::vector<uint8_t> seen(procs_.size(), 0);
+    live_.assign(procs_.size(), 0);
     std::vector<uint32_t> todo;
     for (const auto& [proc, _] : sampled_) {
-      seen[index_.at(proc)] = 1;
+      live_[index_.at(proc)] = 1;
       todo.push_back(index_.at(proc));
     }
     for (size_t k = 0; k < todo.size(); ++k) {
@@ -90,24 +91,11 @@ private:
       if (std::all_of(in.begin(), in.end(), [&](uint32_t e) { return weight_[e] <= 0; }))
         for (uint32_t e : in) weight_[e] = 1;
       for (uint32_t e : in)
-        if (weight_[e] > 0 && !seen[from_[e]]) {
-          seen[from_[e]] = 1;
-          todo.push_back(from_[e]);
-        }
-    }
-    // What reaches a sample over calls of weight (the rest takes no share).
-    live_.assign(procs_.size(), 0);
-    todo.clear();
-    for (const auto& [proc, _] : sampled_) {
-      live_[index_.at(proc)] = 1;
-      todo.push_back(index_.at(proc));
-    }
-    for (size_t k = 0; k < todo.size(); ++k)
-      for (uint32_t e : in_[todo[k]])
         if (weight_[e] > 0 && !live_[from_[e]]) {
           live_[from_[e]] = 1;
           todo.push_back(from_[e]);
         }
+    }
   }
   bool active(uint32_t e) const { return weight_[e] > 0 && live_[from_[e]] && live_[to_[e]]; }
 
@@ -176,11 +164,11 @@ private:
   }
 
   // The paths into each component, counted callers first (components come out of
-  // Tarjan's callees first); false where some component's pass kGpuMaxPaths.
+  // Tarjan's callees first; every live one is reached from one without calls into it);
+  // false where the walk would pass kGpuMaxPaths.
   bool countPaths() {
     const size_t k = members_.size();
     std::vector<size_t> paths(k, 0);
-    reaches_.assign(k, 0);
     for (size_t i = k; i-- > 0;) {
       if (into_[i].empty()) paths[i] = 1;
       for (uint32_t e : outOf_[i]) {
@@ -189,10 +177,7 @@ private:
       }
     }
     size_t all = 0;
-    for (size_t i = 0; i < k; ++i) {
-      all = std::min(all + paths[i], kGpuMaxPaths + 1);
-      reaches_[i] = paths[i] != 0;
-    }
+    for (size_t i = 0; i < k; ++i) all = std::min(all + paths[i], kGpuMaxPaths + 1);
     return all <= kGpuMaxPaths;
   }
 
@@ -254,7 +239,6 @@ private:
   std::vector<std::vector<uint32_t>> members_;        // by component
   std::vector<std::vector<uint32_t>> into_, outOf_;   // by component: calls between components
   std::vector<double> total_;                         // by component: the weight of the calls into it
-  std::vector<uint8_t> reaches_;                      // by component: some path reaches it
 };
 
 }  // namespace
