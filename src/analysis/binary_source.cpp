@@ -73,13 +73,16 @@ public:
     tbb::parallel_for(size_t(0), todo.size(), [&](size_t k) { procedure(todo[k]); });
   }
 
-  // A GPU binary's call sites: every procedure analysed (a cubin has few). A CPU binary's
-  // calls are in the measured call paths: none asked of it.
+  // A GPU binary's call sites: every procedure's calls read (not the procedures analysed: a
+  // library's cubin holds thousands, its samples fall in a few). A CPU binary's calls are
+  // in the measured call paths: none asked of it.
   void callSites(const std::string&, std::vector<CallSite>& out) const override {
     out.clear();
     if (!shell_.gpu) return;
-    tbb::parallel_for(size_t(0), binary_->size(), [&](size_t i) { procedure(i); });
-    for (size_t i = 0; i < binary_->size(); ++i) appendCallSites(procedure(i).model, out);
+    std::vector<std::vector<structure::CallSite>> calls(binary_->size());
+    tbb::parallel_for(size_t(0), binary_->size(), [&](size_t i) { calls[i] = binary_->call_sites(i); });
+    for (size_t i = 0; i < calls.size(); ++i)
+      for (const structure::CallSite& c : calls[i]) out.push_back({c.addr, binary_->begin(i), c.target});
   }
 
 private:

@@ -553,6 +553,42 @@ void expectRecursionPaths(const StructureSource& structure, const std::string& c
   EXPECT_EQ(sink.value(1, op->id(), propId(0, kExecution)), 2 + 10 + 3 + 1 + 40 + 80 + 1 + 1 + 16);
 }
 
+// hpcprof reads a GPU binary's call graph from its calls alone (ProcedureAnalyzer::
+// call_sites), not by analysing every procedure: the same call sites as the C elements of
+// the procedures analysed whole, on each of the kit's CUDA binaries with device calls.
+TEST(GpuCallPaths, CallSitesReadAloneAsTheAnalysedProceduresHaveThem) {
+  size_t binaries = 0, total = 0;
+  for (const char* name : {"recursion-sm_75-nvcc112-0", "recursion-sm_75-nvcc112-r", "recursion-sm_75-nvcc112-dr"}) {
+    const fs::path cubin = fs::path(HPC_CONFORMANCE_DIR) / "struct/bin" / name;
+    if (!fs::exists(cubin)) continue;
+    SCOPED_TRACE(name);
+    structure::Options options;
+    options.gpucfg = true;
+    options.nvdisasm = false;
+    auto binary = structure::ProcedureAnalyzer::open(cubin.string(), options);
+    ASSERT_TRUE(binary.ok()) << binary.status().message();
+    std::vector<CallSite> whole, alone;
+    for (size_t i = 0; i < (*binary)->size(); ++i) {
+      appendCallSites(structure::procedure_model((*binary)->shell(), (*binary)->analyze(i)), whole);
+      for (const structure::CallSite& c : (*binary)->call_sites(i)) alone.push_back({c.addr, (*binary)->begin(i), c.target});
+    }
+    auto bySite = [](const CallSite& a, const CallSite& b) { return a.site < b.site; };
+    std::sort(whole.begin(), whole.end(), bySite);
+    std::sort(alone.begin(), alone.end(), bySite);
+    EXPECT_EQ(alone, whole);
+    EXPECT_GE(whole.size(), 9u);  // kernmain -> heart, heart -> top1, top2, ... (the kit's struct file)
+    ++binaries;
+    total += whole.size();
+    // And through the source hpcprof uses.
+    auto source = withMeasuredBinaries(nullptr, {});
+    std::vector<CallSite> viaSource;
+    source->callSites(fs::absolute(cubin).string(), viaSource);
+    std::sort(viaSource.begin(), viaSource.end(), bySite);
+    EXPECT_EQ(viaSource, whole);
+  }
+  if (binaries == 0) GTEST_SKIP() << "the kit's CUDA binaries are not here";
+}
+
 TEST(GpuCallPaths, RecursionCubinSamplesApportionedOverTheirCallPaths) {
   const fs::path cubin = fs::path(HPC_CONFORMANCE_DIR) / "struct/bin/recursion-sm_75-nvcc112-0";
   if (!fs::exists(cubin)) GTEST_SKIP() << cubin << " not here";

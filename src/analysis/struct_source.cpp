@@ -198,16 +198,40 @@ public:
     tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) { parsed(todo[i]); });
   }
 
-  // Every call site of module m with a target: all its groups parsed (a GPU binary's, the
-  // only kind with them, are few).
+  // Every call site of module m with a target: each group's read from the model where it
+  // is parsed already, else streamed through once and not kept (a GPU library's structure
+  // holds thousands of procedures; its samples fall in a few, whose models are all kept).
   void callSites(uint32_t m, std::vector<CallSite>& out) const {
     out.clear();
     std::vector<uint32_t> groups;
     for (const Span& sp : modules_[m]) groups.push_back(sp.group);
     std::sort(groups.begin(), groups.end());
     groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-    for (uint32_t g : groups)
-      if (const Parsed* p = parsed(g)) appendCallSites(p->doc, out);
+    struct Calls final : structfile::Visitor {
+      explicit Calls(std::vector<CallSite>& o) : out(o) {}
+      Status enter(const SScope& s, int) override {
+        if (s.kind == Kind::Procedure) proc = firstAddress(s);
+        if (s.kind == Kind::Call && s.target && s.vranges && !s.vranges->empty())
+          out.push_back({s.vranges->front().begin, proc, *s.target});
+        return Status();
+      }
+      bool wants_text(Kind) const override { return false; }
+      std::vector<CallSite>& out;
+      uint64_t proc = 0;
+    } calls(out);
+    auto read = [this](uint64_t at, uint64_t n, std::string& into) { return readBytes(at, n, into); };
+    for (uint32_t g : groups) {
+      const Group& group = groups_[g];
+      if (group.done.load(std::memory_order_acquire)) {
+        if (group.parsed) appendCallSites(group.parsed->doc, out);
+        continue;
+      }
+      if (prolog_.empty()) continue;
+      auto doc = structfile::units_document(read, index_, prolog_,
+                                            std::span(groupUnits_).subspan(group.first, group.count));
+      // A damaged group is said when a lookup parses it; its calls are left out.
+      if (doc.ok()) (void)structfile::parse(*doc, path_.string(), calls);
+    }
   }
 
 private:

@@ -264,6 +264,18 @@ std::optional<size_t> ProcedureAnalyzer::find(uint64_t addr) const {
 
 Procedure ProcedureAnalyzer::analyze(size_t i) const { return analyze_procedure(*impl_->ctx, impl_->prep->procs.at(i)); }
 
+std::vector<CallSite> ProcedureAnalyzer::call_sites(size_t i) const {
+  const Prepared& p = *impl_->prep;
+  if (!p.gpu_cfg) return {};
+  const uint64_t begin = p.procs.begin(i), end = p.procs.end(i);
+  std::optional<Cfg> cfg = p.gpu_control_flow_of(begin, end);
+  if (!cfg) return {};
+  std::vector<CallSite> out;
+  for (const CallSite& c : cfg->call_sites)
+    if (c.addr >= begin && c.addr < end) out.push_back(c);
+  return out;
+}
+
 const Structure& ProcedureAnalyzer::shell() const { return impl_->shell; }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/status.hpp"
+#include "structure/cfg.hpp"
 #include "structure/model.hpp"
 
 namespace hpc::structure {
@@ -56,6 +57,11 @@ public:
   std::optional<size_t> find(uint64_t addr) const;
   // MT: thread-safe.
   Procedure analyze(size_t i) const;
+  // The calls of GPU procedure i whose callee is known, as analyze(i) places them (its C
+  // elements), without analysing the rest of it: a whole cubin's call graph for the cost
+  // of reading its calls. Empty for CPU code, or where its GPU control flow is not read.
+  // MT: thread-safe.
+  std::vector<CallSite> call_sites(size_t i) const;
   // The binary without procedures: names its files, for emit's procedure_model.
   const Structure& shell() const;
 
