@@ -122,6 +122,11 @@ struct Expander::Cache {
 struct Expander::GpuGraphs {
   std::mutex mu;
   std::map<const Module*, std::unique_ptr<GpuCallGraph>> byModule;
+  const uint64_t serial = nextSerial();  // never 0
+  static uint64_t nextSerial() {
+    static std::atomic<uint64_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 Expander::Expander(Cct& cct, Names& names, const StructureSource* structure)
@@ -131,10 +136,21 @@ Expander::~Expander() = default;
 
 const GpuCallGraph* Expander::gpuGraph(const Module* module) const {
   if (!structure_) return nullptr;
+  // The thread's last answer, without the lock: a profile's samples are mostly in one module
+  // (named by this expander's serial: another expander may live at the same address later).
+  thread_local struct {
+    uint64_t serial = 0;
+    const Module* module = nullptr;
+    const GpuCallGraph* graph = nullptr;
+  } last;
+  if (last.serial == gpuGraphs_->serial && last.module == module) return last.graph;
   {
     std::lock_guard lock(gpuGraphs_->mu);
     auto it = gpuGraphs_->byModule.find(module);
-    if (it != gpuGraphs_->byModule.end()) return it->second.get();
+    if (it != gpuGraphs_->byModule.end()) {
+      last = {gpuGraphs_->serial, module, it->second.get()};
+      return it->second.get();
+    }
   }
   // Made outside the lock: the structure may analyse the binary's procedures in parallel,
   // and this thread may meanwhile run another profile's task that asks for a graph too.
@@ -142,7 +158,9 @@ const GpuCallGraph* Expander::gpuGraph(const Module* module) const {
   structure_->callSites(module->path, sites);
   std::unique_ptr<GpuCallGraph> graph = sites.empty() ? nullptr : std::make_unique<GpuCallGraph>(std::move(sites));
   std::lock_guard lock(gpuGraphs_->mu);
-  return gpuGraphs_->byModule.emplace(module, std::move(graph)).first->second.get();
+  const GpuCallGraph* g = gpuGraphs_->byModule.emplace(module, std::move(graph)).first->second.get();
+  last = {gpuGraphs_->serial, module, g};
+  return g;
 }
 
 size_t Expander::reconstructGpu(const NodeContexts& nodes, std::span<const PointValue> values, int weightMetric,
