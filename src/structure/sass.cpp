@@ -3,8 +3,9 @@
 //    0-11, the guard predicate in bits 12-15 (7: PT, always; bit 3 negates), a branch's own
 //    predicate operand in bits 87-90 (hi bits 23-26, 7: PT), a branch's or relative call's
 //    offset from the next instruction as a signed 50-bit field in bits 32-81 (also BSSY's,
-//    where its BSYNC's threads meet again: a label, so a block); on sm_90 BRA's field counts
-//    256 bytes, and bits 16-23 the 4-byte words beyond.
+//    where its BSYNC's threads meet again: a label, so a block), in 4-byte words from bit 34
+//    up to sm_89 (bits 32-33: modifiers, bit 32 BRA.U's); on sm_90 BRA's field counts 256
+//    bytes, and bits 16-23 the 4-byte words beyond.
 //  sm_50-sm_62, 8 bytes, a control word at every 32-byte boundary of the function: the
 //    opcode in bits 52-63 (SYNC: bits 48-63), the guard predicate of branches and exits in
 //    bits 16-19, their condition code test in bits 0-4 (15: always), a signed 24-bit offset
@@ -12,7 +13,8 @@
 //    PCNT that set where SYNC, BRK and CONT go).
 // Checked against the reference's structure for the conformance kit's sm_62 and sm_75 cubins
 // and its measurements' sm_80 one, and against CUDA 13.0's nvdisasm graph of sm_90 code
-// (structure_test.cpp, tests/hpcstruct_cli_test.sh); sm_86 and sm_89 share sm_80's encoding.
+// (structure_test.cpp, tests/hpcstruct_cli_test.sh), and sm_86's branches, exit and calls
+// against cuobjdump's listing of real sm_86 code; sm_89 shares sm_80's and sm_86's encoding.
 #include "structure/sass.hpp"
 
 #include <algorithm>
@@ -61,9 +63,12 @@ Inst decode_wide(uint64_t lo, uint64_t hi, uint64_t addr, bool hopper) {
   Inst in;
   in.addr = addr;
   const uint64_t next = addr + 16;
-  const int64_t rel = sign_extend((lo >> 32) | ((hi & 0x3ffff) << 32), 50);
+  const int64_t field = sign_extend((lo >> 32) | ((hi & 0x3ffff) << 32), 50);
+  // sm_70-sm_89: the offset counts 4-byte words from bit 34; bits 32-33 are the branch's
+  // modifiers (bit 32: BRA.U, a uniform branch: 0x131 for an offset of 0x130).
+  const int64_t rel = hopper ? field : field & ~int64_t(3);
   // sm_90's BRA: the field counts 256 bytes, bits 16-23 the 4-byte words beyond.
-  const int64_t bra = hopper ? rel * 256 + int64_t(((lo >> 16) & 0xff) << 2) : rel;
+  const int64_t bra = hopper ? field * 256 + int64_t(((lo >> 16) & 0xff) << 2) : rel;
   switch (lo & 0xfff) {
     case 0x947: in.flow = Flow::Branch, in.target = next + bra; break;    // BRA
     case 0x949: case 0x94a: case 0x94c: in.flow = Flow::Indirect; break;  // BRX, JMP, JMX

@@ -2,6 +2,8 @@
 // checked for the exact loop/inline skeleton, plus loop-finder tests on hand-made CFGs.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -447,6 +449,71 @@ TEST(Sass, Sm75BranchesExitsAndCalls) {
   });
   ASSERT_EQ(calls->call_sites.size(), 1u);
   EXPECT_EQ(calls->call_sites[0].target, 0x5000u);
+}
+
+// sm_86, checked against real code: the branches, exit and calls of a trap handler as
+// cuobjdump printed them for sm_86 (each instruction's two 64-bit words and its target), the
+// rest NOPs. Conditional BRA.U forward, unconditional BRA.U backward (two, to one loop
+// header) and forward, EXIT, a BRA to itself; CALL.ABS with its callee from a relocation.
+TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
+  struct Insn {
+    uint64_t addr, lo, hi;
+  };
+  const uint64_t fwd = 0x000fea0003800000, back = 0x000fea000383ffff;
+  const Insn real[] = {
+      {0x110, 0x0000013100004947, 0x000fc00003800000},  // @P4 BRA.U 0x250
+      {0x2d0, 0x000000f100009947, fwd},                 // @!P1 BRA.U 0x3d0
+      {0x410, 0x32f6ac0000007943, 0x000fc00003807fac},  // CALL.ABS
+      {0x450, 0x0000003100008947, fwd},                 // @!P0 BRA.U 0x490
+      {0x4a0, 0x0000005100008947, fwd},                 // @!P0 BRA.U 0x500
+      {0x510, 0x0000003100008947, fwd},                 // @!P0 BRA.U 0x550
+      {0x560, 0x0000004100008947, fwd},                 // @!P0 BRA.U 0x5b0
+      {0x5a0, 0xfffffe5100007947, back},                // BRA.U 0x400
+      {0x5c0, 0x0000004100008947, fwd},                 // @!P0 BRA.U 0x610
+      {0x600, 0x0000023100007947, fwd},                 // BRA.U 0x840
+      {0x620, 0x0000004100008947, fwd},                 // @!P0 BRA.U 0x670
+      {0x660, 0xfffffd9100007947, back},                // BRA.U 0x400
+      {0x680, 0x0000005100008947, fwd},                 // @!P0 BRA.U 0x6e0
+      {0x6f0, 0x0000003100008947, fwd},                 // @!P0 BRA.U 0x730
+      {0x840, 0x000000000000794d, 0x000fc00003e00000},  // EXIT.PREEMPTED.NO_ATEXIT
+      {0x850, 0xfffffff000007947, 0x000fc0000383ffff},  // BRA 0x850
+  };
+  std::vector<uint64_t> ws(2 * 0x86);
+  for (size_t k = 0; k < 0x86; ++k) {
+    ws[2 * k] = 0x7918;                  // NOP
+    ws[2 * k + 1] = 0x000fc00000000000;
+  }
+  for (const Insn& i : real) {
+    ws[i.addr / 8] = i.lo;
+    ws[i.addr / 8 + 1] = i.hi;
+  }
+  std::vector<uint8_t> code(ws.size() * 8);
+  std::memcpy(code.data(), ws.data(), code.size());
+  auto cfg = cfg_from_sass(code, 0, 86, [](uint64_t a) -> std::optional<uint64_t> {
+    if (a == 0x410) return 0x8000;
+    return std::nullopt;
+  });
+  ASSERT_TRUE(cfg.has_value());
+  // Each block that ends in a branch or an exit, by its last instruction: its successors'
+  // first addresses, the fall-through first.
+  std::map<uint64_t, std::vector<uint64_t>> succs;
+  for (const Block& b : cfg->blocks) {
+    std::vector<uint64_t> to;
+    for (uint32_t s : b.succs.vector()) to.push_back(cfg->blocks[s].begin);
+    succs[b.last] = to;
+  }
+  const std::map<uint64_t, std::vector<uint64_t>> expected = {
+      {0x110, {0x120, 0x250}}, {0x2d0, {0x2e0, 0x3d0}}, {0x450, {0x460, 0x490}}, {0x4a0, {0x4b0, 0x500}},
+      {0x510, {0x520, 0x550}}, {0x560, {0x570, 0x5b0}}, {0x5a0, {0x400}},         {0x5c0, {0x5d0, 0x610}},
+      {0x600, {0x840}},        {0x620, {0x630, 0x670}}, {0x660, {0x400}},         {0x680, {0x690, 0x6e0}},
+      {0x6f0, {0x700, 0x730}}, {0x840, {}},             {0x850, {0x850}}};
+  for (const auto& [last, to] : expected) {
+    ASSERT_TRUE(succs.count(last)) << std::hex << "no block ends at 0x" << last;
+    EXPECT_EQ(succs[last], to) << std::hex << "the block ending at 0x" << last;
+  }
+  ASSERT_EQ(cfg->call_sites.size(), 1u);
+  EXPECT_EQ(cfg->call_sites[0].addr, 0x410u);
+  EXPECT_EQ(cfg->call_sites[0].target, 0x8000u);
 }
 
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
