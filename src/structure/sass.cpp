@@ -72,7 +72,7 @@ Inst decode_wide(uint64_t lo, uint64_t hi, uint64_t addr, bool hopper) {
   switch (lo & 0xfff) {
     case 0x947: in.flow = Flow::Branch, in.target = next + bra; break;    // BRA
     case 0x949: case 0x94a: case 0x94c: in.flow = Flow::Indirect; break;  // BRX, JMP, JMX
-    case 0x94d: case 0x950: in.flow = Flow::Exit; break;                  // EXIT, RET
+    case 0x94d: case 0x950: case 0x94f: in.flow = Flow::Exit; break;      // EXIT, RET, RTT
     case 0x95c: in.flow = Flow::Bpt; break;                               // BPT
     case 0x945: in.flow = Flow::Bssy, in.target = next + rel; break;      // BSSY
     case 0x944:  // CALL.REL (sm_90's not checked against any reference: no call site)

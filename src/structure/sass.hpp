@@ -6,7 +6,7 @@
 //
 // Only control flow is decoded; every other instruction falls through. The blocks and
 // edges are what nvdisasm's graph gives (gpu_cfg.hpp): a block ends after every branch
-// (BRA, BRX, JMP, JMX, EXIT, RET, KIL, BRK, CONT, SYNC, BPT) and before every branch
+// (BRA, BRX, JMP, JMX, EXIT, RET, RTT, KIL, BRK, CONT, SYNC, BPT) and before every branch
 // target; a guarded or conditional branch also falls through.
 #pragma once
 

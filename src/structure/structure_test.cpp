@@ -454,7 +454,8 @@ TEST(Sass, Sm75BranchesExitsAndCalls) {
 // sm_86, checked against real code: the branches, exit and calls of a trap handler as
 // cuobjdump printed them for sm_86 (each instruction's two 64-bit words and its target), the
 // rest NOPs. Conditional BRA.U forward, unconditional BRA.U backward (two, to one loop
-// header) and forward, EXIT, a BRA to itself; CALL.ABS with its callee from a relocation.
+// header) and forward, RTT, EXIT, a BRA to itself; CALL.ABS with its callee from a
+// relocation.
 TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
   struct Insn {
     uint64_t addr, lo, hi;
@@ -475,6 +476,7 @@ TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
       {0x660, 0xfffffd9100007947, back},                // BRA.U 0x400
       {0x680, 0x0000005100008947, fwd},                 // @!P0 BRA.U 0x6e0
       {0x6f0, 0x0000003100008947, fwd},                 // @!P0 BRA.U 0x730
+      {0x830, 0x000000000000794f, 0x000fc00000000000},  // RTT
       {0x840, 0x000000000000794d, 0x000fc00003e00000},  // EXIT.PREEMPTED.NO_ATEXIT
       {0x850, 0xfffffff000007947, 0x000fc0000383ffff},  // BRA 0x850
   };
@@ -506,7 +508,7 @@ TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
       {0x110, {0x120, 0x250}}, {0x2d0, {0x2e0, 0x3d0}}, {0x450, {0x460, 0x490}}, {0x4a0, {0x4b0, 0x500}},
       {0x510, {0x520, 0x550}}, {0x560, {0x570, 0x5b0}}, {0x5a0, {0x400}},         {0x5c0, {0x5d0, 0x610}},
       {0x600, {0x840}},        {0x620, {0x630, 0x670}}, {0x660, {0x400}},         {0x680, {0x690, 0x6e0}},
-      {0x6f0, {0x700, 0x730}}, {0x840, {}},             {0x850, {0x850}}};
+      {0x6f0, {0x700, 0x730}}, {0x830, {}},             {0x840, {}},              {0x850, {0x850}}};
   for (const auto& [last, to] : expected) {
     ASSERT_TRUE(succs.count(last)) << std::hex << "no block ends at 0x" << last;
     EXPECT_EQ(succs[last], to) << std::hex << "the block ending at 0x" << last;
@@ -514,6 +516,43 @@ TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
   ASSERT_EQ(cfg->call_sites.size(), 1u);
   EXPECT_EQ(cfg->call_sites[0].addr, 0x410u);
   EXPECT_EQ(cfg->call_sites[0].target, 0x8000u);
+}
+
+// Every branch of those functions' listing (testdata/sass_sm86_branches.tsv: 94 BRA.U and
+// 13 BRA, forward and backward, guarded and not), each decoded alone among NOPs: its taken
+// edge goes to the target cuobjdump printed.
+TEST(Sass, Sm86EveryListedBranch) {
+  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/sass_sm86_branches.tsv");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  size_t branches = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    ASSERT_EQ(f.size(), 5u) << line;
+    const uint64_t addr = std::stoull(f[1], nullptr, 16), lo = std::stoull(f[3], nullptr, 16),
+                   hi = std::stoull(f[4], nullptr, 16), target = std::stoull(f[2].substr(f[2].rfind("0x")), nullptr, 16);
+    std::vector<uint64_t> ws((std::max(addr, target) + 0x20) / 8);
+    for (size_t k = 0; k < ws.size(); k += 2) {
+      ws[k] = 0x7918;  // NOP
+      ws[k + 1] = 0x000fc00000000000;
+    }
+    ws[addr / 8] = lo;
+    ws[addr / 8 + 1] = hi;
+    std::vector<uint8_t> code(ws.size() * 8);
+    std::memcpy(code.data(), ws.data(), code.size());
+    auto cfg = cfg_from_sass(code, 0, 86, {});
+    ASSERT_TRUE(cfg.has_value());
+    bool taken = false;
+    for (const Block& b : cfg->blocks)
+      if (b.last == addr)
+        for (uint32_t s : b.succs.vector()) taken = taken || cfg->blocks[s].begin == target;
+    EXPECT_TRUE(taken) << line;
+    ++branches;
+  }
+  EXPECT_EQ(branches, 107u);
 }
 
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
