@@ -84,6 +84,16 @@ bool structureSteps(const structfile::AddressIndex& index, uint64_t offset, std:
   return !out.empty();
 }
 
+namespace {
+
+// A C element with a target, in the procedure entered at `proc`: a call site.
+void addCallSite(const SScope& s, uint64_t proc, std::vector<CallSite>& out) {
+  if (s.kind == Kind::Call && s.target && s.vranges && !s.vranges->empty())
+    out.push_back({s.vranges->front().begin, proc, *s.target});
+}
+
+}  // namespace
+
 void appendCallSites(const SScope& scope, std::vector<CallSite>& out) {
   // Iterative (a deep nest of scopes must not overflow the stack): each scope with the
   // entry of the procedure it lies in.
@@ -92,8 +102,7 @@ void appendCallSites(const SScope& scope, std::vector<CallSite>& out) {
     auto [s, proc] = todo.back();
     todo.pop_back();
     if (s->kind == Kind::Procedure) proc = firstAddress(*s);
-    if (s->kind == Kind::Call && s->target && s->vranges && !s->vranges->empty())
-      out.push_back({s->vranges->front().begin, proc, *s->target});
+    addCallSite(*s, proc, out);
     for (auto it = s->children.rbegin(); it != s->children.rend(); ++it) todo.push_back({&*it, proc});
   }
 }
@@ -211,8 +220,7 @@ public:
       explicit Calls(std::vector<CallSite>& o) : out(o) {}
       Status enter(const SScope& s, int) override {
         if (s.kind == Kind::Procedure) proc = firstAddress(s);
-        if (s.kind == Kind::Call && s.target && s.vranges && !s.vranges->empty())
-          out.push_back({s.vranges->front().begin, proc, *s.target});
+        addCallSite(s, proc, out);
         return Status();
       }
       bool wants_text(Kind) const override { return false; }
