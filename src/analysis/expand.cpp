@@ -179,12 +179,9 @@ size_t Expander::reconstructGpu(const NodeContexts& nodes, std::span<const Point
     if (weightMetric < 0 || p.metric == weightMetric) weights[it->second] += p.value;
   }
   if (mine.empty()) return 0;
-  const GpuPlace place = [this](Context* op, const Module* m, std::span<const uint64_t> sites, uint64_t pc) {
+  const GpuPlace place = [this](Context* parent, const Module* m, uint64_t addr) {
     const bool structured = structure_ && structure_->mayCover(m->path);
-    Context* at = op;
-    for (uint64_t site : sites)
-      if (!(at = expandInstruction(at, m->path, m, structured, site, Gpu::Placed))) return at;
-    return expandInstruction(at, m->path, m, structured, pc, Gpu::Placed);
+    return expandInstruction(parent, m->path, m, structured, addr, Gpu::Placed);
   };
   return reconstructGpuContexts(samples, weights, mine, place, emit);
 }

@@ -182,43 +182,46 @@ private:
   }
 
   // 4. Every path from a component without calls into it: each component's samples at the
-  // path's share. Iterative (a chain of calls as deep as the module's functions).
+  // path's share, below the context of the path's last call site (the operation's for a
+  // root), each call site's context made once for the path. Iterative (a chain of calls as
+  // deep as the module's functions).
   void walk(uint32_t root, const std::vector<std::vector<std::pair<uint16_t, double>>>& valuesOf,
             const GpuPlace& place, const GpuEmit& emit) {
     struct Frame {
       uint32_t component;
       double share;
+      Context* at;  // the path's last call site's context (the operation's for the root)
       size_t next;  // its next call out
     };
-    std::vector<uint64_t> path;  // the call sites from the root to the top frame
-    std::vector<Frame> frames{{root, 1.0, 0}};
-    emitAt(root, path, 1.0, valuesOf, place, emit);
+    const GpuSample& any = samples_[sampled_.begin()->second.front()];
+    std::vector<Frame> frames{{root, 1.0, any.op, 0}};
+    emitAt(root, any.op, true, 1.0, valuesOf, place, emit);
     while (!frames.empty()) {
       Frame& f = frames.back();
-      if (f.next == outOf_[f.component].size()) {
-        if (frames.size() > 1) path.pop_back();
+      if (f.next == outOf_[f.component].size() || !f.at) {
         frames.pop_back();
         continue;
       }
       const uint32_t e = outOf_[f.component][f.next++];
       const uint32_t callee = comp_[to_[e]];
       const double share = total_[callee] > 0 ? f.share * weight_[e] / total_[callee] : 0.0;
-      path.push_back(calls_[e].site);
-      emitAt(callee, path, share, valuesOf, place, emit);
-      frames.push_back({callee, share, 0});
+      if (share <= 0) continue;
+      Context* site = place(f.at, any.module, calls_[e].site);
+      emitAt(callee, site, false, share, valuesOf, place, emit);
+      frames.push_back({callee, share, site, 0});
     }
   }
-  void emitAt(uint32_t c, const std::vector<uint64_t>& path, double share,
+  void emitAt(uint32_t c, Context* at, bool root, double share,
               const std::vector<std::vector<std::pair<uint16_t, double>>>& valuesOf, const GpuPlace& place,
               const GpuEmit& emit) {
-    if (share <= 0) return;
+    if (!at) return;
     for (uint32_t p : members_[c]) {
       auto it = sampled_.find(procs_[p]);
       if (it == sampled_.end()) continue;
       for (uint32_t s : it->second) {
         const GpuSample& g = samples_[s];
-        if (path.empty() && g.ctx) continue;  // a kernel's own code: unify placed it
-        const Context* ctx = place(g.op, g.module, path, g.pc);
+        if (root && g.ctx) continue;  // a kernel's own code: unify placed it
+        const Context* ctx = place(at, g.module, g.pc);
         if (!ctx) continue;
         for (const auto& [metric, value] : valuesOf[s]) emit(ctx, metric, value * share);
       }
@@ -274,7 +277,7 @@ size_t reconstructGpuContexts(std::span<const GpuSample> samples, std::span<cons
     for (uint32_t s : mine) {
       const GpuSample& g = samples[s];
       if (g.ctx) continue;
-      if (const Context* ctx = place(g.op, g.module, {}, g.pc))
+      if (const Context* ctx = place(g.op, g.module, g.pc))
         for (const auto& [metric, value] : valuesOf[s]) emit(ctx, metric, value);
     }
   }

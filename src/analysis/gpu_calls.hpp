@@ -65,9 +65,11 @@ struct GpuSampleValue {
   double value = 0;
 };
 
-// Makes the context of a sample at `pc` reached through `sites` (call instructions, the
-// kernel's first) below operation `op`; empty `sites`: directly below it.
-using GpuPlace = std::function<Context*(Context* op, const Module* module, std::span<const uint64_t> sites, uint64_t pc)>;
+// Makes the context of the instruction at `addr` of `module` below `parent`: below the
+// kernel's operation for the first call site of a path (or a sample placed without one),
+// below the call site before it for the next, below the last for the sample itself. So a
+// path's call sites are expanded once however many samples lie below them.
+using GpuPlace = std::function<Context*(Context* parent, const Module* module, uint64_t addr)>;
 using GpuEmit = std::function<void(const Context* ctx, uint16_t metric, double value)>;
 
 // Call paths walked for one kernel (operation and module) at most, counting each path to

@@ -386,15 +386,14 @@ TEST(GpuCalls, EverySamplesSharesSumToOne) {
       values.push_back({uint32_t(samples.size()), 1, 1.5});
       samples.push_back(g);
     }
-    // Contexts by (sites, pc): each distinct path a distinct context.
-    std::map<std::pair<std::vector<uint64_t>, uint64_t>, uintptr_t> made;
+    // Contexts by (parent, instruction): each distinct path a distinct context.
+    std::map<std::pair<uintptr_t, uint64_t>, uintptr_t> made;
     std::map<uintptr_t, uint64_t> pcOf;
-    const GpuPlace place = [&](Context* o, const Module* m, std::span<const uint64_t> path, uint64_t pc) {
-      EXPECT_EQ(o, op);
+    const GpuPlace place = [&](Context* parent, const Module* m, uint64_t addr) {
       EXPECT_EQ(m, &module);
-      auto [it, added] = made.emplace(std::make_pair(std::vector<uint64_t>(path.begin(), path.end()), pc),
+      auto [it, added] = made.emplace(std::make_pair(reinterpret_cast<uintptr_t>(parent), addr),
                                       uintptr_t(0x100000) + 64 * made.size());
-      pcOf[it->second] = pc;
+      pcOf[it->second] = addr;
       return reinterpret_cast<Context*>(it->second);
     };
     auto runOnce = [&](std::map<std::pair<uintptr_t, uint16_t>, double>& out) {
@@ -448,13 +447,18 @@ TEST(GpuCalls, DeepChainWithoutRecursion) {
     const std::vector<GpuSample> samples{s};
     const std::vector<double> weights{0};
     const std::vector<GpuSampleValue> values{{0, 0, 5.0}};
+    // Each context made one call site deeper than its parent (the operation at 0).
+    std::map<uintptr_t, size_t> levels{{0x40, 0}};
     size_t placedAt = SIZE_MAX;
     double sum = 0;
     const size_t tooMany = reconstructGpuContexts(
         samples, weights, values,
-        [&](Context*, const Module*, std::span<const uint64_t> path, uint64_t) {
-          placedAt = path.size();
-          return reinterpret_cast<Context*>(uintptr_t(0x80));
+        [&](Context* parent, const Module*, uint64_t addr) {
+          const size_t d = levels.at(reinterpret_cast<uintptr_t>(parent));
+          if (addr == s.pc) placedAt = d;
+          const uintptr_t made = 0x1000 + 64 * levels.size();
+          levels[made] = d + 1;
+          return reinterpret_cast<Context*>(made);
         },
         [&](const Context*, uint16_t, double v) { sum += v; });
     EXPECT_EQ(tooMany, depth < kGpuMaxPaths ? 0u : 1u) << depth;
