@@ -38,7 +38,7 @@ struct Hash128 {
   }
 };
 
-constexpr const char* kFormatVersion = "hpcstruct-cpp-4";  // 4: sm_70-sm_89 BRA.U targets
+constexpr const char* kFormatVersion = "hpcstruct-cpp-5";  // 5: BRX targets, sm_90 CALL.REL
 
 }  // namespace
 

@@ -87,6 +87,7 @@ Status ElfImage::load() {
     s.size = sh.sh_size;
     s.offset = sh.sh_offset;
     s.type = sh.sh_type;
+    s.info = sh.sh_info;
     s.flags = sh.sh_flags;
     // Relocatable code (CUDA cubins) is laid out at its file offsets, as the
     // reference does, so that every section has distinct addresses.

@@ -22,6 +22,7 @@ struct Section {
   std::string name;
   uint64_t addr = 0, size = 0, offset = 0;
   uint32_t type = 0;
+  uint32_t info = 0;  // sh_info (a CUDA .nv.info.<function>'s: its code section's index)
   uint64_t flags = 0;
   bool executable() const;
   bool contains(uint64_t a) const { return a >= addr && a < addr + size; }

@@ -78,6 +78,7 @@ struct Prepared {
   std::string gpu_device;                 // "NVIDIA sm_75"
   unsigned sm = 0;                        // where sass_decodable(sm): the SASS is read
   std::vector<std::pair<uint64_t, std::optional<uint64_t>>> relocs;  // the code's, for CALL.ABS
+  std::map<uint64_t, std::vector<uint64_t>> indirect;  // BRX/JMX address -> its listed targets
   std::unordered_map<uint64_t, Cfg> cfgs;  // GPU procedure entry -> nvdisasm's graph
   // A procedure's control flow: nvdisasm's where it gave one (with the call sites of the
   // SASS reading), else the SASS reading's, made now.
@@ -89,7 +90,11 @@ struct Prepared {
                                    [](const auto& r, uint64_t x) { return r.first < x; });
         return it != relocs.end() && it->first == a ? it->second : std::nullopt;
       };
-      own = cfg_from_sass(image->code(begin, end - begin), begin, sm, target);
+      auto targets = [this](uint64_t a) -> std::span<const uint64_t> {
+        auto it = indirect.find(a);
+        return it != indirect.end() ? std::span<const uint64_t>(it->second) : std::span<const uint64_t>();
+      };
+      own = cfg_from_sass(image->code(begin, end - begin), begin, sm, target, targets);
     }
     auto it = cfgs.find(begin);
     if (it == cfgs.end()) return own;
@@ -121,7 +126,10 @@ void gpu_control_flow(Prepared& p, const std::string& path, const Options& opt, 
                    "/usr/local/cuda/bin; GPU loops are omitted (functions and lines are not)\n";
     return;
   }
-  if (native) p.relocs = p.image->code_relocations();
+  if (native) {
+    p.relocs = p.image->code_relocations();
+    p.indirect = cuda_indirect_branch_targets(*p.image);
+  }
   p.gpu_cfg = true;
   if (!tool) return;
   const auto& syms = p.image->functions();

@@ -1,5 +1,6 @@
 // Whole-analysis tests on small C programs built -g -O2 by CMake (testdata/), each
 // checked for the exact loop/inline skeleton, plus loop-finder tests on hand-made CFGs.
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -555,6 +556,288 @@ TEST(Sass, Sm86EveryListedBranch) {
   EXPECT_EQ(branches, 107u);
 }
 
+// Real sm_90 code (testdata/sass_sm90_call_switch.tsv): kernel 0 calls a device function
+// twice (CALL.REL) and that function loops and returns (RET.REL); kernel 1 is a switch of
+// seven cases through a jump table (BRX), inside a BSSY/BSYNC region. `kernel`'s code, NOPs
+// after it up to `size` bytes, and its listed targets by instruction address.
+struct Sm90Listing {
+  std::vector<uint8_t> code;
+  std::map<uint64_t, std::string> target;  // "x" for EXIT and RET, "i" for the BRX
+};
+
+Sm90Listing sm90_listing(int kernel, size_t size) {
+  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/sass_sm90_call_switch.tsv");
+  EXPECT_TRUE(in.good());
+  std::vector<uint64_t> ws(size / 8);
+  for (size_t k = 0; k < ws.size(); k += 2) {
+    ws[k] = 0x7918;  // NOP
+    ws[k + 1] = 0x000fc00000000000;
+  }
+  Sm90Listing out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    EXPECT_EQ(f.size(), 5u) << line;
+    if (f.size() != 5 || std::stoi(f[0]) != kernel) continue;
+    const uint64_t addr = std::stoull(f[1], nullptr, 16);
+    ws[addr / 8] = std::stoull(f[2], nullptr, 16);
+    ws[addr / 8 + 1] = std::stoull(f[3], nullptr, 16);
+    if (f[4] != "-") out.target[addr] = f[4];
+  }
+  out.code.resize(ws.size() * 8);
+  std::memcpy(out.code.data(), ws.data(), out.code.size());
+  return out;
+}
+
+// The jump table of kernel 1's BRX at 0x140, as its EIATTR_INDIRECT_BRANCH_TARGETS lists it.
+const std::vector<uint64_t> kSwitchTargets = {0x1f0, 0x270, 0x320, 0x380, 0x3d0, 0x480, 0x150};
+
+std::map<uint64_t, std::vector<uint64_t>> successors_by_last(const Cfg& cfg) {
+  std::map<uint64_t, std::vector<uint64_t>> succs;
+  for (const Block& b : cfg.blocks) {
+    std::vector<uint64_t> to;
+    for (uint32_t s : b.succs.vector()) to.push_back(cfg.blocks[s].begin);
+    succs[b.last] = to;
+  }
+  return succs;
+}
+
+std::vector<bool> reachable(const Cfg& cfg) {
+  std::vector<bool> seen(cfg.blocks.size(), false);
+  std::vector<uint32_t> work = {cfg.entry};
+  seen[cfg.entry] = true;
+  while (!work.empty()) {
+    uint32_t b = work.back();
+    work.pop_back();
+    for (uint32_t s : cfg.blocks[b].succs)
+      if (!seen[s]) seen[s] = true, work.push_back(s);
+  }
+  return seen;
+}
+
+TEST(Sass, Sm90CallsAndBranchesAsCuobjdumpDecodesThem) {
+  for (int kernel : {0, 1}) {
+    Sm90Listing l = sm90_listing(kernel, 0x600);
+    auto cfg = cfg_from_sass(l.code, 0, 90, {});
+    ASSERT_TRUE(cfg.has_value());
+    auto succs = successors_by_last(*cfg);
+    std::vector<uint64_t> calls;
+    for (const auto& [addr, target] : l.target) {
+      if (target == "i") continue;
+      if (target == "x") {  // EXIT, RET.REL: the block ends there and goes nowhere
+        ASSERT_TRUE(succs.count(addr)) << std::hex << addr;
+        EXPECT_TRUE(succs[addr].empty()) << std::hex << addr;
+        continue;
+      }
+      const uint64_t to = std::stoull(target, nullptr, 16);
+      if (cfg->block_at(addr) >= 0 && succs.count(addr)) {  // a branch: its taken edge
+        const auto& s = succs[addr];
+        EXPECT_NE(std::find(s.begin(), s.end(), to), s.end()) << std::hex << addr << " -> " << to;
+      } else if (to == 0x180) {  // kernel 0's calls of its device function
+        calls.push_back(addr);
+      } else {  // BSSY: where its threads meet again begins a block
+        EXPECT_EQ(cfg->blocks[cfg->block_at(to)].begin, to) << std::hex << addr;
+      }
+    }
+    std::vector<uint64_t> sites;
+    for (const auto& c : cfg->call_sites) {
+      EXPECT_EQ(c.target, 0x180u);
+      EXPECT_EQ(c.size, 16u);
+      sites.push_back(c.addr);
+    }
+    EXPECT_EQ(sites, calls);
+    EXPECT_EQ(calls.size(), kernel == 0 ? 2u : 0u);
+  }
+}
+
+TEST(Sass, Sm90SwitchGoesToItsListedTargets) {
+  Sm90Listing l = sm90_listing(1, 0x600);
+  auto indirect = [](uint64_t a) {
+    return a == 0x140 ? std::span<const uint64_t>(kSwitchTargets) : std::span<const uint64_t>();
+  };
+  auto cfg = cfg_from_sass(l.code, 0, 90, {}, indirect);
+  ASSERT_TRUE(cfg.has_value());
+  // The blocks the listing's own analysis shows (by instruction: 0-16, 17-20, 21-30, ...,
+  // 84-88), then the self-branch and the padding after the EXIT.
+  std::vector<uint64_t> begins;
+  for (const Block& b : cfg->blocks) begins.push_back(b.begin);
+  EXPECT_EQ(begins, (std::vector<uint64_t>{0, 0x110, 0x150, 0x1f0, 0x270, 0x320, 0x380, 0x3d0, 0x480, 0x500,
+                                           0x530, 0x540, 0x590, 0x5a0}));
+  auto succs = successors_by_last(*cfg);
+  EXPECT_EQ(succs[0x140], kSwitchTargets);  // the BRX: every case, in the table's order
+  EXPECT_EQ(succs[0x100], (std::vector<uint64_t>{0x110, 0x500}));  // past the table: the default
+  for (uint64_t last : {0x1e0, 0x260, 0x310, 0x370, 0x3c0, 0x470, 0x4f0})
+    EXPECT_EQ(succs[last], (std::vector<uint64_t>{0x530})) << std::hex << last;
+  auto seen = reachable(*cfg);
+  for (size_t b = 0; b < cfg->blocks.size(); ++b)
+    EXPECT_EQ(seen[b], cfg->blocks[b].begin < 0x590) << std::hex << cfg->blocks[b].begin;
+
+  // Without the listed targets the BRX goes nowhere and no case is reached.
+  auto blind = cfg_from_sass(l.code, 0, 90, {});
+  ASSERT_TRUE(blind.has_value());
+  EXPECT_TRUE(successors_by_last(*blind)[0x140].empty());
+  auto unseen = reachable(*blind);
+  EXPECT_FALSE(unseen[blind->block_at(0x150)] || unseen[blind->block_at(0x480)]);
+
+  // The switch in a loop (the EXIT made `@P1 BRA 0x110`): only through the BRX's edges do
+  // the cases close it.
+  std::vector<uint8_t> looped = l.code;
+  const uint64_t bra[2] = {0xfffffffb00201947, 0x000fea000383ffff};  // -5 x 256 + 0x20 x 4 from 0x590
+  std::memcpy(looped.data() + 0x580, bra, 16);
+  auto loop = cfg_from_sass(looped, 0, 90, {}, indirect);
+  ASSERT_TRUE(loop.has_value());
+  EXPECT_EQ(successors_by_last(*loop)[0x580], (std::vector<uint64_t>{0x590, 0x110}));
+  EXPECT_EQ(nest(*loop), "110{}590{}");  // and the self-branch after the code, now reached
+  LoopForest f = find_loops(*loop);
+  const int head = f.innermost[loop->block_at(0x110)];
+  ASSERT_GE(head, 0);
+  for (uint64_t in : {0x150, 0x1f0, 0x270, 0x320, 0x380, 0x3d0, 0x480, 0x530, 0x540})
+    EXPECT_EQ(f.innermost[loop->block_at(in)], head) << std::hex << in;
+  EXPECT_EQ(f.innermost[loop->block_at(0x500)], -1);  // the default's block: only the way in
+  EXPECT_EQ(nest(*cfg_from_sass(looped, 0, 90, {})), "590{}");
+}
+
+// .nv.info attributes: format, attribute, then nothing (1), a 16-bit value (3), or a 16-bit
+// size and that many bytes (4).
+std::vector<uint8_t> nv_attr(uint8_t format, uint8_t attr, std::vector<uint32_t> words = {}) {
+  std::vector<uint8_t> out = {format, attr};
+  if (format == 3) out.push_back(0xff), out.push_back(0x00);
+  if (format == 4) {
+    const size_t n = words.size() * 4;
+    out.push_back(uint8_t(n)), out.push_back(uint8_t(n >> 8));
+    for (uint32_t w : words)
+      for (int i = 0; i < 4; ++i) out.push_back(uint8_t(w >> (8 * i)));
+  }
+  return out;
+}
+
+TEST(Sass, IndirectTargetsFromNvInfo) {
+  std::vector<uint8_t> info;
+  auto add = [&](const std::vector<uint8_t>& a) { info.insert(info.end(), a.begin(), a.end()); };
+  add(nv_attr(4, 0x17, {0, 0x100002, 0x21f000}));  // KPARAM_INFO
+  add(nv_attr(3, 0x1b));                           // MAXREG_COUNT
+  add(nv_attr(1, 0x30));                           // a flag
+  add(nv_attr(4, 0x1c, {0x580}));                  // EXIT_INSTR_OFFSETS
+  std::vector<uint32_t> record = {0x140, 0, 7};
+  record.insert(record.end(), kSwitchTargets.begin(), kSwitchTargets.end());
+  record.insert(record.end(), {0x400, 0, 2, 0x410, 0x420});  // a second branch in the record
+  add(nv_attr(4, 0x34, record));
+  add(nv_attr(4, 0x05, {256, 1, 1}));  // MAX_THREADS
+  auto t = nv_info_indirect_targets(info, 0x7000, 0x600);
+  ASSERT_EQ(t.size(), 2u);
+  std::vector<uint64_t> expected;
+  for (uint64_t a : kSwitchTargets) expected.push_back(0x7000 + a);
+  EXPECT_EQ(t[0x7140], expected);
+  EXPECT_EQ(t[0x7400], (std::vector<uint64_t>{0x7410, 0x7420}));
+
+  // Outside the code, or a count past the record: left out; every cut of the bytes is safe.
+  auto none = nv_info_indirect_targets(nv_attr(4, 0x34, {0x140, 0, 1, 0x900}), 0, 0x600);
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(nv_info_indirect_targets(nv_attr(4, 0x34, {0x700, 0, 1, 0x10}), 0, 0x600).empty());
+  EXPECT_TRUE(nv_info_indirect_targets(nv_attr(4, 0x34, {0x140, 0, 9, 0x10}), 0, 0x600).empty());
+  for (size_t n = 0; n < info.size(); ++n) {
+    auto cut = nv_info_indirect_targets(std::span<const uint8_t>(info.data(), n), 0, 0x600);
+    EXPECT_TRUE(cut.empty() || cut.size() == 2) << n;
+  }
+  // An attribute of an unknown format ends the walk.
+  std::vector<uint8_t> odd = {2, 0x99, 0, 0};
+  odd.insert(odd.end(), info.begin(), info.end());
+  EXPECT_TRUE(nv_info_indirect_targets(odd, 0, 0x600).empty());
+}
+
+// A cubin of one function, written here: sm_90, `.text.<name>` holding `code`, and
+// `.nv.info.<name>` holding `info` (its sh_info naming that code section).
+void write_cubin(const std::string& path, const std::string& name, const std::vector<uint8_t>& code,
+                 const std::vector<uint8_t>& info) {
+  const std::string shstr = std::string("\0.shstrtab\0.strtab\0.symtab\0", 27) + ".nv.info." + name + '\0' +
+                            ".text." + name + '\0';
+  const std::string str = std::string(1, '\0') + name + '\0';
+  Elf64_Sym syms[2] = {};
+  syms[1].st_name = 1;
+  syms[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+  syms[1].st_shndx = 5;
+  syms[1].st_size = code.size();
+  std::string out(sizeof(Elf64_Ehdr), '\0');
+  auto put = [&](const void* p, size_t n, size_t align) {
+    while (out.size() % align) out.push_back('\0');
+    const size_t at = out.size();
+    out.append(static_cast<const char*>(p), n);
+    return at;
+  };
+  Elf64_Shdr sh[6] = {};
+  sh[1] = {1, SHT_STRTAB, 0, 0, put(shstr.data(), shstr.size(), 1), shstr.size(), 0, 0, 1, 0};
+  sh[2] = {11, SHT_STRTAB, 0, 0, put(str.data(), str.size(), 1), str.size(), 0, 0, 1, 0};
+  sh[3] = {19, SHT_SYMTAB, 0, 0, put(syms, sizeof syms, 8), sizeof syms, 2, 1, 8, sizeof(Elf64_Sym)};
+  sh[4] = {27, 0x70000000, 0, 0, put(info.data(), info.size(), 4), info.size(), 3, 5, 4, 0};
+  sh[5] = {uint32_t(27 + 10 + name.size()), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0,
+           put(code.data(), code.size(), 128), code.size(), 3, 0, 128, 0};
+  const size_t shoff = put(sh, sizeof sh, 8);
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_EXEC;
+  eh.e_machine = 190;  // EM_CUDA
+  eh.e_version = EV_CURRENT;
+  eh.e_flags = 0x5a055a;  // sm_90
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shoff = shoff;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 6;
+  eh.e_shstrndx = 1;
+  std::memcpy(out.data(), &eh, sizeof eh);
+  std::ofstream(path, std::ios::binary) << out;
+}
+
+TEST(Cuda, SwitchInALoopThroughTheCubinsListedTargets) {
+  // The sm_90 switch in a loop (above), in a cubin whose .nv.info lists the BRX's targets:
+  // hpcstruct --gpucfg=yes reads them and finds the loop, the cases in it.
+  Sm90Listing l = sm90_listing(1, 0x600);
+  const uint64_t bra[2] = {0xfffffffb00201947, 0x000fea000383ffff};  // @P1 BRA 0x110
+  std::memcpy(l.code.data() + 0x580, bra, 16);
+  std::vector<uint32_t> record = {0x140, 0, 7};
+  record.insert(record.end(), kSwitchTargets.begin(), kSwitchTargets.end());
+  std::vector<uint8_t> info = nv_attr(4, 0x1c, {0x580});
+  for (uint8_t b : nv_attr(4, 0x34, record)) info.push_back(b);
+  const auto path = (std::filesystem::temp_directory_path() / "hpcstruct_sm90_switch.cubin").string();
+  write_cubin(path, "t0_switch", l.code, info);
+  auto image = ElfImage::open(path);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  const Section* text = (*image)->section_named(".text.t0_switch");
+  ASSERT_NE(text, nullptr);
+  auto targets = cuda_indirect_branch_targets(**image);
+  ASSERT_EQ(targets.size(), 1u);
+  std::vector<uint64_t> expected;
+  for (uint64_t a : kSwitchTargets) expected.push_back(text->addr + a);
+  EXPECT_EQ(targets[text->addr + 0x140], expected);
+  const uint64_t base = text->addr;
+  image = Status::error("closed");  // the file is written again below
+
+  // The loops' headers, from the whole analysis (no nvdisasm: our SASS reading).
+  auto headers = [&](const std::vector<uint8_t>& nv_info) {
+    write_cubin(path, "t0_switch", l.code, nv_info);
+    std::string warnings;
+    auto s = gpucfg_without_nvdisasm(path, warnings);
+    std::filesystem::remove(path);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(warnings, "");
+    std::vector<uint64_t> out;
+    const Procedure* p = s.ok() ? find(*s, "t0_switch") : nullptr;
+    EXPECT_NE(p, nullptr);
+    if (p)
+      for (const auto& c : p->root.children)
+        if (c->kind == Scope::Kind::Loop) out.push_back(c->loop_header - base);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(headers(info), (std::vector<uint64_t>{0x110, 0x590}));
+  EXPECT_EQ(headers(nv_attr(4, 0x1c, {0x580})), (std::vector<uint64_t>{0x590}));  // no targets listed
+}
+
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
   // Random code of every encoding, control-flow opcodes made common: blocks in order and
   // disjoint, within the code, each edge to a block's first instruction, preds the inverse.
@@ -588,7 +871,9 @@ TEST(Sass, AnyBytesGiveAWellFormedGraph) {
         ASSERT_LE(bl.end, begin + code.size());
         ASSERT_GE(bl.begin, begin);
         ASSERT_TRUE(bl.last >= bl.begin && bl.last < bl.end);
-        if (b + 1 < cfg->blocks.size()) ASSERT_LE(bl.end, cfg->blocks[b + 1].begin);
+        if (b + 1 < cfg->blocks.size()) {
+          ASSERT_LE(bl.end, cfg->blocks[b + 1].begin);
+        }
         for (uint32_t t : bl.succs) {
           ASSERT_LT(t, cfg->blocks.size());
           const auto& p = cfg->blocks[t].preds;
