@@ -179,7 +179,9 @@ std::map<uint64_t, std::vector<uint64_t>> cuda_indirect_branch_targets(const Elf
   for (const Section& s : secs) {
     if (!s.name.starts_with(".nv.info.") || s.info == 0 || s.info > secs.size()) continue;
     const Section& code = secs[s.info - 1];
-    if (!code.executable() || s.offset + s.size > bytes.size()) continue;
+    if (!code.executable() || s.type == 8 /* SHT_NOBITS */ || s.offset > bytes.size() ||
+        s.size > bytes.size() - s.offset)
+      continue;
     for (auto& [branch, to] : nv_info_indirect_targets(bytes.subspan(s.offset, s.size), code.addr, code.size)) {
       auto& all = out[branch];
       all.insert(all.end(), to.begin(), to.end());

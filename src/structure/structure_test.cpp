@@ -746,6 +746,18 @@ TEST(Sass, IndirectTargetsFromNvInfo) {
   std::vector<uint8_t> odd = {2, 0x99, 0, 0};
   odd.insert(odd.end(), info.begin(), info.end());
   EXPECT_TRUE(nv_info_indirect_targets(odd, 0, 0x600).empty());
+  // Random bytes, and the record with random words changed: every branch and target found
+  // lies within the code.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<uint8_t> b = round % 2 ? info : std::vector<uint8_t>(rng() % 200);
+    for (size_t k = 0; k < b.size(); ++k)
+      if (round % 2 == 0 || rng() % 16 == 0) b[k] = uint8_t(round % 4 == 0 ? rng() % 5 : rng());
+    for (const auto& [branch, to] : nv_info_indirect_targets(b, 0x1000, 0x600)) {
+      EXPECT_TRUE(branch >= 0x1000 && branch < 0x1600);
+      for (uint64_t x : to) EXPECT_TRUE(x >= 0x1000 && x < 0x1600);
+    }
+  }
 }
 
 // A cubin of one function, written here: sm_90, `.text.<name>` holding `code`, and
