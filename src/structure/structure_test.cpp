@@ -760,18 +760,32 @@ TEST(Sass, IndirectTargetsFromNvInfo) {
   }
 }
 
-// A cubin of one function, written here: sm_90, `.text.<name>` holding `code`, and
-// `.nv.info.<name>` holding `info` (its sh_info naming that code section).
+// A cubin of one code section, written here: sm_90, `.text.<name>` holding `code`, and
+// `.nv.info.<name>` holding `info` (its sh_info naming that code section); its function
+// symbols `name` over the whole code and each of `more` (name, offset, size).
+struct CubinSymbol {
+  std::string name;
+  uint64_t offset, size;
+};
 void write_cubin(const std::string& path, const std::string& name, const std::vector<uint8_t>& code,
-                 const std::vector<uint8_t>& info) {
+                 const std::vector<uint8_t>& info, const std::vector<CubinSymbol>& more = {}) {
   const std::string shstr = std::string("\0.shstrtab\0.strtab\0.symtab\0", 27) + ".nv.info." + name + '\0' +
                             ".text." + name + '\0';
-  const std::string str = std::string(1, '\0') + name + '\0';
-  Elf64_Sym syms[2] = {};
-  syms[1].st_name = 1;
-  syms[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-  syms[1].st_shndx = 5;
-  syms[1].st_size = code.size();
+  std::vector<CubinSymbol> all = {{name, 0, code.size()}};
+  all.insert(all.end(), more.begin(), more.end());
+  std::string str(1, '\0');
+  std::vector<Elf64_Sym> symbols(1 + all.size(), Elf64_Sym{});
+  for (size_t k = 0; k < all.size(); ++k) {
+    Elf64_Sym& y = symbols[k + 1];
+    y.st_name = uint32_t(str.size());
+    y.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+    y.st_shndx = 5;
+    y.st_value = all[k].offset;
+    y.st_size = all[k].size;
+    str += all[k].name + '\0';
+  }
+  const Elf64_Sym* syms = symbols.data();
+  const size_t syms_size = symbols.size() * sizeof(Elf64_Sym);
   std::string out(sizeof(Elf64_Ehdr), '\0');
   auto put = [&](const void* p, size_t n, size_t align) {
     while (out.size() % align) out.push_back('\0');
@@ -782,7 +796,7 @@ void write_cubin(const std::string& path, const std::string& name, const std::ve
   Elf64_Shdr sh[6] = {};
   sh[1] = {1, SHT_STRTAB, 0, 0, put(shstr.data(), shstr.size(), 1), shstr.size(), 0, 0, 1, 0};
   sh[2] = {11, SHT_STRTAB, 0, 0, put(str.data(), str.size(), 1), str.size(), 0, 0, 1, 0};
-  sh[3] = {19, SHT_SYMTAB, 0, 0, put(syms, sizeof syms, 8), sizeof syms, 2, 1, 8, sizeof(Elf64_Sym)};
+  sh[3] = {19, SHT_SYMTAB, 0, 0, put(syms, syms_size, 8), syms_size, 2, 1, 8, sizeof(Elf64_Sym)};
   sh[4] = {27, 0x70000000, 0, 0, put(info.data(), info.size(), 4), info.size(), 3, 5, 4, 0};
   sh[5] = {uint32_t(27 + 10 + name.size()), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0,
            put(code.data(), code.size(), 128), code.size(), 3, 0, 128, 0};
@@ -848,6 +862,36 @@ TEST(Cuda, SwitchInALoopThroughTheCubinsListedTargets) {
   };
   EXPECT_EQ(headers(info), (std::vector<uint64_t>{0x110, 0x590}));
   EXPECT_EQ(headers(nv_attr(4, 0x1c, {0x580})), (std::vector<uint64_t>{0x590}));  // no targets listed
+}
+
+TEST(Cuda, Sm90CallSitesForTheCallingContextsOfPcSamples) {
+  // Kernel 0 of the sm_90 listing calls its device function (at 0x180) twice: hpcprof's
+  // reading of a cubin's calls alone (ProcedureAnalyzer::call_sites, what rebuilds the
+  // calling contexts of PC samples in called device functions) finds both.
+  Sm90Listing l = sm90_listing(0, 0x300);
+  const auto path = (std::filesystem::temp_directory_path() / "hpcstruct_sm90_call.cubin").string();
+  write_cubin(path, "t0_call", l.code, nv_attr(4, 0x1c, {0x170}), {{"t0_call_helper", 0x180, 0x180}});
+  std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  Options opt;
+  opt.gpucfg = true;
+  auto a = ProcedureAnalyzer::open(path, opt);
+  setenv("PATH", saved.c_str(), 1);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto kernel = (*a)->find((*a)->begin(0));
+  ASSERT_TRUE(kernel.has_value());
+  const uint64_t base = (*a)->begin(*kernel);
+  auto helper = (*a)->find(base + 0x180);
+  ASSERT_TRUE(helper.has_value());
+  EXPECT_EQ((*a)->begin(*helper), base + 0x180);
+  auto sites = (*a)->call_sites(*kernel);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].addr, base + 0xd0);
+  EXPECT_EQ(sites[1].addr, base + 0x130);
+  for (const CallSite& c : sites) EXPECT_EQ(c.target, base + 0x180);
+  EXPECT_TRUE((*a)->call_sites(*helper).empty());
+  a = Status::error("closed");
+  std::filesystem::remove(path);
 }
 
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
