@@ -894,6 +894,23 @@ TEST(Cuda, Sm90CallSitesForTheCallingContextsOfPcSamples) {
   std::filesystem::remove(path);
 }
 
+TEST(Sass, Sm70KernelAsCuobjdumpListsIt) {
+  // A whole sm_70 kernel as a public cuobjdump listing printed it (words lo, hi): EXIT at
+  // 0x60, then `BRA 0x70`, the branch to itself after every function's code.
+  const uint64_t ws[] = {0x00000a00ff017624, 0x000fe400078e00ff, 0x000000fffffff389, 0x000fe200000e00ff,
+                         0x00000020ff057424, 0x000fe200078e00ff, 0x0000580000027a02, 0x000fe40000000f00,
+                         0x0000590000037a02, 0x000fd00000000f00, 0x0000000502007386, 0x000fe2000010e900,
+                         0x000000000000794d, 0x000fea0003800000, 0xfffffff000007947, 0x000fc0000383ffff};
+  std::vector<uint8_t> code(sizeof ws);
+  std::memcpy(code.data(), ws, sizeof ws);
+  auto cfg = cfg_from_sass(code, 0, 70, {});
+  ASSERT_TRUE(cfg.has_value());
+  auto succs = successors_by_last(*cfg);
+  EXPECT_EQ(succs.size(), 2u);
+  EXPECT_TRUE(succs[0x60].empty());
+  EXPECT_EQ(succs[0x70], (std::vector<uint64_t>{0x70}));
+}
+
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
   // Random code of every encoding, control-flow opcodes made common: blocks in order and
   // disjoint, within the code, each edge to a block's first instruction, preds the inverse.
