@@ -1,6 +1,7 @@
 // hpcrun: validates the measurement options, prepares the output directory and execs the
 // application with libhpcrun.so preloaded. Everything the runtime needs travels in HPCRUN_*
 // environment variables, so exec'd and forked descendants are measured the same way.
+#include <elf.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -88,6 +89,60 @@ bool makeDirs(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// The file execvp would run for `app`: itself where it names a path, else the first
+// executable regular file of that name on PATH; empty where there is none.
+std::string resolveProgram(const std::string& app) {
+  if (app.find('/') != std::string::npos) return app;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(at, end - at);
+    std::string file = (dir.empty() ? "." : dir) + "/" + app;
+    struct stat st;
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return file;
+    at = end + 1;
+  }
+  return {};
+}
+
+// Why libhpcrun.so cannot be loaded into the ELF program `file`, or empty where it can (or
+// `file` is no ELF program: a script's interpreter is what runs).
+std::string unmeasurable(const std::string& file) {
+  FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return {};
+  Elf64_Ehdr eh{};
+  std::string why;
+  if (std::fread(&eh, 1, sizeof eh, f) >= EI_NIDENT && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
+#if defined(__x86_64__)
+    const uint16_t own = EM_X86_64;
+#elif defined(__aarch64__)
+    const uint16_t own = EM_AARCH64;
+#else
+    const uint16_t own = eh.e_machine;
+#endif
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != own) {
+      why = "it is built for another architecture or word size than hpcrun's measurement library";
+    } else {
+      bool interp = false;
+      for (uint16_t k = 0; k < eh.e_phnum && !interp; ++k) {
+        Elf64_Phdr ph{};
+        if (std::fseek(f, long(eh.e_phoff + uint64_t(k) * eh.e_phentsize), SEEK_SET) != 0 ||
+            std::fread(&ph, 1, sizeof ph, f) != sizeof ph)
+          break;
+        interp = ph.p_type == PT_INTERP;
+      }
+      // A shared library run as a program has no interpreter either, and no entry worth
+      // measuring: only programs (ET_EXEC, or ET_DYN with an entry) are judged.
+      if (!interp && (eh.e_type == ET_EXEC || eh.e_entry != 0)) why = "it is statically linked";
+    }
+  }
+  std::fclose(f);
+  return why;
+}
+
 [[noreturn]] void fail(const std::string& msg, int status = 2) {
   std::fprintf(stderr, "hpcrun: %s\n", msg.c_str());
   std::exit(status);
@@ -164,6 +219,14 @@ int main(int argc, char** argv) {
   for (const std::string& e : events) list += (list.empty() ? "" : ";") + validateEvent(e, defaultCount);
 
   std::string app = argv[i];
+  // As the reference says, a static program cannot be measured: its own code is not (the
+  // dynamic programs it starts still are, so it runs).
+  if (std::string file = resolveProgram(app); !file.empty())
+    if (std::string why = unmeasurable(file); !why.empty())
+      std::fprintf(stderr,
+                   "hpcrun: warning: '%s' cannot be measured: %s, so libhpcrun.so cannot be loaded into "
+                   "it; only the dynamically linked programs it starts are measured\n",
+                   app.c_str(), why.c_str());
   if (out.empty()) out = "hpctoolkit-" + baseName(app) + "-measurements";
   if (!makeDirs(out)) fail("cannot create measurement directory '" + out + "': " + std::strerror(errno));
   char real[PATH_MAX];

@@ -367,4 +367,30 @@ TEST(Launcher, RejectsBadEventsBeforeStarting) {
   fs::remove_all(scratch);
 }
 
+TEST(Launcher, WarnsOfStaticPrograms) {
+  // The reference's hpcrun cannot measure a static program either; ours says so and still
+  // runs it (a static launcher's dynamic children are measured), its output and status its own.
+  const fs::path program = kWl + "static_exit";
+  if (!fs::exists(program)) GTEST_SKIP() << "no static workload on this architecture";
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-static";
+  fs::remove_all(scratch);
+  Outcome r = run(kBin + " -o " + (scratch / "m").string() + " " + program.string(), scratch);
+  EXPECT_EQ(r.status, 7);
+  EXPECT_EQ(r.out, "static program ran\n");
+  EXPECT_NE(r.err.find("hpcrun: warning: '" + program.string() + "' cannot be measured: it is statically linked"),
+            std::string::npos)
+      << r.err;
+  // Found on PATH as execvp finds it; a dynamic program gets no warning.
+  Outcome onPath = run("PATH=" + program.parent_path().string() + ":$PATH " + kBin + " -o " +
+                           (scratch / "m2").string() + " static_exit",
+                       scratch);
+  EXPECT_EQ(onPath.status, 7);
+  EXPECT_NE(onPath.err.find("'static_exit' cannot be measured"), std::string::npos) << onPath.err;
+  Outcome dynamic = run(kBin + " -o " + (scratch / "m3").string() + " /bin/echo fine", scratch);
+  EXPECT_EQ(dynamic.status, 0);
+  EXPECT_EQ(dynamic.out, "fine\n");
+  EXPECT_EQ(dynamic.err.find("warning"), std::string::npos) << dynamic.err;
+  fs::remove_all(scratch);
+}
+
 }  // namespace
