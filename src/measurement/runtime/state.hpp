@@ -73,6 +73,7 @@ struct ThreadState {
   int perfFd[kMaxEvents];
   uint64_t perfLast[kMaxEvents];
   uint32_t perfArmed[kMaxEvents];  // overflows left before the kernel disables the event
+  uint64_t perfPeriod[kMaxEvents];  // the period to set at the first overflow (0: set already)
   // trace, buffered and flushed to traceFd from the signal handler
   int traceFd;
   TraceRecord* traceBuf;
