@@ -151,7 +151,14 @@ void sourcesRearm(ThreadState& ts, int event) {
   if (ts.perfPeriod[event] != 0) {  // after the drawn first period, the event's own
     uint64_t period = ts.perfPeriod[event];
     ts.perfPeriod[event] = 0;
-    ioctl(ts.perfFd[event], PERF_EVENT_IOC_PERIOD, &period);
+    if (ioctl(ts.perfFd[event], PERF_EVENT_IOC_PERIOD, &period) != 0) {
+      // Left at the drawn period the event would sample far too often: stopped, and counted
+      // with the sources that failed (the log says how many).
+      close(ts.perfFd[event]);
+      ts.perfFd[event] = -1;
+      ++ts.sourceFailures;
+      return;
+    }
     ts.perfArmed[event] = kPerfRefresh;
     ioctl(ts.perfFd[event], PERF_EVENT_IOC_REFRESH, int(kPerfRefresh));
     return;
