@@ -60,14 +60,21 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   attr.config = ev.perfConfig;
   attr.config1 = ev.perfConfig1;
   attr.config2 = ev.perfConfig2;
-  attr.freq = ev.frequency;
+  // The kernel samples its clock events (cpu-clock, task-clock: nanoseconds, by an hrtimer)
+  // at a frequency by the fixed period 1 s / frequency; so do we, to draw their first period
+  // too (below). Other events at a frequency keep the kernel's adaptive periods.
+  const bool clock = ev.perfType == PERF_TYPE_SOFTWARE &&
+                     (ev.perfConfig == PERF_COUNT_SW_CPU_CLOCK || ev.perfConfig == PERF_COUNT_SW_TASK_CLOCK);
+  const bool frequency = ev.frequency && !(clock && ev.value <= 1000000000ull);
+  const uint64_t period = ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
+  attr.freq = frequency;
   // A fixed period's first is drawn from (0, period] (as a timer's, above) and every sample
   // weighs a period: a thread counting N events then expects N over the period samples,
   // where with a whole first period a thread counting fewer than a period was never sampled
   // and each thread's last partial period was lost. The period itself is set at the first
   // overflow. A frequency leaves the periods to the kernel; samples weigh what was counted.
-  const uint64_t first = ev.frequency ? 0 : firstInterval(ts, i, ev.value);
-  if (ev.frequency) attr.sample_freq = ev.value;
+  const uint64_t first = frequency || period == 0 ? 0 : firstInterval(ts, i, period);
+  if (frequency) attr.sample_freq = ev.value;
   else attr.sample_period = first;
   attr.disabled = 1;
   attr.exclude_kernel = 1;
@@ -83,8 +90,8 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   }
   ts.perfFd[i] = fd;
   // The first sample's count (about `first`) less this is the period (modulo 2^64).
-  ts.perfLast[i] = ev.frequency ? 0 : first - ev.value;
-  ts.perfPeriod[i] = ev.frequency || first == ev.value ? 0 : ev.value;
+  ts.perfLast[i] = frequency ? 0 : first - period;
+  ts.perfPeriod[i] = frequency || first == period ? 0 : period;
   // A drawn first period is armed for one overflow alone: the kernel then stops the event
   // until the handler sets the period and arms it for many. Armed for many at once, a short
   // first period overflowed again and again while a new thread still had the signal blocked
