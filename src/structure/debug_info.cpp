@@ -577,7 +577,8 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     auto plain = [&](const char* name, std::span<const uint8_t>& out) {
       const Section* s = image.section_named(name);
       if (!s) return true;
-      if (s->type == SHT_NOBITS || (s->flags & SHF_COMPRESSED) || s->offset + s->size > image.file_bytes().size())
+      const uint64_t bytes = image.file_bytes().size();
+      if (s->type == SHT_NOBITS || (s->flags & SHF_COMPRESSED) || s->offset > bytes || s->size > bytes - s->offset)
         return false;
       out = image.file_bytes().subspan(s->offset, s->size);
       return true;

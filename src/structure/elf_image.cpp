@@ -92,7 +92,8 @@ Status ElfImage::load() {
     // Relocatable code (CUDA cubins) is laid out at its file offsets, as the
     // reference does, so that every section has distinct addresses.
     if ((eh.e_type == ET_REL || machine_ == EM_CUDA) && (s.flags & SHF_ALLOC) && s.addr == 0) s.addr = s.offset;
-    if (s.type != SHT_NOBITS && s.offset + s.size > bytes.size())
+    // (Compared without the sum, which a damaged header can wrap around to a small number.)
+    if (s.type != SHT_NOBITS && (s.offset > bytes.size() || s.size > bytes.size() - s.offset))
       return Status::error("section " + s.name + " extends past the end of the file");
     sections_.push_back(std::move(s));
   }
@@ -249,8 +250,13 @@ void ElfImage::read_plt() {
     }();
     functions_.push_back(SymbolFunction{addr, size, name + "@plt", true, true});
   };
-  const Section* plt = section_named(".plt");
-  const Section* pltsec = section_named(".plt.sec");
+  // Only slots with bytes in the file (a damaged header's NOBITS ".plt" may claim any size).
+  auto slots = [this](const char* name) -> const Section* {
+    const Section* s = section_named(name);
+    return s && s->type != SHT_NOBITS ? s : nullptr;
+  };
+  const Section* plt = slots(".plt");
+  const Section* pltsec = slots(".plt.sec");
   if (pltsec) {
     for (size_t i = 0; i * 16 + 16 <= pltsec->size; ++i)
       add(pltsec->addr + i * 16, 16, i < slotNames.size() ? slotNames[i] : "");
@@ -259,7 +265,7 @@ void ElfImage::read_plt() {
     for (size_t i = 1; i * 16 + 16 <= plt->size; ++i)
       add(plt->addr + i * 16, 16, i - 1 < slotNames.size() ? slotNames[i - 1] : "");
   }
-  if (const Section* got = section_named(".plt.got")) {
+  if (const Section* got = slots(".plt.got")) {
     uint64_t step = pltsec ? 16 : 8;
     for (uint64_t off = 0; off + step <= got->size; off += step) add(got->addr + off, step, "");
   }

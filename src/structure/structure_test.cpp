@@ -911,6 +911,20 @@ TEST(Sass, Sm70KernelAsCuobjdumpListsIt) {
   EXPECT_EQ(succs[0x70], (std::vector<uint64_t>{0x70}));
 }
 
+TEST(Elf, SectionSizeThatWrapsAroundIsAnError) {
+  // A damaged x86-64 binary (binary_fuzzer found it): its .plt.got's size is 2^64 - 0x5f8,
+  // so offset + size wraps around to within the file. It was taken as 2^61 PLT slots, and
+  // hpcstruct and hpcprof ran out of memory on it; now it is an error that names the section.
+  const std::string path = std::string(HPC_SOURCE_DIR) + "/tests/fuzz/binary/plt-got-size-wraps.elf";
+  auto image = ElfImage::open(path);
+  ASSERT_FALSE(image.ok());
+  EXPECT_NE(image.status().message().find("section .plt.got extends past the end of the file"), std::string::npos)
+      << image.status().message();
+  auto s = analyze_binary(path, Options{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(path), std::string::npos) << s.status().message();
+}
+
 TEST(Sass, AnyBytesGiveAWellFormedGraph) {
   // Random code of every encoding, control-flow opcodes made common: blocks in order and
   // disjoint, within the code, each edge to a block's first instruction, preds the inverse.
