@@ -519,20 +519,29 @@ TEST(Sass, Sm86BranchesAsCuobjdumpDecodesThem) {
   EXPECT_EQ(cfg->call_sites[0].target, 0x8000u);
 }
 
-// Every branch of those functions' listing (testdata/sass_sm86_branches.tsv: 94 BRA.U and
-// 13 BRA, forward and backward, guarded and not), each decoded alone among NOPs: its taken
-// edge goes to the target cuobjdump printed.
-TEST(Sass, Sm86EveryListedBranch) {
-  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/sass_sm86_branches.tsv");
-  ASSERT_TRUE(in.good());
-  std::string line;
-  size_t branches = 0;
-  while (std::getline(in, line)) {
+// The tab-separated fields of each line of a testdata table, comments (#) and blank lines
+// left out.
+std::vector<std::vector<std::string>> table_rows(const std::string& name) {
+  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> f;
     std::stringstream fields(line);
     for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
-    ASSERT_EQ(f.size(), 4u) << line;
+    rows.push_back(std::move(f));
+  }
+  return rows;
+}
+
+// Every branch of those functions' listing (testdata/sass_sm86_branches.tsv: 94 BRA.U and
+// 13 BRA, forward and backward, guarded and not), each decoded alone among NOPs: its taken
+// edge goes to the target cuobjdump printed.
+TEST(Sass, Sm86EveryListedBranch) {
+  size_t branches = 0;
+  for (const auto& f : table_rows("sass_sm86_branches.tsv")) {
+    ASSERT_EQ(f.size(), 4u) << f[0];
     const uint64_t addr = std::stoull(f[0], nullptr, 16), lo = std::stoull(f[1], nullptr, 16),
                    hi = std::stoull(f[2], nullptr, 16), target = std::stoull(f[3], nullptr, 16);
     std::vector<uint64_t> ws((std::max(addr, target) + 0x20) / 8);
@@ -550,7 +559,7 @@ TEST(Sass, Sm86EveryListedBranch) {
     for (const Block& b : cfg->blocks)
       if (b.last == addr)
         for (uint32_t s : b.succs.vector()) taken = taken || cfg->blocks[s].begin == target;
-    EXPECT_TRUE(taken) << line;
+    EXPECT_TRUE(taken) << f[0];
     ++branches;
   }
   EXPECT_EQ(branches, 107u);
@@ -566,21 +575,14 @@ struct Sm90Listing {
 };
 
 Sm90Listing sm90_listing(int kernel, size_t size) {
-  std::ifstream in(std::string(HPC_SOURCE_DIR) + "/src/structure/testdata/sass_sm90_call_switch.tsv");
-  EXPECT_TRUE(in.good());
   std::vector<uint64_t> ws(size / 8);
   for (size_t k = 0; k < ws.size(); k += 2) {
     ws[k] = 0x7918;  // NOP
     ws[k + 1] = 0x000fc00000000000;
   }
   Sm90Listing out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> f;
-    std::stringstream fields(line);
-    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
-    EXPECT_EQ(f.size(), 5u) << line;
+  for (const auto& f : table_rows("sass_sm90_call_switch.tsv")) {
+    EXPECT_EQ(f.size(), 5u) << f[0];
     if (f.size() != 5 || std::stoi(f[0]) != kernel) continue;
     const uint64_t addr = std::stoull(f[1], nullptr, 16);
     ws[addr / 8] = std::stoull(f[2], nullptr, 16);
