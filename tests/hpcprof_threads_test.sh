@@ -118,7 +118,8 @@ grep -q 'main._omp_fn.0' "$tmp/b" || { echo "-R did not match the structure file
 # No usable profile: a clear error and no database left behind.
 mkdir "$tmp/empty.m"
 if "$prof" -o "$tmp/none.d" "$tmp/empty.m" 2>"$tmp/err"; then echo "empty input accepted"; exit 1; fi
-grep -q 'no profiles' "$tmp/err" || { cat "$tmp/err"; exit 1; }
+grep -q "^hpcprof: error: $tmp/empty.m: no profiles (.hpcrun) in this measurement directory (hpcrun writes one a thread as the measured program ends; it measures no statically linked program, and says so)$" "$tmp/err" \
+  || { cat "$tmp/err"; exit 1; }
 test ! -e "$tmp/none.d"
 # --only-exe naming no measured program: an error that says why nothing was left.
 if "$prof" --foreign --only-exe nothing -o "$tmp/none.d" "$conf/meas/small.m" 2>"$tmp/err"; then echo "nothing analysed, yet success"; exit 1; fi

@@ -104,8 +104,10 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     // goes with the profile of its stem.
     // A directory given with no profile in it is a mistake to say (a wrong path, or a run
     // that wrote nothing), not a part of the analysis to leave out quietly.
-    if (found.empty() && measurements.size() > 1)
-      return Status::error(m.string() + ": no profiles (.hpcrun) in this measurement directory");
+    if (found.empty())
+      return Status::error(m.string() +
+                           ": no profiles (.hpcrun) in this measurement directory (hpcrun writes one a thread "
+                           "as the measured program ends; it measures no statically linked program, and says so)");
     std::sort(found.begin(), found.end());
     std::sort(traces.begin(), traces.end());
     std::string trace;
