@@ -39,8 +39,9 @@ bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   // The first interval is drawn from (0, period]: a thread running for T then expects T over
   // the period samples, each weighing a period, whatever T, so short threads count what they
   // cost on average. With a whole first period a thread shorter than one was never sampled
-  // (2,000 threads of 0.4 ms each at CPUTIME@1000: none of their time was seen), and every
-  // thread lost its last partial period, half a period on average.
+  // (800 threads of 0.4 ms each at REALTIME@1000: none of their time was seen), and every
+  // thread lost its last partial period, half a period on average. (CPUTIME's timers advance
+  // only at the kernel's tick, which still hides most threads shorter than a tick: README.)
   const uint64_t first = firstInterval(ts, i, ev.value * 1000);
   its.it_value.tv_sec = time_t(first / 1000000000);
   its.it_value.tv_nsec = long(first % 1000000000);
