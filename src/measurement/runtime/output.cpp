@@ -211,13 +211,15 @@ void outputWriteThread(ThreadState& ts) {
 
 void outputWriteLog(const char* reason) {
   uint64_t samples = 0, recorded = 0, blocked = 0, errant = 0, failures = 0, truncated = 0, threads = 0,
-           sourceFailures = 0, byRecipes = 0, nodesReused = 0, verified = 0, mismatches = 0;
+           sourceFailures = 0, byRecipes = 0, nodesReused = 0, verified = 0, mismatches = 0, timerSignals = 0,
+           timerPeriods = 0;
   for (ThreadState* t = registryHead(); t; t = t->next) {
     ++threads;
     const UnwindCacheStats& u = t->unwindStats;
     byRecipes += u.byRecipes, nodesReused += u.nodesReused, verified += u.verified, mismatches += u.mismatches;
     samples += t->samples, recorded += t->recorded, blocked += t->blocked, errant += t->errant;
     failures += t->unwindFailures, truncated += t->truncated, sourceFailures += t->sourceFailures;
+    timerSignals += t->timerSignals, timerPeriods += t->timerPeriods;
   }
   char buf[1024];
   Text t(buf, sizeof buf);
@@ -231,6 +233,11 @@ void outputWriteLog(const char* reason) {
   if (gConfig.unwindCache == UnwindCacheMode::Verify)
     t.str(", checks: ").dec(verified).str(", disagreeing: ").dec(mismatches);
   t.ch('\n');
+  // Timers whose signals came for several periods each (CPUTIME's advance at the kernel's
+  // tick): say so, since the samples are then fewer than the rate asked for.
+  if (timerSignals && timerPeriods >= timerSignals + timerSignals / 2)
+    t.str("timer signals: ").dec(timerSignals).str(" for ").dec(timerPeriods)
+        .str(" periods (a period shorter than the kernel's tick is sampled at the tick; each sample weighs the periods it stands for)\n");
   logText(buf);
   gpu::summary(buf, sizeof buf);
   logText(buf);

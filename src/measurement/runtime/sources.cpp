@@ -139,6 +139,8 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
     // An overrun means the timer expired more often than it was delivered (CPUTIME only
     // advances on the kernel tick): credit the time it stands for, not one period.
     double periods = 1.0 + (si->si_overrun > 0 ? si->si_overrun : 0);
+    ++ts.timerSignals;
+    ts.timerPeriods += uint64_t(periods);
     value = periods * double(gConfig.events[i].value) * 1e-6;
     return i;
   }

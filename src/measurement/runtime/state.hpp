@@ -81,6 +81,7 @@ struct ThreadState {
   uint64_t traceMin, traceMax;
   // counters for the log's SUMMARY line
   uint64_t samples, recorded, blocked, errant, unwindFailures, truncated, sourceFailures;
+  uint64_t timerSignals, timerPeriods;  // timer samples, and the periods they stood for (overruns)
   size_t nFrames;
   uint64_t lastSampleEnd, lastSampleCost, minGapNs;  // livelock guard, see onSampleSignal
   sigjmp_buf unwindJump;

@@ -405,6 +405,38 @@ TEST(Sampling, ShortThreadsCountWhatTheyCost) {
   fs::remove_all(scratch);
 }
 
+// CPUTIME's timers advance at the kernel's tick: at a period shorter than the tick each signal
+// stands for several periods (its overruns), each sample weighs them all, and the log says
+// so. Where the tick is as short as the period (HZ=1000) there is no such line to check, and
+// the total is checked alone.
+TEST(Sampling, TimerPeriodsShorterThanTheTickAreCreditedAndLogged) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-tick";
+  fs::remove_all(scratch);
+  fs::path meas = scratch / "m";
+  Outcome r = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + kWl + "known_answer-gcc", scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string log;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".log") log += slurp(e.path());
+  Analysis a = analyze(meas);
+  // The run's CPU time (about 1 s) in samples of 1 ms: within 10 %.
+  EXPECT_NEAR(a.total, r.cpu, 0.1 * r.cpu) << log;
+  const auto at = log.find("timer signals: ");
+  if (at == std::string::npos) {
+    EXPECT_GT(a.recorded, 0.8 * r.cpu * 1000) << "no overruns, yet fewer samples than periods: " << log;
+  } else {
+    std::istringstream in(log.substr(at + 15));
+    uint64_t signals = 0, periods = 0;
+    std::string word;
+    in >> signals >> word >> periods;
+    EXPECT_EQ(word, "for");
+    EXPECT_GE(periods, signals + signals / 2);
+    EXPECT_GE(signals, a.recorded + a.errant) << log;  // and those dropped, if any
+    EXPECT_NEAR(double(periods) * 1e-3, a.total, 0.05 * a.total) << log;
+  }
+  fs::remove_all(scratch);
+}
+
 TEST(Launcher, WarnsOfStaticPrograms) {
   // The reference's hpcrun cannot measure a static program either; ours says so and still
   // runs it (a static launcher's dynamic children are measured), its output and status its own.
