@@ -21,7 +21,8 @@ namespace hpc::rt {
 
 namespace {
 
-int gLogFd = -1;
+KeptFile gLog;
+char gLogPath[kPathMax];
 
 uint32_t hostId() {
   int fd = open("/etc/hostid", O_RDONLY | O_CLOEXEC);
@@ -49,15 +50,10 @@ uint32_t mpiRank() {
 // Picks the first generation whose log name is free; an exec'd image keeps its pid, so this
 // is what keeps its files apart from those of the image before it.
 bool openLog() {
-  char path[kPathMax];
   for (unsigned gen = 0; gen < 1000; ++gen) {
     gConfig.gen = gen;
-    outputPath(path, sizeof path, 0, ".log");
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      gLogFd = fd;
-      return true;
-    }
+    outputPath(gLogPath, sizeof gLogPath, 0, ".log");
+    if (keptOpen(gLog, gLogPath, O_WRONLY | O_CREAT | O_EXCL)) return true;
     if (errno != EEXIST) return false;
   }
   return false;
@@ -120,7 +116,8 @@ void copyVdso() {
 }
 
 void logText(const char* s) {
-  if (gLogFd >= 0) writeAll(gLogFd, s, strLen(s));
+  int fd = keptFd(gLog);
+  if (fd >= 0) writeAll(fd, s, strLen(s));
 }
 
 }  // namespace
@@ -164,8 +161,7 @@ bool outputInit() {
 }
 
 void outputChildAfterFork() {
-  if (gLogFd >= 0) close(gLogFd);
-  gLogFd = -1;
+  keptClose(gLog);
   openLog();
   logText("hpcrun: forked child\n");
 }
@@ -173,33 +169,36 @@ void outputChildAfterFork() {
 bool outputOpenTrace(ThreadState& ts) {
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpctrace");
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  if (!encodeTraceHeader(fd)) {
-    close(fd);
+  // The path is kept (in the thread's arena) to open the file again by, should the
+  // application close its descriptor.
+  size_t len = strLen(path) + 1;
+  char* kept = static_cast<char*>(ts.arena.alloc(len));
+  if (!kept) return false;
+  memCopy(kept, path, len);
+  if (!keptOpen(ts.trace, kept, O_WRONLY | O_CREAT | O_TRUNC)) return false;
+  if (!encodeTraceHeader(ts.trace.fd)) {
+    keptClose(ts.trace);
     return false;
   }
-  ts.traceFd = fd;
   return true;
 }
 
 void traceAppend(ThreadState& ts, uint64_t timeNs, uint32_t node) {
-  if (ts.traceFd < 0 || !ts.traceBuf) return;
+  if (!ts.trace.path || !ts.traceBuf) return;
   if (ts.traceMin == 0) ts.traceMin = timeNs;
   if (timeNs > ts.traceMax) ts.traceMax = timeNs;
   ts.traceBuf[ts.traceLen++] = TraceRecord{timeNs, node};
   if (ts.traceLen == kTraceBufRecords) {
-    encodeTraceRecords(ts.traceFd, ts.traceBuf, ts.traceLen);
+    if (int fd = keptFd(ts.trace); fd >= 0) encodeTraceRecords(fd, ts.traceBuf, ts.traceLen);
     ts.traceLen = 0;
   }
 }
 
 void outputWriteThread(ThreadState& ts) {
-  if (ts.traceFd >= 0) {
-    if (ts.traceLen) encodeTraceRecords(ts.traceFd, ts.traceBuf, ts.traceLen);
+  if (ts.trace.path) {
+    if (int fd = keptFd(ts.trace); fd >= 0 && ts.traceLen) encodeTraceRecords(fd, ts.traceBuf, ts.traceLen);
     ts.traceLen = 0;
-    close(ts.traceFd);
-    ts.traceFd = -1;
+    keptClose(ts.trace);
   }
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpcrun");
@@ -241,8 +240,7 @@ void outputWriteLog(const char* reason) {
   logText(buf);
   gpu::summary(buf, sizeof buf);
   logText(buf);
-  if (gLogFd >= 0) close(gLogFd);
-  gLogFd = -1;
+  keptClose(gLog);
 }
 
 }  // namespace hpc::rt

@@ -137,7 +137,7 @@ void processChildAfterFork() {
   if (!gReady || gFinalized.load()) return;
   gpu::childAfterFork();
   gConfig.pid = getpid();
-  if (ThreadState* parent = currentThread(); parent && parent->traceFd >= 0) close(parent->traceFd);
+  if (ThreadState* parent = currentThread(); parent) keptClose(parent->trace);
   registryResetForChild(nullptr);
   outputChildAfterFork();
   ThreadState* ts = newThreadState(true);

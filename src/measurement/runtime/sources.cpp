@@ -82,6 +82,8 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   attr.exclude_hv = 1;
   int fd = int(syscall(SYS_perf_event_open, &attr, ts.tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return false;
+  // Above the numbers the application's own opens get (sys.hpp).
+  fd = keptMoveHigh(fd);
   // Overflow notification as our real-time signal, sent to this thread only.
   f_owner_ex owner{F_OWNER_TID, ts.tid};
   if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, gConfig.sampleSignal) != 0 ||
@@ -100,6 +102,19 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   ts.perfArmed[i] = ts.perfPeriod[i] ? 1 : kPerfRefresh;
   ioctl(fd, PERF_EVENT_IOC_REFRESH, int(ts.perfArmed[i]));
   return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether fd is still this thread's perf event, as set up above: the application may have
+// closed it (a daemon closes every descriptor) and opened one of its own on the number, which
+// is then never closed or disabled by us.
+bool ownPerfFd(const ThreadState& ts, int fd) {
+  f_owner_ex owner{};
+  return fcntl(fd, F_GETSIG) == gConfig.sampleSignal && fcntl(fd, F_GETOWN_EX, &owner) == 0 &&
+         owner.type == F_OWNER_TID && owner.pid == ts.tid;
 }
 
 }  // namespace
@@ -126,8 +141,10 @@ void sourcesStopThread(ThreadState& ts) {
     int fd = ts.perfFd[i];
     if (fd >= 0) {
       ts.perfFd[i] = -1;
-      ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-      close(fd);
+      if (ownPerfFd(ts, fd)) {
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(fd);
+      }
     }
   }
 }
@@ -147,6 +164,9 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     int fd = ts.perfFd[i];
     if (fd < 0 || fd != si->si_fd) continue;
+    // A signal queued before the application closed the event and opened a file of its own
+    // on the number: nothing is read from that file.
+    if (fcntl(fd, F_GETSIG) != gConfig.sampleSignal) return -1;
     uint64_t count = 0;
     if (read(fd, &count, sizeof count) != sizeof count) count = ts.perfLast[i];
     value = double(count - ts.perfLast[i]);
@@ -164,7 +184,7 @@ void sourcesRearm(ThreadState& ts, int event) {
     if (ioctl(ts.perfFd[event], PERF_EVENT_IOC_PERIOD, &period) != 0) {
       // Left at the drawn period the event would sample far too often: stopped, and counted
       // with the sources that failed (the log says how many).
-      close(ts.perfFd[event]);
+      if (ownPerfFd(ts, ts.perfFd[event])) close(ts.perfFd[event]);
       ts.perfFd[event] = -1;
       ++ts.sourceFailures;
       return;

@@ -32,7 +32,7 @@ ThreadState* newThreadState(bool isMain) {
   ts->tid = sysGettid();
   ts->core = sched_getcpu();
   if (ts->core < 0) ts->core = 0;
-  ts->traceFd = -1;
+  ts->trace = KeptFile{};
   uint64_t shortest = ~0ull;  // the shortest sampling period, in ns
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     const EventSpec& ev = gConfig.events[i];

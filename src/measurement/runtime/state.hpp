@@ -10,6 +10,7 @@
 #include "arena.hpp"
 #include "cct.hpp"
 #include "event_spec.hpp"
+#include "sys.hpp"
 #include "unwind_cache.hpp"
 
 namespace hpc::rt {
@@ -74,8 +75,8 @@ struct ThreadState {
   uint64_t perfLast[kMaxEvents];
   uint32_t perfArmed[kMaxEvents];  // overflows left before the kernel disables the event
   uint64_t perfPeriod[kMaxEvents];  // the period to set at the first overflow (0: set already)
-  // trace, buffered and flushed to traceFd from the signal handler
-  int traceFd;
+  // trace, buffered and flushed to its file from the signal handler
+  KeptFile trace;
   TraceRecord* traceBuf;
   uint32_t traceLen;
   uint64_t traceMin, traceMax;

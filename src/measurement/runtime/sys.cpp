@@ -1,5 +1,8 @@
 #include "sys.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +37,75 @@ bool writeAll(int fd, const void* data, size_t n) {
     n -= size_t(w);
   }
   return true;
+}
+
+namespace {
+
+// The lowest number a kept descriptor moves to: three quarters of the way to the soft limit
+// on open files, at most 768 (an fd table that large costs the kernel 6 KiB; a limit of a
+// million would cost megabytes). 0: not known yet.
+int gHighBase = 0;
+
+bool sameFile(int fd, const KeptFile& f) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && uint64_t(st.st_dev) == f.dev && uint64_t(st.st_ino) == f.ino;
+}
+
+bool adopt(KeptFile& f, int fd) {
+  if (fd < 0) return false;
+  fd = keptMoveHigh(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return false;
+  }
+  f.fd = fd;
+  f.dev = uint64_t(st.st_dev);
+  f.ino = uint64_t(st.st_ino);
+  return true;
+}
+
+}  // namespace
+
+int keptHighBase() {
+  if (gHighBase == 0) {
+    rlimit lim{};
+    uint64_t soft = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? uint64_t(lim.rlim_cur) : 1024;
+    uint64_t base = soft / 4 * 3;
+    gHighBase = int(base > 768 ? 768 : base < 3 ? 3 : base);
+  }
+  return gHighBase;
+}
+
+int keptMoveHigh(int fd) {
+  if (fd < 0 || fd >= keptHighBase()) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, gHighBase);
+  if (high < 0) return fd;  // none free up there: the number it has
+  close(fd);
+  return high;
+}
+
+bool keptOpen(KeptFile& f, const char* path, int flags) {
+  f.fd = -1;
+  f.path = adopt(f, open(path, flags | O_CLOEXEC, 0644)) ? path : nullptr;
+  return f.path != nullptr;
+}
+
+int keptFd(KeptFile& f) {
+  if (!f.path) return -1;
+  if (f.fd >= 0 && sameFile(f.fd, f)) return f.fd;
+  // The number is the application's now (or nobody's): left alone, the file opened again
+  // (tried again at the next use where that fails: the application may have run out of
+  // descriptors for a while).
+  f.fd = -1;
+  adopt(f, open(f.path, O_WRONLY | O_APPEND | O_CLOEXEC));
+  return f.fd;
+}
+
+void keptClose(KeptFile& f) {
+  if (f.fd >= 0 && sameFile(f.fd, f)) close(f.fd);
+  f.fd = -1;
+  f.path = nullptr;
 }
 
 size_t strLen(const char* s) {

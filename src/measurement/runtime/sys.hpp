@@ -38,6 +38,24 @@ private:
   size_t len_ = 0;
 };
 
+// A file the runtime keeps open across the application's code: the log, a thread's or a GPU
+// stream's trace. The application may close any descriptor (a daemon closes every one past
+// stderr, some then open or dup their own onto the same numbers): the descriptor is checked
+// against the file's device and inode before each use, the file opened again by its path
+// (appending) where the number no longer names it, and the number closed only while it does.
+// Descriptors are moved above the numbers an application uses (`keptMoveHigh`), so that its
+// own opens get the numbers they would get unmeasured.
+struct KeptFile {
+  int fd = -1;
+  uint64_t dev = 0, ino = 0;
+  const char* path = nullptr;  // while the file is in use (and must outlive that); else null
+};
+bool keptOpen(KeptFile& f, const char* path, int flags);  // open(path, flags | O_CLOEXEC, 0644)
+int keptFd(KeptFile& f);      // checked, reopened if need be; -1: not in use, or cannot reopen
+void keptClose(KeptFile& f);  // closes the descriptor only while it is still the file's; ends use
+int keptMoveHigh(int fd);  // the same file on a high number (the old one closed), or fd itself
+int keptHighBase();        // the lowest such number
+
 // Writes one line to stderr, prefixed "hpcrun: ".
 void complain(const char* msg);
 

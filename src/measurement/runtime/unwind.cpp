@@ -1,9 +1,12 @@
 #include "unwind.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #include "loadmap.hpp"
+#include "sys.hpp"
 #include "unwind_cache.hpp"
 
 #define UNW_LOCAL_ONLY
@@ -37,7 +40,48 @@ bool isTrampoline(uintptr_t pc) {
          pc < reinterpret_cast<uintptr_t>(__stop_hpcrun_tramp);
 }
 
+namespace {
+
+// The descriptors below keptHighBase() that are free, held (each a copy of /dev/null) until
+// released: whatever opens a file meanwhile gets a number above them.
+struct LowNumbersHeld {
+  static constexpr int kMost = 1024;
+  int fds[kMost];
+  int n = 0;
+  LowNumbersHeld() {
+    int src = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (src < 0) return;
+    const int base = keptHighBase();
+    if (src >= base) {
+      close(src);
+      return;
+    }
+    fds[n++] = src;
+    while (n < kMost) {
+      int fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) break;
+      if (fd >= base) {
+        close(fd);
+        break;
+      }
+      fds[n++] = fd;
+    }
+  }
+  ~LowNumbersHeld() {
+    while (n > 0) close(fds[--n]);
+  }
+};
+
+}  // namespace
+
 bool unwindInit() {
+  // libunwind opens a pipe as it initialises (it tests an address it may not read by writing
+  // a byte of it into the pipe). On the lowest free numbers, its two descriptors would shift
+  // those the application's own opens get; and an application that closes every descriptor
+  // and opens its own in their place would have libunwind read from and write into its
+  // files. The low numbers are held meanwhile, so that the pipe lands above them (test
+  // `Workload/ClosesEveryDescriptor`).
+  LowNumbersHeld held;
   void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (!h) return false;
   pInit = reinterpret_cast<InitLocal2>(dlsym(h, "_ULx86_64_init_local2"));

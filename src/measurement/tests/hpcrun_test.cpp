@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -460,6 +461,55 @@ TEST(Launcher, WarnsOfStaticPrograms) {
   EXPECT_EQ(dynamic.status, 0);
   EXPECT_EQ(dynamic.out, "fine\n");
   EXPECT_EQ(dynamic.err.find("warning"), std::string::npos) << dynamic.err;
+  fs::remove_all(scratch);
+}
+
+// A daemon closes every descriptor past stderr, then opens its own files on the numbers.
+// The runtime's log, traces and perf events must then neither write into those files nor
+// close them (before: the log's and traces' last writes went into the application's stdout,
+// and a thread's end closed the number its perf event had had), and must come out whole; the
+// application's opens get the numbers they get unmeasured (libunwind's pipe and the runtime's
+// files took the lowest ones before: "first open" was 5, 8 with a perf event).
+TEST(Descriptors, AnApplicationClosingAndReusingEveryOneKeepsItsOutput) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-closes-fds";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "closes_fds-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 3);
+  int dups = -1, written = -2;
+  auto at = bare.out.find("descriptors: ");
+  ASSERT_NE(at, std::string::npos) << bare.out;
+  ASSERT_EQ(std::sscanf(bare.out.c_str() + at, "descriptors: %d, written through: %d", &dups, &written), 2);
+  ASSERT_EQ(written, dups);
+  ASSERT_GT(dups, 60);
+  int n = 0;
+  for (const char* ev : {"REALTIME@1000", "perf::task-clock@1000000"}) {
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    Outcome prof = run(kBin + " -t -o " + meas.string() + " -e " + ev + " " + exe, scratch / "prof");
+    if (std::string(ev).rfind("perf::", 0) == 0 && prof.status == 2 && prof.err.find("hpcrun:") != std::string::npos) {
+      ADD_FAILURE() << "perf::task-clock unavailable: " << prof.err;
+      continue;
+    }
+    EXPECT_EQ(prof.status, 3) << ev << ": " << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << ev;
+    // The log's last lines, written after the application took its numbers back.
+    std::string log;
+    for (auto& e : fs::directory_iterator(meas))
+      if (e.path().extension() == ".log") log += slurp(e.path());
+    EXPECT_NE(log.find("SUMMARY: samples: "), std::string::npos) << ev << ": " << log;
+    EXPECT_EQ(logCount(meas, "sample sources that failed to start: "), 0u) << ev;
+    Analysis a = analyze(meas);
+    EXPECT_EQ(a.profiles, 2) << ev;
+    EXPECT_EQ(a.traces, 2) << ev;
+    EXPECT_GT(a.recorded, 50u) << ev;
+    // Each trace whole: a header and records after it, read back by the trace reader.
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpctrace") continue;
+      auto tr = hpc::hpcrun::read_trace(e.path());
+      ASSERT_TRUE(tr.ok()) << e.path() << ": " << tr.status().message();
+      EXPECT_GT(tr->records.size(), 10u) << e.path();
+    }
+  }
   fs::remove_all(scratch);
 }
 

@@ -39,7 +39,7 @@ struct Stream {
   CctNode* idle;
   CctNode* lastLaunch;      // one-entry cache: launch context -> this stream's GPUTrace node
   CctNode* lastTraceNode;
-  int traceFd;
+  KeptFile trace;
   TraceRecord* buf;
   uint32_t len;
   uint64_t tmin, tmax, last;
@@ -123,18 +123,19 @@ Tracer* tracerFor(uint32_t streamId) {
 
 bool initStream(Tracer& tr, Stream& s) {
   s.ready = true;
-  s.traceFd = -1;
   if (!s.cct.init(tr.arena, 0, false)) return !(s.failed = true);
   s.idle = s.cct.child(s.cct.root(), kPlaceholderModule, kTagNoActivity);
   s.buf = static_cast<TraceRecord*>(tr.arena.alloc(kTraceBufRecords * sizeof(TraceRecord)));
   if (!s.idle || !s.buf) return !(s.failed = true);
   char path[kPathMax];
   outputPath(path, sizeof path, kFirstStreamThreadIndex + s.id, ".hpctrace");
-  s.traceFd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  // Flags as the reference's GPU stream traces (call-trace bit).
-  if (s.traceFd >= 0 && !encodeTraceHeader(s.traceFd, 4)) {
-    close(s.traceFd);
-    s.traceFd = -1;
+  // The path kept to open the file again by, should the application close its descriptor.
+  size_t len = strLen(path) + 1;
+  if (char* kept = static_cast<char*>(tr.arena.alloc(len))) {
+    memCopy(kept, path, len);
+    // Flags as the reference's GPU stream traces (call-trace bit).
+    if (keptOpen(s.trace, kept, O_WRONLY | O_CREAT | O_TRUNC) && !encodeTraceHeader(s.trace.fd, 4))
+      keptClose(s.trace);
   }
   s.nextTraced = tr.streams;
   tr.streams = &s;
@@ -162,7 +163,7 @@ void append(Stream& s, uint64_t t, uint32_t node) {
   if (t > s.tmax) s.tmax = t;
   s.buf[s.len++] = TraceRecord{t, node};
   if (s.len == kTraceBufRecords) {
-    if (s.traceFd >= 0) encodeTraceRecords(s.traceFd, s.buf, s.len);
+    if (int fd = keptFd(s.trace); fd >= 0) encodeTraceRecords(fd, s.buf, s.len);
     s.len = 0;
   }
 }
@@ -184,11 +185,10 @@ void trace(Tracer& tr, Activity* a) {
 }
 
 void writeStream(Stream& s) {
-  if (s.traceFd >= 0) {
-    if (s.len) encodeTraceRecords(s.traceFd, s.buf, s.len);
+  if (s.trace.path) {
+    if (int fd = keptFd(s.trace); fd >= 0 && s.len) encodeTraceRecords(fd, s.buf, s.len);
     s.len = 0;
-    close(s.traceFd);
-    s.traceFd = -1;
+    keptClose(s.trace);
   }
   if (s.failed) return;
   char path[kPathMax];

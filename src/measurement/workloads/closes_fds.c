@@ -1,0 +1,56 @@
+/* A daemon's start: every descriptor past stderr closed while threads run, then its own
+ * files on the freed numbers, the high ones too. What it prints through them, and the
+ * numbers its opens get, must be as unmeasured: the runtime's log, traces and perf events
+ * must neither write into those files nor close them. Exits with 3. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include "work.h"
+
+static double scale = 1.0;
+static volatile int phase;  /* 1: the descriptors are the application's again */
+
+__attribute__((noinline)) void* worker(void* arg) {
+  uint64_t v = spin((uint64_t)(40000000 * scale), (uint64_t)(uintptr_t)arg);
+  while (!phase) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  /* Samples after the descriptors changed hands, so the trace's end is written now. */
+  v ^= spin((uint64_t)(40000000 * scale), v);
+  return (void*)(uintptr_t)(v & 0);
+}
+
+int main(int argc, char** argv) {
+  scale = scale_arg(argc, argv);
+  int first = open("/dev/null", O_RDONLY);
+  printf("first open: %d\n", first);
+  fflush(stdout);
+  close(first);
+  pthread_t t;
+  pthread_create(&t, NULL, worker, (void*)1);
+  uint64_t v = spin((uint64_t)(40000000 * scale), 2);
+
+  struct rlimit lim;
+  int top = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 4096 ? (int)lim.rlim_cur : 4096;
+  for (int fd = 3; fd < top; ++fd) close(fd);
+  /* stdout on the low numbers and on a band of high ones (a runtime's usual hiding place). */
+  int dups = 0;
+  for (int fd = 3; fd < top; ++fd)
+    if ((fd < 64 || (fd >= 700 && fd < 900)) && dup2(1, fd) == fd) ++dups;
+  phase = 1;
+  pthread_join(t, NULL);
+  v ^= spin((uint64_t)(40000000 * scale), v);
+
+  /* One byte through each: a number the runtime closed (or wrote into) shows here. */
+  int written = 0;
+  for (int fd = 3; fd < top; ++fd)
+    if ((fd < 64 || (fd >= 700 && fd < 900)) && write(fd, ".", 1) == 1) ++written;
+  int next = open("/dev/null", O_RDONLY);
+  printf("\ndescriptors: %d, written through: %d, next open: %d %llu\n", dups, written, next,
+         (unsigned long long)(v & 0));
+  return 3;
+}
