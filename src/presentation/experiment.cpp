@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <unordered_map>
 
 #include "common/file.hpp"
 
@@ -89,6 +90,29 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   x.parent_.resize(used), x.at_.resize(used);
   if (wide) x.fn_.resize(used);
   else x.fn16_.resize(used);
+  // A function listed more than once alike (an inlined function has an entry per inline
+  // site, as the reference writes them) is one function to every view: each context names
+  // the first entry, so that flat and bottom-up views and trace colours sum its instances.
+  {
+    const auto& fns = x.meta_.functions;
+    std::vector<uint32_t> first(fns.size());
+    std::unordered_map<std::string, uint32_t> seen;
+    bool any = false;
+    for (uint32_t i = 0; i < fns.size(); ++i) {
+      const db::Function& f = fns[i];
+      std::string key = f.name ? "n" + *f.name : std::string("-");
+      key += '\0' + std::to_string(f.module) + ':' + std::to_string(f.offset) + ':' + std::to_string(f.file) + ':' +
+             std::to_string(f.line);
+      first[i] = seen.try_emplace(std::move(key), i).first->second;
+      any |= first[i] != i;
+    }
+    if (any) {
+      for (uint16_t& f : x.fn16_)
+        if (f != 0xffff && f < first.size()) f = uint16_t(first[f]);
+      for (uint32_t& f : x.fn_)
+        if (f != db::kNone && f < first.size()) f = first[f];
+    }
+  }
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
