@@ -53,7 +53,10 @@ bool openLog() {
   for (unsigned gen = 0; gen < 1000; ++gen) {
     gConfig.gen = gen;
     outputPath(gLogPath, sizeof gLogPath, 0, ".log");
-    if (keptOpen(gLog, gLogPath, O_WRONLY | O_CREAT | O_EXCL)) return true;
+    if (keptOpen(gLog, gLogPath, O_WRONLY | O_CREAT | O_EXCL)) {
+      keptSetSpare(&gLog);
+      return true;
+    }
     if (errno != EEXIST) return false;
   }
   return false;
@@ -202,7 +205,7 @@ void outputWriteThread(ThreadState& ts) {
   }
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpcrun");
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = openOutput(path, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) return;
   encodeProfile(fd, ts);
   close(fd);

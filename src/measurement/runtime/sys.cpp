@@ -46,6 +46,8 @@ namespace {
 // million would cost megabytes). 0: not known yet.
 int gHighBase = 0;
 
+KeptFile* gSpare = nullptr;
+
 bool sameFile(int fd, const KeptFile& f) {
   struct stat st;
   return fstat(fd, &st) == 0 && uint64_t(st.st_dev) == f.dev && uint64_t(st.st_ino) == f.ino;
@@ -85,9 +87,22 @@ int keptMoveHigh(int fd) {
   return high;
 }
 
+void keptSetSpare(KeptFile* f) { gSpare = f; }
+
+int openOutput(const char* path, int flags) {
+  int fd = open(path, flags | O_CLOEXEC, 0644);
+  if (fd >= 0 || errno != EMFILE || !gSpare || gSpare->fd < 0) return fd;
+  // Every number the application may have is taken (an application leaking descriptors, or
+  // a server out of them): the spare's is given up for this file, and the spare opened
+  // again by its path at its next use, once a number is free.
+  if (sameFile(gSpare->fd, *gSpare)) close(gSpare->fd);
+  gSpare->fd = -1;
+  return open(path, flags | O_CLOEXEC, 0644);
+}
+
 bool keptOpen(KeptFile& f, const char* path, int flags) {
   f.fd = -1;
-  f.path = adopt(f, open(path, flags | O_CLOEXEC, 0644)) ? path : nullptr;
+  f.path = adopt(f, openOutput(path, flags)) ? path : nullptr;
   return f.path != nullptr;
 }
 
@@ -98,7 +113,7 @@ int keptFd(KeptFile& f) {
   // (tried again at the next use where that fails: the application may have run out of
   // descriptors for a while).
   f.fd = -1;
-  adopt(f, open(f.path, O_WRONLY | O_APPEND | O_CLOEXEC));
+  adopt(f, &f == gSpare ? open(f.path, O_WRONLY | O_APPEND | O_CLOEXEC) : openOutput(f.path, O_WRONLY | O_APPEND));
   return f.fd;
 }
 

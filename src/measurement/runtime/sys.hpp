@@ -55,6 +55,11 @@ int keptFd(KeptFile& f);      // checked, reopened if need be; -1: not in use, o
 void keptClose(KeptFile& f);  // closes the descriptor only while it is still the file's; ends use
 int keptMoveHigh(int fd);  // the same file on a high number (the old one closed), or fd itself
 int keptHighBase();        // the lowest such number
+// open(path, flags | O_CLOEXEC, 0644); where the application has taken every number it may
+// have (EMFILE), the spare's descriptor (the log's) is given up and the open tried again, so
+// that profiles and traces are still written: the spare is opened again at its next use.
+int openOutput(const char* path, int flags);
+void keptSetSpare(KeptFile* f);
 
 // Writes one line to stderr, prefixed "hpcrun: ".
 void complain(const char* msg);

@@ -510,6 +510,22 @@ TEST(Descriptors, AnApplicationClosingAndReusingEveryOneKeepsItsOutput) {
       EXPECT_GT(tr->records.size(), 10u) << e.path();
     }
   }
+  // Out of descriptors (files opened until EMFILE) while a thread ends and before the
+  // process exits: the log's descriptor is given up for each profile, and the log opened
+  // again for its SUMMARY (before: no profile at all, and no SUMMARY).
+  Outcome bareOut = run(exe + " 1 exhaust", scratch / "bare-exhaust");
+  ASSERT_EQ(bareOut.status, 3);
+  for (const char* ev : {"REALTIME@1000", "perf::task-clock@1000000"}) {
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    // No traces: closing a trace frees a number for the profile after it.
+    Outcome prof = run(kBin + " -o " + meas.string() + " -e " + ev + " " + exe + " 1 exhaust", scratch / "prof");
+    EXPECT_EQ(prof.status, 3) << ev << ": " << prof.err;
+    EXPECT_EQ(prof.out, bareOut.out) << ev;
+    EXPECT_GT(logCount(meas, "SUMMARY: samples: "), 50u) << ev;
+    Analysis a = analyze(meas);
+    EXPECT_EQ(a.profiles, 2) << ev;
+    EXPECT_GT(a.recorded, 50u) << ev;
+  }
   fs::remove_all(scratch);
 }
 

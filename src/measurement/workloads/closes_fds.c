@@ -1,7 +1,8 @@
 /* A daemon's start: every descriptor past stderr closed while threads run, then its own
  * files on the freed numbers, the high ones too. What it prints through them, and the
  * numbers its opens get, must be as unmeasured: the runtime's log, traces and perf events
- * must neither write into those files nor close them. Exits with 3. */
+ * must neither write into those files nor close them. Exits with 3. `closes_fds SCALE exhaust`:
+ * see exhaust() below. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,8 +25,25 @@ __attribute__((noinline)) void* worker(void* arg) {
   return (void*)(uintptr_t)(v & 0);
 }
 
+/* `exhaust`: a server out of descriptors instead. Every number the process may have is
+ * taken (files opened until EMFILE) while its threads run and end: their profiles and the
+ * log must still be written. */
+static int exhaust(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, worker, (void*)1);
+  uint64_t v = spin((uint64_t)(40000000 * scale), 2);
+  while (open("/dev/null", O_RDONLY) >= 0) {
+  }
+  phase = 1;
+  pthread_join(t, NULL);
+  v ^= spin((uint64_t)(40000000 * scale), v);
+  printf("out of descriptors %llu\n", (unsigned long long)(v & 0));
+  return 3;
+}
+
 int main(int argc, char** argv) {
   scale = scale_arg(argc, argv);
+  if (argc > 2 && argv[2][0] == 'e') return exhaust();
   int first = open("/dev/null", O_RDONLY);
   printf("first open: %d\n", first);
   fflush(stdout);

@@ -194,7 +194,7 @@ void writeStream(Stream& s) {
   char path[kPathMax];
   uint32_t index = kFirstStreamThreadIndex + s.id;
   outputPath(path, sizeof path, index, ".hpcrun");
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = openOutput(path, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) return;
   IdEntry ids[] = {{uint16_t(1 | 1u << 14), gConfig.hostId, 0},
                    {uint16_t(4 | 3u << 14), s.device, s.device},
