@@ -244,6 +244,8 @@ HPC_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   return old.sa_handler;
 }
 
+HPC_EXPORT int sigaltstack(const stack_t* ss, stack_t* old) { return appSigaltstack(ss, old); }
+
 HPC_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   if (maskCallInHandler(old)) return 0;
   sigset_t scratch;

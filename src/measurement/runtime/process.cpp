@@ -83,6 +83,7 @@ void processStartMain() {
   ThreadState* ts = currentThread();
   if (!ts || gFinalized.load()) return;
   if (gConfig.trace) outputOpenTrace(*ts);
+  signalsStartThreadStack(*ts);
   sourcesStartThread(*ts);
   gSampling.store(true, std::memory_order_release);
 }
@@ -93,6 +94,7 @@ ThreadState* threadBegin() {
   if (!ts) return nullptr;
   ++ts->suspend;
   if (gConfig.trace) outputOpenTrace(*ts);
+  signalsStartThreadStack(*ts);
   sourcesStartThread(*ts);
   --ts->suspend;
   return ts;
@@ -102,6 +104,7 @@ void threadEnd(ThreadState* ts) {
   if (!ts || ts != currentThread()) return;
   ++ts->suspend;
   sourcesStopThread(*ts);
+  signalsEndThreadStack(*ts);
   if (ts->gpu) gpu::threadFinish(*ts);
   ThreadPhase expect = ThreadPhase::Running;
   if (ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {

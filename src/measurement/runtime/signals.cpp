@@ -1,6 +1,8 @@
 #include "signals.hpp"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,13 +31,28 @@ bool isIgnored(const struct sigaction& a) {
 
 void onManaged(int sig, siginfo_t* si, void* uc);
 
+bool gOnStack[NSIG];  // our handler for the signal is installed with SA_ONSTACK
+
+// On the alternate stack where the application's handler asked for it, or where there is
+// none (our own writes the measurement and dies the default way: on the alternate stack it
+// still can after a stack overflow). An application's handler that did not ask for it runs
+// on the thread's stack, as unmeasured, not on the runtime's small one.
+bool wantsOnStack(const struct sigaction& app) {
+  const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
+  return byDefault || (app.sa_flags & SA_ONSTACK);
+}
+
 void installOurs(int sig) {
   struct sigaction sa{};
   sa.sa_sigaction = onManaged;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  const bool onStack = wantsOnStack(gApp[sig]);
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | (onStack ? SA_ONSTACK : 0);
   sigemptyset(&sa.sa_mask);
   sigaddset(&sa.sa_mask, gConfig.sampleSignal);
-  if (realSigaction(sig, &sa, nullptr) == 0) gOurs[sig] = true;
+  if (realSigaction(sig, &sa, nullptr) == 0) {
+    gOurs[sig] = true;
+    gOnStack[sig] = onStack;
+  }
 }
 
 // Keeps SIG_IGN real (it must survive exec, as for nohup); otherwise our handler sits in front.
@@ -43,7 +60,7 @@ void syncKernel(int sig) {
   if (isIgnored(gApp[sig])) {
     realSigaction(sig, &gApp[sig], nullptr);
     gOurs[sig] = false;
-  } else if (!gOurs[sig]) {
+  } else if (!gOurs[sig] || gOnStack[sig] != wantsOnStack(gApp[sig])) {
     installOurs(sig);
   }
 }
@@ -99,7 +116,9 @@ void signalsInit() {
   for (unsigned i = 0; i < gConfig.nEvents; ++i) gPerfSources |= gConfig.events[i].kind == SourceKind::Perf;
   struct sigaction sa{};
   sa.sa_sigaction = onSampleSignal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  // On the thread's alternate stack (the runtime's own where the application set none):
+  // never on what is left of a stack the application may have nearly used up.
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   // Nothing interrupts a sample, but faults must stay deliverable (a blocked synchronous
   // fault kills the process) so a bad read in the unwinder can be recovered.
   sigfillset(&sa.sa_mask);
@@ -151,6 +170,81 @@ const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch) {
   *scratch = *set;
   sigdelset(scratch, gConfig.sampleSignal);
   return scratch;
+}
+
+namespace {
+
+constexpr size_t kAltStackBytes = 64u << 10;
+constexpr size_t kGuardBytes = 4096;
+
+// The kernel's sigaltstack, not libc's (which is ours now: interpose.cpp).
+int kernelSigaltstack(const stack_t* ss, stack_t* old) { return int(syscall(SYS_sigaltstack, ss, old)); }
+
+bool setOurs(void* sp) {
+  stack_t ss{};
+  ss.ss_sp = sp;
+  ss.ss_size = kAltStackBytes;
+  ss.ss_flags = 0;
+  return kernelSigaltstack(&ss, nullptr) == 0;
+}
+
+// Whether the thread's current alternate stack is the one the runtime gave it.
+bool oursIsSet(const ThreadState* ts, stack_t& cur) {
+  return ts && ts->altStack && kernelSigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) &&
+         cur.ss_sp == ts->altStack;
+}
+
+}  // namespace
+
+void signalsStartThreadStack(ThreadState& ts) {
+  stack_t cur{};
+  // A stack set already (the application's, or the one a forked child inherits) serves.
+  if (ts.altStack || kernelSigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
+  void* m = mmap(nullptr, kAltStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (m == MAP_FAILED) return;
+  mprotect(m, kGuardBytes, PROT_NONE);  // below it: an overflow faults instead of writing on
+  void* sp = static_cast<char*>(m) + kGuardBytes;
+  if (!setOurs(sp)) {
+    munmap(m, kAltStackBytes + kGuardBytes);
+    return;
+  }
+  ts.altStack = sp;
+}
+
+void signalsEndThreadStack(ThreadState& ts) {
+  if (!ts.altStack) return;
+  stack_t cur{};
+  if (oursIsSet(&ts, cur)) {
+    if (cur.ss_flags & SS_ONSTACK) return;  // ended from a handler running on it: left mapped
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    if (kernelSigaltstack(&off, nullptr) != 0) return;
+  }
+  munmap(static_cast<char*>(ts.altStack) - kGuardBytes, kAltStackBytes + kGuardBytes);
+  ts.altStack = nullptr;
+}
+
+int appSigaltstack(const stack_t* ss, stack_t* old) {
+  ThreadState* ts = currentThread();
+  stack_t cur{};
+  if (!oursIsSet(ts, cur)) {
+    int rc = kernelSigaltstack(ss, old);
+    // The application disabled its own: ours again, where the thread has one.
+    if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE) && ts && ts->altStack) setOurs(ts->altStack);
+    return rc;
+  }
+  // Ours is set: the application sees none (unless a handler runs on it now: then as it is).
+  if (old) {
+    *old = cur;
+    if (!(cur.ss_flags & SS_ONSTACK)) {
+      old->ss_sp = nullptr;
+      old->ss_size = 0;
+      old->ss_flags = SS_DISABLE;
+    }
+  }
+  if (!ss || (ss->ss_flags & SS_DISABLE)) return 0;
+  return kernelSigaltstack(ss, nullptr);  // the application's replaces ours (still mapped)
 }
 
 }  // namespace hpc::rt

@@ -13,6 +13,8 @@
 
 namespace hpc::rt {
 
+struct ThreadState;
+
 void signalsInit();
 int realSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 int virtualSigaction(int sig, const struct sigaction* act, struct sigaction* old);
@@ -24,5 +26,16 @@ const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch);
 bool maskCallInHandler(sigset_t* old);
 // Overflow signals that came as SIGIO (queue full) and were dropped.
 uint64_t signalsOverflowSigio();
+
+// The handlers' own stack. Our handlers run on the alternate signal stack (SA_ONSTACK): a
+// thread without one gets one of its own from the runtime (64 KiB and a guard page), so
+// that a sample taken where the thread's stack is nearly used up (a deep recursion, a
+// small thread or fiber stack) does not overflow it: the handler needs some 6-12 KiB (a
+// 64 KiB thread that left 9 KiB free was killed by the first sample). The application
+// never sees that stack: sigaltstack reports none while it is ours, and a stack the
+// application sets replaces it (ours is set again where it disables its own).
+void signalsStartThreadStack(ThreadState& ts);  // on the thread, before its sources start
+void signalsEndThreadStack(ThreadState& ts);    // on the thread, after they stopped
+int appSigaltstack(const stack_t* ss, stack_t* old);  // the application's sigaltstack()
 
 }  // namespace hpc::rt

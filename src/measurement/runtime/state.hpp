@@ -88,6 +88,7 @@ struct ThreadState {
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch
+  void* altStack;       // the signal stack the runtime gave this thread (signals.hpp); nullptr: none
 };
 
 constexpr size_t kMaxFrames = 32768;

@@ -187,7 +187,7 @@ const Case kCases[] = {
     {"recursion", "1", 1, 0}, {"cxx", "1", 1, 0},       {"longjmp", "1", 1, 0},
     {"threads", "1", 505, 0}, {"omp", "1", 3, 0},       {"forkexec", "1", 3, 0},
     {"dlopen", "1", 1, 0},    {"signals", "3", 1, 0},   {"thread_exit", "1", 2, 5},
-    {"nocfi", "1", 1, 0},     {"crash", "1", 2, 128 + 11},
+    {"nocfi", "1", 1, 0},     {"crash", "1", 2, 128 + 11},  {"small_stack", "1", 2, 0},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, Workload,
@@ -273,6 +273,32 @@ TEST(Signals, QueueOverflowDoesNotEndTheApp) {
   EXPECT_EQ(prof.status, 0) << prof.err;
   EXPECT_EQ(prof.out, bare.out);
   EXPECT_GT(logCount(scratch / "m", "overflow signals lost (queue full): "), 0u);
+  fs::remove_all(scratch);
+}
+
+// The runtime's handlers run on an alternate signal stack of its own where the thread has
+// none (small_stack, in the workloads above, was killed by the first sample before); the
+// application still sees none until it sets its own, sees its own then, and catches a
+// stack overflow on it, sampled at 4 kHz all the way down; a handler of its own that did not
+// ask for an alternate stack runs on the thread's, as unmeasured.
+TEST(Signals, TheApplicationsAlternateStackIsItsOwn) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-altstack";
+  fs::remove_all(scratch);
+  for (const char* cc : {"gcc", "clang"}) {
+    const std::string exe = kWl + "altstack-" + cc;
+    if (!fs::exists(exe)) continue;
+    Outcome bare = run("bash -c 'ulimit -s 1024; exec " + exe + "'", scratch / "bare");
+    EXPECT_EQ(bare.status, 0) << bare.err;
+    EXPECT_EQ(bare.out,
+              "main: none\nthread: none\nfpe handler: on the thread's stack\nmain after setting its own: set, its own\n"
+              "overflow caught on its own stack\n");
+    const fs::path meas = scratch / (std::string("m-") + cc);
+    Outcome prof = run("bash -c 'ulimit -s 1024; exec " + kBin + " -e REALTIME@250 -o " + meas.string() + " " + exe + "'",
+                       scratch / "prof");
+    EXPECT_EQ(prof.status, bare.status) << cc << ": " << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << cc;
+    EXPECT_GT(logCount(meas, "recorded: "), 10u) << cc;
+  }
   fs::remove_all(scratch);
 }
 
