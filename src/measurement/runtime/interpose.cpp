@@ -133,11 +133,11 @@ HPC_EXPORT void pthread_exit(void* rv) {
 
 HPC_EXPORT void thrd_exit(int rv) { pthread_exit(reinterpret_cast<void*>(intptr_t(rv))); }
 
+// The child's fresh measurement starts from a pthread_atfork handler (process.cpp), which
+// glibc's own forks run too (daemon(), which calls no fork() of ours).
 HPC_EXPORT pid_t fork() {
   SuspendSampling guard;
-  pid_t pid = REAL(fork)();
-  if (pid == 0) processChildAfterFork();
-  return pid;
+  return REAL(fork)();
 }
 
 // A vfork child shares our memory until it execs; measuring it would corrupt the parent's

@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -48,6 +49,10 @@ void parseConfig() {
 
 void onExit() { processFinalize("exit"); }
 
+// Every fork's child, by fork() or by glibc's own (daemon(): its child kept the parent's pid
+// in its file names, overwriting the parent's files, and ran with no sampling timer).
+void onForkChild() { processChildAfterFork(); }
+
 // Stops every thread's sources, waits (bounded) for handlers in flight, and writes each
 // thread not yet written. The caller's own thread is among them.
 void writeAllThreads() {
@@ -77,6 +82,7 @@ void processInit() {
   loadmapRefresh();
   newThreadState(true);
   atexit(onExit);
+  pthread_atfork(nullptr, nullptr, onForkChild);
 }
 
 void processStartMain() {

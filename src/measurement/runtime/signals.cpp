@@ -15,7 +15,12 @@ namespace hpc::rt {
 
 namespace {
 
-constexpr int kManaged[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGIO};
+// Every signal whose default action ends the process, but for SIGPROF (profilers inside the
+// application send it at high rates; we never do) and SIGKILL/SIGSTOP (no handler can be
+// installed): one that arrives with the application's default action writes the
+// measurement before the process dies (`prog | head` ended prog by SIGPIPE with no profile).
+constexpr int kManaged[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE,  SIGABRT,   SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                            SIGIO,   SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGXCPU, SIGXFSZ, SIGSYS};
 
 struct sigaction gApp[NSIG];    // what the application believes is installed
 bool gManaged[NSIG];
@@ -31,27 +36,29 @@ bool isIgnored(const struct sigaction& a) {
 
 void onManaged(int sig, siginfo_t* si, void* uc);
 
-bool gOnStack[NSIG];  // our handler for the signal is installed with SA_ONSTACK
+int gFlags[NSIG];  // the flags our handler for the signal is installed with
 
-// On the alternate stack where the application's handler asked for it, or where there is
-// none (our own writes the measurement and dies the default way: on the alternate stack it
-// still can after a stack overflow). An application's handler that did not ask for it runs
-// on the thread's stack, as unmeasured, not on the runtime's small one.
-bool wantsOnStack(const struct sigaction& app) {
+// The flags of the application's handler that change how it runs, as it asked for them:
+// SA_RESTART (without it a system call the signal interrupts fails with EINTR: an alarm
+// that ends a blocking read must not restart it) and SA_ONSTACK (an application's handler
+// that did not ask for the alternate stack runs on the thread's stack, as unmeasured, not on
+// the runtime's small one). With the default action, our handler writes the measurement and
+// dies the default way, on the alternate stack (after a stack overflow it can only do that
+// there); a SIGIO it drops restarts what it interrupted.
+int wantedFlags(const struct sigaction& app) {
   const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
-  return byDefault || (app.sa_flags & SA_ONSTACK);
+  return SA_SIGINFO | (byDefault ? SA_RESTART | SA_ONSTACK : app.sa_flags & (SA_RESTART | SA_ONSTACK));
 }
 
 void installOurs(int sig) {
   struct sigaction sa{};
   sa.sa_sigaction = onManaged;
-  const bool onStack = wantsOnStack(gApp[sig]);
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | (onStack ? SA_ONSTACK : 0);
+  sa.sa_flags = wantedFlags(gApp[sig]);
   sigemptyset(&sa.sa_mask);
   sigaddset(&sa.sa_mask, gConfig.sampleSignal);
   if (realSigaction(sig, &sa, nullptr) == 0) {
     gOurs[sig] = true;
-    gOnStack[sig] = onStack;
+    gFlags[sig] = sa.sa_flags;
   }
 }
 
@@ -60,7 +67,7 @@ void syncKernel(int sig) {
   if (isIgnored(gApp[sig])) {
     realSigaction(sig, &gApp[sig], nullptr);
     gOurs[sig] = false;
-  } else if (!gOurs[sig] || gOnStack[sig] != wantsOnStack(gApp[sig])) {
+  } else if (!gOurs[sig] || gFlags[sig] != wantedFlags(gApp[sig])) {
     installOurs(sig);
   }
 }

@@ -1,10 +1,11 @@
 // Signal virtualization. The sampling signal always stays ours: the application may install
-// a handler for it or block it, and neither reaches the kernel. For fatal signals we keep our
-// own handler installed and run the application's (as it believes it installed it) or, when
-// it has none, write the measurement and die the default way. SIGIO is kept too: a perf
-// event's overflow signal that finds the real-time queue full comes as a plain SIGIO, which
-// would end the process by default (counted, and dropped). Every other signal, SIGPROF and
-// SIGALRM included, passes straight through.
+// a handler for it or block it, and neither reaches the kernel. For the signals whose default
+// action ends the process (but SIGPROF) we keep our own handler installed and run the
+// application's (as it believes it installed it, with its SA_RESTART and SA_ONSTACK) or,
+// when it has none, write the measurement and die the default way. A perf event's overflow
+// signal that finds the real-time queue full comes as a plain SIGIO, which would end the
+// process by default (counted, and dropped). Every other signal, SIGPROF included, passes
+// straight through.
 #pragma once
 
 #include <signal.h>

@@ -302,6 +302,69 @@ TEST(Signals, TheApplicationsAlternateStackIsItsOwn) {
   fs::remove_all(scratch);
 }
 
+// Handlers the application installed without SA_RESTART: a blocking read that SIGALRM or
+// SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
+// signals and must be installed as the application's was (with SA_RESTART the read was
+// restarted, and the program waited forever).
+TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-eintr";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "eintr-gcc";
+  Outcome bare = run("timeout 20 " + exe, scratch / "bare");
+  EXPECT_EQ(bare.status, 0);
+  EXPECT_EQ(bare.out,
+            "SIGALRM: read -1, EINTR, handler ran: yes\nSIGINT: read -1, EINTR, handler ran: yes\n");
+  Outcome prof = run("timeout 20 " + kBin + " -o " + (scratch / "m").string() + " " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  fs::remove_all(scratch);
+}
+
+// Processes that end by a signal whose default action ends them, or that fork inside glibc.
+TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-processes";
+  fs::remove_all(scratch);
+  // `prog | head`: prog dies of SIGPIPE (141), as unmeasured, having written its profile.
+  const fs::path pipeMeas = scratch / "pipe";
+  Outcome piped = run("bash -c '" + kBin + " -o " + pipeMeas.string() +
+                          " yes | head -2 >/dev/null; exit ${PIPESTATUS[0]}'",
+                      scratch / "piped");
+  EXPECT_EQ(piped.status, 141) << piped.err;
+  int profiles = 0;
+  for (auto& e : fs::directory_iterator(pipeMeas)) profiles += e.path().extension() == ".hpcrun";
+  EXPECT_EQ(profiles, 1);
+  std::string log;
+  for (auto& e : fs::directory_iterator(pipeMeas))
+    if (e.path().extension() == ".log") log += slurp(e.path());
+  EXPECT_NE(log.find("finalized at fatal signal"), std::string::npos) << log;
+
+  // daemon(3): its child has its own files, sampled (before: the parent's pid in its file
+  // names, and no sampling timer: no sample).
+  const std::string exe = kWl + "daemon-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  EXPECT_EQ(bare.out, "daemon: worked and exited\n");
+  const fs::path meas = scratch / "daemon";
+  Outcome prof = run(kBin + " -o " + meas.string() + " " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  auto at = prof.err.find("daemon pid ");
+  ASSERT_NE(at, std::string::npos) << prof.err;
+  const std::string pid = "-" + std::to_string(std::stoi(prof.err.substr(at + 11))) + "-";
+  fs::path daemonProfile;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".hpcrun" && e.path().filename().string().find(pid) != std::string::npos)
+      daemonProfile = e.path();
+  ASSERT_FALSE(daemonProfile.empty()) << "no profile named with the daemon's pid " << pid;
+  auto p = hpc::hpcrun::read_profile(daemonProfile);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  double samples = 0;
+  for (auto& n : p->nodes)
+    for (auto& mv : n.values)
+      if (mv.metric_id == 0) samples += mv.as_real();
+  EXPECT_GT(samples, 0.1) << "CPUTIME seconds in the daemon's profile";
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
