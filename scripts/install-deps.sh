@@ -6,7 +6,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libunwind-dev libdw-dev libelf-dev libzydis-dev libtbb-dev libpfm4-dev
-  libexpat1-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  libexpat1-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libiberty-dev
   libopenmpi-dev openmpi-bin
   python3 python3-click python3-ruamel.yaml python3-pyparsing python3-numpy python3-pandas
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers  # OpenCL on the CPU: the GPU-measurement tests

@@ -1,12 +1,17 @@
 #include "structure/debug_info.hpp"
 
 #include <cxxabi.h>
+#ifdef HPC_HAVE_LIBIBERTY
+#define HAVE_DECL_BASENAME 1  // glibc's string.h declares it; libiberty.h would again
+#include <libiberty/demangle.h>
+#endif
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <deque>
 #include <list>
@@ -18,7 +23,31 @@
 
 namespace hpc::structure {
 
+namespace {
+
+// Rust's symbols: v0 (`_R...`), and legacy ones (Itanium-style `_ZN...17h<16 hex digits>E`,
+// which the C++ demangler leaves with their hash and `$LT$`-style escapes).
+bool rust_symbol(const std::string& name) {
+  if (name.size() > 2 && name[0] == '_' && name[1] == 'R') return true;
+  const size_t n = name.size();
+  if (n < 24 || name.compare(0, 3, "_ZN") != 0 || name[n - 1] != 'E' || name.compare(n - 20, 3, "17h") != 0) return false;
+  for (size_t i = n - 17; i < n - 1; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
 std::string demangle(const std::string& name) {
+#ifdef HPC_HAVE_LIBIBERTY
+  if (rust_symbol(name)) {
+    if (char* out = rust_demangle(name.c_str(), DMGL_PARAMS | DMGL_ANSI)) {
+      std::string r(out);
+      std::free(out);
+      return r;
+    }
+  }
+#endif
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
   char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);

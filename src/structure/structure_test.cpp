@@ -73,6 +73,30 @@ const Procedure* find(const Structure& s, const std::string& name) {
 
 std::string L(uint32_t line, const std::string& inner = "") { return "L" + std::to_string(line) + "{" + inner + "}"; }
 
+// Symbol names as rustc 1.9x writes them (taken from a -O -g build's symbol table): v0, and
+// legacy with its hash; C++'s and C's are left to the C++ demangler, as before.
+TEST(Demangle, RustSymbolsReadAsRust) {
+#ifdef HPC_HAVE_LIBIBERTY
+  EXPECT_EQ(demangle("_RNvNtNtCsfEOYDRpO4Ta_11miniz_oxide7inflate4core15decompress_fast"),
+            "miniz_oxide::inflate::core::decompress_fast");
+  EXPECT_EQ(demangle("_RNvNvMs0_NtNtNtCsjrHSEGnQ3l9_3std3sys6thread4unixNtB7_6Thread3new12thread_start"),
+            "<std::sys::thread::unix::Thread>::new::thread_start");
+  EXPECT_EQ(demangle("_RINvNtNtCsduwmD7cSIQq_5gimli4read4unit15parse_attributeINtNtB4_12endian_slice11EndianSlice"
+                     "NtNtB6_9endianity12LittleEndianEECsjrHSEGnQ3l9_3std"),
+            "gimli::read::unit::parse_attribute::<gimli::read::endian_slice::EndianSlice<gimli::endianity::"
+            "LittleEndian>>");
+  EXPECT_EQ(demangle("_ZN1r4work17hc6f1c8741319930bE"), "r::work");
+  EXPECT_EQ(demangle("_ZN4core3ops8function6FnOnce40call_once$u7b$$u7b$vtable.shim$u7d$$u7d$17h018382932c6ab3a0E"),
+            "core::ops::function::FnOnce::call_once{{vtable.shim}}");
+#else
+  GTEST_SKIP() << "built without libiberty";
+#endif
+  EXPECT_EQ(demangle("_ZN3foo3barEv"), "foo::bar()");
+  EXPECT_EQ(demangle("_ZN3foo3barE"), "foo::bar");
+  EXPECT_EQ(demangle("main"), "main");
+  EXPECT_EQ(demangle("_Rubbish"), "_Rubbish");  // not a v0 symbol: left as it is
+}
+
 TEST(Structure, LoopNestOfDepthThree) {
   auto s = analyze("nest3");
   const Procedure* p = find(s, "nest3");
