@@ -9,6 +9,7 @@
 #include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
+#include "signals.hpp"
 #include "sources.hpp"
 #include "sys.hpp"
 #include "unwind.hpp"
@@ -136,10 +137,11 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
 
 }  // namespace
 
-void onSampleSignal(int, siginfo_t* si, void* uc) {
+void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   int savedErrno = errno;
   ThreadState* ts = currentThread();
   if (!ts) {
+    signalsForward(sig, si, uc);
     errno = savedErrno;
     return;
   }
@@ -170,6 +172,9 @@ void onSampleSignal(int, siginfo_t* si, void* uc) {
     sourcesRearm(*ts, ev);
   }
   ts->inHandler.store(0, std::memory_order_release);
+  // Not a sample: the application's own use of the signal number (test
+  // `Signals.TheSamplingSignalSentByTheApplicationReachesIt`).
+  if (ev < 0) signalsForward(sig, si, uc);
   errno = savedErrno;
 }
 

@@ -179,6 +179,43 @@ const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch) {
   return scratch;
 }
 
+bool signalsForward(int sig, siginfo_t* si, void* uc) {
+  // Only what the application (or another process) sent: a timer's or a perf event's signal
+  // that finds no source of ours (one queued before its thread's sources stopped) is ours.
+  if (si->si_code != SI_USER && si->si_code != SI_QUEUE && si->si_code != SI_TKILL) return false;
+  struct sigaction app = gApp[sig];
+  const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
+  if (byDefault) {  // a real-time signal's default action ends the process
+    processFinalize("fatal signal");
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    realSigaction(sig, &dfl, nullptr);
+    syscall(SYS_tgkill, getpid(), sysGettid(), sig);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, sig);
+    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &unblock, nullptr, _NSIG / 8);
+    return true;
+  }
+  if (!(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN) return true;
+  // The application's handler runs with the mask it asked for: the interrupted code's, its
+  // sa_mask and the signal itself; not the sample handler's (everything blocked). Raw
+  // system calls: the interposed ones do nothing inside the sample handler.
+  sigset_t mask = static_cast<ucontext_t*>(uc)->uc_sigmask, ours;
+  for (int s = 1; s < NSIG; ++s)
+    if (sigismember(&app.sa_mask, s)) sigaddset(&mask, s);
+  if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
+  if (app.sa_flags & SA_RESETHAND) {
+    gApp[sig] = {};
+    gApp[sig].sa_handler = SIG_DFL;
+  }
+  if (app.sa_flags & SA_SIGINFO) app.sa_sigaction(sig, si, uc);
+  else app.sa_handler(sig);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
+  return true;
+}
+
 namespace {
 
 constexpr size_t kAltStackBytes = 64u << 10;

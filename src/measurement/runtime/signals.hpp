@@ -25,6 +25,11 @@ const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch);
 // block-then-restore pairs around each step would cost two syscalls a frame: they become
 // no-ops. Returns true when the call was handled that way.
 bool maskCallInHandler(sigset_t* old);
+// The sampling signal, when the application or another process sent it (kill, sigqueue,
+// raise) rather than a source of ours: delivered as the application installed it (its
+// handler, ignored, or the default action, which ends the process). False: not sent so, and
+// nothing done. Called from the sample handler, with its own guard released.
+bool signalsForward(int sig, siginfo_t* si, void* uc);
 // Overflow signals that came as SIGIO (queue full) and were dropped.
 uint64_t signalsOverflowSigio();
 

@@ -161,6 +161,9 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
     value = periods * double(gConfig.events[i].value) * 1e-6;
     return i;
   }
+  // A perf event's overflow comes from the kernel (POLL_IN, or POLL_HUP where its refresh
+  // count ran out); one sent by a process (kill, sigqueue) has no si_fd.
+  if (si->si_code <= 0) return -1;
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     int fd = ts.perfFd[i];
     if (fd < 0 || fd != si->si_fd) continue;

@@ -302,6 +302,27 @@ TEST(Signals, TheApplicationsAlternateStackIsItsOwn) {
   fs::remove_all(scratch);
 }
 
+// The application's own use of every real-time signal number, the runtime's sampling signal
+// among them: each raised and queued to itself reaches its handler, with its value, under
+// timer and perf sampling (before: the sampling signal's number was swallowed).
+TEST(Signals, TheSamplingSignalSentByTheApplicationReachesIt) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-rtsig";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "rtsig-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  EXPECT_EQ(bare.status, 0);
+  EXPECT_EQ(bare.out, "real-time signals delivered as sent: all 0\n");
+  int n = 0;
+  for (const char* ev : {"CPUTIME@1000", "perf::task-clock@f4000"}) {
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    Outcome prof = run(kBin + " -e " + ev + " -o " + meas.string() + " " + exe, scratch / "prof");
+    EXPECT_EQ(prof.status, 0) << ev << ": " << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << ev;
+    EXPECT_GT(logCount(meas, "recorded: "), 5u) << ev;
+  }
+  fs::remove_all(scratch);
+}
+
 // Handlers the application installed without SA_RESTART: a blocking read that SIGALRM or
 // SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
 // signals and must be installed as the application's was (with SA_RESTART the read was
