@@ -101,6 +101,14 @@ cmp "$tmp/runs/hpctoolkit-small-app-database/meta.db" "$tmp/runs/hpctoolkit-smal
 [ "$(grep -c "warning: .*/testmeas-loops: not found here, so its code is attributed to addresses only" "$tmp/err")" = 1 ] \
   || { cat "$tmp/err"; exit 1; }
 
+# Many measured binaries not here (the generator's 8 modules under /opt/synthetic): one
+# warning that counts them, names three and the directory they were in, not a line each.
+"$gen" "$tmp/nomods.m" 2 200 3 10 >/dev/null
+"$prof" -o "$tmp/nomods.d" "$tmp/nomods.m" 2>"$tmp/err"
+[ "$(grep -c 'warning' "$tmp/err")" = 1 ] || { cat "$tmp/err"; exit 1; }
+grep -q "warning: 8 measured binaries are not found here, so their code is attributed to addresses only .*module1.cpython-311-x86_64-linux-gnu.so, .* and 5 more; in /opt/synthetic/lib/python3.11/site-packages (8)$" \
+  "$tmp/err" || { cat "$tmp/err"; exit 1; }
+
 # A structure file for the binary under another directory: a warning suggests the -R that
 # matches it, and with that -R its functions appear.
 m=$conf/meas/loops-cputime-t.m

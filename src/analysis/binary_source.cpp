@@ -29,6 +29,9 @@ namespace {
 
 std::mutex warningsMu;
 std::vector<std::string> warnings;
+constexpr const char* kNotFoundHere =
+    ": not found here, so its code is attributed to addresses only (run hpcstruct on the measurements where the "
+    "binary is, or map its directory with -R OLD=NEW)";
 std::atomic<size_t> binariesOpened{0}, proceduresOpened{0}, proceduresAnalysed{0};
 std::atomic<uint64_t> analysisNanoseconds{0};
 
@@ -183,9 +186,7 @@ private:
       }
     if (!fs::is_regular_file(onDisk, ec)) {
       // Said once a binary (each is looked for once): why its code shows as addresses.
-      addBinaryWarning(onDisk +
-           ": not found here, so its code is attributed to addresses only (run hpcstruct on the measurements "
-           "where the binary is, or map its directory with -R OLD=NEW)");
+      addBinaryWarning(onDisk + kNotFoundHere);
       return nullptr;
     }
     // Its passes over all the procedures (the search for those only calls reach) on the
@@ -235,6 +236,42 @@ std::vector<std::string> takeBinaryWarnings() {
   taken.swap(warnings);
   std::sort(taken.begin(), taken.end());
   return taken;
+}
+
+std::vector<std::string> summarizeBinaryWarnings(const std::vector<std::string>& lines) {
+  const std::string suffix = kNotFoundHere;
+  std::vector<std::string> out, missing;
+  for (const std::string& l : lines) {
+    if (l.size() > suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0)
+      missing.push_back(l.substr(0, l.size() - suffix.size()));
+    else
+      out.push_back(l);
+  }
+  constexpr size_t kEach = 4;  // up to this many missing binaries get a line each
+  if (missing.size() <= kEach) {
+    for (const std::string& m : missing) out.push_back(m + suffix);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  // Many (a Python program's modules, measured on another machine): one line, with the
+  // directories they were in, which is what -R maps.
+  std::sort(missing.begin(), missing.end());
+  std::map<std::string, size_t> dirs;
+  for (const std::string& m : missing) ++dirs[fs::path(m).parent_path().string()];
+  std::vector<std::pair<size_t, std::string>> byCount;
+  for (const auto& [d, n] : dirs) byCount.push_back({n, d});
+  std::stable_sort(byCount.begin(), byCount.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string line = std::to_string(missing.size()) +
+                     " measured binaries are not found here, so their code is attributed to addresses only (run "
+                     "hpcstruct on the measurements where they are, or map their directories with -R OLD=NEW): ";
+  for (size_t i = 0; i < 3; ++i) line += (i ? ", " : "") + missing[i];
+  line += " and " + std::to_string(missing.size() - 3) + " more; in ";
+  for (size_t i = 0; i < byCount.size() && i < 4; ++i)
+    line += (i ? ", " : "") + byCount[i].second + " (" + std::to_string(byCount[i].first) + ")";
+  if (byCount.size() > 4) line += " and " + std::to_string(byCount.size() - 4) + " more directories";
+  out.push_back(line);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace hpc::analysis

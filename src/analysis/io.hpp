@@ -65,6 +65,9 @@ BinaryAnalysis binaryAnalysis();
 // hpcprof prints them, hpcprof-mpi prints every rank's once. MT: thread-safe.
 void addBinaryWarning(std::string line);
 std::vector<std::string> takeBinaryWarnings();
+// The lines to print: binaries not found here a line each where there are at most 4, else
+// one line that counts them, names 3 and the directories they were in.
+std::vector<std::string> summarizeBinaryWarnings(const std::vector<std::string>& lines);
 
 // Whether a database may be renamed into place at `target` (nothing there, an empty
 // directory or a database: db::check_replaceable), checked before any work.

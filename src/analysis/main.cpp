@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   auto sink = createDatabase(out.temp_path());
   if (!sink.ok()) return fail(sink.status().message());
   auto result = runPipeline(job->profiles, job->structure.get(), **sink, job->options);
-  for (const std::string& w : takeBinaryWarnings()) std::fprintf(stderr, "hpcprof: warning: %s\n", w.c_str());
+  for (const std::string& w : summarizeBinaryWarnings(takeBinaryWarnings()))
+    std::fprintf(stderr, "hpcprof: warning: %s\n", w.c_str());
   if (!result.ok()) return fail(result.status().message());
   sink->reset();  // closes the files before the rename
   if (Status st = out.commit(); !st.ok()) return fail(st.message());

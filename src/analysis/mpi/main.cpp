@@ -137,7 +137,8 @@ int main(int argc, char** argv) {
       std::string text(all.begin(), all.end());
       for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
         lines.insert(text.substr(at, nl - at));
-      for (const std::string& w : lines) std::fprintf(stderr, "hpcprof-mpi: warning: %s\n", w.c_str());
+      for (const std::string& w : summarizeBinaryWarnings({lines.begin(), lines.end()}))
+        std::fprintf(stderr, "hpcprof-mpi: warning: %s\n", w.c_str());
     }
   }
   if (root) st = out->commit();
