@@ -38,7 +38,7 @@ struct Hash128 {
   }
 };
 
-constexpr const char* kFormatVersion = "hpcstruct-cpp-6";  // 6: Rust names demangled; 5: BRX targets, sm_90 CALL.REL
+constexpr const char* kFormatVersion = "hpcstruct-cpp-6";  // 6: Rust names demangled, split DWARF read; 5: BRX targets, sm_90 CALL.REL
 
 }  // namespace
 

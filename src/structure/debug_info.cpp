@@ -120,6 +120,8 @@ struct DebugInfo::Impl {
   mutable std::vector<std::unique_ptr<SubprogramInfo>> summaries;  // names and ranges, lowest first
   mutable bool summarized = false;
   mutable bool evicted = false;  // the cache has let go of a unit: the debug info exceeds it
+  uint32_t splitUnits = 0, splitMissing = 0;  // skeleton units, and those whose .dwo libdw did not find
+  std::string splitMissingName;               // the first such .dwo's name
 
   Elf* elf = nullptr;
   const ElfImage* image = nullptr;  // its pages are let go as units are read
@@ -191,6 +193,8 @@ std::string DebugInfo::file_name(uint32_t id) const {
   std::lock_guard lock(impl_->filesMu);
   return id < impl_->files.size() ? impl_->files[id] : std::string();
 }
+
+DebugInfo::SplitUnits DebugInfo::split_units() const { return {impl_->splitUnits, impl_->splitMissing, impl_->splitMissingName}; }
 
 size_t DebugInfo::units_read() const {
   std::lock_guard lock(impl_->mu);
@@ -306,6 +310,23 @@ public:
   void unit(Dwarf_Die* cu) {
     files_ = nullptr;
     nfiles_ = 0;
+    // Split DWARF (-gsplit-dwarf): the skeleton unit in the binary has the line table and
+    // the ranges, its split unit in a .dwo file (found by libdw from the skeleton's
+    // DW_AT_dwo_name and DW_AT_comp_dir) the subprograms and inlined calls, whose file
+    // attributes index the split unit's own file table (libdw's, read from the .dwo or,
+    // lacking one, the skeleton's). Without the .dwo: lines only.
+    uint8_t unitType = 0;
+    Dwarf_Die split;
+    if (dwarf_cu_info(cu->cu, nullptr, &unitType, nullptr, &split, nullptr, nullptr, nullptr) == 0 &&
+        unitType == DW_UT_skeleton) {
+      if (split.addr == nullptr || dwarf_tag(&split) != DW_TAG_compile_unit) return;
+      const bool own = own_;
+      own_ = false;
+      if (!summary_) dwarf_getsrcfiles(&split, &files_, &nfiles_);
+      walk(&split, nullptr, -1, 0);
+      own_ = own;
+      return;
+    }
     // File attributes are not read in a summary.
     if (!summary_ && !own_) dwarf_getsrcfiles(cu, &files_, &nfiles_);
     walk(cu, nullptr, -1, 0);
@@ -616,8 +637,21 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     if (plain(".debug_line", secs.line) && plain(".debug_line_str", secs.line_str) && plain(".debug_str", secs.str))
       m.lineSections = secs;
   }
+  // Skeleton units (split DWARF) are units here: their line tables and ranges are in the
+  // binary, the rest is read through them (DebugLoader::unit).
   while (dwarf_get_units(dw, cu, &cu, nullptr, &unitType, &cudie, &subdie) == 0) {
-    if (unitType == DW_UT_skeleton || unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
+    if (unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
+    if (unitType == DW_UT_skeleton) {
+      ++m.splitUnits;
+      if (subdie.addr == nullptr || dwarf_tag(&subdie) != DW_TAG_compile_unit) {
+        if (m.splitMissing++ == 0) {
+          Dwarf_Attribute a;
+          const char* name = dwarf_attr(&cudie, DW_AT_dwo_name, &a) ? dwarf_formstring(&a) : nullptr;
+          if (!name && dwarf_attr(&cudie, DW_AT_GNU_dwo_name, &a)) name = dwarf_formstring(&a);
+          m.splitMissingName = name ? name : "";
+        }
+      }
+    }
     auto idx = static_cast<uint32_t>(m.cus.size());
     if (idx % 64 == 63) image.release_pages_if_over();
     m.cus.push_back(dwarf_dieoffset(&cudie));

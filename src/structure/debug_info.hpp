@@ -108,6 +108,13 @@ public:
   uint32_t intern_file(const std::string& name);
   // Units read so far, counting re-reads after eviction (for tests and the bench).
   size_t units_read() const;
+  // Split DWARF: the skeleton units, and those whose .dwo file was not found (their lines
+  // are read, their inlined calls not), with the first missing one's name.
+  struct SplitUnits {
+    uint32_t units = 0, missing = 0;
+    std::string first_missing;
+  };
+  SplitUnits split_units() const;
 
 private:
   friend class DebugLoader;

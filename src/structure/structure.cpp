@@ -175,6 +175,11 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
                          " (x86-64 and CUDA binaries are supported)");
   HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image, opt.debug_cache));
   p->debug = std::move(debugOwned);
+  if (auto split = p->debug->split_units(); split.missing > 0 && warnings)
+    *warnings += path + ": " + std::to_string(split.missing) + " of its " + std::to_string(split.units) +
+                 " split-DWARF units have no .dwo file here (" + split.first_missing +
+                 (split.missing > 1 ? ", ..." : "") +
+                 "): their source lines are read, their inlined calls only guessed from the lines\n";
   p->fns = discover_functions(*p->image, *p->debug);
   for (const auto& f : p->fns)
     if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);

@@ -178,6 +178,48 @@ TEST(Structure, JumpTableSwitchInsideLoop) {
   EXPECT_GE(widest, 7u);
 }
 
+// Split DWARF (-gsplit-dwarf): the library holds the line table and a skeleton unit, the
+// .dwo beside its object file the subprograms and inlined calls. The structure is the plain
+// build's (before: no line at all, every statement at line 0 of "[binary]"); without the
+// .dwo, lines still, and a warning naming it.
+TEST(Structure, SplitDwarfAsThePlainBuild) {
+  auto text = [](const Structure& s, const std::string& name) {
+    std::string path = (std::filesystem::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
+    EXPECT_TRUE(write_structure_file(s, path).ok());
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string t = ss.str();
+    for (size_t at; (at = t.find(name)) != std::string::npos;) t.replace(at, name.size(), "LIB");
+    return t;
+  };
+  const std::string plain = text(analyze("inline_loops"), "libinline_loops.so");
+  const Structure split = analyze("inline_loops_split");
+  EXPECT_EQ(text(split, "libinline_loops_split.so"), plain);
+  const Procedure* outer = find(split, "outer");
+  ASSERT_NE(outer, nullptr);
+  EXPECT_NE(skeleton(outer->root).find("A"), std::string::npos) << skeleton(outer->root);
+
+  // The .dwo out of the way for a moment (its name from the library's skeleton unit).
+  std::string dwo;
+  for (auto& e : std::filesystem::recursive_directory_iterator(HPC_BINARY_DIR))
+    if (e.path().extension() == ".dwo" && e.path().string().find("structtest_inline_loops_split") != std::string::npos)
+      dwo = e.path().string();
+  ASSERT_FALSE(dwo.empty());
+  std::filesystem::rename(dwo, dwo + ".hidden");
+  Options opt;
+  std::string warnings;
+  auto lines = analyze_binary(lib("inline_loops_split"), opt, &warnings);
+  std::filesystem::rename(dwo + ".hidden", dwo);
+  ASSERT_TRUE(lines.ok()) << lines.status().message();
+  EXPECT_NE(warnings.find("1 of its 1 split-DWARF units have no .dwo file here"), std::string::npos) << warnings;
+  const Procedure* p = find(*lines, "outer");
+  ASSERT_NE(p, nullptr);
+  const Structure plainS = analyze("inline_loops");
+  EXPECT_EQ(p->line, find(plainS, "outer")->line) << "lines come from the library itself";
+  EXPECT_GT(p->line, 0u);
+}
+
 TEST(Structure, OutputDoesNotDependOnThreads) {
   auto dir = std::filesystem::temp_directory_path();
   auto a = (dir / "hpcstruct_j1.xml").string(), b = (dir / "hpcstruct_j4.xml").string();
