@@ -1,6 +1,8 @@
 #include "structure/debug_info.hpp"
 
 #include <cxxabi.h>
+#include <fcntl.h>
+#include <unistd.h>
 #ifdef HPC_HAVE_LIBIBERTY
 #define HAVE_DECL_BASENAME 1  // glibc's string.h declares it; libiberty.h would again
 #include <libiberty/demangle.h>
@@ -127,6 +129,7 @@ struct DebugInfo::Impl {
   const ElfImage* image = nullptr;  // its pages are let go as units are read
   std::vector<uint8_t> copy;  // relocated debug sections, when the binary needs them
   Elf* patched = nullptr;
+  int patchedFd = -1;  // the file under `patched`, where libelf mapped it itself
   size_t cacheLimit = 0;
   std::optional<LineTableSections> lineSections;  // line tables read without libdw
 
@@ -146,6 +149,7 @@ struct DebugInfo::Impl {
   ~Impl() {
     if (dw) dwarf_end(dw);
     if (patched) elf_end(patched);
+    if (patchedFd >= 0) ::close(patchedFd);
   }
   Dwarf* dwarf() const {
     if (dw && libdwBytes > cacheLimit / 4) {
@@ -594,6 +598,17 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   m.cacheLimit = cache_bytes;
   m.copy = image.relocated_debug_copy();
   if (!m.copy.empty()) m.patched = elf_memory(reinterpret_cast<char*>(m.copy.data()), m.copy.size());
+  // Compressed debug sections (-gz): libdw decompresses them in place and writes their
+  // section headers, which lie in the image's read-only mapping of the file (hpcstruct was
+  // killed by SIGSEGV). libdw gets an Elf of its own then, on a copy-on-write mapping libelf
+  // makes itself.
+  const bool compressed = std::any_of(image.sections().begin(), image.sections().end(), [](const Section& s) {
+    return (s.flags & SHF_COMPRESSED) || s.name.rfind(".zdebug", 0) == 0;
+  });
+  if (!m.patched && compressed) {
+    m.patchedFd = ::open(image.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (m.patchedFd >= 0) m.patched = elf_begin(m.patchedFd, ELF_C_READ_MMAP_PRIVATE, nullptr);
+  }
   Dwarf* dw = dwarf_begin_elf(m.patched ? m.patched : m.elf, DWARF_C_READ, nullptr);
   if (!dw) return d;
   Dwarf_CU* cu = nullptr;
