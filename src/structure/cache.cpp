@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/file.hpp"
+#include "structure/elf_image.hpp"
 
 namespace hpc::structure {
 namespace {
@@ -48,6 +49,16 @@ Expected<std::string> Cache::entry_path(const std::string& binary, const Options
   Hash128 h;
   h.add(f->bytes());
   h.add(std::string(kFormatVersion) + (opt.gpucfg ? "+gpucfg" : "") + "\n" + binary);
+  // A separate debug file changes the result: its path, size and time are in the key (a
+  // -dbgsym package installed later is read, not a structure cached without it).
+  if (auto img = ElfImage::open(binary); img.ok()) {
+    if (std::string dbg = find_debug_file(**img); !dbg.empty()) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(dbg, ec);
+      const auto time = std::filesystem::last_write_time(dbg, ec).time_since_epoch().count();
+      h.add("\ndebug " + dbg + " " + std::to_string(size) + " " + std::to_string(time));
+    }
+  }
   return (std::filesystem::path(dir_) / (h.hex() + ".hpcstruct")).string();
 }
 

@@ -1,5 +1,7 @@
 #include "structure/elf_image.hpp"
 
+#include <filesystem>
+
 #include <gelf.h>
 #include <libelf.h>
 #include <malloc.h>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 namespace hpc::structure {
@@ -157,40 +160,36 @@ std::span<const uint8_t> ElfImage::code(uint64_t addr, uint64_t len) const {
   return {};
 }
 
-void ElfImage::read_symbols() {
-  // Every symbol in the order read, then one per address: .symtab wins over .dynsym, global
-  // over local names. (A vector, not a map: a map node would double the memory of a binary
-  // of millions of symbols.)
-  std::vector<SymbolFunction> all;
-  for (int pass = 0; pass < 2; ++pass) {
-    uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
-    for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || sh.sh_entsize == 0) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (!data) continue;
-      size_t n = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < n; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
-        if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) continue;
-        if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
-        const char* nm = elf_strptr(elf_, sh.sh_link, sym.st_name);
-        if (!nm || !*nm) continue;
-        uint64_t value = sym.st_value;
-        if (relocatable_) {
-          if (sym.st_shndx >= sections_.size() + 1) continue;
-          value += sections_[sym.st_shndx - 1].addr;
-        }
-        if (!section_at(value)) continue;
-        SymbolFunction f{value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false,
-                         pass == 0 ? static_cast<uint32_t>(i) : 0};
-        // Versioned dynamic names ("f@@V1") are reported by their plain name.
-        if (auto at = f.name.find('@'); at != std::string::npos && pass == 1) f.name.resize(at);
-        all.push_back(std::move(f));
+void ElfImage::collect_symbols(Elf* elf, uint32_t want, bool relocatable, std::vector<SymbolFunction>& out) const {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || sh.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) continue;
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE) continue;
+      const char* nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (!nm || !*nm) continue;
+      uint64_t value = sym.st_value;
+      if (relocatable) {
+        if (sym.st_shndx >= sections_.size() + 1) continue;
+        value += sections_[sym.st_shndx - 1].addr;
       }
+      if (!section_at(value)) continue;
+      SymbolFunction f{value, sym.st_size, nm, GELF_ST_BIND(sym.st_info) != STB_LOCAL, false,
+                       want == SHT_SYMTAB ? static_cast<uint32_t>(i) : 0};
+      // Versioned dynamic names ("f@@V1") are reported by their plain name.
+      if (auto at = f.name.find('@'); at != std::string::npos && want == SHT_DYNSYM) f.name.resize(at);
+      out.push_back(std::move(f));
     }
   }
+}
+
+void ElfImage::keep_one_per_address(std::vector<SymbolFunction>& all) {
   std::stable_sort(all.begin(), all.end(), [](const SymbolFunction& a, const SymbolFunction& b) { return a.addr < b.addr; });
   // Each address's symbols in the order read: the first is kept unless a later one says more.
   size_t kept = 0;
@@ -210,7 +209,88 @@ void ElfImage::read_symbols() {
   }
   all.resize(kept);
   all.shrink_to_fit();
+}
+
+void ElfImage::read_symbols() {
+  // Every symbol in the order read, then one per address: .symtab wins over .dynsym, global
+  // over local names. (A vector, not a map: a map node would double the memory of a binary
+  // of millions of symbols.)
+  std::vector<SymbolFunction> all;
+  collect_symbols(elf_, SHT_SYMTAB, relocatable_, all);
+  collect_symbols(elf_, SHT_DYNSYM, relocatable_, all);
+  keep_one_per_address(all);
   functions_ = std::move(all);
+}
+
+void ElfImage::add_symbols_from(const ElfImage& debug) {
+  std::vector<SymbolFunction> all;
+  collect_symbols(debug.elf_, SHT_SYMTAB, debug.relocatable_, all);
+  if (all.empty()) return;
+  // The debug file's .symtab first, as a .symtab is read before .dynsym; PLT slots (no
+  // symbol of either names them) stay as they were.
+  all.insert(all.end(), std::make_move_iterator(functions_.begin()), std::make_move_iterator(functions_.end()));
+  keep_one_per_address(all);
+  functions_ = std::move(all);
+}
+
+std::vector<uint8_t> ElfImage::build_id() const {
+  for (const Section& s : sections_) {
+    if (s.type != SHT_NOTE || s.name != ".note.gnu.build-id") continue;
+    auto bytes = file_bytes();
+    if (s.offset > bytes.size() || s.size > bytes.size() - s.offset || s.size < 16) return {};
+    auto note = bytes.subspan(s.offset, s.size);
+    uint32_t namesz, descsz, type;
+    std::memcpy(&namesz, note.data(), 4);
+    std::memcpy(&descsz, note.data() + 4, 4);
+    std::memcpy(&type, note.data() + 8, 4);
+    const uint64_t desc = 12 + ((uint64_t(namesz) + 3) & ~uint64_t(3));
+    if (type != NT_GNU_BUILD_ID || namesz != 4 || std::memcmp(note.data() + 12, "GNU", 4) != 0 || descsz == 0 ||
+        desc + descsz > note.size())
+      return {};
+    return {note.begin() + desc, note.begin() + desc + descsz};
+  }
+  return {};
+}
+
+std::string find_debug_file(const ElfImage& image) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::vector<uint8_t> id = image.build_id();
+  fs::path self = fs::weakly_canonical(image.path(), ec);
+  if (ec) self = image.path();
+  auto usable = [&](const fs::path& p) -> bool {
+    std::error_code e;
+    if (!fs::is_regular_file(p, e) || fs::equivalent(p, self, e)) return false;
+    auto other = ElfImage::open(p.string());
+    if (!other.ok() || (*other)->machine() != image.machine()) return false;
+    if (!id.empty()) {
+      const std::vector<uint8_t> theirs = (*other)->build_id();
+      if (!theirs.empty() && theirs != id) return false;
+    }
+    return (*other)->section_named(".debug_info") || (*other)->section_named(".symtab");
+  };
+  if (id.size() >= 2) {
+    static const char* hexdigits = "0123456789abcdef";
+    std::string hex;
+    for (uint8_t b : id) hex += {hexdigits[b >> 4], hexdigits[b & 15]};
+    fs::path p = fs::path("/usr/lib/debug/.build-id") / hex.substr(0, 2) / (hex.substr(2) + ".debug");
+    if (usable(p)) return p.string();
+  }
+  if (const Section* link = image.section_named(".gnu_debuglink"); link && link->type != SHT_NOBITS) {
+    auto bytes = image.file_bytes();
+    if (link->offset < bytes.size() && link->size <= bytes.size() - link->offset) {
+      auto data = bytes.subspan(link->offset, link->size);
+      const auto* begin = reinterpret_cast<const char*>(data.data());
+      const std::string name(begin, strnlen(begin, data.size()));
+      if (!name.empty() && name.find('/') == std::string::npos) {
+        const fs::path dir = self.parent_path();
+        for (const fs::path& p : {dir / name, dir / ".debug" / name,
+                                  fs::path("/usr/lib/debug") / dir.relative_path() / name})
+          if (usable(p)) return p.string();
+      }
+    }
+  }
+  return {};
 }
 
 // PLT slots are named after the symbol of their JUMP_SLOT relocation ("printf@plt");

@@ -84,11 +84,21 @@ public:
   // Frees functions() and fde_ranges() (both empty afterwards): once the procedures are
   // known they are not needed, and they grow with the binary (some 80 bytes a procedure).
   void drop_symbols();
+  // The function symbols of `debug`'s .symtab (a separate debug file of this binary, whose
+  // own .symtab was stripped) join functions(), one per address as before: .symtab's names
+  // over .dynsym's.
+  void add_symbols_from(const ElfImage& debug);
+  // The GNU build ID (.note.gnu.build-id), empty where there is none.
+  std::vector<uint8_t> build_id() const;
 
 private:
   ElfImage() = default;
   Status load();
   void read_symbols();
+  // FUNC symbols of `elf`'s sections of type `want`, in the order read, where they fall in
+  // this image's executable sections.
+  void collect_symbols(Elf* elf, uint32_t want, bool relocatable, std::vector<SymbolFunction>& out) const;
+  static void keep_one_per_address(std::vector<SymbolFunction>& all);
   void read_plt();
   void read_eh_frame();
 
@@ -110,5 +120,11 @@ private:
   std::vector<SymbolFunction> functions_;
   std::vector<std::pair<uint64_t, uint64_t>> fdes_;
 };
+
+// A separate debug file for the binary at `path` (Debian's -dbgsym packages, `objcopy
+// --only-keep-debug`): by its build ID under /usr/lib/debug/.build-id/, else by its
+// .gnu_debuglink name beside it, in its .debug/ directory or under /usr/lib/debug/ and its
+// directory. A candidate with a build ID must have the binary's. Empty: none.
+std::string find_debug_file(const ElfImage& image);
 
 }  // namespace hpc::structure

@@ -69,6 +69,7 @@ void for_each_index(const Options& opt, size_t n, const F& fn) {
 // A binary opened and read up to its list of procedures, ready for analysis.
 struct Prepared {
   std::unique_ptr<ElfImage> image;
+  std::unique_ptr<ElfImage> debugImage;  // a separate debug file's, where the DWARF is there
   std::shared_ptr<const DebugInfo> debug;
   std::vector<FunctionSpec> fns;  // until the procedures are known
   ProcedureTable procs;           // then
@@ -173,7 +174,19 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
   if (!p->image->is_x86_64() && !p->cuda)
     return Status::error(path + ": unsupported machine type " + std::to_string(p->image->machine()) +
                          " (x86-64 and CUDA binaries are supported)");
-  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(*p->image, opt.debug_cache));
+  // A separate debug file where the binary's debug information or symbol table went into
+  // one (Debian's -dbgsym packages, objcopy --only-keep-debug): its symbols name the local
+  // functions .dynsym lacks, its DWARF gives lines and inlined calls.
+  if (!p->cuda && (!p->image->section_named(".debug_info") || !p->image->section_named(".symtab"))) {
+    if (std::string dbg = find_debug_file(*p->image); !dbg.empty()) {
+      if (auto d = ElfImage::open(dbg); d.ok()) {
+        if (!p->image->section_named(".symtab")) p->image->add_symbols_from(**d);
+        if (!p->image->section_named(".debug_info") && (*d)->section_named(".debug_info"))
+          p->debugImage = std::move(*d);
+      }
+    }
+  }
+  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(p->debugImage ? *p->debugImage : *p->image, opt.debug_cache));
   p->debug = std::move(debugOwned);
   if (auto split = p->debug->split_units(); split.missing > 0 && warnings)
     *warnings += path + ": " + std::to_string(split.missing) + " of its " + std::to_string(split.units) +

@@ -181,8 +181,9 @@ TEST(Structure, JumpTableSwitchInsideLoop) {
 // Split DWARF (-gsplit-dwarf): the library holds the line table and a skeleton unit, the
 // .dwo beside its object file the subprograms and inlined calls. The structure is the plain
 // build's (before: no line at all, every statement at line 0 of "[binary]"); without the
-// .dwo, lines still, and a warning naming it. The same with the debug sections compressed.
-TEST(Structure, SplitAndCompressedDwarfAsThePlainBuild) {
+// .dwo, lines still, and a warning naming it. The same with the debug sections compressed,
+// and with them in a separate debug file.
+TEST(Structure, SplitCompressedOrSeparateDwarfAsThePlainBuild) {
   auto text = [](const Structure& s, const std::string& name) {
     std::string path = (std::filesystem::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
     EXPECT_TRUE(write_structure_file(s, path).ok());
@@ -199,6 +200,9 @@ TEST(Structure, SplitAndCompressedDwarfAsThePlainBuild) {
   // Compressed debug sections (-gz=zlib): libdw decompresses them in place, which killed
   // hpcstruct by SIGSEGV in the read-only mapping of the file.
   EXPECT_EQ(text(analyze("inline_loops_gz"), "libinline_loops_gz.so"), plain);
+  // Stripped of all, its symbols and DWARF in a file named by .gnu_debuglink beside it
+  // (before: procedures named by .dynsym and FDEs alone, no line).
+  EXPECT_EQ(text(analyze("inline_loops_dbg"), "libinline_loops_dbg.so"), plain);
   const Procedure* outer = find(split, "outer");
   ASSERT_NE(outer, nullptr);
   EXPECT_NE(skeleton(outer->root).find("A"), std::string::npos) << skeleton(outer->root);
