@@ -1,7 +1,5 @@
 #include "structure/elf_image.hpp"
 
-#include <filesystem>
-
 #include <gelf.h>
 #include <libelf.h>
 #include <malloc.h>
