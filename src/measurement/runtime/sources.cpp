@@ -53,6 +53,16 @@ bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   return true;
 }
 
+// The kernel samples its clock events (cpu-clock, task-clock: nanoseconds, by an hrtimer)
+// at a frequency by the fixed period 1 s / frequency; so do we, to draw their first period
+// too (below). Other events at a frequency keep the kernel's adaptive periods: 0 for those.
+uint64_t fixedPeriod(const EventSpec& ev) {
+  const bool clock = ev.perfType == PERF_TYPE_SOFTWARE &&
+                     (ev.perfConfig == PERF_COUNT_SW_CPU_CLOCK || ev.perfConfig == PERF_COUNT_SW_TASK_CLOCK);
+  if (ev.frequency && !(clock && ev.value <= 1000000000ull)) return 0;
+  return ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
+}
+
 bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   if (!ev.resolved) return false;
   perf_event_attr attr{};
@@ -61,12 +71,8 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   attr.config = ev.perfConfig;
   attr.config1 = ev.perfConfig1;
   attr.config2 = ev.perfConfig2;
-  // The kernel samples its clock events (cpu-clock, task-clock: nanoseconds, by an hrtimer)
-  // at a frequency by the fixed period 1 s / frequency; so do we, to draw their first period
-  // too (below). Other events at a frequency keep the kernel's adaptive periods.
-  const bool clock = ev.perfType == PERF_TYPE_SOFTWARE &&
-                     (ev.perfConfig == PERF_COUNT_SW_CPU_CLOCK || ev.perfConfig == PERF_COUNT_SW_TASK_CLOCK);
-  const bool frequency = ev.frequency && !(clock && ev.value <= 1000000000ull);
+  const uint64_t fixed = fixedPeriod(ev);
+  const bool frequency = fixed == 0 && ev.frequency;
   const uint64_t period = ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
   attr.freq = frequency;
   // A fixed period's first is drawn from (0, period] (as a timer's, above) and every sample
@@ -167,6 +173,13 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     int fd = ts.perfFd[i];
     if (fd < 0 || fd != si->si_fd) continue;
+    // At a fixed period every sample weighs the period (the first, drawn shorter, too):
+    // nothing to read, no system call. (Read, the count since the last sample was the period
+    // but for a few events of jitter; a signal lost to a full queue is counted in the log.)
+    if (const uint64_t fixed = fixedPeriod(gConfig.events[i]); fixed != 0) {
+      value = double(fixed);
+      return int(i);
+    }
     // A signal queued before the application closed the event and opened a file of its own
     // on the number: nothing is read from that file.
     if (fcntl(fd, F_GETSIG) != gConfig.sampleSignal) return -1;
