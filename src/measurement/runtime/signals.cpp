@@ -72,10 +72,49 @@ void syncKernel(int sig) {
   }
 }
 
+bool isDefault(const struct sigaction& a) {
+  return a.sa_flags & SA_SIGINFO ? a.sa_sigaction == nullptr : a.sa_handler == SIG_DFL;
+}
+
+// The default action, the measurement written first: the kernel's disposition reset, the
+// signal unblocked and, where `resend`, sent again (a fault instead re-executes and dies).
+// Raw system calls: the interposed ones filter masks and do nothing inside a sample.
+void dieByDefault(int sig, bool resend) {
+  processFinalize("fatal signal");
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  realSigaction(sig, &dfl, nullptr);
+  gOurs[sig] = false;
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &unblock, nullptr, _NSIG / 8);
+  if (resend) syscall(SYS_tgkill, getpid(), sysGettid(), sig);
+}
+
+// The application's handler as the kernel would have run it: over the interrupted code's
+// mask, its sa_mask and (without SA_NODEFER) the signal itself, never the sampling signal;
+// SA_RESETHAND honoured.
+void runAppHandler(int sig, siginfo_t* si, void* uc, const struct sigaction& app) {
+  sigset_t mask = static_cast<ucontext_t*>(uc)->uc_sigmask, ours;
+  for (int s = 1; s < NSIG; ++s)
+    if (sigismember(&app.sa_mask, s)) sigaddset(&mask, s);
+  if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+  sigdelset(&mask, gConfig.sampleSignal);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
+  if (app.sa_flags & SA_RESETHAND) {
+    gApp[sig] = {};
+    gApp[sig].sa_handler = SIG_DFL;
+  }
+  if (app.sa_flags & SA_SIGINFO) app.sa_sigaction(sig, si, uc);
+  else app.sa_handler(sig);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
+}
+
 void onManaged(int sig, siginfo_t* si, void* uc) {
   if (sig == SIGSEGV || sig == SIGBUS) recoverFromUnwindFault(uc);
-  struct sigaction app = gApp[sig];
-  const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
+  const struct sigaction app = gApp[sig];
+  const bool byDefault = isDefault(app);
   // A perf event's overflow signal that found the real-time queue full arrives as a plain
   // SIGIO from the kernel, whose default action ends the process: a lost sample instead.
   if (sig == SIGIO && byDefault && gPerfSources && si->si_code == SI_KERNEL) {
@@ -83,31 +122,12 @@ void onManaged(int sig, siginfo_t* si, void* uc) {
     return;
   }
   if (byDefault) {
-    processFinalize("fatal signal");
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    realSigaction(sig, &dfl, nullptr);
-    gOurs[sig] = false;
-    sigset_t unblock;
-    sigemptyset(&unblock);
-    sigaddset(&unblock, sig);
-    pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
-    // A fault re-executes and now dies by default; an asynchronous signal is re-sent.
-    if (si->si_code <= 0 || (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE)) raise(sig);
+    // A fault re-executes and now dies by default; an asynchronous signal is sent again.
+    dieByDefault(sig, si->si_code <= 0 || (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE));
     return;
   }
   if (!(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN) return;
-  sigset_t mask = app.sa_mask, old;
-  if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
-  sigdelset(&mask, gConfig.sampleSignal);
-  pthread_sigmask(SIG_BLOCK, &mask, &old);
-  if (app.sa_flags & SA_RESETHAND) {
-    gApp[sig] = {};
-    gApp[sig].sa_handler = SIG_DFL;
-  }
-  if (app.sa_flags & SA_SIGINFO) app.sa_sigaction(sig, si, uc);
-  else app.sa_handler(sig);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  runAppHandler(sig, si, uc, app);
 }
 
 }  // namespace
@@ -183,36 +203,13 @@ bool signalsForward(int sig, siginfo_t* si, void* uc) {
   // Only what the application (or another process) sent: a timer's or a perf event's signal
   // that finds no source of ours (one queued before its thread's sources stopped) is ours.
   if (si->si_code != SI_USER && si->si_code != SI_QUEUE && si->si_code != SI_TKILL) return false;
-  struct sigaction app = gApp[sig];
-  const bool byDefault = app.sa_flags & SA_SIGINFO ? app.sa_sigaction == nullptr : app.sa_handler == SIG_DFL;
-  if (byDefault) {  // a real-time signal's default action ends the process
-    processFinalize("fatal signal");
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    realSigaction(sig, &dfl, nullptr);
-    syscall(SYS_tgkill, getpid(), sysGettid(), sig);
-    sigset_t unblock;
-    sigemptyset(&unblock);
-    sigaddset(&unblock, sig);
-    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &unblock, nullptr, _NSIG / 8);
+  const struct sigaction app = gApp[sig];
+  if (isDefault(app)) {  // a real-time signal's default action ends the process
+    dieByDefault(sig, true);
     return true;
   }
   if (!(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN) return true;
-  // The application's handler runs with the mask it asked for: the interrupted code's, its
-  // sa_mask and the signal itself; not the sample handler's (everything blocked). Raw
-  // system calls: the interposed ones do nothing inside the sample handler.
-  sigset_t mask = static_cast<ucontext_t*>(uc)->uc_sigmask, ours;
-  for (int s = 1; s < NSIG; ++s)
-    if (sigismember(&app.sa_mask, s)) sigaddset(&mask, s);
-  if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
-  if (app.sa_flags & SA_RESETHAND) {
-    gApp[sig] = {};
-    gApp[sig].sa_handler = SIG_DFL;
-  }
-  if (app.sa_flags & SA_SIGINFO) app.sa_sigaction(sig, si, uc);
-  else app.sa_handler(sig);
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
+  runAppHandler(sig, si, uc, app);
   return true;
 }
 
