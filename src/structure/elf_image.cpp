@@ -250,7 +250,7 @@ std::vector<uint8_t> ElfImage::build_id() const {
   return {};
 }
 
-std::string find_debug_file(const ElfImage& image) {
+std::string find_debug_file(const ElfImage& image, std::unique_ptr<ElfImage>* opened) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const std::vector<uint8_t> id = image.build_id();
@@ -265,7 +265,9 @@ std::string find_debug_file(const ElfImage& image) {
       const std::vector<uint8_t> theirs = (*other)->build_id();
       if (!theirs.empty() && theirs != id) return false;
     }
-    return (*other)->section_named(".debug_info") || (*other)->section_named(".symtab");
+    if (!(*other)->section_named(".debug_info") && !(*other)->section_named(".symtab")) return false;
+    if (opened) *opened = std::move(*other);  // not opened twice
+    return true;
   };
   if (id.size() >= 2) {
     static const char* hexdigits = "0123456789abcdef";

@@ -124,7 +124,8 @@ private:
 // A separate debug file for the binary at `path` (Debian's -dbgsym packages, `objcopy
 // --only-keep-debug`): by its build ID under /usr/lib/debug/.build-id/, else by its
 // .gnu_debuglink name beside it, in its .debug/ directory or under /usr/lib/debug/ and its
-// directory. A candidate with a build ID must have the binary's. Empty: none.
-std::string find_debug_file(const ElfImage& image);
+// directory. A candidate with a build ID must have the binary's. Empty: none. With
+// `opened`, the file's image, as this opened it to check it.
+std::string find_debug_file(const ElfImage& image, std::unique_ptr<ElfImage>* opened = nullptr);
 
 }  // namespace hpc::structure

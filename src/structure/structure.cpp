@@ -178,12 +178,10 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
   // one (Debian's -dbgsym packages, objcopy --only-keep-debug): its symbols name the local
   // functions .dynsym lacks, its DWARF gives lines and inlined calls.
   if (!p->cuda && (!p->image->section_named(".debug_info") || !p->image->section_named(".symtab"))) {
-    if (std::string dbg = find_debug_file(*p->image); !dbg.empty()) {
-      if (auto d = ElfImage::open(dbg); d.ok()) {
-        if (!p->image->section_named(".symtab")) p->image->add_symbols_from(**d);
-        if (!p->image->section_named(".debug_info") && (*d)->section_named(".debug_info"))
-          p->debugImage = std::move(*d);
-      }
+    std::unique_ptr<ElfImage> d;
+    if (!find_debug_file(*p->image, &d).empty() && d) {
+      if (!p->image->section_named(".symtab")) p->image->add_symbols_from(*d);
+      if (!p->image->section_named(".debug_info") && d->section_named(".debug_info")) p->debugImage = std::move(d);
     }
   }
   HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(p->debugImage ? *p->debugImage : *p->image, opt.debug_cache));
