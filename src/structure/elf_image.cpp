@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -269,12 +270,24 @@ std::string find_debug_file(const ElfImage& image, std::unique_ptr<ElfImage>* op
     if (opened) *opened = std::move(*other);  // not opened twice
     return true;
   };
+  // The directories of debug files: $HPCTOOLKIT_DEBUG_DIRS (colon-separated: a Spack or
+  // module tree that keeps its own), then the system's.
+  std::vector<fs::path> roots;
+  if (const char* env = std::getenv("HPCTOOLKIT_DEBUG_DIRS"))
+    for (std::string_view rest = env; !rest.empty();) {
+      const size_t colon = rest.find(':');
+      if (colon != 0) roots.emplace_back(std::string(rest.substr(0, colon)));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  roots.emplace_back("/usr/lib/debug");
   if (id.size() >= 2) {
     static const char* hexdigits = "0123456789abcdef";
     std::string hex;
     for (uint8_t b : id) hex += {hexdigits[b >> 4], hexdigits[b & 15]};
-    fs::path p = fs::path("/usr/lib/debug/.build-id") / hex.substr(0, 2) / (hex.substr(2) + ".debug");
-    if (usable(p)) return p.string();
+    for (const fs::path& root : roots) {
+      fs::path p = root / ".build-id" / hex.substr(0, 2) / (hex.substr(2) + ".debug");
+      if (usable(p)) return p.string();
+    }
   }
   if (const Section* link = image.section_named(".gnu_debuglink"); link && link->type != SHT_NOBITS) {
     auto bytes = image.file_bytes();
@@ -284,8 +297,9 @@ std::string find_debug_file(const ElfImage& image, std::unique_ptr<ElfImage>* op
       const std::string name(begin, strnlen(begin, data.size()));
       if (!name.empty() && name.find('/') == std::string::npos) {
         const fs::path dir = self.parent_path();
-        for (const fs::path& p : {dir / name, dir / ".debug" / name,
-                                  fs::path("/usr/lib/debug") / dir.relative_path() / name})
+        std::vector<fs::path> candidates{dir / name, dir / ".debug" / name};
+        for (const fs::path& root : roots) candidates.push_back(root / dir.relative_path() / name);
+        for (const fs::path& p : candidates)
           if (usable(p)) return p.string();
       }
     }

@@ -122,9 +122,9 @@ private:
 };
 
 // A separate debug file for the binary at `path` (Debian's -dbgsym packages, `objcopy
-// --only-keep-debug`): by its build ID under /usr/lib/debug/.build-id/, else by its
-// .gnu_debuglink name beside it, in its .debug/ directory or under /usr/lib/debug/ and its
-// directory. A candidate with a build ID must have the binary's. Empty: none. With
+// --only-keep-debug`): by its build ID under ROOT/.build-id/, else by its .gnu_debuglink
+// name beside it, in its .debug/ directory or under ROOT/ and its directory; the ROOTs are
+// $HPCTOOLKIT_DEBUG_DIRS (colon-separated), then /usr/lib/debug. A candidate with a build ID must have the binary's. Empty: none. With
 // `opened`, the file's image, as this opened it to check it.
 std::string find_debug_file(const ElfImage& image, std::unique_ptr<ElfImage>* opened = nullptr);
 

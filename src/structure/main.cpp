@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
   app.add_option("binary", binary,
                  "binary to analyse, or a measurement directory: each binary its profiles used\n"
                  "is analysed into DIR/structs/<name>.hpcstruct")->required();
+  app.footer(
+      "Separate debug files (-dbgsym packages, objcopy --only-keep-debug) are found by build ID and\n"
+      ".gnu_debuglink under $HPCTOOLKIT_DEBUG_DIRS (colon-separated directories) and /usr/lib/debug.");
   CLI11_PARSE(app, argc, argv);
 
   if (jobs <= 0) jobs = int(std::max(1u, hpc::usable_cpus() / 2));

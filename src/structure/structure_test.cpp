@@ -207,6 +207,45 @@ TEST(Structure, SplitCompressedOrSeparateDwarfAsThePlainBuild) {
   ASSERT_NE(outer, nullptr);
   EXPECT_NE(skeleton(outer->root).find("A"), std::string::npos) << skeleton(outer->root);
 
+  // The debug file found by the library's build ID under a directory of
+  // $HPCTOOLKIT_DEBUG_DIRS, the library copied away from the file its .gnu_debuglink names.
+  {
+    namespace fs = std::filesystem;
+    const fs::path tmp = fs::temp_directory_path() / "hpcstruct-debug-dirs";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp / "bin");
+    fs::copy_file(lib("inline_loops_dbg"), tmp / "bin" / "libinline_loops_dbg.so");
+    auto img = ElfImage::open((tmp / "bin" / "libinline_loops_dbg.so").string());
+    ASSERT_TRUE(img.ok());
+    const std::vector<uint8_t> id = (*img)->build_id();
+    ASSERT_GE(id.size(), 2u) << "the test library has no build ID";
+    char hex[3];
+    std::string rest;
+    for (size_t i = 1; i < id.size(); ++i) {
+      std::snprintf(hex, sizeof hex, "%02x", id[i]);
+      rest += hex;
+    }
+    std::snprintf(hex, sizeof hex, "%02x", id[0]);
+    fs::create_directories(tmp / "dbg" / ".build-id" / hex);
+    fs::copy_file(std::string(HPC_STRUCTURE_TESTLIBS) + "/libinline_loops_dbg.debug",
+                  tmp / "dbg" / ".build-id" / hex / (rest + ".debug"));
+    auto at = [&](const char* dirs) {
+      if (dirs) setenv("HPCTOOLKIT_DEBUG_DIRS", dirs, 1);
+      else unsetenv("HPCTOOLKIT_DEBUG_DIRS");
+      Options opt;
+      auto st = analyze_binary((tmp / "bin" / "libinline_loops_dbg.so").string(), opt);
+      EXPECT_TRUE(st.ok());
+      std::string t = text(*st, "libinline_loops_dbg.so");
+      const std::string dir = (tmp / "bin").string();
+      if (size_t where = t.find(dir); where != std::string::npos) t.replace(where, dir.size(), HPC_STRUCTURE_TESTLIBS);
+      return t;
+    };
+    EXPECT_NE(at(nullptr), plain) << "no debug file found: the stripped library's structure";
+    EXPECT_EQ(at(("/nonexistent:" + (tmp / "dbg").string()).c_str()), plain);
+    unsetenv("HPCTOOLKIT_DEBUG_DIRS");
+    fs::remove_all(tmp);
+  }
+
   // The .dwo out of the way for a moment (its name from the library's skeleton unit).
   std::string dwo;
   for (auto& e : std::filesystem::recursive_directory_iterator(HPC_BINARY_DIR))
