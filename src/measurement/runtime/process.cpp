@@ -74,7 +74,7 @@ void processInit() {
   gReady = true;
   parseConfig();
   signalsInit();
-  if (!unwindInit()) complain("libunwind.so.8 not found: call paths will be partial");
+  if (!unwindInit()) complain("libunwind.so.8 not found or not usable: call paths will be partial");
   if (!outputInit()) {
     complain("cannot create the measurement directory: measurement disabled");
     return;

@@ -1,7 +1,13 @@
 #include "unwind.hpp"
 
+#include <atomic>
+
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <ucontext.h>
 
@@ -25,6 +31,7 @@ using SetCaching = int (*)(unw_addr_space_t, unw_caching_policy_t);
 using FlushCache = void (*)(unw_addr_space_t, unw_word_t, unw_word_t);
 using GetContext = int (*)(unw_context_t*);
 using IsSignalFrame = int (*)(unw_cursor_t*);
+using GetAccessors = unw_accessors_t* (*)(unw_addr_space_t);
 
 InitLocal2 pInit = nullptr;
 Step pStep = nullptr;
@@ -72,6 +79,57 @@ struct LowNumbersHeld {
   }
 };
 
+// libunwind's own reader tests each stack page it has not read lately by writing a byte of
+// it into a pipe it keeps on two descriptors, and when reading that pipe fails it closes both
+// numbers and opens a new pipe on the lowest free ones. Once an application has closed every
+// descriptor and opened its own files on those numbers, libunwind would read from them, write
+// stack bytes into them and close them (test `Descriptors.*`, whose worker samples land on
+// stack pages not read before). Ours tests a page with no descriptor: a one-byte
+// process_vm_readv of it (EFAULT: unreadable), or where seccomp forbids that call, mincore
+// (ENOMEM: unmapped; a mapped page that cannot be read faults, and the sample's fault guard
+// ends that unwind). The last pages found readable are remembered per thread.
+constexpr uintptr_t kPage = 4096;
+constexpr int kGoodPages = 8;
+thread_local uintptr_t tlsGoodPage[kGoodPages] __attribute__((tls_model("initial-exec")));
+thread_local unsigned tlsGoodNext __attribute__((tls_model("initial-exec")));
+std::atomic<bool> gNoVmRead{false};
+
+bool pageReadable(uintptr_t page) {
+  if (page == 0) return false;
+  for (int i = 0; i < kGoodPages; ++i)
+    if (tlsGoodPage[i] == page) return true;
+  bool ok = false;
+  if (!gNoVmRead.load(std::memory_order_relaxed)) {
+    char byte;
+    iovec local{&byte, 1}, remote{reinterpret_cast<void*>(page), 1};
+    const int saved = errno;
+    const long r = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL);
+    if (r < 0 && errno != EFAULT) gNoVmRead.store(true, std::memory_order_relaxed);
+    errno = saved;
+    ok = r == 1;
+  }
+  if (gNoVmRead.load(std::memory_order_relaxed)) {
+    unsigned char resident;
+    const int saved = errno;
+    ok = mincore(reinterpret_cast<void*>(page), kPage, &resident) == 0;
+    errno = saved;
+  }
+  if (ok) tlsGoodPage[tlsGoodNext++ % kGoodPages] = page;
+  return ok;
+}
+
+int readMemory(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void*) {
+  if (write) {  // libunwind's own writes (resuming a cursor): never ours, but kept as they were
+    *reinterpret_cast<unw_word_t*>(addr) = *val;
+    return 0;
+  }
+  const uintptr_t first = uintptr_t(addr) & ~(kPage - 1);
+  const uintptr_t last = (uintptr_t(addr) + sizeof(unw_word_t) - 1) & ~(kPage - 1);
+  if (!pageReadable(first) || (last != first && !pageReadable(last))) return -UNW_EINVAL;
+  *val = *reinterpret_cast<const volatile unw_word_t*>(addr);
+  return 0;
+}
+
 }  // namespace
 
 bool unwindInit() {
@@ -93,6 +151,15 @@ bool unwindInit() {
   pAddrSpace = reinterpret_cast<unw_addr_space_t*>(dlsym(h, "_ULx86_64_local_addr_space"));
   auto setCaching = reinterpret_cast<SetCaching>(dlsym(h, "_ULx86_64_set_caching_policy"));
   if (!pInit || !pStep || !pGetReg) return false;
+  // Without our reader in its place, libunwind's would take the application's descriptors:
+  // no libunwind then (samples keep their leaf frame only).
+  auto getAccessors = reinterpret_cast<GetAccessors>(dlsym(h, "_Ux86_64_get_accessors"));
+  unw_accessors_t* acc = getAccessors && pAddrSpace ? getAccessors(*pAddrSpace) : nullptr;
+  if (!acc || !acc->access_mem) {
+    pInit = nullptr;
+    return false;
+  }
+  acc->access_mem = readMemory;
   // Per-thread caches: no lock is taken in the signal handler.
   if (setCaching && pAddrSpace) setCaching(*pAddrSpace, UNW_CACHE_PER_THREAD);
   return true;

@@ -620,6 +620,24 @@ TEST(Descriptors, AnApplicationClosingAndReusingEveryOneKeepsItsOutput) {
       EXPECT_GT(tr->records.size(), 10u) << e.path();
     }
   }
+  // libunwind's own reader tests stack pages through a pipe on two descriptors, and closed
+  // the application's numbers 768 and 769 (the pipe's) once reading them failed: the worker's
+  // last samples land on stack pages not read before. Ours tests pages with process_vm_readv,
+  // or with mincore where a seccomp filter refuses that call: whole paths either way.
+  {
+    Outcome bareSandboxed = run(exe + " 1 noreadv", scratch / "bare-noreadv");
+    ASSERT_EQ(bareSandboxed.status, 3) << bareSandboxed.err;
+    ASSERT_EQ(bareSandboxed.err, "");
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    Outcome prof = run(kBin + " -o " + meas.string() + " -e REALTIME@1000 " + exe + " 1 noreadv", scratch / "prof");
+    EXPECT_EQ(prof.status, 3) << prof.err;
+    EXPECT_EQ(prof.out, bareSandboxed.out);
+    Analysis a = analyze(meas);
+    EXPECT_EQ(a.profiles, 2);
+    EXPECT_GT(a.recorded, 50u);
+    EXPECT_GT(a.complete, 0.95 * a.total) << "incomplete paths under the seccomp filter";
+    EXPECT_GT(a.byLeaf["deep"], 0.1 * a.total) << "the worker's last work, at the bottom of deep frames";
+  }
   // Out of descriptors (files opened until EMFILE) while a thread ends and before the
   // process exits: the log's descriptor is given up for each profile, and the log opened
   // again for its SUMMARY (before: no profile at all, and no SUMMARY).
