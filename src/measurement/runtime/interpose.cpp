@@ -8,7 +8,9 @@
 #include <threads.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 
 #include "arena.hpp"
 #include "gpu/gpu.hpp"
@@ -72,9 +74,29 @@ struct Launch {
   void* arg;
 };
 
+// A new thread's Launch, handed from its creator to its trampoline: from a fixed pool (a
+// page mapped and unmapped for each, as before, cost the creator an mmap and the new thread
+// an munmap, which on a process with threads running is a TLB shootdown on each of them);
+// from pageAlloc only while more than the pool's threads are starting at once.
+constexpr int kLaunchPool = 64;
+Launch gLaunch[kLaunchPool];
+std::atomic<uint8_t> gLaunchUsed[kLaunchPool];
+
+Launch* launchTake() {
+  for (int i = 0; i < kLaunchPool; ++i)
+    if (!gLaunchUsed[i].load(std::memory_order_relaxed) && !gLaunchUsed[i].exchange(1, std::memory_order_acquire))
+      return &gLaunch[i];
+  return static_cast<Launch*>(pageAlloc(sizeof(Launch)));
+}
+
+void launchGive(Launch* l) {
+  if (l >= gLaunch && l < gLaunch + kLaunchPool) gLaunchUsed[l - gLaunch].store(0, std::memory_order_release);
+  else pageFree(l, sizeof(Launch));
+}
+
 HPC_TRAMPOLINE void* threadTrampoline(void* p) {
   Launch l = *static_cast<Launch*>(p);
-  pageFree(p, sizeof(Launch));
+  launchGive(static_cast<Launch*>(p));
   ThreadState* ts = threadBegin();
   void* rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);
   threadEnd(ts);
@@ -85,11 +107,11 @@ int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
   // Threads of GPU runtimes (their start routine in the ICD loader, PoCL, ...) are not measured.
   if (start && gpu::ignoreThreadStart(reinterpret_cast<const void*>(start)))
     return REAL(pthread_create)(t, attr, start, arg);
-  auto* l = static_cast<Launch*>(pageAlloc(sizeof(Launch)));
+  Launch* l = launchTake();
   if (!l) return EAGAIN;
   *l = Launch{start, c11, arg};
   int rc = REAL(pthread_create)(t, attr, threadTrampoline, l);
-  if (rc != 0) pageFree(l, sizeof(Launch));
+  if (rc != 0) launchGive(l);
   return rc;
 }
 

@@ -160,8 +160,12 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
     // overflow): drop it, so the app keeps at least half of its time.
     uint64_t start = monotonicNs();
     const uint64_t gap = ts->lastSampleCost > ts->minGapNs ? ts->lastSampleCost : ts->minGapNs;
+    // A sample in the runtime's own code (a wrapper around one of the application's calls,
+    // the end of main) is the measurement's cost, not the application's: blocked, so that no
+    // frame of libhpcrun.so shows in a profile.
     if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
-        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd < gap)
+        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd < gap ||
+        loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP])))
       ++ts->blocked;
     else {
       record(*ts, uc, ev, value);
