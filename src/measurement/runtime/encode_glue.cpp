@@ -64,7 +64,7 @@ bool encodeProfile(int fd, ThreadState& ts) {
   IdEntry ids[4];
   uint16_t nids = 0;
   ids[nids++] = {uint16_t(1 | 1u << 14), gConfig.hostId, 0};           // NODE, l-local
-  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID"))
+  if (gConfig.ranked)
     ids[nids++] = {uint16_t(2 | 3u << 14), gConfig.rank, gConfig.rank};  // RANK
   ids[nids++] = {uint16_t(7 | 3u << 14), uint64_t(ts.core), uint64_t(ts.core)};  // CORE
   ids[nids++] = {uint16_t(3 | 3u << 14), ts.index, ts.index};          // THREAD

@@ -39,11 +39,17 @@ uint32_t hostId() {
   return h;
 }
 
-uint32_t mpiRank() {
+// The rank an MPI launcher gave this process, from the variable it sets; ranked: whether
+// one was set at all (the profile's RANK identifier is written only then).
+uint32_t mpiRank(bool& ranked) {
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK"}) {
     const char* v = getenv(var);
-    if (v && *v) return uint32_t(strtoul(v, nullptr, 10));
+    if (v && *v) {
+      ranked = true;
+      return uint32_t(strtoul(v, nullptr, 10));
+    }
   }
+  ranked = false;
   return 0;
 }
 
@@ -148,7 +154,7 @@ bool outputInit() {
   }
   mkdir(gConfig.outDir, 0755);
   gConfig.hostId = hostId();
-  gConfig.rank = mpiRank();
+  gConfig.rank = mpiRank(gConfig.ranked);
   if (!openLog()) return false;
   copyVdso();
   char buf[kPathMax + 256];

@@ -34,6 +34,7 @@ struct Config {
   char appPath[kPathMax] = {};
   uint32_t hostId = 0;
   uint32_t rank = 0;
+  bool ranked = false;  // launched as an MPI rank (a launcher's rank variable set)
   int pid = 0;
   unsigned gen = 0;
   int sampleSignal = 0;   // the real-time signal our timers and perf events deliver

@@ -553,6 +553,44 @@ TEST(Sampling, TimerPeriodsShorterThanTheTickAreCreditedAndLogged) {
   fs::remove_all(scratch);
 }
 
+// An MPI launcher's rank, from whichever variable it sets (Open MPI, MPICH's PMI, PMIx as
+// under srun, Slurm, MVAPICH), names the files and is the profile's RANK identifier; a
+// process no launcher started has none (before, PMIx and MVAPICH ranks named the files but
+// gave the profiles no RANK).
+TEST(Launcher, MpiRanksFromEveryLaunchersVariable) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-ranks";
+  fs::remove_all(scratch);
+  int n = 0;
+  for (const char* var : {"", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK"}) {
+    const uint64_t rank = *var ? uint64_t(3 + n) : 0;
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    const std::string env = *var ? std::string(var) + "=" + std::to_string(rank) + " " : "";
+    Outcome r = run("env -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u PMIX_RANK -u SLURM_PROCID -u MV2_COMM_WORLD_RANK " + env +
+                        kBin + " -o " + meas.string() + " " + kWl + "recursion-gcc 0.05",
+                    scratch / "run");
+    ASSERT_EQ(r.status, 0) << var << ": " << r.err;
+    int profiles = 0;
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpcrun") continue;
+      ++profiles;
+      char want[16];
+      std::snprintf(want, sizeof want, "-%06llu-", static_cast<unsigned long long>(rank));
+      EXPECT_NE(e.path().filename().string().find(want), std::string::npos) << var << ": " << e.path();
+      auto p = hpc::hpcrun::read_profile(e.path());
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      int ranks = 0;
+      for (auto& id : p->id_tuple)
+        if (id.kind() == 2) {
+          ++ranks;
+          EXPECT_EQ(id.physical, rank) << var;
+        }
+      EXPECT_EQ(ranks, *var ? 1 : 0) << var;
+    }
+    EXPECT_EQ(profiles, 1) << var;
+  }
+  fs::remove_all(scratch);
+}
+
 TEST(Launcher, WarnsOfStaticPrograms) {
   // The reference's hpcrun cannot measure a static program either; ours says so and still
   // runs it (a static launcher's dynamic children are measured), its output and status its own.
