@@ -2,9 +2,11 @@
 // process start, thread create/exit, fork, exec, exit paths, dlopen/dlclose and signal
 // disposition. Each one resolves the next definition lazily with dlsym(RTLD_NEXT).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <threads.h>
 #include <unistd.h>
 
@@ -156,10 +158,41 @@ HPC_EXPORT void pthread_exit(void* rv) {
 HPC_EXPORT void thrd_exit(int rv) { pthread_exit(reinterpret_cast<void*>(intptr_t(rv))); }
 
 // The child's fresh measurement starts from a pthread_atfork handler (process.cpp), which
-// glibc's own forks run too (daemon(), which calls no fork() of ours).
+// glibc's own forks run too.
 HPC_EXPORT pid_t fork() {
   SuspendSampling guard;
   return REAL(fork)();
+}
+
+// daemon(3) as its manual page says it behaves: a fork whose parent leaves with _exit(0) and
+// whose child starts a new session, moves to / unless nochdir, and has stdin, stdout and
+// stderr on /dev/null unless noclose. glibc's own forks inside libc and leaves by its
+// internal _exit, which no wrapper sees: the parent's measurement (its work before
+// daemonising) was never written. Here the parent leaves through our _exit.
+HPC_EXPORT int daemon(int nochdir, int noclose) {
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child > 0) _exit(0);
+  if (setsid() < 0) return -1;
+  if (!nochdir) {
+    [[maybe_unused]] const int rc = chdir("/");  // its failure is not daemon's, as in glibc
+  }
+  if (!noclose) {
+    const int fd = open("/dev/null", O_RDWR);
+    if (fd < 0) return -1;
+    struct stat st;
+    const int err = fstat(fd, &st) != 0 ? errno : !S_ISCHR(st.st_mode) ? ENODEV : 0;
+    if (err) {
+      close(fd);
+      errno = err;
+      return -1;
+    }
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO) close(fd);
+  }
+  return 0;
 }
 
 // A vfork child shares our memory until it execs; measuring it would corrupt the parent's
