@@ -1,0 +1,314 @@
+"""A database written by hpcprof (ours or the reference's: database v4), in pandas.
+
+    import hpctoolkit
+    db = hpctoolkit.open("hpctoolkit-app-database")
+    db.metrics                     # one row per metric: its scopes' ids and summary statistics
+    db.contexts                    # one row per calling context: parent, kind, name, file, line, ...
+    db.profiles                    # one row per profile (thread, rank, GPU stream): its identifiers
+    db.inclusive("CPUTIME (sec)")  # by context, summed over the profiles (also "min", "max", "mean",
+    db.exclusive("CPUTIME (sec)")  #   "stddev", "cv", "count" where hpcprof ran with -M stats)
+    db.flat("CPUTIME (sec)", by="function")   # inclusive and exclusive by function/module/file/line
+    db.context_values(ctx, "CPUTIME (sec)")   # one context across the profiles (cct.db)
+    db.profile_values(1, "CPUTIME (sec)")     # one profile's contexts (profile.db)
+    db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
+    db.trace(1)                    # one profile's trace: time (ns) and context
+
+Inclusive values are the "execution" scope (a context and everything below it); exclusive
+values the "function" scope (a context and what lies lexically inside it, calls excluded), as
+hpcreport and hpcviewer show them. Metric names may be given exactly or by a unique prefix.
+Errors in a database's files raise FormatError naming the file."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import _files
+from ._files import FormatError
+
+__all__ = ["open", "Database", "FormatError"]
+
+_STATS = {("$$", "sum"): "sum", ("1", "sum"): "count", ("$$^2", "sum"): "sumsq", ("$$", "min"): "min",
+          ("$$", "max"): "max"}
+
+
+def open(path):  # noqa: A001 (the natural name for the entry point)
+    """The database in directory `path` (hpcprof's output)."""
+    return Database(path)
+
+
+class Database:
+    def __init__(self, path):
+        self.directory = Path(path)
+        if not self.directory.is_dir():
+            raise FormatError(f"{self.directory}: not a database directory")
+        meta = _files.read_meta(self.directory / "meta.db")
+        self.title, self.description = meta["title"], meta["description"]
+        self._id_names = meta["id_names"]
+        self._prof_file, self._profiles = _files.read_profiles(self.directory / "profile.db")
+        self._cct = None  # cct.db and trace.db are opened when first asked for
+        self._traces = None
+
+        rows, self._prop, self._stat = [], {}, {}
+        for m in meta["metrics"]:
+            stats = {}
+            for scope, formula, combine, sid in m["stats"]:
+                kind = _STATS.get((formula, combine))
+                if kind:
+                    stats.setdefault(scope, {})[kind] = sid
+            for scope, pid in m["props"]:
+                self._prop[(m["name"], scope)] = pid
+                self._stat[(m["name"], scope)] = stats.get(scope, {})
+                rows.append({"metric": m["name"], "scope": scope, "id": pid,
+                             "statistics": ",".join(sorted(stats.get(scope, {})))})
+        self.metrics = pd.DataFrame(rows, columns=["metric", "scope", "id", "statistics"])
+
+        c = meta["contexts"]
+        fn = c["function"]
+        name = []
+        for kind, f, module, offset, file, line in zip(c["kind"], fn, c["module"], c["offset"], c["file"], c["line"]):
+            if kind == "entry":
+                name.append(f)
+            elif kind == "function":
+                name.append(_function_name(f))
+            elif kind == "loop":
+                name.append(f"loop at {_base(file)}:{line}")
+            elif kind == "line":
+                name.append(f"{_base(file)}:{line}")
+            else:
+                name.append(f"{_base(module)}+{offset:#x}")
+        is_fn = [k == "function" and f is not None for k, f in zip(c["kind"], fn)]
+        self.contexts = pd.DataFrame({
+            "parent": np.array(c["parent"], dtype=np.int64),
+            "depth": np.array(c["depth"], dtype=np.int64),
+            "relation": c["relation"],
+            "kind": c["kind"],
+            "name": name,
+            "module": [f[1] if ok else m for ok, f, m in zip(is_fn, fn, c["module"])],
+            "offset": [f[2] if ok else o for ok, f, o in zip(is_fn, fn, c["offset"])],
+            "file": [f[3] if ok else x for ok, f, x in zip(is_fn, fn, c["file"])],
+            "line": [f[4] if ok else x for ok, f, x in zip(is_fn, fn, c["line"])],
+        }, index=pd.Index(np.array(c["id"], dtype=np.int64), name="ctx"))
+        # A function listed more than once alike (one entry per inline site) is one function.
+        first = {}
+        self._function_of = {}
+        for cid, ok, f in zip(c["id"], is_fn, fn):
+            if ok:
+                self._function_of[cid] = first.setdefault(f[:5], f[5])
+        self._function_name = {f[5]: _function_name(f) for f in meta["functions"]}
+        self._children = None
+
+        prow = []
+        for i, (_, ids, summary) in enumerate(self._profiles):
+            row = {"profile": i, "summary": summary}
+            for kind, logical, physical in ids:
+                key = (self._id_names[kind] if kind < len(self._id_names) else f"kind{kind}").lower()
+                row[key] = physical if key in ("node", "core") else logical
+            prow.append(row)
+        self.profiles = pd.DataFrame(prow).set_index("profile")
+        for col in self.profiles.columns:
+            if col != "summary":  # the summary profile has no identifiers: nullable integers
+                self.profiles[col] = self.profiles[col].astype("UInt64" if col in ("node", "core") else "Int64")
+
+    # -- metrics ------------------------------------------------------------------------------
+    def metric(self, name):
+        """The metric's full name, from its exact name or a unique prefix."""
+        names = list(dict.fromkeys(self.metrics["metric"]))
+        if name in names:
+            return name
+        hits = [n for n in names if n.startswith(name)]
+        if len(hits) == 1:
+            return hits[0]
+        raise KeyError(f"metric '{name}' {'is ambiguous' if hits else 'not found'}; metrics: {', '.join(names)}")
+
+    def _pid(self, metric, scope):
+        key = (self.metric(metric), scope)
+        if key not in self._prop:
+            raise KeyError(f"metric '{key[0]}' has no '{scope}' scope")
+        return self._prop[key]
+
+    def summary(self, metric, scope="execution", stat="sum"):
+        """A statistic over the profiles, by context (a Series without the contexts where it is 0).
+        stat: sum, count, min, max, mean, stddev or cv (all but sum need hpcprof -M stats)."""
+        key = (self.metric(metric), scope)
+        if key not in self._stat:
+            raise KeyError(f"metric '{key[0]}' has no '{scope}' scope")
+        have = self._stat[key]
+        need = {"mean": ["sum", "count"], "stddev": ["sum", "count", "sumsq"],
+                "cv": ["sum", "count", "sumsq"]}.get(stat, [stat])
+        missing = [s for s in need if s not in have]
+        if missing:
+            raise KeyError(f"statistic '{stat}' of '{key[0]}' needs {', '.join(missing)}, which this database "
+                           f"lacks (hpcprof -M stats writes them); it has: {', '.join(sorted(have)) or 'none'}")
+        values = {s: self._summary_series(have[s]) for s in need}
+        if stat in ("mean", "stddev", "cv"):
+            s, n = values["sum"], values["count"]
+            mean = (s / n).fillna(0.0)
+            if stat == "mean":
+                return mean
+            var = (values["sumsq"].reindex(n.index, fill_value=0.0) / n - mean * mean).clip(lower=0.0)
+            sd = np.sqrt(var).fillna(0.0)
+            return sd if stat == "stddev" else (sd / mean.where(mean != 0)).fillna(0.0)
+        return values[stat]
+
+    def _summary_series(self, stat_id):
+        for i, (block, _, is_summary) in enumerate(self._profiles):
+            if is_summary:
+                return self._block_series(block, stat_id)
+        raise FormatError(f"{self.directory / 'profile.db'}: no summary profile")
+
+    def _block_series(self, block, metric_id):
+        idx, vals = _files.profile_block(self._prof_file, block)
+        if len(idx) == 0:
+            return pd.Series([], dtype=np.float64, index=pd.Index([], dtype=np.int64, name="ctx"))
+        starts = idx["start"].astype(np.int64)
+        if len(vals) and (starts[-1] > len(vals) or np.any(np.diff(starts) < 0)):
+            self._prof_file.fail("a profile's context index points outside its values")
+        hit = vals["metric"] == metric_id
+        ctx_of_value = np.repeat(idx["ctx"].astype(np.int64), np.diff(np.append(starts, len(vals))))
+        return pd.Series(vals["value"][hit].astype(np.float64), index=pd.Index(ctx_of_value[hit], name="ctx"))
+
+    def inclusive(self, metric, stat="sum"):
+        return self.summary(metric, "execution", stat)
+
+    def exclusive(self, metric, stat="sum"):
+        """The "function" scope, else "lex_aware", else "point" (as hpcreport picks it)."""
+        name = self.metric(metric)
+        for scope in ("function", "lex_aware", "point"):
+            if (name, scope) in self._stat:
+                return self.summary(name, scope, stat)
+        raise KeyError(f"metric '{name}' has no exclusive scope (function, lex_aware or point)")
+
+    def profile_values(self, profile, metric, scope="execution"):
+        """One profile's values of a metric, by context (profile.db)."""
+        if not 0 <= profile < len(self._profiles) or self._profiles[profile][2]:
+            raise KeyError(f"profile {profile} is not a measured profile (1..{len(self._profiles) - 1})")
+        return self._block_series(self._profiles[profile][0], self._pid(metric, scope))
+
+    def context_values(self, ctx, metric, scope="execution"):
+        """One context's values of a metric, by profile (cct.db)."""
+        if self._cct is None:
+            self._cct = _files.read_contexts(self.directory / "cct.db")
+        f, blocks = self._cct
+        if not 0 <= ctx < len(blocks):
+            raise KeyError(f"context {ctx} is not in cct.db ({len(blocks)} contexts)")
+        idx, vals = _files.context_block(f, blocks[ctx])
+        pid = self._pid(metric, scope)
+        at = np.nonzero(idx["metric"] == pid)[0]
+        if len(at) == 0:
+            return pd.Series([], dtype=np.float64, index=pd.Index([], dtype=np.int64, name="profile"))
+        start = int(idx["start"][at[0]])
+        end = int(idx["start"][at[0] + 1]) if at[0] + 1 < len(idx) else len(vals)
+        if not 0 <= start <= end <= len(vals):
+            f.fail(f"context {ctx}'s metric index points outside its values")
+        part = vals[start:end]
+        return pd.Series(part["value"].astype(np.float64), index=pd.Index(part["profile"].astype(np.int64), name="profile"))
+
+    # -- the tree -----------------------------------------------------------------------------
+    def children(self, ctx):
+        """The ids of a context's children (0: the entry points)."""
+        if self._children is None:
+            self._children = self.contexts.groupby("parent").groups
+        return list(self._children.get(ctx, []))
+
+    def path(self, ctx):
+        """The context ids from an entry point down to ctx."""
+        out = []
+        parent = self.contexts["parent"]
+        while ctx != 0:
+            out.append(ctx)
+            ctx = int(parent[ctx])
+        return out[::-1]
+
+    def hot_path(self, metric, threshold=0.5, stat="sum"):
+        """From the hottest entry point down, the child holding more than `threshold` of its
+        parent's inclusive value, while there is one (as hpcviewer's hot path)."""
+        inc = self.inclusive(metric, stat)
+        out, ctx = [], 0
+        while True:
+            kids = [(inc.get(k, 0.0), k) for k in self.children(ctx)]
+            if not kids:
+                return out
+            v, k = max(kids)
+            parent = inc.get(ctx, 0.0) if ctx else sum(x for x, _ in kids)
+            if v <= 0 or (ctx and v <= threshold * parent):
+                return out
+            out.append(k)
+            ctx = k
+
+    def flat(self, metric, by="function", stat="sum"):
+        """Inclusive and exclusive values by function, module, file or line, hottest exclusive
+        first, as hpcreport's flat view: functions, modules and files sum the function
+        contexts of the function, of the functions in the module or defined in the file; lines
+        sum the line contexts. An inclusive value counts each call chain once (a recursive
+        function's nested instances are inside its outermost one's)."""
+        if by not in ("function", "module", "file", "line"):
+            raise ValueError(f"flat: by must be function, module, file or line, not '{by}'")
+        inc = self.inclusive(metric, stat)
+        exc = self.exclusive(metric, stat)
+        ctxs = self.contexts
+        # As hpcreport: functions, modules and files group function contexts (by the function,
+        # its module, the file of its definition); lines group line contexts.
+        if by == "function":
+            group = dict(self._function_of)
+            keys = {c: self._function_name[f] for c, f in group.items()}
+        elif by in ("module", "file"):
+            col = ctxs[by]
+            group = {c: col[c] or f"<unknown {by}>" for c in self._function_of}
+            keys = group
+        else:
+            lines = ctxs[ctxs["kind"] == "line"]
+            group = {c: (x, ln) for c, x, ln in zip(lines.index, lines["file"], lines["line"])}
+            keys = {c: f"{_base(x)}:{ln}" for c, (x, ln) in group.items()}
+        # Each context's nearest ancestor that belongs to a group (contexts are listed parents
+        # first), so that a nested instance is found by following grouped ancestors only.
+        near = {}
+        for c, p in zip(ctxs.index.tolist(), ctxs["parent"].tolist()):
+            near[c] = p if p in group else near.get(p, 0)
+        inc, exc = inc.to_dict(), exc.to_dict()
+        rows = {}
+        for c, g in group.items():
+            e, i = exc.get(c, 0.0), inc.get(c, 0.0)
+            if e == 0 and i == 0:
+                continue
+            r = rows.setdefault(g, {"name": keys[c], "inclusive": 0.0, "exclusive": 0.0})
+            r["exclusive"] += e
+            a = near[c]
+            while a and group[a] != g:
+                a = near[a]
+            if not a:
+                r["inclusive"] += i
+        df = pd.DataFrame(list(rows.values()), columns=["name", "inclusive", "exclusive"])
+        return df.sort_values(["exclusive", "inclusive"], ascending=False, kind="stable").reset_index(drop=True)
+
+    # -- traces -------------------------------------------------------------------------------
+    def trace(self, profile):
+        """One profile's trace (trace.db): time in ns since the epoch, and the context then
+        (0: not running)."""
+        if self._traces is None:
+            self._traces = _files.read_traces(self.directory / "trace.db")
+        f, lines, _, _ = self._traces
+        for prof, start, end in lines:
+            if prof == profile:
+                a = f.array(start, _files.TRACE_ELEMENT, (end - start) // _files.TRACE_ELEMENT.itemsize)
+                return pd.DataFrame({"time": a["time"].astype(np.int64), "ctx": a["ctx"].astype(np.int64)})
+        raise KeyError(f"profile {profile} has no trace")
+
+    def trace_range(self):
+        """(first, last) timestamp of all traces, in ns since the epoch."""
+        if self._traces is None:
+            self._traces = _files.read_traces(self.directory / "trace.db")
+        return self._traces[2], self._traces[3]
+
+
+def _base(path):
+    return path.rsplit("/", 1)[-1] if path else "?"
+
+
+def _function_name(f):
+    if f is None:
+        return "<unknown function>"
+    name, module, offset = f[0], f[1], f[2]
+    if name:
+        return name
+    return f"{_base(module)}+{offset:#x}" if module else "<unknown function>"

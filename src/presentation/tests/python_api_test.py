@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""The Python API (src/presentation/python/hpctoolkit) against the reference checker's own
+reader (shared/conformance/hpctesttool) and against hpcreport, on the kit's databases and on
+one of our own pipeline (hpcrun -t on a threaded workload, hpcprof -M stats): every context's
+parent, kind and summary values, every profile's identifiers and values (profile.db), every
+context's values by profile (cct.db), every trace line (trace.db), the flat view by function
+as hpcreport computes it, statistics consistent with the values they summarise; errors name
+the file. Usage: python_api_test.py PYTHON_DIR SHARED_DIR BIN_DIR WORKLOADS_DIR"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+pydir, shared, bindir, workloads = (Path(a).resolve() for a in sys.argv[1:5])
+sys.path.insert(0, str(pydir))
+sys.path.insert(0, str(shared / "conformance"))
+import hpctoolkit  # noqa: E402
+from hpctesttool.formats import from_path_extended  # noqa: E402
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def against_reference(name, path):
+    """Everything the API reads equals what the checker's reader reads."""
+    db = hpctoolkit.open(path)
+    ref = from_path_extended(path)
+    metric = ref.meta.metrics.metrics[0]
+    mname = metric.name
+    check(db.title == ref.meta.general.title, f"{name}: title {db.title!r} vs {ref.meta.general.title!r}")
+
+    # The tree: every context with its parent and kind, and where it is: a function context
+    # its function's name, module, entry offset, file and line; the others their own.
+    want, where = {}, {}
+
+    def walk(node, parent):
+        lex = getattr(node, "lexical_type", None)
+        want[node.ctx_id] = (parent, lex.name if lex is not None else "entry")
+        if lex is not None:
+            f = node.function if lex.name == "function" and node.function is not None else None
+            src = f if f is not None else node
+            where[node.ctx_id] = (f.name if f is not None else None,
+                                  src.module.path if src.module is not None else "", src.offset or 0,
+                                  src.file.path if src.file is not None else "", src.line or 0)
+        for c in node.children:
+            walk(c, node.ctx_id)
+
+    for ep in ref.meta.context.entry_points:
+        walk(ep, 0)
+    got = {c: (int(p), k) for c, p, k in zip(db.contexts.index, db.contexts["parent"], db.contexts["kind"])}
+    check(got == want, f"{name}: {len(got)} contexts vs the reader's {len(want)} (parents or kinds differ)")
+    c = db.contexts
+    bad = [i for i, w in where.items()
+           if (w[0] if w[0] is not None else c.at[i, "name"], w[1], w[2], w[3], w[4]) !=
+           (c.at[i, "name"], c.at[i, "module"], c.at[i, "offset"], c.at[i, "file"], c.at[i, "line"])]
+    check(not bad, f"{name}: names, modules, offsets, files or lines differ at contexts {bad[:5]}: "
+          f"{[(where[i], tuple(c.loc[i, ['name', 'module', 'offset', 'file', 'line']])) for i in bad[:2]]}")
+
+    # Summary values (profile 0) for each scope's sum.
+    summary = ref.profile.profile_infos.profiles[0].values
+    for s in metric.summaries:
+        if s.formula != "$$" or s.combine.name != "sum":
+            continue
+        series = db.summary(mname, s.scope.scope_name)
+        ref_vals = {c: v[s.stat_metric_id] for c, v in summary.items() if s.stat_metric_id in v}
+        check(set(series.index) == set(ref_vals), f"{name}: {s.scope.scope_name} contexts with values differ")
+        bad = [c for c, v in ref_vals.items() if not close(series.get(c, 0.0), v)]
+        check(not bad, f"{name}: {s.scope.scope_name} sum differs at contexts {bad[:5]}")
+
+    # Profiles: identifiers and values.
+    profiles = ref.profile.profile_infos.profiles
+    check(len(db.profiles) == len(profiles), f"{name}: {len(db.profiles)} profiles vs {len(profiles)}")
+    kinds = ref.meta.id_names.names
+    pid = {sc.scope.scope_name: sc.prop_metric_id for sc in metric.scope_insts}
+    for i, p in enumerate(profiles):
+        if i == 0:
+            check(bool(db.profiles.at[0, "summary"]), f"{name}: profile 0 is the summary")
+            continue
+        for ident in p.id_tuple.ids:
+            col = kinds[ident.kind].lower()
+            v = ident.physical_id if col in ("node", "core") else ident.logical_id
+            check(db.profiles.at[i, col] == v, f"{name}: profile {i} {col} {db.profiles.at[i, col]} vs {v}")
+        for scope, mid in pid.items():
+            series = db.profile_values(i, mname, scope)
+            ref_vals = {c: v[mid] for c, v in p.values.items() if mid in v}
+            ok = set(series.index) == set(ref_vals) and all(close(series[c], v) for c, v in ref_vals.items())
+            check(ok, f"{name}: profile {i} {scope} values differ")
+
+    # cct.db: each context's values by profile.
+    mid = pid["execution"]
+    bad = []
+    for c, per in enumerate(ref.context.ctx_infos.contexts):
+        vals = per.values.get(mid, {})
+        series = db.context_values(c, mname)
+        if set(series.index) != set(vals) or any(not close(series[k], v) for k, v in vals.items()):
+            bad.append(c)
+    check(not bad, f"{name}: cct.db values differ at contexts {bad[:5]}")
+
+    # trace.db: each line.
+    if ref.trace is not None:
+        for t in ref.trace.ctx_traces.traces:
+            tr = db.trace(t.prof_index)
+            ok = list(tr["time"]) == [e.timestamp for e in t.line] and list(tr["ctx"]) == [e.ctx_id for e in t.line]
+            check(ok, f"{name}: trace of profile {t.prof_index} differs ({len(tr)} vs {len(t.line)} elements)")
+    return db, mname
+
+
+def against_hpcreport(name, path, db, mname):
+    """The flat views (by function, module, file and line) and the top-down values equal
+    hpcreport's."""
+    for by in ("function", "module", "file", "line"):
+        r = subprocess.run([str(bindir / "hpcreport"), str(path), "--format", "json", "--top", "1000000", "--view",
+                            "flat", "--by", by, "--metric", mname], capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: hpcreport failed: {r.stderr}")
+        rows = json.loads(r.stdout)["rows"] if r.returncode == 0 else []
+        flat = db.flat(mname, by=by)
+        ours = {n: (i, e) for n, i, e in zip(flat["name"], flat["inclusive"], flat["exclusive"])}
+        theirs = {}
+        for row in rows:
+            if row["inclusive"] == 0 and row["exclusive"] == 0:
+                continue  # hpcreport lists contexts without values too; the API leaves them out
+            i, e = theirs.get(row["name"], (0.0, 0.0))  # lines of two files alike in base name
+            theirs[row["name"]] = (i + row["inclusive"], e + row["exclusive"])
+        if by == "line":  # ours keeps such lines apart: sum them for the comparison
+            merged = {}
+            for n, (i, e) in zip(flat["name"], zip(flat["inclusive"], flat["exclusive"])):
+                a, b = merged.get(n, (0.0, 0.0))
+                merged[n] = (a + i, b + e)
+            ours = merged
+        check(rows and set(ours) == set(theirs), f"{name}: flat by {by}: {sorted(set(ours) ^ set(theirs))[:5]} in one only")
+        bad = [n for n in ours if n in theirs and not (close(ours[n][0], theirs[n][0]) and close(ours[n][1], theirs[n][1]))]
+        check(not bad, f"{name}: flat by {by}: values differ for {[(n, ours[n], theirs[n]) for n in bad[:3]]}")
+        check(rows and ours[flat["name"].iloc[0]][1] == max(e for _, e in ours.values()),
+              f"{name}: flat by {by}: not hottest first")
+    # Top-down: each context's name and values as hpcreport shows them.
+    r = subprocess.run([str(bindir / "hpcreport"), str(path), "--format", "json", "--top", "1000000", "--view",
+                        "top-down", "--metric", mname], capture_output=True, text=True)
+    rows = [row for row in json.loads(r.stdout)["rows"] if row["id"] != "0"] if r.returncode == 0 else []
+    inc, exc = db.inclusive(mname), db.exclusive(mname)
+    def shown(c):  # hpcreport marks an inlined function's context
+        n = db.contexts.at[c, "name"]
+        return "[I] " + n if db.contexts.at[c, "relation"] == "inlined call" else n
+
+    bad = [row for row in rows if shown(int(row["id"])) != row["name"] or
+           not close(inc.get(int(row["id"]), 0.0), row["inclusive"]) or
+           not close(exc.get(int(row["id"]), 0.0), row["exclusive"])]
+    check(rows and not bad, f"{name}: top-down rows differ from hpcreport's: "
+          f"{[(b['name'], db.contexts.at[int(b['id']), 'name']) for b in bad[:3]]}")
+
+
+dbase = shared / "conformance" / "dbase"
+for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
+    db, mname = against_reference(name, dbase / name)
+    if name != "loops-cuda-nvidia-t.d":
+        against_hpcreport(name, dbase / name, db, mname)
+
+# The hot path of small.d ends in its hot function.
+small = hpctoolkit.open(dbase / "small.d")
+hot = small.hot_path("CPUTIME")
+names = [small.contexts.at[c, "name"] for c in hot]
+check(any(n.startswith("spinsleep") for n in names), f"small.d: hot path {names}")
+check(small.path(hot[-1]) == hot, "small.d: path() of the hot path's end is the hot path")
+
+with tempfile.TemporaryDirectory() as tmp:
+    tmp = Path(tmp)
+    # Our own pipeline: threads, traces, statistics.
+    meas, dbdir = tmp / "m", tmp / "db"
+    r = subprocess.run([str(bindir / "hpcrun"), "-t", "-e", "REALTIME@1000", "-o", str(meas),
+                        str(workloads / "threads-gcc"), "0.3"], capture_output=True, text=True)
+    check(r.returncode == 0, f"hpcrun: {r.stderr}")
+    r = subprocess.run([str(bindir / "hpcprof"), "-M", "stats", "-o", str(dbdir), str(meas)],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"hpcprof: {r.stderr}")
+    db, mname = against_reference("threads (ours)", dbdir)
+    against_hpcreport("threads (ours)", dbdir, db, mname)
+    check(len(db.profiles) > 100, f"threads: {len(db.profiles)} profiles")
+    hot = [db.contexts.at[c, "name"] for c in db.hot_path(mname)]
+    check(hot[:2] == ["application thread", "worker [threads-gcc]"] and "spin" in hot,
+          f"threads: hot path {hot}")
+    # Statistics agree with the values they summarise (cct.db, by profile).
+    inc = db.inclusive(mname)
+    stats = {s: db.inclusive(mname, s) for s in ("count", "min", "max", "mean", "stddev", "cv")}
+    for c in list(inc.sort_values(ascending=False).index[:40]):
+        v = db.context_values(int(c), mname)
+        n = len(v)
+        mean = v.sum() / n
+        sd = math.sqrt(max(0.0, (v * v).sum() / n - mean * mean))
+        want = {"count": n, "min": v.min(), "max": v.max(), "mean": mean, "stddev": sd, "cv": sd / mean}
+        for s, w in want.items():
+            check(abs(stats[s].get(c, 0.0) - w) <= 1e-6 * max(1.0, abs(w)), f"threads: ctx {c} {s} {stats[s].get(c)} vs {w}")
+        check(close(v.sum(), inc[c]), f"threads: ctx {c} sum over profiles {v.sum()} vs {inc[c]}")
+    t0, t1 = db.trace_range()
+    tr = db.trace(1)
+    check(len(tr) > 10 and tr["time"].is_monotonic_increasing and t0 <= tr["time"].iloc[0] <= t1,
+          f"threads: trace of profile 1 ({len(tr)} elements)")
+
+    # Errors name the file and what is wrong; a statistic the database lacks says why.
+    try:
+        small.inclusive("CPUTIME", "mean")
+        check(False, "small.d: mean without -M stats raised nothing")
+    except KeyError as e:
+        check("-M stats" in str(e), f"small.d: mean without -M stats: {e}")
+    try:
+        small.inclusive("NOPE")
+        check(False, "unknown metric raised nothing")
+    except KeyError as e:
+        check("CPUTIME (sec)" in str(e), f"unknown metric lists the metrics: {e}")
+    bad = tmp / "bad.d"
+    shutil.copytree(dbase / "small.d", bad)
+    for p in [bad, *bad.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    for damage, expect in [(lambda f: f.truncate(os.path.getsize(bad / "meta.db") - 3), "footer"),
+                           (lambda f: (f.seek(0x18), f.write(b"\xff" * 8)), "section")]:
+        shutil.copy(dbase / "small.d" / "meta.db", bad / "meta.db")
+        with open(bad / "meta.db", "r+b") as f:
+            damage(f)
+        try:
+            hpctoolkit.open(bad)
+            check(False, f"damaged meta.db ({expect}) raised nothing")
+        except hpctoolkit.FormatError as e:
+            check(str(bad / "meta.db") in str(e) and expect in str(e), f"damaged meta.db: {e}")
+    shutil.copy(dbase / "small.d" / "meta.db", bad / "meta.db")
+    (bad / "profile.db").unlink()
+    try:
+        hpctoolkit.open(bad)
+        check(False, "missing profile.db raised nothing")
+    except hpctoolkit.FormatError as e:
+        check("profile.db" in str(e), f"missing profile.db: {e}")
+
+print("python_api_test:", "FAILED" if failures else "ok", f"({failures} failures)")
+sys.exit(1 if failures else 0)
