@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for a fresh Debian 12 machine: install dependencies, build, and run the
 # main job on the bundled example: measure (hpcrun) -> recover structure (hpcstruct)
-# -> aggregate (hpcprof) -> print (hpcdump) -> report (hpcreport). Outputs go to out/demo/.
+# -> aggregate (hpcprof) -> print (hpcdump) -> report (hpcreport, and the Python API).
+# Outputs go to out/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -25,4 +26,14 @@ echo "== dump: hpcdump $out/demo.d (metrics and the start of the calling-context
 
 echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
+echo "== Python: the same database in pandas (src/presentation/python/hpctoolkit)"
+PYTHONPATH=src/presentation/python /usr/bin/python3 - "$out/demo.d" <<'PY'
+import sys
+import hpctoolkit
+db = hpctoolkit.open(sys.argv[1])
+metric = db.metrics["metric"].iloc[0]
+print(f"{len(db.contexts)} contexts, {len(db.profiles) - 1} profiles; flat view of {metric}:")
+print(db.flat(metric).head(5).to_string(index=False))
+print("hot path:", " > ".join(db.contexts.at[c, "name"] for c in db.hot_path(metric)))
+PY
 echo "database: $out/demo.d (browse it: $bin/hpcviewer $out/demo.d, or $bin/hpcserver $out/demo.d --port P on a remote machine and an SSH tunnel)"

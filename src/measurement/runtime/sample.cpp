@@ -60,13 +60,20 @@ bool agreesWithLibunwind(ThreadState& ts, void* uc, UnwindEnd end) {
   return true;
 }
 
+// Whether frame i (a caller's return address) lies in the runtime's own code: a wrapper
+// between the application's call and the function it wraps (pthread_create, dlopen, ...).
+// Such frames are left out of the path, which then reads as it would unmeasured.
+inline bool isRuntimeCaller(const uintptr_t* frames, size_t i) { return i > 0 && loadmapIsSelf(frames[i] - 1); }
+
 // Whether the path from node up is the frames' (outermost at the fence), as inserted afresh.
 bool pathMatchesFrames(const ThreadState& ts, const CctNode* node) {
-  for (size_t i = 0; i < ts.nFrames; ++i, node = node->parent) {
+  for (size_t i = 0; i < ts.nFrames; ++i) {
+    if (isRuntimeCaller(ts.frames, i)) continue;  // left out as the path was inserted
     ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
     const uint16_t module = m.id ? m.id : kPlaceholderModule;
     const uint64_t offset = m.id ? m.offset : kUnnormalized;
     if (!node || node->module != module || node->offset != offset) return false;
+    node = node->parent;
   }
   return node == ts.fence;
 }
@@ -103,9 +110,12 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   }
   for (size_t i = ts.nFrames - shared; i-- > 0 && node;) {
     // Callers are recorded at their call instruction (return address - 1), as the
-    // reference does, so the call maps to its own source line.
-    ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
-    node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
+    // reference does, so the call maps to its own source line. A runtime wrapper's frame
+    // gets no node: the path cache keeps its parent's for it.
+    if (!isRuntimeCaller(ts.frames, i)) {
+      ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
+      node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
+    }
     if (path && i > 0) {
       path->ip[ts.nFrames - 1 - i] = ts.frames[i];
       path->node[ts.nFrames - 1 - i] = node;

@@ -63,6 +63,7 @@ struct Analysis {
   std::map<std::string, double> byLeaf;  // metric 0 by leaf function
   std::map<std::string, double> incomplete;  // metric 0 by incomplete path, leaf first
   double inRuntime = 0;  // metric 0 at a leaf in the runtime's own code
+  int runtimeFrames = 0;  // nodes of the runtime's own code anywhere in a path
 };
 
 // A thread's outermost frame in libc or the loader means the unwind ran past the start
@@ -96,6 +97,8 @@ Analysis analyze(const fs::path& dir) {
     for (auto& m : p->load_modules) lm[m.id] = m.name;
     const std::string* tid = p->header_value("thread-id");
     bool mainThread = tid && *tid == "0";
+    for (auto& n : p->nodes)
+      if (n.lm_id && fs::path(lm[n.lm_id]).filename() == "libhpcrun.so") ++a.runtimeFrames;
     for (auto& n : p->nodes) {
       double v = 0;
       for (auto& mv : n.values)
@@ -182,6 +185,9 @@ TEST_P(Workload, SameBehaviourAndCompletePaths) {
   // A sample in the runtime's own code (a wrapper, the end of main) is blocked: no frame of
   // libhpcrun.so is a leaf (`threads`, 504 threads, had some).
   EXPECT_EQ(a.inRuntime, 0);
+  // Nor anywhere in a path: a wrapper's frame (pthread_create's, between the application's
+  // call and glibc's) is left out, so paths read as they would unmeasured.
+  EXPECT_EQ(a.runtimeFrames, 0);
   fs::remove_all(scratch);
 }
 
@@ -343,6 +349,46 @@ TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
   Outcome prof = run("timeout 20 " + kBin + " -o " + (scratch / "m").string() + " " + exe, scratch / "prof");
   EXPECT_EQ(prof.status, 0) << prof.err;
   EXPECT_EQ(prof.out, bare.out);
+  fs::remove_all(scratch);
+}
+
+// The runtime's wrappers stay out of the application's paths: `threads` creates 504 threads,
+// and wall-clock samples in glibc's pthread_create (called by our wrapper, with sampling on)
+// had `pthread_create [libhpcrun.so]` between main and glibc; a sample in the wrapper's own
+// code had a libhpcrun.so leaf. Now main calls glibc's pthread_create directly in the path.
+TEST(Paths, TheRuntimesWrappersAreLeftOut) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-wrappers";
+  fs::remove_all(scratch);
+  const fs::path meas = scratch / "m";
+  Outcome r = run(kBin + " -o " + meas.string() + " -e REALTIME@500 " + kWl + "threads-gcc 0.3", scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  Analysis a = analyze(meas);
+  EXPECT_EQ(a.runtimeFrames, 0) << "nodes of libhpcrun.so in the profiles";
+  EXPECT_EQ(a.inRuntime, 0);
+  // Samples inside glibc's pthread_create still count, below main.
+  double inCreate = 0;
+  Symbolizer sym;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hpc::hpcrun::read_profile(e.path());
+    ASSERT_TRUE(p.ok());
+    std::map<uint16_t, std::string> lm;
+    for (auto& m : p->load_modules) lm[m.id] = m.name;
+    std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
+    for (auto& n : p->nodes) byId[n.id] = &n;
+    for (auto& n : p->nodes) {
+      double v = 0;
+      for (auto& mv : n.values)
+        if (mv.metric_id == 0) v += mv.as_real();
+      if (v == 0) continue;
+      for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = byId[f->parent_id])
+        if (f != &n && f->lm_id && sym.name(lm[f->lm_id], f->lm_ip - 1).rfind("pthread_create", 0) == 0) {
+          inCreate += v;
+          break;
+        }
+    }
+  }
+  EXPECT_GT(inCreate, 0.0) << "no sample below pthread_create: the check above saw no wrapper to leave out";
   fs::remove_all(scratch);
 }
 
