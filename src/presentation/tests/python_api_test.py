@@ -76,10 +76,17 @@ def against_reference(name, path):
         if s.formula != "$$" or s.combine.name != "sum":
             continue
         series = db.summary(mname, s.scope.scope_name)
-        ref_vals = {c: v[s.stat_metric_id] for c, v in summary.items() if s.stat_metric_id in v}
+        ref_vals = {c: v[s.stat_metric_id] for c, v in summary.items() if s.stat_metric_id in v and c in want}
         check(set(series.index) == set(ref_vals), f"{name}: {s.scope.scope_name} contexts with values differ")
         bad = [c for c, v in ref_vals.items() if not close(series.get(c, 0.0), v)]
         check(not bad, f"{name}: {s.scope.scope_name} sum differs at contexts {bad[:5]}")
+
+    # The whole program's value: the global context's, and the flat view's functions' sum.
+    total = summary.get(0, {}).get({x.scope.scope_name: x.stat_metric_id for x in metric.summaries
+                                    if x.formula == "$$" and x.combine.name == "sum"}["execution"], 0.0)
+    check(close(db.total(mname), total), f"{name}: total {db.total(mname)} vs {total}")
+    check(close(db.flat(mname)["exclusive"].sum(), total), f"{name}: the functions' exclusive values sum to "
+          f"{db.flat(mname)['exclusive'].sum()}, not the total {total}")
 
     # Profiles: identifiers and values.
     profiles = ref.profile.profile_infos.profiles
@@ -96,7 +103,7 @@ def against_reference(name, path):
             check(db.profiles.at[i, col] == v, f"{name}: profile {i} {col} {db.profiles.at[i, col]} vs {v}")
         for scope, mid in pid.items():
             series = db.profile_values(i, mname, scope)
-            ref_vals = {c: v[mid] for c, v in p.values.items() if mid in v}
+            ref_vals = {c: v[mid] for c, v in p.values.items() if mid in v and c in want}
             ok = set(series.index) == set(ref_vals) and all(close(series[c], v) for c, v in ref_vals.items())
             check(ok, f"{name}: profile {i} {scope} values differ")
 

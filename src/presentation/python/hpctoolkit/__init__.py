@@ -5,6 +5,7 @@
     db.metrics                     # one row per metric: its scopes' ids and summary statistics
     db.contexts                    # one row per calling context: parent, kind, name, file, line, ...
     db.profiles                    # one row per profile (thread, rank, GPU stream): its identifiers
+    db.total("CPUTIME (sec)")      # the whole program's
     db.inclusive("CPUTIME (sec)")  # by context, summed over the profiles (also "min", "max", "mean",
     db.exclusive("CPUTIME (sec)")  #   "stddev", "cv", "count" where hpcprof ran with -M stats)
     db.flat("CPUTIME (sec)", by="function")   # inclusive and exclusive by function/module/file/line
@@ -89,6 +90,7 @@ class Database:
             "file": [f[3] if ok else x for ok, f, x in zip(is_fn, fn, c["file"])],
             "line": [f[4] if ok else x for ok, f, x in zip(is_fn, fn, c["line"])],
         }, index=pd.Index(np.array(c["id"], dtype=np.int64), name="ctx"))
+        self._tree_ids = np.sort(self.contexts.index.to_numpy())
         # A function listed more than once alike (one entry per inline site) is one function.
         first = {}
         self._function_of = {}
@@ -151,13 +153,31 @@ class Database:
             return sd if stat == "stddev" else (sd / mean.where(mean != 0)).fillna(0.0)
         return values[stat]
 
-    def _summary_series(self, stat_id):
+    def _summary_series(self, stat_id, tree_only=True):
         for i, (block, _, is_summary) in enumerate(self._profiles):
             if is_summary:
-                return self._block_series(block, stat_id)
+                return self._block_series(block, stat_id, tree_only)
         raise FormatError(f"{self.directory / 'profile.db'}: no summary profile")
 
-    def _block_series(self, block, metric_id):
+    def total(self, metric, profile=None, stat="sum"):
+        """The whole program's inclusive value (the global context's): a statistic over the
+        profiles, or one profile's."""
+        if profile is not None:
+            s = self._profile_series(profile, self._pid(metric, "execution"), tree_only=False)
+        else:
+            name = self.metric(metric)
+            if stat not in ("sum", "count", "min", "max"):
+                raise KeyError(f"total: statistic '{stat}' is not one hpcprof writes (sum, count, min, max)")
+            have = self._stat.get((name, "execution"), {})
+            if stat not in have:
+                raise KeyError(f"statistic '{stat}' of '{name}' is not in this database (hpcprof -M stats writes it)")
+            s = self._summary_series(have[stat], tree_only=False)
+        return float(s.get(0, 0.0))
+
+    def _block_series(self, block, metric_id, tree_only=True):
+        """A value block's values of one metric by context; tree_only: only the contexts of
+        meta.db's tree (not the global context 0, nor the instruction contexts hpcprof keeps
+        below a line without listing them, whose values their parents already include)."""
         idx, vals = _files.profile_block(self._prof_file, block)
         if len(idx) == 0:
             return pd.Series([], dtype=np.float64, index=pd.Index([], dtype=np.int64, name="ctx"))
@@ -166,6 +186,8 @@ class Database:
             self._prof_file.fail("a profile's context index points outside its values")
         hit = vals["metric"] == metric_id
         ctx_of_value = np.repeat(idx["ctx"].astype(np.int64), np.diff(np.append(starts, len(vals))))
+        if tree_only:
+            hit &= np.isin(ctx_of_value, self._tree_ids)
         return pd.Series(vals["value"][hit].astype(np.float64), index=pd.Index(ctx_of_value[hit], name="ctx"))
 
     def inclusive(self, metric, stat="sum"):
@@ -181,12 +203,15 @@ class Database:
 
     def profile_values(self, profile, metric, scope="execution"):
         """One profile's values of a metric, by context (profile.db)."""
+        return self._profile_series(profile, self._pid(metric, scope))
+
+    def _profile_series(self, profile, metric_id, tree_only=True):
         if not 0 <= profile < len(self._profiles) or self._profiles[profile][2]:
             raise KeyError(f"profile {profile} is not a measured profile (1..{len(self._profiles) - 1})")
-        return self._block_series(self._profiles[profile][0], self._pid(metric, scope))
+        return self._block_series(self._profiles[profile][0], metric_id, tree_only)
 
     def context_values(self, ctx, metric, scope="execution"):
-        """One context's values of a metric, by profile (cct.db)."""
+        """One context's values of a metric, by profile (cct.db; 0: the whole program)."""
         if self._cct is None:
             self._cct = _files.read_contexts(self.directory / "cct.db")
         f, blocks = self._cct
@@ -216,6 +241,8 @@ class Database:
         out = []
         parent = self.contexts["parent"]
         while ctx != 0:
+            if ctx not in parent.index:
+                raise KeyError(f"context {ctx} is not in the database's tree")
             out.append(ctx)
             ctx = int(parent[ctx])
         return out[::-1]
