@@ -71,4 +71,17 @@ grep -q 'hpcprof: reading calling contexts [0-9]*/505' "$tmp/tty.out" || fail "n
 "$bin/hpcdump" "$tmp/tty.d" >"$tmp/b"
 "$bin/hpcdump" "$tmp/threads.j1.d" >"$tmp/a"
 cmp -s "$tmp/a" "$tmp/b" || fail "database differs with the progress line on"
-echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2"
+# A binary rebuilt after the run (here: its modification time moved past the run's end) is
+# said by hpcprof and by hpcstruct on the measurements; the binary as it ran is not.
+cp "$wl/recursion-gcc" "$tmp/rebuilt"
+"$bin/hpcrun" -o "$tmp/rebuilt.m" "$tmp/rebuilt" 0.05 >/dev/null 2>&1
+"$bin/hpcprof" -o "$tmp/rebuilt.ok.d" "$tmp/rebuilt.m" 2>"$tmp/err"
+grep -q "after the measurement ended" "$tmp/err" && fail "a binary not changed since the run was said to be: $(cat "$tmp/err")"
+touch -d "+1 hour" "$tmp/rebuilt"
+"$bin/hpcprof" -o "$tmp/rebuilt.d" "$tmp/rebuilt.m" 2>"$tmp/err"
+grep -q "warning: $tmp/rebuilt: modified .*, after the measurement ended (.*): if it was rebuilt" "$tmp/err" ||
+  fail "hpcprof did not say the binary changed since the run: $(cat "$tmp/err")"
+"$bin/hpcstruct" "$tmp/rebuilt.m" >/dev/null 2>"$tmp/err"
+grep -q "hpcstruct: warning: $tmp/rebuilt: modified .*, after the measurement ended" "$tmp/err" ||
+  fail "hpcstruct did not say the binary changed since the run: $(cat "$tmp/err")"
+echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2, a binary changed since"

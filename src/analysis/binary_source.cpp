@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "analysis/io.hpp"
+#include "common/file.hpp"
 #include "formats/structfile/structfile.hpp"
 #include "structure/emit.hpp"
 #include "structure/structure.hpp"
@@ -120,8 +121,9 @@ private:
 
 class MeasuredBinaries final : public StructureSource {
 public:
-  MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace)
-      : inner_(std::move(inner)), replace_(std::move(replace)) {}
+  MeasuredBinaries(std::unique_ptr<StructureSource> inner, std::vector<PathReplacement> replace,
+                   int64_t measuredUntilNs)
+      : inner_(std::move(inner)), replace_(std::move(replace)), measuredUntilNs_(measuredUntilNs) {}
   MeasuredBinaries(const MeasuredBinaries&) = delete;
   MeasuredBinaries& operator=(const MeasuredBinaries&) = delete;
 
@@ -199,6 +201,9 @@ private:
     // it knows; never a run of nvdisasm per function.
     options.gpucfg = true;
     options.nvdisasm = false;
+    // A binary rebuilt (or a library upgraded) after the run: its addresses are no longer
+    // the measured ones. Analysed all the same (often only a little moved), and said.
+    if (std::string w = changed_since_measured(onDisk, measuredUntilNs_); !w.empty()) addBinaryWarning(std::move(w));
     auto opened = structure::ProcedureAnalyzer::open(onDisk, options);
     if (!opened.ok()) {
       addBinaryWarning(path + ": no structure from the binary: " + opened.status().message());
@@ -209,6 +214,7 @@ private:
 
   std::unique_ptr<StructureSource> inner_;
   std::vector<PathReplacement> replace_;
+  int64_t measuredUntilNs_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::unique_ptr<Entry>> modules_;
 };
@@ -216,8 +222,8 @@ private:
 }  // namespace
 
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
-                                                      std::vector<PathReplacement> replace) {
-  return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace));
+                                                      std::vector<PathReplacement> replace, int64_t measuredUntilNs) {
+  return std::make_unique<MeasuredBinaries>(std::move(structs), std::move(replace), measuredUntilNs);
 }
 
 BinaryAnalysis binaryAnalysis() {

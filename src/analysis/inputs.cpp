@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +17,8 @@ namespace hpc::analysis {
 namespace fs = std::filesystem;
 
 namespace {
+
+int64_t mtimeNs(const struct stat& st) { return int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
 
 void addProfile(Inputs& in, const fs::path& p) {
   fs::path trace = p;
@@ -68,6 +71,8 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
     }
     if (file) {
       addProfile(in, m);
+      struct stat st;
+      if (::stat(m.c_str(), &st) == 0) in.measuredUntilNs = std::max(in.measuredUntilNs, mtimeNs(st));
       continue;
     }
     if (kinds[i] != fs::file_type::directory)
@@ -83,6 +88,7 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       return s.size() > tail.size() && s.substr(s.size() - tail.size()) == tail;
     };
     int listError = 0;
+    int64_t lastLog = 0;  // when this directory's last process ended, by its log
     for (;;) {
       errno = 0;  // readdir says an error only through errno
       const dirent* e = ::readdir(dir);
@@ -91,6 +97,11 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
         break;
       }
       const std::string_view name(e->d_name);
+      if (endsWith(name, ".log")) {
+        struct stat st;
+        if (::fstatat(::dirfd(dir), e->d_name, &st, 0) == 0) lastLog = std::max(lastLog, mtimeNs(st));
+        continue;
+      }
       const bool profile = endsWith(name, kProfile);
       if (!profile && !endsWith(name, kTrace)) continue;
       bool regular = e->d_type == DT_REG;
@@ -110,6 +121,13 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
                            "as the measured program ends; it measures no statically linked program, and says so)");
     std::sort(found.begin(), found.end());
     std::sort(traces.begin(), traces.end());
+    if (!lastLog) {  // no logs (copied without them): the profiles' own times
+      for (const std::string& name : found) {
+        struct stat st;
+        if (::stat((m / name).c_str(), &st) == 0) lastLog = std::max(lastLog, mtimeNs(st));
+      }
+    }
+    in.measuredUntilNs = std::max(in.measuredUntilNs, lastLog);
     std::string trace;
     for (const std::string& name : found) {
       trace.assign(name, 0, name.size() - kProfile.size());

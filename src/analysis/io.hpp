@@ -49,9 +49,12 @@ std::unique_ptr<StructureSource> withMeasuredSymbols(std::unique_ptr<StructureSo
 
 // Adds structure analysed from the measured binaries (as hpcstruct would) for modules that
 // `structs` does not cover; each binary is read at most once, on first use, with its path
-// rewritten by the first matching replacement. `structs` may be null.
+// rewritten by the first matching replacement. `structs` may be null. measuredUntilNs: when
+// the measurement ended (Inputs::measuredUntilNs; 0: unknown): a binary modified since gets
+// a warning, its addresses being the old build's.
 std::unique_ptr<StructureSource> withMeasuredBinaries(std::unique_ptr<StructureSource> structs,
-                                                      std::vector<PathReplacement> replace);
+                                                      std::vector<PathReplacement> replace,
+                                                      int64_t measuredUntilNs = 0);
 // What withMeasuredBinaries analysed so far: binaries opened, their procedures, those
 // analysed and the CPU seconds the analyses took (all threads). MT: thread-safe.
 struct BinaryAnalysis {
@@ -85,6 +88,10 @@ struct Inputs {
   // Measurements named again (the same directory, a profile twice, or a profile in a
   // directory also named), left out: each profile is analysed once.
   std::vector<std::filesystem::path> repeated;
+  // When the measurement ended, as far as its files tell (ns since the epoch; 0: unknown):
+  // the latest modification of a process's log (written as each process ends), else of a
+  // profile.
+  int64_t measuredUntilNs = 0;
 };
 Expected<Inputs> discoverInputs(const std::vector<std::filesystem::path>& measurements,
                                 bool ignoreStructs);

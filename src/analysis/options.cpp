@@ -108,7 +108,8 @@ Expected<Job> prepareJob(const CommandLine& cl, const std::string& tool) {
     HPC_ASSIGN_OR_RETURN(job.structure, loadStructure(structFiles, cl.threads, replace));
   }
   job.options.replacePaths = replace;
-  if (!cl.foreign) job.structure = withMeasuredBinaries(std::move(job.structure), std::move(replace));
+  if (!cl.foreign)
+    job.structure = withMeasuredBinaries(std::move(job.structure), std::move(replace), inputs.measuredUntilNs);
   std::vector<fs::path> measDirs;
   for (const fs::path& m : meas)
     if (fs::is_directory(m)) measDirs.push_back(m);

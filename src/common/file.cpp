@@ -295,4 +295,38 @@ Expected<std::string> read_text_file(const fs::path& path) {
   return ss.str();
 }
 
+std::string changed_since_measured(const std::string& binary, int64_t endNs) {
+  struct stat st;
+  if (endNs <= 0 || ::stat(binary.c_str(), &st) != 0) return "";
+  const int64_t modified = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  constexpr int64_t kSlack = 2000000000;
+  if (modified <= endNs + kSlack) return "";
+  auto when = [](int64_t ns) {
+    const time_t t = time_t(ns / 1000000000);
+    struct tm tm;
+    char buf[32];
+    localtime_r(&t, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return std::string(buf);
+  };
+  return binary + ": modified " + when(modified) + ", after the measurement ended (" + when(endNs) +
+         "): if it was rebuilt or upgraded since, its code is attributed by the new build's addresses, which may "
+         "name the wrong functions and lines; analyse with the binary that ran";
+}
+
+int64_t measurement_end_ns(const std::filesystem::path& dir) {
+  int64_t logs = 0, profiles = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto ext = e.path().extension();
+    if (ext != ".log" && ext != ".hpcrun") continue;
+    struct stat st;
+    if (::stat(e.path().c_str(), &st) != 0) continue;
+    const int64_t t = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    int64_t& latest = ext == ".log" ? logs : profiles;
+    latest = std::max(latest, t);
+  }
+  return logs ? logs : profiles;
+}
+
 }  // namespace hpc

@@ -65,6 +65,15 @@ private:
   bool committed_ = false;
 };
 
+// A measured binary changed since: the warning for `binary` when it was modified after the
+// measurement ended (endNs, ns since the epoch), or "" where it was not or either time is
+// unknown (endNs 0). Modification within 2 s of the end counts as before it (coarse file
+// system clocks). measurement_end_ns: when the measurement in `dir` ended, as its files tell:
+// the latest modification of a process's log (written as each process ends), else of a
+// profile; 0 if neither.
+std::string changed_since_measured(const std::string& binary, int64_t endNs);
+int64_t measurement_end_ns(const std::filesystem::path& dir);
+
 // Whole-file helpers built on AtomicOutput.
 Status write_file_atomically(const std::filesystem::path& target, std::span<const uint8_t> bytes);
 Status write_file_atomically(const std::filesystem::path& target, std::string_view text);

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/file.hpp"
 #include "formats/hpcrun/hpcrun.hpp"
 
 namespace hpc::structure {
@@ -42,6 +43,7 @@ Expected<std::vector<std::string>> measured_binaries(const fs::path& dir) {
     for (const std::string* n : used) names.insert(*n);
   });
   std::vector<std::string> out;
+  const int64_t ended = measurement_end_ns(dir);
   for (const std::string& n : names) {
     if (n.rfind("vdso/", 0) == 0 || n.empty() || n[0] == '[') continue;
     fs::path p = fs::path(n).is_absolute() ? fs::path(n) : dir / n;  // gpubins/ are relative
@@ -49,7 +51,11 @@ Expected<std::vector<std::string>> measured_binaries(const fs::path& dir) {
     // this directory's gpubins/ (the directory was moved or copied since).
     if (!fs::is_regular_file(p, ec) && fs::path(n).parent_path().filename() == "gpubins")
       p = dir / "gpubins" / fs::path(n).filename();
-    if (fs::is_regular_file(p, ec)) out.push_back(p.string());
+    if (!fs::is_regular_file(p, ec)) continue;
+    out.push_back(p.string());
+    // A binary rebuilt or upgraded since the run: its structure is the new build's.
+    if (std::string w = changed_since_measured(p.string(), ended); !w.empty())
+      std::fprintf(stderr, "hpcstruct: warning: %s\n", w.c_str());
   }
   return out;
 }
