@@ -90,6 +90,9 @@ class Database:
             "file": [f[3] if ok else x for ok, f, x in zip(is_fn, fn, c["file"])],
             "line": [f[4] if ok else x for ok, f, x in zip(is_fn, fn, c["line"])],
         }, index=pd.Index(np.array(c["id"], dtype=np.int64), name="ctx"))
+        if not self.contexts.index.is_unique:
+            dup = self.contexts.index[self.contexts.index.duplicated()][0]
+            raise FormatError(f"{self.directory / 'meta.db'}: context id {dup} is listed more than once in the tree")
         self._tree_ids = np.sort(self.contexts.index.to_numpy())
         # A function listed more than once alike (one entry per inline site) is one function.
         first = {}
