@@ -164,24 +164,26 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   int ev = sourcesIdentify(*ts, si, value);
   if (ev >= 0) {
     ++ts->samples;
-    // A sample that arrives within a quarter period of the previous one's end, or sooner
-    // after it than that sample took, means samples cost more than the period (very deep
-    // stacks, or a perf event that counts the handler's own time and queues a signal for each
-    // overflow): drop it, so the app keeps at least half of its time.
+    // A sample that arrives within a quarter period of its event's previous one's end, or
+    // sooner after it than the last sample took, means samples cost more than the period
+    // (very deep stacks, or a perf event that counts the handler's own time and queues a
+    // signal for each overflow): drop it, so the app keeps at least half of its time against
+    // each event. Per event: two events of one period (CPUTIME and REALTIME) fire together on
+    // a busy thread, and one rule for both dropped a third of their samples.
     uint64_t start = monotonicNs();
-    const uint64_t gap = ts->lastSampleCost > ts->minGapNs ? ts->lastSampleCost : ts->minGapNs;
+    const uint64_t gap = ts->lastSampleCost > ts->minGapNs[ev] ? ts->lastSampleCost : ts->minGapNs[ev];
     // A sample in the runtime's own code (a wrapper around one of the application's calls,
     // the end of main) is the measurement's cost, not the application's: blocked, so that no
     // frame of libhpcrun.so shows in a profile.
     if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
-        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd < gap ||
+        ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd[ev] < gap ||
         loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP])))
       ++ts->blocked;
     else {
       record(*ts, uc, ev, value);
       if (ts->gpu) gpu::onSample(*ts);
-      ts->lastSampleEnd = monotonicNs();
-      ts->lastSampleCost = ts->lastSampleEnd - start;
+      ts->lastSampleEnd[ev] = monotonicNs();
+      ts->lastSampleCost = ts->lastSampleEnd[ev] - start;
     }
     sourcesRearm(*ts, ev);
   }

@@ -33,13 +33,11 @@ ThreadState* newThreadState(bool isMain) {
   ts->core = sched_getcpu();
   if (ts->core < 0) ts->core = 0;
   ts->trace = KeptFile{};
-  uint64_t shortest = ~0ull;  // the shortest sampling period, in ns
-  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {  // each event's sampling period, in ns
     const EventSpec& ev = gConfig.events[i];
-    uint64_t p = ev.kind != SourceKind::Perf ? ev.value * 1000 : ev.frequency ? 1000000000ull / ev.value : 0;
-    if (p && p < shortest) shortest = p;
+    const uint64_t p = ev.kind != SourceKind::Perf ? ev.value * 1000 : ev.frequency ? 1000000000ull / ev.value : 0;
+    ts->minGapNs[i] = p / 4;
   }
-  ts->minGapNs = shortest == ~0ull ? 0 : shortest / 4;
   for (unsigned i = 0; i < kMaxEvents; ++i) ts->perfFd[i] = -1;
   ts->phase.store(ThreadPhase::Running, std::memory_order_relaxed);
   bool ok = ts->cct.init(ts->arena, gConfig.nEvents);

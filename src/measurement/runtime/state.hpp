@@ -85,7 +85,9 @@ struct ThreadState {
   uint64_t samples, recorded, blocked, errant, unwindFailures, truncated, sourceFailures;
   uint64_t timerSignals, timerPeriods;  // timer samples, and the periods they stood for (overruns)
   size_t nFrames;
-  uint64_t lastSampleEnd, lastSampleCost, minGapNs;  // livelock guard, see onSampleSignal
+  // Livelock guard, see onSampleSignal: each event's last recorded sample's end and shortest
+  // gap (a quarter of its period in time; 0 for a period in counts), the last sample's cost.
+  uint64_t lastSampleEnd[kMaxEvents], minGapNs[kMaxEvents], lastSampleCost;
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch

@@ -544,6 +544,39 @@ TEST(Launcher, RejectsBadEventsBeforeStarting) {
 // kernel's own fixed period for its clock events at a frequency, now ours). CPUTIME's
 // timers are advanced at the kernel's tick (4 ms here), so threads shorter than a tick stay
 // mostly unseen there (src/measurement/README.md): not checked.
+// Two events of one period on a busy thread fire together: the guard against samples that
+// cost more than their period is kept per event (one rule for all events dropped a third of
+// both events' samples as blocked, and their totals with them).
+TEST(Sampling, TwoEventsOfOnePeriodAreBothSampled) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-two-events";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "callheavy-gcc 1";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 0);
+  const fs::path meas = scratch / "m";
+  Outcome r = run(kBin + " -o " + meas.string() + " -e CPUTIME -e REALTIME " + exe, scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, bare.out);
+  double total[2] = {0, 0};
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hpc::hpcrun::read_profile(e.path());
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    ASSERT_EQ(p->metrics.size(), 2u);
+    for (auto& n : p->nodes)
+      for (auto& mv : n.values)
+        if (mv.metric_id < 2) total[mv.metric_id] += mv.as_real();
+  }
+  const uint64_t blocked = logCount(meas, "blocked: ");
+  const uint64_t samples = logCount(meas, "SUMMARY: samples: ");
+  EXPECT_LE(blocked, samples / 20) << "samples blocked of " << samples;
+  // Each event sees the program's time, as either alone would: its CPU time (a busy single
+  // thread), and at least that in wall-clock time (more where other tests' load took the CPU).
+  EXPECT_NEAR(total[0], bare.cpu, 0.15 * bare.cpu) << "CPUTIME";
+  EXPECT_GE(total[1], 0.85 * bare.cpu) << "REALTIME";
+  fs::remove_all(scratch);
+}
+
 TEST(Sampling, ShortThreadsCountWhatTheyCost) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-short-threads";
   fs::remove_all(scratch);
