@@ -14,6 +14,7 @@
 #include "sys.hpp"
 #include "unwind.hpp"
 #include "unwind_cache.hpp"
+#include "waits.hpp"
 
 namespace hpc::rt {
 
@@ -95,6 +96,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     ++ts.unwindStats.verified;
     if (!agreesWithLibunwind(ts, uc, end)) ++ts.unwindStats.mismatches;
   }
+  // A sample deferred over a wait (waits.cpp) is the wait's: its leaf is the function waited
+  // in, not the mask's system call that let it in.
+  if (uintptr_t leaf; deferredSampleLeaf(ts, ts.frames, ts.nFrames, leaf)) ts.frames[0] = leaf;
 
   // A complete path shares its outermost frames' nodes with the last one (return addresses
   // only: frames[0], the interrupted pc, is recorded as itself, not as a call).
@@ -177,9 +181,9 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
     // frame of libhpcrun.so shows in a profile.
     if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
         ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd[ev] < gap ||
-        loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP])))
+        loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]))) {
       ++ts->blocked;
-    else {
+    } else {
       record(*ts, uc, ev, value);
       if (ts->gpu) gpu::onSample(*ts);
       ts->lastSampleEnd[ev] = monotonicNs();

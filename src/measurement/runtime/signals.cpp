@@ -96,11 +96,15 @@ void dieByDefault(int sig, bool resend) {
 // mask, its sa_mask and (without SA_NODEFER) the signal itself, never the sampling signal;
 // SA_RESETHAND honoured.
 void runAppHandler(int sig, siginfo_t* si, void* uc, const struct sigaction& app) {
+  // The interrupted code's mask, the application's sa_mask but for the sampling signal (an
+  // application's handler is sampled as its code), and the signal itself. Where the
+  // interrupted code had the sampling signal blocked (a wait kept whole, waits.cpp, or the
+  // runtime's own code), it stays blocked: the samples deferred over that wait are let in by
+  // the wait's own wrapper, which records them in the wait.
   sigset_t mask = static_cast<ucontext_t*>(uc)->uc_sigmask, ours;
   for (int s = 1; s < NSIG; ++s)
-    if (sigismember(&app.sa_mask, s)) sigaddset(&mask, s);
+    if (sigismember(&app.sa_mask, s) && s != gConfig.sampleSignal) sigaddset(&mask, s);
   if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
-  sigdelset(&mask, gConfig.sampleSignal);
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
   if (app.sa_flags & SA_RESETHAND) {
     gApp[sig] = {};

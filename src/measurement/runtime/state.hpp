@@ -88,6 +88,9 @@ struct ThreadState {
   // Livelock guard, see onSampleSignal: each event's last recorded sample's end and shortest
   // gap (a quarter of its period in time; 0 for a period in counts), the last sample's cost.
   uint64_t lastSampleEnd[kMaxEvents], minGapNs[kMaxEvents], lastSampleCost;
+  // Set by a wait's wrapper (waits.cpp) while it lets the samples deferred over the wait be
+  // delivered: the function waited in, which such a sample records as its leaf.
+  volatile uintptr_t deferredLeaf;
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch

@@ -338,6 +338,41 @@ TEST(Signals, TheSamplingSignalSentByTheApplicationReachesIt) {
 // SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
 // signals and must be installed as the application's was (with SA_RESTART the read was
 // restarted, and the program waited forever).
+// Waits Linux never restarts after a handler (nanosleep, poll, select, epoll_wait, their
+// p-forms, pause, sigtimedwait, ...): REALTIME's signal ended each with EINTR after one period
+// (a 0.1 s sleep returned at once, -1 EINTR). Now only the application's own signal ends one
+// (pause and an endless poll, by SIGUSR1 from another thread), every call returns what it
+// returns unmeasured, and REALTIME attributes the waits' time to the functions waited in.
+TEST(Signals, WaitsAreNotEndedBySamples) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-waits";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "waits-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  ASSERT_NE(bare.out.find("pause: -1 EINTR\npoll forever: -1 EINTR\n"), std::string::npos) << bare.out;
+  int n = 0;
+  for (const char* ev : {"REALTIME@1000", "CPUTIME@1000", "perf::task-clock@1000000", "REALTIME@1000 -e CPUTIME@1000"}) {
+    const fs::path meas = scratch / ("m" + std::to_string(n++));
+    Outcome prof = run(kBin + " -o " + meas.string() + " -e " + ev + " " + exe, scratch / "prof");
+    EXPECT_EQ(prof.status, 0) << ev << ": " << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << ev;
+    if (std::string(ev).rfind("REALTIME", 0) != 0) continue;
+    // Main waits 1.5 s (nine 0.1 s waits, then 0.3 s twice until SIGUSR1), the other thread
+    // 0.6 s: in the functions waited in.
+    Analysis a = analyze(meas);
+    double inWaits = 0;
+    for (auto& [leaf, v] : a.byLeaf)
+      for (const char* w : {"sleep", "poll", "select", "epoll_wait", "sigtimedwait", "pause"})
+        if (leaf.find(w) != std::string::npos) {
+          inWaits += v;
+          break;
+        }
+    EXPECT_GT(a.total, 0.9 * 2.1) << ev;
+    EXPECT_GT(inWaits, 0.95 * a.total) << ev << ": the waits' time is not in the functions waited in";
+  }
+  fs::remove_all(scratch);
+}
+
 TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-eintr";
   fs::remove_all(scratch);

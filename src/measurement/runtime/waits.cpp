@@ -1,0 +1,213 @@
+// Waits that a sample must not end. REALTIME's timers run on while a thread waits in the
+// kernel, and a handler's signal ends the waits Linux never restarts after one (nanosleep,
+// clock_nanosleep, poll, select, epoll_wait, their p-forms, pause, sigsuspend, sigtimedwait,
+// sigwaitinfo) with EINTR, whatever SA_RESTART says: under REALTIME a program's sleep
+// returned after one period, its poll said "interrupted", its pause woke up. Where a REALTIME
+// event is measured, each such wait runs with the sampling signal blocked (for the p-forms
+// and sigsuspend: added to the mask they take), so only the application's own signals end
+// it. The timer's expirations meanwhile are one pending signal and its overrun count; it is
+// delivered as the wrapper restores the mask, and its sample, weighing every period the wait
+// took, records the waited-in function as its leaf below the application's call. A wait
+// with a zero timeout cannot be ended by a sample and is passed straight on.
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "loadmap.hpp"
+#include "process.hpp"
+#include "state.hpp"
+#include "waits.hpp"
+
+#define HPC_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace hpc::rt {
+
+namespace {
+
+template <typename Fn>
+Fn next(Fn& slot, const char* name) {
+  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return slot;
+}
+#define REAL(fn) next(real_##fn, #fn)
+
+int (*real_nanosleep)(const timespec*, timespec*);
+int (*real_clock_nanosleep)(clockid_t, int, const timespec*, timespec*);
+int (*real_usleep)(useconds_t);
+unsigned (*real_sleep)(unsigned);
+int (*real_poll)(pollfd*, nfds_t, int);
+int (*real_ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
+int (*real_select)(int, fd_set*, fd_set*, fd_set*, timeval*);
+int (*real_pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+int (*real_epoll_wait)(int, epoll_event*, int, int);
+int (*real_epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
+int (*real_pause)();
+int (*real_sigsuspend)(const sigset_t*);
+int (*real_sigtimedwait)(const sigset_t*, siginfo_t*, const timespec*);
+int (*real_sigwaitinfo)(const sigset_t*, siginfo_t*);
+
+// -1: not known yet; 0: no REALTIME event; 1: waits are kept whole.
+std::atomic<int> gQuiet{-1};
+
+bool quietWaits() {
+  int q = gQuiet.load(std::memory_order_relaxed);
+  if (q < 0) {
+    q = 0;
+    for (unsigned i = 0; i < gConfig.nEvents; ++i) q |= gConfig.events[i].kind == SourceKind::RealTime;
+    gQuiet.store(q, std::memory_order_relaxed);
+  }
+  return q != 0;
+}
+
+bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
+
+// A measured thread's wait, the sampling signal blocked over it.
+class QuietWait {
+public:
+  // blocking: the wait may last (not a zero timeout).
+  explicit QuietWait(bool blocking) {
+    if (!blocking || !quietWaits()) return;
+    ts_ = currentThread();
+    if (!ts_ || ts_->inHandler.load(std::memory_order_relaxed) || ts_->suspend > 0) return;
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, gConfig.sampleSignal);
+    const int saved = errno;
+    on_ = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &old_, _NSIG / 8) == 0 &&
+          !sigismember(&old_, gConfig.sampleSignal);
+    errno = saved;
+  }
+  QuietWait(const QuietWait&) = delete;
+  QuietWait& operator=(const QuietWait&) = delete;
+  // The mask a p-form wait takes, with the sampling signal added (the caller's, where it
+  // gave none or waits are not kept whole).
+  const sigset_t* with(const sigset_t* mask) {
+    if (!mask || !on_) return mask;
+    mask_ = *mask;
+    sigaddset(&mask_, gConfig.sampleSignal);
+    return &mask_;
+  }
+  // After the wait: the mask back, and with it the deferred sample, recorded in `fn`.
+  template <typename R> R done(R result, const void* fn) {
+    if (!on_) return result;
+    const int saved = errno;
+    ts_->deferredLeaf = reinterpret_cast<uintptr_t>(fn);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    ts_->deferredLeaf = 0;
+    errno = saved;
+    return result;
+  }
+
+private:
+  ThreadState* ts_ = nullptr;
+  bool on_ = false;
+  sigset_t old_, mask_;
+};
+
+}  // namespace
+
+bool deferredSampleLeaf(const ThreadState& ts, const uintptr_t* frames, size_t n, uintptr_t& leaf) {
+  // The sample the restored mask let in: interrupted in the mask's system call, called from
+  // the wrapper (an application's handler running there instead leaves its own frames).
+  if (!ts.deferredLeaf || n < 2 || !loadmapIsSelf(frames[1] - 1)) return false;
+  leaf = ts.deferredLeaf;
+  return true;
+}
+
+}  // namespace hpc::rt
+
+using namespace hpc::rt;
+
+HPC_EXPORT int nanosleep(const timespec* req, timespec* rem) {
+  QuietWait q(!zero(req));
+  auto* fn = REAL(nanosleep);  // resolved before its address is taken
+  return q.done(fn(req, rem), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
+  QuietWait q(!zero(req));
+  auto* fn = REAL(clock_nanosleep);  // resolved before its address is taken
+  return q.done(fn(clock, flags, req, rem), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int usleep(useconds_t usec) {
+  QuietWait q(usec != 0);
+  auto* fn = REAL(usleep);  // resolved before its address is taken
+  return q.done(fn(usec), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT unsigned sleep(unsigned seconds) {
+  QuietWait q(seconds != 0);
+  auto* fn = REAL(sleep);  // resolved before its address is taken
+  return q.done(fn(seconds), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  QuietWait q(timeout != 0);
+  auto* fn = REAL(poll);  // resolved before its address is taken
+  return q.done(fn(fds, n, timeout), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
+  QuietWait q(!zero(timeout));
+  auto* fn = REAL(ppoll);  // resolved before its address is taken
+  return q.done(fn(fds, n, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
+  QuietWait q(!(timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0));
+  auto* fn = REAL(select);  // resolved before its address is taken
+  return q.done(fn(n, r, w, e, timeout), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
+  QuietWait q(!zero(timeout));
+  auto* fn = REAL(pselect);  // resolved before its address is taken
+  return q.done(fn(n, r, w, e, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int epoll_wait(int fd, epoll_event* events, int max, int timeout) {
+  QuietWait q(timeout != 0);
+  auto* fn = REAL(epoll_wait);  // resolved before its address is taken
+  return q.done(fn(fd, events, max, timeout), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int epoll_pwait(int fd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
+  QuietWait q(timeout != 0);
+  auto* fn = REAL(epoll_pwait);  // resolved before its address is taken
+  return q.done(fn(fd, events, max, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int pause() {
+  QuietWait q(true);
+  auto* fn = REAL(pause);  // resolved before its address is taken
+  return q.done(fn(), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int sigsuspend(const sigset_t* mask) {
+  QuietWait q(true);
+  auto* fn = REAL(sigsuspend);  // resolved before its address is taken
+  return q.done(fn(q.with(mask)), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
+  QuietWait q(!zero(timeout));
+  auto* fn = REAL(sigtimedwait);  // resolved before its address is taken
+  return q.done(fn(set, info, timeout), reinterpret_cast<const void*>(fn));
+}
+
+HPC_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  QuietWait q(true);
+  auto* fn = REAL(sigwaitinfo);  // resolved before its address is taken
+  return q.done(fn(set, info), reinterpret_cast<const void*>(fn));
+}

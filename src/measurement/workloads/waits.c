@@ -1,0 +1,61 @@
+/* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
+ * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
+ * while the application's own signal still does. Prints each call's result; the waits take
+ * about 0.9 s in all (nine of 0.1 s), the last two end by the application's SIGUSR1. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+static void onUsr1(int sig) { (void)sig; }
+
+static void report(const char* what, long r) { printf("%s: %ld%s\n", what, r, r < 0 ? (errno == EINTR ? " EINTR" : errno == EAGAIN ? " EAGAIN" : " other") : ""); }
+
+static void* poke(void* main_thread) {
+  for (int i = 0; i < 2; ++i) {
+    struct timespec t = {0, 300000000};
+    nanosleep(&t, NULL);
+    pthread_kill(*(pthread_t*)main_thread, SIGUSR1);
+  }
+  return NULL;
+}
+
+int main(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = onUsr1;  /* no SA_RESTART: the application's signal ends its waits */
+  sigaction(SIGUSR1, &sa, NULL);
+  struct timespec tenth = {0, 100000000};
+  report("nanosleep", nanosleep(&tenth, NULL));
+  report("clock_nanosleep", -clock_nanosleep(CLOCK_MONOTONIC, 0, &tenth, NULL));
+  report("usleep", usleep(100000));
+  report("poll", poll(NULL, 0, 100));
+  report("ppoll", ppoll(NULL, 0, &tenth, NULL));
+  struct timeval tv = {0, 100000};
+  report("select", select(0, NULL, NULL, NULL, &tv));
+  sigset_t none;
+  sigemptyset(&none);
+  report("pselect", pselect(0, NULL, NULL, NULL, &tenth, &none));
+  int ep = epoll_create1(0);
+  struct epoll_event ev;
+  report("epoll_wait", epoll_wait(ep, &ev, 1, 100));
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  sigprocmask(SIG_BLOCK, &usr2, NULL);
+  report("sigtimedwait", sigtimedwait(&usr2, NULL, &tenth));
+  /* The application's own signal, from another thread, still ends a wait. */
+  pthread_t self = pthread_self(), t;
+  pthread_create(&t, NULL, poke, &self);
+  report("pause", pause());
+  report("poll forever", poll(NULL, 0, -1));
+  pthread_join(t, NULL);
+  return 0;
+}
