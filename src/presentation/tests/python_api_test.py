@@ -258,6 +258,12 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(dbase / "small.d", bad)
     for p in [bad, *bad.rglob("*")]:
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (bad / "trace.db").unlink()  # a measurement without hpcrun -t
+    try:
+        hpctoolkit.open(bad).trace(1)
+        check(False, "a database without trace.db gave a trace")
+    except KeyError as e:
+        check("no trace.db" in str(e), f"a database without trace.db: {e}")
     for damage, expect in [(lambda f: f.truncate(os.path.getsize(bad / "meta.db") - 3), "footer"),
                            (lambda f: (f.seek(0x18), f.write(b"\xff" * 8)), "section")]:
         shutil.copy(dbase / "small.d" / "meta.db", bad / "meta.db")

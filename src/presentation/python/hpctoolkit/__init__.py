@@ -315,8 +315,7 @@ class Database:
     def trace(self, profile):
         """One profile's trace (trace.db): time in ns since the epoch, and the context then
         (0: not running)."""
-        if self._traces is None:
-            self._traces = _files.read_traces(self.directory / "trace.db")
+        self._open_traces()
         f, lines, _, _ = self._traces
         for prof, start, end in lines:
             if prof == profile:
@@ -326,9 +325,15 @@ class Database:
 
     def trace_range(self):
         """(first, last) timestamp of all traces, in ns since the epoch."""
-        if self._traces is None:
-            self._traces = _files.read_traces(self.directory / "trace.db")
+        self._open_traces()
         return self._traces[2], self._traces[3]
+
+    def _open_traces(self):
+        if self._traces is None:
+            path = self.directory / "trace.db"
+            if not path.exists():
+                raise KeyError(f"{self.directory}: no trace.db (the measurement was made without hpcrun -t)")
+            self._traces = _files.read_traces(path)
 
 
 def _base(path):
