@@ -98,7 +98,8 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   }
   // A sample deferred over a wait (waits.cpp) is the wait's: its leaf is the function waited
   // in, not the mask's system call that let it in.
-  if (uintptr_t leaf; deferredSampleLeaf(ts, ts.frames, ts.nFrames, leaf)) ts.frames[0] = leaf;
+  bool deferred = false;
+  if (uintptr_t leaf; deferredSampleLeaf(ts, ts.frames, ts.nFrames, leaf)) ts.frames[0] = leaf, deferred = true;
 
   // A complete path shares its outermost frames' nodes with the last one (return addresses
   // only: frames[0], the interrupted pc, is recorded as itself, not as a call).
@@ -146,7 +147,7 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     if (end == UnwindEnd::Truncated) ++ts.truncated;
     else ++ts.unwindFailures;
   }
-  if (gConfig.trace && ev == 0) traceAppend(ts, nowNs(), node->id);
+  if (gConfig.trace && ev == 0) traceAppend(ts, deferred && ts.waitSince ? ts.waitSince : nowNs(), node->id);
 }
 
 }  // namespace

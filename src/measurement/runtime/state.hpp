@@ -91,6 +91,7 @@ struct ThreadState {
   // Set by a wait's wrapper (waits.cpp) while it lets the samples deferred over the wait be
   // delivered: the function waited in, which such a sample records as its leaf.
   volatile uintptr_t deferredLeaf;
+  uint64_t waitSince;  // when that wait began (trace time): its trace record is dated then
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch

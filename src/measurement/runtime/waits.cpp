@@ -7,7 +7,9 @@
 // and sigsuspend: added to the mask they take), so only the application's own signals end
 // it. The timer's expirations meanwhile are one pending signal and its overrun count; it is
 // delivered as the wrapper restores the mask, and its sample, weighing every period the wait
-// took, records the waited-in function as its leaf below the application's call. A wait
+// took, records the waited-in function as its leaf below the application's call, and its
+// trace record is dated at the wait's start (the trace shows the wait, not the code before
+// it, over the time waited). A wait
 // with a zero timeout cannot be ended by a sample and is passed straight on.
 #include <dlfcn.h>
 #include <poll.h>
@@ -24,6 +26,7 @@
 #include "loadmap.hpp"
 #include "process.hpp"
 #include "state.hpp"
+#include "sys.hpp"
 #include "waits.hpp"
 
 #define HPC_EXPORT extern "C" __attribute__((visibility("default")))
@@ -83,6 +86,7 @@ public:
     const int saved = errno;
     on_ = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &old_, _NSIG / 8) == 0 &&
           !sigismember(&old_, gConfig.sampleSignal);
+    if (on_ && gConfig.trace) since_ = nowNs();
     errno = saved;
   }
   QuietWait(const QuietWait&) = delete;
@@ -99,6 +103,7 @@ public:
   template <typename R> R done(R result, const void* fn) {
     if (!on_) return result;
     const int saved = errno;
+    ts_->waitSince = since_;
     ts_->deferredLeaf = reinterpret_cast<uintptr_t>(fn);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
@@ -111,6 +116,7 @@ public:
 private:
   ThreadState* ts_ = nullptr;
   bool on_ = false;
+  uint64_t since_ = 0;
   sigset_t old_, mask_;
 };
 

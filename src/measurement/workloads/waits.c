@@ -1,7 +1,9 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 0.9 s in all (nine of 0.1 s), the last two end by the application's SIGUSR1. */
+ * about 1.5 s in all (nine of 0.1 s, then two of up to 0.3 s that the application's SIGUSR1,
+ * sent every 0.3 s from another thread, ends), with some 0.1 s of work in work() before the
+ * last two. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -13,16 +15,23 @@
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
+#include "work.h"
 
 static void onUsr1(int sig) { (void)sig; }
 
+__attribute__((noinline)) uint64_t work(void) { return spin(100000000, 3); }
+
 static void report(const char* what, long r) { printf("%s: %ld%s\n", what, r, r < 0 ? (errno == EINTR ? " EINTR" : errno == EAGAIN ? " EAGAIN" : " other") : ""); }
 
+static volatile int finished;  /* the main thread's last wait has ended */
+
+/* SIGUSR1 to the main thread every 0.3 s until its last wait has ended (whatever time its
+ * work before the waits took on a busy machine). */
 static void* poke(void* main_thread) {
-  for (int i = 0; i < 2; ++i) {
+  while (!finished) {
     struct timespec t = {0, 300000000};
     nanosleep(&t, NULL);
-    pthread_kill(*(pthread_t*)main_thread, SIGUSR1);
+    if (!finished) pthread_kill(*(pthread_t*)main_thread, SIGUSR1);
   }
   return NULL;
 }
@@ -54,8 +63,10 @@ int main(void) {
   /* The application's own signal, from another thread, still ends a wait. */
   pthread_t self = pthread_self(), t;
   pthread_create(&t, NULL, poke, &self);
+  if (work() == 1) return 1; /* never: keeps the work */
   report("pause", pause());
   report("poll forever", poll(NULL, 0, -1));
+  finished = 1;
   pthread_join(t, NULL);
   return 0;
 }
