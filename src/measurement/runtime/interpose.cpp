@@ -16,6 +16,7 @@
 
 #include "arena.hpp"
 #include "gpu/gpu.hpp"
+#include "interpose.hpp"
 #include "loadmap.hpp"
 #include "process.hpp"
 #include "signals.hpp"
@@ -23,17 +24,9 @@
 
 using namespace hpc::rt;
 
-#define HPC_EXPORT extern "C" __attribute__((visibility("default")))
 #define HPC_TRAMPOLINE __attribute__((noinline, used, section("hpcrun_tramp")))
 
 namespace {
-
-template <typename Fn>
-Fn next(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
-#define REAL(fn) next(real_##fn, #fn)
 
 using MainFn = int (*)(int, char**, char**);
 using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);

@@ -23,24 +23,16 @@
 #include <atomic>
 #include <cerrno>
 
+#include "interpose.hpp"
 #include "loadmap.hpp"
 #include "process.hpp"
 #include "state.hpp"
 #include "sys.hpp"
 #include "waits.hpp"
 
-#define HPC_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace hpc::rt {
 
 namespace {
-
-template <typename Fn>
-Fn next(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
-#define REAL(fn) next(real_##fn, #fn)
 
 int (*real_nanosleep)(const timespec*, timespec*);
 int (*real_clock_nanosleep)(clockid_t, int, const timespec*, timespec*);
