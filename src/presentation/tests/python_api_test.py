@@ -210,6 +210,14 @@ with tempfile.TemporaryDirectory() as tmp:
         for s, w in want.items():
             check(abs(stats[s].get(c, 0.0) - w) <= 1e-6 * max(1.0, abs(w)), f"threads: ctx {c} {s} {stats[s].get(c)} vs {w}")
         check(close(v.sum(), inc[c]), f"threads: ctx {c} sum over profiles {v.sum()} vs {inc[c]}")
+    # The long form joins with the profiles: the hottest context by thread, as cct.db has it.
+    top = [int(c) for c in inc.sort_values(ascending=False).index[:5]]
+    long = db.values(mname, contexts=top)
+    for c in top:
+        part = long[long["ctx"] == c].set_index("profile")["value"]
+        check(part.equals(db.context_values(c, mname)), f"threads: values() of ctx {c} differ from context_values()")
+    joined = long.merge(db.profiles, left_on="profile", right_index=True)
+    check(len(joined) == len(long) and joined["thread"].notna().all(), "threads: values() joined with profiles")
     t0, t1 = db.trace_range()
     tr = db.trace(1)
     check(len(tr) > 10 and tr["time"].is_monotonic_increasing and t0 <= tr["time"].iloc[0] <= t1,

@@ -10,6 +10,7 @@
     db.exclusive("CPUTIME (sec)")  #   "stddev", "cv", "count" where hpcprof ran with -M stats)
     db.flat("CPUTIME (sec)", by="function")   # inclusive and exclusive by function/module/file/line
     db.context_values(ctx, "CPUTIME (sec)")   # one context across the profiles (cct.db)
+    db.values("CPUTIME (sec)", contexts=[ctx]) # long form: ctx, profile, value (join with profiles)
     db.profile_values(1, "CPUTIME (sec)")     # one profile's contexts (profile.db)
     db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
     db.trace(1)                    # one profile's trace: time (ns) and context
@@ -215,13 +216,15 @@ class Database:
 
     def context_values(self, ctx, metric, scope="execution"):
         """One context's values of a metric, by profile (cct.db; 0: the whole program)."""
+        return self._context_series(ctx, self._pid(metric, scope))
+
+    def _context_series(self, ctx, pid):
         if self._cct is None:
             self._cct = _files.read_contexts(self.directory / "cct.db")
         f, blocks = self._cct
         if not 0 <= ctx < len(blocks):
             raise KeyError(f"context {ctx} is not in cct.db ({len(blocks)} contexts)")
         idx, vals = _files.context_block(f, blocks[ctx])
-        pid = self._pid(metric, scope)
         at = np.nonzero(idx["metric"] == pid)[0]
         if len(at) == 0:
             return pd.Series([], dtype=np.float64, index=pd.Index([], dtype=np.int64, name="profile"))
@@ -231,6 +234,40 @@ class Database:
             f.fail(f"context {ctx}'s metric index points outside its values")
         part = vals[start:end]
         return pd.Series(part["value"].astype(np.float64), index=pd.Index(part["profile"].astype(np.int64), name="profile"))
+
+    def values(self, metric, scope="execution", contexts=None):
+        """A metric's values by context and profile (cct.db), long form: a DataFrame of ctx,
+        profile and value for the contexts given (default: every context of the tree), ready
+        to join with `profiles` (for instance to compare ranks or threads)."""
+        pid = self._pid(metric, scope)
+        if self._cct is None:
+            self._cct = _files.read_contexts(self.directory / "cct.db")
+        f, blocks = self._cct
+        ids = self._tree_ids if contexts is None else np.asarray(list(contexts), dtype=np.int64)
+        ids = ids[(ids >= 0) & (ids < len(blocks))]
+        ids = ids[blocks["n_values"][ids] > 0]
+        n_idx = len(ids)
+        heads = blocks[ids]
+        parts_ctx, parts_val = [], []
+        for k in range(n_idx):
+            h = heads[k]
+            idx = f.array(int(h["p_index"]), _files.CONTEXT_INDEX, int(h["n_metrics"]))
+            at = np.searchsorted(idx["metric"], pid)
+            if at == len(idx) or idx["metric"][at] != pid:
+                continue
+            first = int(idx["start"][at])
+            last = int(idx["start"][at + 1]) if at + 1 < len(idx) else int(h["n_values"])
+            if not 0 <= first <= last <= int(h["n_values"]):
+                f.fail(f"context {int(ids[k])}'s metric index points outside its values")
+            parts_val.append(f.array(int(h["p_values"]) + first * _files.CONTEXT_VALUE.itemsize,
+                                     _files.CONTEXT_VALUE, last - first))
+            parts_ctx.append(np.full(last - first, int(ids[k]), dtype=np.int64))
+        if not parts_ctx:
+            return pd.DataFrame({"ctx": np.zeros(0, np.int64), "profile": np.zeros(0, np.int64),
+                                 "value": np.zeros(0, np.float64)})
+        vals = np.concatenate(parts_val)
+        return pd.DataFrame({"ctx": np.concatenate(parts_ctx), "profile": vals["profile"].astype(np.int64),
+                             "value": vals["value"].astype(np.float64)})
 
     # -- the tree -----------------------------------------------------------------------------
     def children(self, ctx):
