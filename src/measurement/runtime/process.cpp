@@ -13,6 +13,7 @@
 #include "sources.hpp"
 #include "sys.hpp"
 #include "unwind.hpp"
+#include "waits.hpp"
 
 namespace hpc::rt {
 
@@ -61,6 +62,7 @@ void writeAllThreads() {
     for (int spins = 0; t->inHandler.load(std::memory_order_acquire) && spins < 2000; ++spins) sched_yield();
     ThreadPhase expect = ThreadPhase::Running;
     if (t->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+      waitsCreditUnfinished(*t);
       outputWriteThread(*t);
       t->phase.store(ThreadPhase::Done, std::memory_order_release);
     }

@@ -92,6 +92,10 @@ struct ThreadState {
   // delivered: the function waited in, which such a sample records as its leaf.
   volatile uintptr_t deferredLeaf;
   uint64_t waitSince;  // when that wait began (trace time): its trace record is dated then
+  // The wait the thread is in now (waits.cpp), and when it began (trace time): a process
+  // that ends meanwhile credits the time waited so far (waitsCreditUnfinished).
+  volatile uintptr_t waitingIn;
+  volatile uint64_t waitingSince;
   sigjmp_buf unwindJump;
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch

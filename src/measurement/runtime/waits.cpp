@@ -67,8 +67,8 @@ bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
 // A measured thread's wait, the sampling signal blocked over it.
 class QuietWait {
 public:
-  // blocking: the wait may last (not a zero timeout).
-  explicit QuietWait(bool blocking) {
+  // blocking: the wait may last (not a zero timeout); fn: the function waited in.
+  QuietWait(bool blocking, const void* fn) : fn_(reinterpret_cast<uintptr_t>(fn)) {
     if (!blocking || !quietWaits()) return;
     ts_ = currentThread();
     if (!ts_ || ts_->inHandler.load(std::memory_order_relaxed) || ts_->suspend > 0) return;
@@ -78,7 +78,11 @@ public:
     const int saved = errno;
     on_ = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &old_, _NSIG / 8) == 0 &&
           !sigismember(&old_, gConfig.sampleSignal);
-    if (on_ && gConfig.trace) since_ = nowNs();
+    if (on_) {
+      since_ = nowNs();
+      ts_->waitingSince = since_;
+      ts_->waitingIn = fn_;
+    }
     errno = saved;
   }
   QuietWait(const QuietWait&) = delete;
@@ -91,12 +95,13 @@ public:
     sigaddset(&mask_, gConfig.sampleSignal);
     return &mask_;
   }
-  // After the wait: the mask back, and with it the deferred sample, recorded in `fn`.
-  template <typename R> R done(R result, const void* fn) {
+  // After the wait: the mask back, and with it the deferred sample, recorded in fn.
+  template <typename R> R done(R result) {
     if (!on_) return result;
     const int saved = errno;
+    ts_->waitingIn = 0;
     ts_->waitSince = since_;
-    ts_->deferredLeaf = reinterpret_cast<uintptr_t>(fn);
+    ts_->deferredLeaf = fn_;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -106,6 +111,7 @@ public:
   }
 
 private:
+  uintptr_t fn_;
   ThreadState* ts_ = nullptr;
   bool on_ = false;
   uint64_t since_ = 0;
@@ -113,6 +119,25 @@ private:
 };
 
 }  // namespace
+
+void waitsCreditUnfinished(ThreadState& t) {
+  // A thread still in a kept-whole wait as the process ends (a progress thread in epoll_wait,
+  // a listener in poll) never gets its deferred sample: its REALTIME time so far goes to the
+  // function waited in, below the thread's root (its call path is not known here).
+  const uintptr_t fn = t.waitingIn;
+  if (!fn || !t.fence) return;
+  const uint64_t now = nowNs(), since = t.waitingSince;
+  if (now <= since) return;
+  ModuleRef m = loadmapLookup(fn);
+  CctNode* node = m.id ? t.cct.child(t.fence, m.id, m.offset) : nullptr;
+  if (!node) return;
+  for (unsigned i = 0; i < gConfig.nEvents; ++i)
+    if (gConfig.events[i].kind == SourceKind::RealTime) {
+      node->metrics()[i] += double(now - since) * 1e-9;
+      node->hasValue = 1;
+    }
+  t.waitingIn = 0;
+}
 
 bool deferredSampleLeaf(const ThreadState& ts, const uintptr_t* frames, size_t n, uintptr_t& leaf) {
   // The sample the restored mask let in: interrupted in the mask's system call, called from
@@ -127,85 +152,85 @@ bool deferredSampleLeaf(const ThreadState& ts, const uintptr_t* frames, size_t n
 using namespace hpc::rt;
 
 HPC_EXPORT int nanosleep(const timespec* req, timespec* rem) {
-  QuietWait q(!zero(req));
-  auto* fn = REAL(nanosleep);  // resolved before its address is taken
-  return q.done(fn(req, rem), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(nanosleep);
+  QuietWait q(!zero(req), reinterpret_cast<const void*>(fn));
+  return q.done(fn(req, rem));
 }
 
 HPC_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
-  QuietWait q(!zero(req));
-  auto* fn = REAL(clock_nanosleep);  // resolved before its address is taken
-  return q.done(fn(clock, flags, req, rem), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(clock_nanosleep);
+  QuietWait q(!zero(req), reinterpret_cast<const void*>(fn));
+  return q.done(fn(clock, flags, req, rem));
 }
 
 HPC_EXPORT int usleep(useconds_t usec) {
-  QuietWait q(usec != 0);
-  auto* fn = REAL(usleep);  // resolved before its address is taken
-  return q.done(fn(usec), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(usleep);
+  QuietWait q(usec != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(usec));
 }
 
 HPC_EXPORT unsigned sleep(unsigned seconds) {
-  QuietWait q(seconds != 0);
-  auto* fn = REAL(sleep);  // resolved before its address is taken
-  return q.done(fn(seconds), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(sleep);
+  QuietWait q(seconds != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(seconds));
 }
 
 HPC_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  QuietWait q(timeout != 0);
-  auto* fn = REAL(poll);  // resolved before its address is taken
-  return q.done(fn(fds, n, timeout), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(poll);
+  QuietWait q(timeout != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(fds, n, timeout));
 }
 
 HPC_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask) {
-  QuietWait q(!zero(timeout));
-  auto* fn = REAL(ppoll);  // resolved before its address is taken
-  return q.done(fn(fds, n, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(ppoll);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fds, n, timeout, q.with(mask)));
 }
 
 HPC_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* timeout) {
-  QuietWait q(!(timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0));
-  auto* fn = REAL(select);  // resolved before its address is taken
-  return q.done(fn(n, r, w, e, timeout), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(select);
+  QuietWait q(!(timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0), reinterpret_cast<const void*>(fn));
+  return q.done(fn(n, r, w, e, timeout));
 }
 
 HPC_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* timeout, const sigset_t* mask) {
-  QuietWait q(!zero(timeout));
-  auto* fn = REAL(pselect);  // resolved before its address is taken
-  return q.done(fn(n, r, w, e, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(pselect);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(n, r, w, e, timeout, q.with(mask)));
 }
 
 HPC_EXPORT int epoll_wait(int fd, epoll_event* events, int max, int timeout) {
-  QuietWait q(timeout != 0);
-  auto* fn = REAL(epoll_wait);  // resolved before its address is taken
-  return q.done(fn(fd, events, max, timeout), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(epoll_wait);
+  QuietWait q(timeout != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, events, max, timeout));
 }
 
 HPC_EXPORT int epoll_pwait(int fd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
-  QuietWait q(timeout != 0);
-  auto* fn = REAL(epoll_pwait);  // resolved before its address is taken
-  return q.done(fn(fd, events, max, timeout, q.with(mask)), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(epoll_pwait);
+  QuietWait q(timeout != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, events, max, timeout, q.with(mask)));
 }
 
 HPC_EXPORT int pause() {
-  QuietWait q(true);
-  auto* fn = REAL(pause);  // resolved before its address is taken
-  return q.done(fn(), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(pause);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn());
 }
 
 HPC_EXPORT int sigsuspend(const sigset_t* mask) {
-  QuietWait q(true);
-  auto* fn = REAL(sigsuspend);  // resolved before its address is taken
-  return q.done(fn(q.with(mask)), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(sigsuspend);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn(q.with(mask)));
 }
 
 HPC_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
-  QuietWait q(!zero(timeout));
-  auto* fn = REAL(sigtimedwait);  // resolved before its address is taken
-  return q.done(fn(set, info, timeout), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(sigtimedwait);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(set, info, timeout));
 }
 
 HPC_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  QuietWait q(true);
-  auto* fn = REAL(sigwaitinfo);  // resolved before its address is taken
-  return q.done(fn(set, info), reinterpret_cast<const void*>(fn));
+  auto* fn = REAL(sigwaitinfo);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn(set, info));
 }

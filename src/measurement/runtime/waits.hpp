@@ -12,4 +12,8 @@ namespace hpc::rt {
 // pc): true, with `leaf` the function waited in, which the sample records as its leaf.
 bool deferredSampleLeaf(const ThreadState& ts, const uintptr_t* frames, size_t n, uintptr_t& leaf);
 
+// For a thread still in such a wait as the process ends (its samples stopped): its REALTIME
+// time waited so far, credited to the function waited in below its root.
+void waitsCreditUnfinished(ThreadState& t);
+
 }  // namespace hpc::rt

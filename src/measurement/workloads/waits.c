@@ -25,6 +25,17 @@ static void report(const char* what, long r) { printf("%s: %ld%s\n", what, r, r 
 
 static volatile int finished;  /* the main thread's last wait has ended */
 
+/* A listener that waits the whole run and is never joined: the process ends around it. */
+static void* listen_forever(void* arg) {
+  (void)arg;
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL);  /* the main thread's signal is not for it */
+  poll(NULL, 0, -1);
+  return NULL;
+}
+
 /* SIGUSR1 to the main thread every 0.3 s until its last wait has ended (whatever time its
  * work before the waits took on a busy machine). */
 static void* poke(void* main_thread) {
@@ -37,6 +48,8 @@ static void* poke(void* main_thread) {
 }
 
 int main(void) {
+  pthread_t listener;
+  pthread_create(&listener, NULL, listen_forever, NULL);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = onUsr1;  /* no SA_RESTART: the application's signal ends its waits */
