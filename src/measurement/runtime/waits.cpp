@@ -9,8 +9,8 @@
 // delivered as the wrapper restores the mask, and its sample, weighing every period the wait
 // took, records the waited-in function as its leaf below the application's call, and its
 // trace record is dated at the wait's start (the trace shows the wait, not the code before
-// it, over the time waited). A wait
-// with a zero timeout cannot be ended by a sample and is passed straight on.
+// it, over the time waited). A wait with a zero timeout cannot be ended by a sample and is
+// passed straight on.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
