@@ -175,6 +175,9 @@ for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
     if name != "loops-cuda-nvidia-t.d":
         against_hpcreport(name, dbase / name, db, mname)
 
+check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CPUTIME (sec)>"),
+      f"repr: {hpctoolkit.open(dbase / 'small.d')!r}")
+
 # The hot path of small.d ends in its hot function.
 small = hpctoolkit.open(dbase / "small.d")
 hot = small.hot_path("CPUTIME")

@@ -116,6 +116,11 @@ class Database:
             if col != "summary":  # the summary profile has no identifiers: nullable integers
                 self.profiles[col] = self.profiles[col].astype("UInt64" if col in ("node", "core") else "Int64")
 
+    def __repr__(self):
+        metrics = ", ".join(dict.fromkeys(self.metrics["metric"]))
+        return (f"<hpctoolkit database {str(self.directory)!r}: {self.title!r}, {len(self.contexts)} contexts, "
+                f"{len(self.profiles) - 1} profiles; metrics: {metrics}>")
+
     # -- metrics ------------------------------------------------------------------------------
     def metric(self, name):
         """The metric's full name, from its exact name or a unique prefix."""
