@@ -406,7 +406,7 @@ TEST(Signals, WaitsAreNotEndedBySamples) {
         }
     }
   }
-  EXPECT_GT(shownWaiting, 0.85 * 1.2) << "seconds the main thread's trace shows in its waits (bar the last)";
+  EXPECT_GT(shownWaiting, 0.8 * 0.9) << "seconds the main thread's trace shows in its waits (the nine of 0.1 s at least)";
   // work() took what REALTIME attributes to it (about 0.1 s, more on a busy machine).
   Analysis a = analyze(meas);
   const double working = a.byLeaf["work"] + a.byLeaf["spin"];
@@ -436,7 +436,7 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-wrappers";
   fs::remove_all(scratch);
   const fs::path meas = scratch / "m";
-  Outcome r = run(kBin + " -o " + meas.string() + " -e REALTIME@500 " + kWl + "threads-gcc 0.3", scratch / "run");
+  Outcome r = run(kBin + " -o " + meas.string() + " -e REALTIME@100 " + kWl + "threads-gcc 0.3", scratch / "run");
   ASSERT_EQ(r.status, 0) << r.err;
   Analysis a = analyze(meas);
   EXPECT_EQ(a.runtimeFrames, 0) << "nodes of libhpcrun.so in the profiles";
@@ -464,6 +464,7 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
         }
     }
   }
+  std::printf("wall-clock seconds below pthread_create: %.4f\n", inCreate);
   EXPECT_GT(inCreate, 0.0) << "no sample below pthread_create: the check above saw no wrapper to leave out";
   fs::remove_all(scratch);
 }
