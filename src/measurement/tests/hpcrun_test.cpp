@@ -334,10 +334,6 @@ TEST(Signals, TheSamplingSignalSentByTheApplicationReachesIt) {
   fs::remove_all(scratch);
 }
 
-// Handlers the application installed without SA_RESTART: a blocking read that SIGALRM or
-// SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
-// signals and must be installed as the application's was (with SA_RESTART the read was
-// restarted, and the program waited forever).
 // Waits Linux never restarts after a handler (nanosleep, poll, select, epoll_wait, their
 // p-forms, pause, sigtimedwait, ...): REALTIME's signal ended each with EINTR after one period
 // (a 0.1 s sleep returned at once, -1 EINTR). Now only the application's own signal ends one
@@ -414,6 +410,10 @@ TEST(Signals, WaitsAreNotEndedBySamples) {
   fs::remove_all(scratch);
 }
 
+// Handlers the application installed without SA_RESTART: a blocking read that SIGALRM or
+// SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
+// signals and must be installed as the application's was (with SA_RESTART the read was
+// restarted, and the program waited forever).
 TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-eintr";
   fs::remove_all(scratch);
@@ -614,13 +614,6 @@ TEST(Launcher, RejectsBadEventsBeforeStarting) {
   fs::remove_all(scratch);
 }
 
-// 800 threads one after another, each using 0.4 ms of CPU, at a period of 1 ms: each thread's
-// first period is drawn from (0, period], so 40 % of them are sampled once, each sample a
-// period: their time in all is what they used (0.92-1.03 of it in four runs here). With a whole first period none was ever
-// sampled (perf::task-clock@1000000 saw none of 400 such threads' 0.16 s; so did @f1000, the
-// kernel's own fixed period for its clock events at a frequency, now ours). CPUTIME's
-// timers are advanced at the kernel's tick (4 ms here), so threads shorter than a tick stay
-// mostly unseen there (src/measurement/README.md): not checked.
 // Two events of one period on a busy thread fire together: the guard against samples that
 // cost more than their period is kept per event (one rule for all events dropped a third of
 // both events' samples as blocked, and their totals with them).
@@ -654,6 +647,13 @@ TEST(Sampling, TwoEventsOfOnePeriodAreBothSampled) {
   fs::remove_all(scratch);
 }
 
+// 800 threads one after another, each using 0.4 ms of CPU, at a period of 1 ms: each thread's
+// first period is drawn from (0, period], so 40 % of them are sampled once, each sample a
+// period: their time in all is what they used (0.92-1.03 of it in four runs here). With a whole first period none was ever
+// sampled (perf::task-clock@1000000 saw none of 400 such threads' 0.16 s; so did @f1000, the
+// kernel's own fixed period for its clock events at a frequency, now ours). CPUTIME's
+// timers are advanced at the kernel's tick (4 ms here), so threads shorter than a tick stay
+// mostly unseen there (src/measurement/README.md): not checked.
 TEST(Sampling, ShortThreadsCountWhatTheyCost) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-short-threads";
   fs::remove_all(scratch);
