@@ -88,7 +88,9 @@ Expected<Inputs> discoverInputs(const std::vector<fs::path>& measurements, bool 
       return s.size() > tail.size() && s.substr(s.size() - tail.size()) == tail;
     };
     int listError = 0;
-    int64_t lastLog = 0;  // when this directory's last process ended, by its log
+    // When this directory's last process ended, by its logs, else its profiles: the rule of
+    // common/file.hpp's measurement_end_ns, kept in this one listing of the directory.
+    int64_t lastLog = 0;
     for (;;) {
       errno = 0;  // readdir says an error only through errno
       const dirent* e = ::readdir(dir);
