@@ -217,6 +217,25 @@ uintptr_t scanForReturn(uintptr_t sp, uintptr_t pc, uintptr_t& ra) {
   return 0;
 }
 
+// The rbp of the frame that resumes at the return address in `slot`, from rbp as the frame
+// left above it had it. Code that keeps a frame pointer (and the JIT code of a JVM) pushes its
+// caller's rbp just below the return address and points rbp below that: rbp under the slot
+// is such a callee's, and its caller's lies at slot - 8. rbp above the slot was left alone
+// below it, so it is the resumed frame's own. Without this a frame that computes its CFA from
+// rbp (built with frame pointers, or using alloca) read its return address out of the
+// callee's frame: after a recovery every such frame's caller was a stale return address
+// left in some local (a JVM thread's paths ran thread_native_entry < Monitor::wait(stale) <
+// Thread::call_run < JNIHandleBlock::allocate_block(stale) < ...).
+uintptr_t rbpAtReturn(uintptr_t rbp, uintptr_t slot) {
+  constexpr uintptr_t kFar = uintptr_t(1) << 30;
+  if (rbp > slot && rbp - slot < kFar) return rbp;
+  if (pageReadable((slot - 8) & ~(kPage - 1))) {
+    const uintptr_t saved = *reinterpret_cast<const volatile uintptr_t*>(slot - 8);
+    if (saved > slot && saved - slot < kFar) return saved;
+  }
+  return rbp;
+}
+
 }  // namespace
 
 namespace {
@@ -364,10 +383,15 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     }
     const bool signalFrame = recipes && pIsSignalFrame(&cursor) > 0;
     unw_word_t rbpBefore = 0;
-    if (recipe.size == Recipe::kUnknown && (recipes->full() || pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) < 0))
+    const bool rbpRead = pGetReg(&cursor, UNW_X86_64_RBP, &rbpBefore) >= 0;
+    if (recipe.size == Recipe::kUnknown && (recipes->full() || !rbpRead))
       recipe.size = Recipe::kLibunwind;  // no room, or nothing to learn it from
     int r = pStep(&cursor);
-    if (r == 0) return UnwindEnd::Bottom;
+    // The outermost frame by libunwind's rules. From code outside every module that is its
+    // frame-pointer guess meeting an rbp of 0, which a JIT's code uses as a register like any
+    // other (a JVM's threads running compiled Java had their samples hang on the thread's
+    // root, their callers lost): recovered as any other failed step.
+    if (r == 0 && loadmapLookup(ip).id) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
     // code that keeps no frame pointer: recover this frame instead.
     unw_word_t next = 0;
@@ -382,6 +406,7 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     copy = *uc;
     copy.uc_mcontext.gregs[REG_RIP] = greg_t(ra);
     copy.uc_mcontext.gregs[REG_RSP] = greg_t(slot + 8);
+    if (rbpRead) copy.uc_mcontext.gregs[REG_RBP] = greg_t(rbpAtReturn(rbpBefore, slot));
     if (pInit(&cursor, reinterpret_cast<unw_context_t*>(&copy), 0) < 0) return UnwindEnd::Failed;
   }
 }

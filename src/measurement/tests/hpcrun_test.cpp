@@ -469,6 +469,56 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
   fs::remove_all(scratch);
 }
 
+// Code outside every module, as a JIT compiler's (`jit.c`: two frames of it, under callers
+// built with frame pointers), keeps its exact callers. The unwinder's frame-pointer guess
+// from it lands in more of it or meets an rbp of 0; before, the first left the callers'
+// rbp at the JIT frame's after the stack was scanned for a return address, so each caller
+// read its own caller from the wrong frame (the stale return addresses of stain() became
+// level3's callers), and the second ended the unwind as if at the stack's bottom (half the
+// samples hung on the thread's root). Both counted as complete paths.
+TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
+  for (const std::string cc : {"gcc", "clang"}) {
+    fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-jit-" + cc);
+    fs::remove_all(scratch);
+    const fs::path meas = scratch / "m";
+    Outcome bare = run(kWl + "jit-" + cc + " 1", scratch / "bare");
+    Outcome r = run(kBin + " -o " + meas.string() + " -e CPUTIME@1000 " + kWl + "jit-" + cc + " 1", scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    Symbolizer sym;
+    double inJit = 0, exact = 0, total = 0;
+    std::map<std::string, double> wrong;
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpcrun") continue;
+      auto p = hpc::hpcrun::read_profile(e.path());
+      ASSERT_TRUE(p.ok());
+      std::map<uint16_t, std::string> lm;
+      for (auto& m : p->load_modules) lm[m.id] = m.name;
+      std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
+      for (auto& n : p->nodes) byId[n.id] = &n;
+      for (auto& n : p->nodes) {
+        double v = 0;
+        for (auto& mv : n.values)
+          if (mv.metric_id == 0) v += mv.as_real();
+        if (v == 0) continue;
+        total += v;
+        if (n.lm_id != 0) continue;
+        inJit += v;
+        std::string path;  // the callers, outermost first
+        for (const hpc::hpcrun::CctNode* f = byId[n.parent_id]; f && f->parent_id; f = byId[f->parent_id])
+          path = (f->lm_id ? sym.name(lm[f->lm_id], f->lm_ip - 1) : "<placeholder>") + (path.empty() ? "" : " > ") + path;
+        if (path == "<placeholder> > main > level1 > level2 > level3") exact += v;
+        else wrong[path] += v;
+      }
+    }
+    std::string paths;
+    for (auto& [path, v] : wrong) paths += "\n  " + std::to_string(v) + "  " + path;
+    EXPECT_GE(inJit, 0.9 * total) << cc << ": samples in the generated code " << inJit << " of " << total;
+    EXPECT_EQ(exact, inJit) << cc << ": paths other than main > level1 > level2 > level3:" << paths;
+    fs::remove_all(scratch);
+  }
+}
+
 // Processes that end by a signal whose default action ends them, or that fork inside glibc.
 TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-processes";

@@ -1,0 +1,71 @@
+/* Code generated at run time, as a JIT compiler's, in anonymous memory: no module, no CFI.
+ * Built with frame pointers, as a JVM is, so that its callers' CFA rules read rbp.
+ *   outer:   push rbp; mov rbp, rsp; call rsi; pop rbp; ret      (a JIT frame calling another)
+ *   innerA:  push rbp; mov rbp, rsp; loop rdi times; pop rbp; ret (keeps a frame pointer)
+ *   innerB:  push rbp; xor ebp, ebp; loop rdi times; pop rbp; ret (rbp as a register, 0)
+ * The unwinder's frame-pointer guess from inner lands in outer (no module) or, from innerB,
+ * ends at rbp 0; the callers must still be level3 < level2 < level1 < main exactly. Before
+ * level3 runs, stain() leaves return addresses in the stack where level3's frame then lies,
+ * so that a caller found by scanning level3's frame for them is a wrong one. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "work.h"
+
+typedef uint64_t (*JitFn)(uint64_t n, void* inner);
+
+static const unsigned char kCode[] = {
+    /* 0: outer */ 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd6, 0x5d, 0xc3,
+    0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+    /* 16: innerA */ 0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0x5d, 0xc3,
+    0x90, 0x90,
+    /* 32: innerB */ 0x55, 0x31, 0xed, 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0x5d, 0xc3,
+};
+
+static JitFn outer;
+static void* inner[2];
+
+static void (*volatile stainNext)(int);
+__attribute__((noinline)) static void stain(int d) {
+  volatile char pad[48];
+  pad[0] = (char)d;
+  if (d) stainNext(d - 1);  /* an indirect call: its return address passes any callee test */
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) uint64_t level3(uint64_t n, int which) {
+  volatile char buf[1024];  /* never written: it holds what stain() left */
+  uint64_t r = outer(n, inner[which]);
+  __asm__ volatile("" ::"r"(buf) : "memory");
+  return r + 1;
+}
+
+__attribute__((noinline)) uint64_t level2(uint64_t n, int which) {
+  stainNext(12);
+  uint64_t r = level3(n, which);
+  __asm__ volatile("" : "+r"(r));
+  return r + 1;
+}
+
+__attribute__((noinline)) uint64_t level1(uint64_t n, int which) {
+  uint64_t r = level2(n, which);
+  __asm__ volatile("" : "+r"(r));
+  return r + 1;
+}
+
+int main(int argc, char** argv) {
+  double s = scale_arg(argc, argv);
+  unsigned char* code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (code == MAP_FAILED) return 1;
+  memcpy(code, kCode, sizeof kCode);
+  if (mprotect(code, 4096, PROT_READ | PROT_EXEC) != 0) return 1;
+  outer = (JitFn)(void*)code;
+  inner[0] = code + 16;
+  inner[1] = code + 32;
+  stainNext = stain;
+  uint64_t acc = 0;
+  for (int i = 0; i < (int)(400 * s); ++i) acc += level1(2000000, i & 1);
+  printf("jit checksum %llu\n", (unsigned long long)acc);
+  return 0;
+}
