@@ -84,4 +84,35 @@ grep -q "warning: $tmp/rebuilt: modified .*, after the measurement ended (.*): i
 "$bin/hpcstruct" "$tmp/rebuilt.m" >/dev/null 2>"$tmp/err"
 grep -q "hpcstruct: warning: $tmp/rebuilt: modified .*, after the measurement ended" "$tmp/err" ||
   fail "hpcstruct did not say the binary changed since the run: $(cat "$tmp/err")"
-echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2, a binary changed since"
+# Code outside every module (jit.c's generated functions) is named from the perf map the
+# process wrote, copied into the measurement's jit/; without one it is <generated code>.
+# The later of two lines covering an address names it.
+"$bin/hpcrun" -e CPUTIME@1000 -o "$tmp/jit.m" "$wl/jit-gcc" 1 map >/dev/null 2>&1
+"$bin/hpcrun" -e CPUTIME@1000 -o "$tmp/jitbare.m" "$wl/jit-gcc" 1 >/dev/null 2>&1
+pid=$(ls "$tmp/jit.m"/*.hpcrun | sed -E 's/.*-([0-9]+)-0\.hpcrun$/\1/')
+rm -f "/tmp/perf-$pid.map"  # the workload's own file, as a JIT leaves it
+cmp -s <(grep -c jit_ "$tmp/jit.m/jit/perf-$pid-0.map") <(echo 4) || fail "jit: no copy of the perf map in jit/"
+[ ! -e "$tmp/jitbare.m/jit" ] || fail "jit: a jit/ copy where the process wrote no perf map"
+"$bin/hpcstruct" "$tmp/jit.m" >/dev/null 2>"$tmp/err" || fail "hpcstruct on a measurement with generated code: $(cat "$tmp/err")"
+same jit "$tmp/jit.m"
+same jitbare "$tmp/jitbare.m"
+for db in jit jitbare; do
+  summary "$tmp/$db.j1.d" >"$tmp/$db.json"
+  /usr/bin/python3 - "$tmp/$db.json" "$db" <<'PY' || fail "$db"
+import json, sys
+f = json.load(open(sys.argv[1]))["functions"]
+inc = lambda n: f.get(n, {}).get("inclusive", 0.0)
+total = inc("main [jit-gcc]")
+if sys.argv[2] == "jit":
+    a, b = inc("jit_innerA(long) [compiled]"), inc("jit_innerB")
+    print("jit: innerA", round(a, 3), "innerB", round(b, 3), "of", round(total, 3))
+    assert a + b >= 0.9 * total and min(a, b) >= 0.25 * total, "generated code not named from the perf map"
+    assert "jit_page_before_reuse" not in f and "<generated code>" not in f, sorted(f)
+else:
+    g = inc("<generated code>")
+    print("jitbare: <generated code>", round(g, 3), "of", round(total, 3))
+    assert g >= 0.9 * total, sorted(f)
+assert total > 0 and inc("level3 [jit-gcc]") >= 0.9 * total, "generated code not below level3"
+PY
+done
+echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2, a binary changed since, generated code"

@@ -2,9 +2,18 @@
 // directory (vdso/<md5>.vdso), used where no structure file covers a module. The
 // reference does the same even with --foreign, since these files belong to the
 // measurement, not to the machine it ran on.
+//
+// And the names of code outside every module (JIT compilers', stubs generated at run
+// time): hpcrun records it against a module jit/perf-<pid>-<gen>.map whose offsets are
+// addresses, and copies there the perf map the process wrote (`/tmp/perf-<pid>.map`: a line
+// `START SIZE NAME` a function, START and SIZE in hex, as JVMs with -XX:+DumpPerfMapAtExit,
+// node with --perf-basic-prof and Python 3.12 with -X perf write it). An address no line
+// covers, or a process that wrote no map, is one function: <generated code>.
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <string>
 #include <system_error>
 
 #include "analysis/io.hpp"
@@ -16,6 +25,72 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr std::string_view kGeneratedCode = "<generated code>";
+
+bool isPerfMapModule(const std::string& modulePath) { return modulePath.rfind("jit/", 0) == 0; }
+
+// A perf map's functions, by start; where lines cover an address twice (code the JIT freed
+// and used again), the later line's.
+class PerfMap {
+public:
+  struct Fn {
+    uint64_t start, end;
+    uint32_t order;  // line number
+    std::string name;
+  };
+
+  static std::unique_ptr<PerfMap> read(const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) return nullptr;
+    auto m = std::make_unique<PerfMap>();
+    std::string line;
+    for (uint32_t order = 0; std::getline(in, line); ++order) {
+      size_t at = 0;
+      uint64_t start = 0, size = 0;
+      if (!hex(line, at, start) || !hex(line, at, size) || at >= line.size() || size == 0) continue;
+      std::string name = line.substr(at);
+      while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
+      if (name.empty() || start + size < start) continue;
+      m->fns_.push_back(Fn{start, start + size, order, std::move(name)});
+    }
+    std::sort(m->fns_.begin(), m->fns_.end(),
+              [](const Fn& a, const Fn& b) { return a.start != b.start ? a.start < b.start : a.order < b.order; });
+    return m;
+  }
+
+  // The function holding addr: of the last 32 starting at or below it, the latest line's.
+  const Fn* find(uint64_t addr) const {
+    auto it = std::upper_bound(fns_.begin(), fns_.end(), addr, [](uint64_t a, const Fn& f) { return a < f.start; });
+    const Fn* best = nullptr;
+    for (int n = 0; it != fns_.begin() && n < 32; ++n) {
+      --it;
+      if (addr < it->end && (!best || it->order > best->order)) best = &*it;
+    }
+    return best;
+  }
+
+private:
+  // One hex number, with or without 0x, after spaces; at moves past it and one space.
+  static bool hex(const std::string& s, size_t& at, uint64_t& v) {
+    while (at < s.size() && s[at] == ' ') ++at;
+    if (at + 1 < s.size() && s[at] == '0' && (s[at + 1] == 'x' || s[at + 1] == 'X')) at += 2;
+    const size_t begin = at;
+    v = 0;
+    for (; at < s.size(); ++at) {
+      const char c = s[at];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) break;
+      if (v >> 60) return false;
+      v = v << 4 | uint64_t(d);
+    }
+    if (at == begin || (at < s.size() && s[at] != ' ')) return false;
+    if (at < s.size()) ++at;
+    return true;
+  }
+
+  std::vector<Fn> fns_;
+};
+
 class MeasuredSymbols final : public StructureSource {
 public:
   MeasuredSymbols(std::unique_ptr<StructureSource> inner, std::vector<fs::path> dirs)
@@ -24,6 +99,16 @@ public:
   bool lookup(const std::string& modulePath, uint64_t offset,
               std::vector<ScopeStep>& out) const override {
     if (inner_ && inner_->lookup(modulePath, offset, out)) return true;
+    if (isPerfMapModule(modulePath)) {
+      const PerfMap* map = perfMap(modulePath);
+      const PerfMap::Fn* f = map ? map->find(offset) : nullptr;
+      ScopeStep st;
+      st.kind = ScopeStep::Kind::Procedure;
+      st.name = f ? std::string_view(f->name) : kGeneratedCode;
+      st.offset = 0;  // a method compiled again (tiers, on-stack replacement) is one function
+      out.assign(1, std::move(st));
+      return true;
+    }
     if (modulePath.rfind("vdso/", 0) != 0) return false;
     const structure::ElfImage* elf = image(modulePath);
     if (!elf) return false;
@@ -52,7 +137,8 @@ public:
   }
 
   bool mayCover(const std::string& modulePath) const override {
-    return (inner_ && inner_->mayCover(modulePath)) || (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
+    return (inner_ && inner_->mayCover(modulePath)) || isPerfMapModule(modulePath) ||
+           (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
   }
 
 private:
@@ -73,10 +159,27 @@ private:
     return images_.emplace(modulePath, std::move(found)).first->second.get();
   }
 
+  // MT: thread-safe; each map is read once (the first measurement directory holding it).
+  const PerfMap* perfMap(const std::string& modulePath) const {
+    std::lock_guard lock(mu_);
+    auto it = maps_.find(modulePath);
+    if (it != maps_.end()) return it->second.get();
+    std::unique_ptr<PerfMap> found;
+    for (const fs::path& d : dirs_) {
+      std::error_code ec;
+      fs::path p = d / modulePath;
+      if (!fs::is_regular_file(p, ec)) continue;
+      found = PerfMap::read(p);
+      break;
+    }
+    return maps_.emplace(modulePath, std::move(found)).first->second.get();
+  }
+
   std::unique_ptr<StructureSource> inner_;
   std::vector<fs::path> dirs_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::unique_ptr<structure::ElfImage>> images_;
+  mutable std::map<std::string, std::unique_ptr<PerfMap>> maps_;
 };
 
 }  // namespace

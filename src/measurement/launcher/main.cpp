@@ -46,7 +46,10 @@ void usage(FILE* to) {
       "                       otherwise step plain frames by learnt sizes and reuse the last\n"
       "                       path's CCT nodes)\n"
       "  HPCRUN_UNWIND_CACHE=verify  check each such unwind against libunwind; the log counts\n"
-      "                       disagreements\n");
+      "                       disagreements\n"
+      "JIT-compiled code is named from the perf map the program writes, copied into DIR/jit/\n"
+      "as it ends: java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node\n"
+      "--perf-basic-prof, python3.12 -X perf. Without one it shows as <generated code>.\n");
 }
 
 std::string dirOf(const std::string& p) {

@@ -31,4 +31,17 @@ uintptr_t loadmapGeneration();
 // True when addr lies in libhpcrun.so itself.
 bool loadmapIsSelf(uintptr_t addr);
 
+// Code outside every module (a JIT compiler's, stubs generated at run time) is recorded
+// against one module of its own whose offsets are the addresses themselves. Its path names
+// the copy of the process's perf map (`/tmp/perf-<pid>.map`, which JVMs, V8 and others write
+// on request) that the runtime makes as the process ends, relative to the measurement
+// directory; hpcprof names the functions from it. Set at start-up and in a fork's child.
+void loadmapSetAnonymousPath(const char* path);
+// The module's id, taken at the first address that needs it (only profiles with such code
+// list it); 0 where it cannot be had now (the map being refreshed). MT: async-signal-safe.
+uint16_t loadmapAnonymousId();
+// The module of addr, or the anonymous one (offset: addr) where no module holds addr; id 0
+// only where neither can be had. MT: async-signal-safe.
+ModuleRef loadmapLookupOrAnonymous(uintptr_t addr);
+
 }  // namespace hpc::rt

@@ -124,6 +124,15 @@ void copyVdso() {
   close(out);
 }
 
+// The anonymous code's module path (loadmap.hpp), relative to the measurement directory:
+// jit/perf-<pid>-<gen>.map, for this process and image.
+void setAnonymousPath() {
+  char rel[128];
+  Text t(rel, sizeof rel);
+  t.str("jit/perf-").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
+  loadmapSetAnonymousPath(rel);
+}
+
 void logText(const char* s) {
   int fd = keptFd(gLog);
   if (fd >= 0) writeAll(fd, s, strLen(s));
@@ -156,6 +165,7 @@ bool outputInit() {
   gConfig.hostId = hostId();
   gConfig.rank = mpiRank(gConfig.ranked);
   if (!openLog()) return false;
+  setAnonymousPath();
   copyVdso();
   char buf[kPathMax + 256];
   Text t(buf, sizeof buf);
@@ -172,6 +182,7 @@ bool outputInit() {
 void outputChildAfterFork() {
   keptClose(gLog);
   openLog();
+  setAnonymousPath();
   logText("hpcrun: forked child\n");
 }
 
@@ -250,6 +261,34 @@ void outputWriteLog(const char* reason) {
   gpu::summary(buf, sizeof buf);
   logText(buf);
   keptClose(gLog);
+}
+
+void outputCopyPerfMap() {
+  if (!loadmapAnonymousId()) return;  // no code outside every module was met (or no room)
+  char src[64];
+  Text(src, sizeof src).str("/tmp/perf-").dec(uint64_t(gConfig.pid)).str(".map");
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return;  // the application wrote none: hpcprof says <generated code>
+  char dst[kPathMax], tmp[kPathMax];
+  Text d(dst, sizeof dst);
+  d.str(gConfig.outDir).str("/jit");
+  mkdir(dst, 0755);
+  d.str("/perf-").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
+  Text(tmp, sizeof tmp).str(dst).str(".tmp");
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = out >= 0;
+  static char buf[65536];
+  for (ssize_t r; ok && (r = read(in, buf, sizeof buf)) != 0;) {
+    if (r < 0) {
+      ok = errno == EINTR;
+      continue;
+    }
+    ok = writeAll(out, buf, size_t(r));
+  }
+  close(in);
+  if (out >= 0) close(out);
+  if (ok) ok = rename(tmp, dst) == 0;
+  if (!ok) unlink(tmp);
 }
 
 }  // namespace hpc::rt

@@ -15,6 +15,9 @@ bool outputOpenTrace(ThreadState& ts);             // on the thread, before samp
 void traceAppend(ThreadState& ts, uint64_t timeNs, uint32_t node);  // async-signal-safe
 void outputWriteThread(ThreadState& ts);           // profile (and trace end); async-signal-safe
 void outputWriteLog(const char* reason);           // SUMMARY over all threads
+// Where code outside every module was sampled: the process's perf map, as it stands at the
+// end, copied to the name the anonymous module carries (loadmap.hpp), if there is one.
+void outputCopyPerfMap();
 
 // Path of a thread's file with the given suffix (".hpcrun", ".hpctrace", ".log").
 void outputPath(char* buf, unsigned long cap, uint32_t thread, const char* suffix);

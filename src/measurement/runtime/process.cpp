@@ -141,6 +141,7 @@ void processFinalize(const char* reason) {
   if (self) ++self->suspend;
   gpu::processFinalize(self);
   writeAllThreads();
+  outputCopyPerfMap();
   outputWriteLog(reason);
 }
 

@@ -70,7 +70,7 @@ inline bool isRuntimeCaller(const uintptr_t* frames, size_t i) { return i > 0 &&
 bool pathMatchesFrames(const ThreadState& ts, const CctNode* node) {
   for (size_t i = 0; i < ts.nFrames; ++i) {
     if (isRuntimeCaller(ts.frames, i)) continue;  // left out as the path was inserted
-    ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
+    ModuleRef m = loadmapLookupOrAnonymous(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
     const uint16_t module = m.id ? m.id : kPlaceholderModule;
     const uint64_t offset = m.id ? m.offset : kUnnormalized;
     if (!node || node->module != module || node->offset != offset) return false;
@@ -118,7 +118,7 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     // reference does, so the call maps to its own source line. A runtime wrapper's frame
     // gets no node: the path cache keeps its parent's for it.
     if (!isRuntimeCaller(ts.frames, i)) {
-      ModuleRef m = loadmapLookup(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
+      ModuleRef m = loadmapLookupOrAnonymous(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
       node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
     }
     if (path && i > 0) {

@@ -470,7 +470,8 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
 }
 
 // Code outside every module, as a JIT compiler's (`jit.c`: two frames of it, under callers
-// built with frame pointers), keeps its exact callers. The unwinder's frame-pointer guess
+// built with frame pointers), keeps its exact callers, and is recorded against the module
+// jit/perf-<pid>-<gen>.map at its own addresses. The unwinder's frame-pointer guess
 // from it lands in more of it or meets an rbp of 0; before, the first left the callers'
 // rbp at the JIT frame's after the stack was scanned for a return address, so each caller
 // read its own caller from the wrong frame (the stale return addresses of stain() became
@@ -496,13 +497,19 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
       for (auto& m : p->load_modules) lm[m.id] = m.name;
       std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
       for (auto& n : p->nodes) byId[n.id] = &n;
+      // The module's name: jit/perf-<pid>-<gen>.map, the profile's name ending -<pid>-<gen>.
+      const std::string stem = e.path().stem().string();
+      const size_t genAt = stem.rfind('-'), pidAt = stem.rfind('-', genAt - 1);
+      const std::string pidGen = "jit/perf-" + stem.substr(pidAt + 1) + ".map";
       for (auto& n : p->nodes) {
         double v = 0;
         for (auto& mv : n.values)
           if (mv.metric_id == 0) v += mv.as_real();
         if (v == 0) continue;
         total += v;
-        if (n.lm_id != 0) continue;
+        EXPECT_NE(n.lm_id, 0) << cc << ": a sample without a module";
+        if (!n.lm_id || lm[n.lm_id].rfind("jit/perf-", 0) != 0) continue;
+        EXPECT_EQ(lm[n.lm_id], pidGen);
         inJit += v;
         std::string path;  // the callers, outermost first
         for (const hpc::hpcrun::CctNode* f = byId[n.parent_id]; f && f->parent_id; f = byId[f->parent_id])

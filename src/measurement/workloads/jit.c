@@ -6,11 +6,15 @@
  * The unwinder's frame-pointer guess from inner lands in outer (no module) or, from innerB,
  * ends at rbp 0; the callers must still be level3 < level2 < level1 < main exactly. Before
  * level3 runs, stain() leaves return addresses in the stack where level3's frame then lies,
- * so that a caller found by scanning level3's frame for them is a wrong one. */
+ * so that a caller found by scanning level3's frame for them is a wrong one.
+ * With a second argument `map` it names its code in /tmp/perf-<pid>.map, as a JIT does on
+ * request: a first name for the whole page, then one per function (the later lines win),
+ * in both spellings of the format (hex with and without 0x). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "work.h"
 
 typedef uint64_t (*JitFn)(uint64_t n, void* inner);
@@ -64,6 +68,17 @@ int main(int argc, char** argv) {
   inner[0] = code + 16;
   inner[1] = code + 32;
   stainNext = stain;
+  if (argc > 2 && strcmp(argv[2], "map") == 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    FILE* f = fopen(path, "w");
+    if (!f) return 1;
+    fprintf(f, "%lx 1000 jit_page_before_reuse\n", (unsigned long)code);
+    fprintf(f, "0x%016lx 0x%016lx jit_outer\n", (unsigned long)code, 16ul);
+    fprintf(f, "0x%016lx 0x%016lx jit_innerA(long) [compiled]\n", (unsigned long)(code + 16), 14ul);
+    fprintf(f, "%lx d jit_innerB\n", (unsigned long)(code + 32));
+    fclose(f);
+  }
   uint64_t acc = 0;
   for (int i = 0; i < (int)(400 * s); ++i) acc += level1(2000000, i & 1);
   printf("jit checksum %llu\n", (unsigned long long)acc);

@@ -46,7 +46,7 @@ CctNode* launchContext(ThreadState& ts) {
   bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
   for (size_t i = ts.nFrames; i-- > first && node;) {
-    ModuleRef m = loadmapLookup(ts.frames[i] - 1);
+    ModuleRef m = loadmapLookupOrAnonymous(ts.frames[i] - 1);
     node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, placeholder("*Unnorm "));
   }
   return node;
