@@ -11,11 +11,23 @@
 // trace record is dated at the wait's start (the trace shows the wait, not the code before
 // it, over the time waited). A wait with a zero timeout cannot be ended by a sample and is
 // passed straight on.
+//
+// The other interfaces signal(7) lists as never restarted are kept whole too: epoll_pwait2,
+// System V IPC's semop, semtimedop, msgrcv and msgsnd (unless IPC_NOWAIT), and the socket
+// calls that wait (recv, recvfrom, recvmsg, recvmmsg, accept, accept4; send, sendto, sendmsg,
+// connect) on a socket given a receive or send timeout: setsockopt is watched for
+// SO_RCVTIMEO and SO_SNDTIMEO, and such a socket's number marked (never unmarked: a socket
+// closed and its number reused only costs its calls the two mask changes). Without a timeout
+// SA_RESTART restarts those socket calls, so the sockets of every other program go straight
+// through. recvmmsg with a timeout of its own is kept whole on any socket.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +60,36 @@ int (*real_pause)();
 int (*real_sigsuspend)(const sigset_t*);
 int (*real_sigtimedwait)(const sigset_t*, siginfo_t*, const timespec*);
 int (*real_sigwaitinfo)(const sigset_t*, siginfo_t*);
+int (*real_epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
+int (*real_semop)(int, sembuf*, size_t);
+int (*real_semtimedop)(int, sembuf*, size_t, const timespec*);
+ssize_t (*real_msgrcv)(int, void*, size_t, long, int);
+int (*real_msgsnd)(int, const void*, size_t, int);
+int (*real_setsockopt)(int, int, int, const void*, socklen_t);
+ssize_t (*real_recv)(int, void*, size_t, int);
+ssize_t (*real_recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
+ssize_t (*real_recvmsg)(int, msghdr*, int);
+int (*real_recvmmsg)(int, mmsghdr*, unsigned, int, timespec*);
+int (*real_accept)(int, sockaddr*, socklen_t*);
+int (*real_accept4)(int, sockaddr*, socklen_t*, int);
+ssize_t (*real_send)(int, const void*, size_t, int);
+ssize_t (*real_sendto)(int, const void*, size_t, int, const sockaddr*, socklen_t);
+ssize_t (*real_sendmsg)(int, const msghdr*, int);
+int (*real_connect)(int, const sockaddr*, socklen_t);
+
+// Socket numbers given a receive or send timeout (SO_RCVTIMEO, SO_SNDTIMEO, either spelling).
+constexpr int kTimedSockets = 1 << 16;
+std::atomic<uint64_t> gTimedSocket[kTimedSockets / 64];
+
+bool timedSocket(int fd) {
+  return fd >= 0 && fd < kTimedSockets && (gTimedSocket[fd / 64].load(std::memory_order_relaxed) >> (fd % 64)) & 1;
+}
+
+bool semWaits(const sembuf* ops, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(ops[i].sem_flg & IPC_NOWAIT)) return true;
+  return false;
+}
 
 // -1: not known yet; 0: no REALTIME event; 1: waits are kept whole.
 std::atomic<int> gQuiet{-1};
@@ -233,4 +275,107 @@ HPC_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   auto* fn = REAL(sigwaitinfo);
   QuietWait q(true, reinterpret_cast<const void*>(fn));
   return q.done(fn(set, info));
+}
+
+HPC_EXPORT int epoll_pwait2(int fd, epoll_event* events, int max, const timespec* timeout, const sigset_t* mask) {
+  auto* fn = REAL(epoll_pwait2);
+  if (!fn) {
+    errno = ENOSYS;
+    return -1;
+  }
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, events, max, timeout, q.with(mask)));
+}
+
+HPC_EXPORT int semop(int id, sembuf* ops, size_t n) {
+  auto* fn = REAL(semop);
+  QuietWait q(semWaits(ops, n), reinterpret_cast<const void*>(fn));
+  return q.done(fn(id, ops, n));
+}
+
+HPC_EXPORT int semtimedop(int id, sembuf* ops, size_t n, const timespec* timeout) {
+  auto* fn = REAL(semtimedop);
+  QuietWait q(semWaits(ops, n) && !zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(id, ops, n, timeout));
+}
+
+HPC_EXPORT ssize_t msgrcv(int id, void* msg, size_t size, long type, int flags) {
+  auto* fn = REAL(msgrcv);
+  QuietWait q(!(flags & IPC_NOWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(id, msg, size, type, flags));
+}
+
+HPC_EXPORT int msgsnd(int id, const void* msg, size_t size, int flags) {
+  auto* fn = REAL(msgsnd);
+  QuietWait q(!(flags & IPC_NOWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(id, msg, size, flags));
+}
+
+HPC_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+  const int r = REAL(setsockopt)(fd, level, name, value, len);
+  // SO_RCVTIMEO and SO_SNDTIMEO, and their 64-bit-time spellings (66, 67).
+  if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO || name == 66 || name == 67) &&
+      fd >= 0 && fd < kTimedSockets)
+    gTimedSocket[fd / 64].fetch_or(uint64_t(1) << (fd % 64), std::memory_order_relaxed);
+  return r;
+}
+
+HPC_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  auto* fn = REAL(recv);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, flags));
+}
+
+HPC_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* len) {
+  auto* fn = REAL(recvfrom);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, flags, from, len));
+}
+
+HPC_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+  auto* fn = REAL(recvmsg);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, msg, flags));
+}
+
+HPC_EXPORT int recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags, timespec* timeout) {
+  auto* fn = REAL(recvmmsg);
+  QuietWait q((timedSocket(fd) || (timeout && !zero(timeout))) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, msgs, n, flags, timeout));
+}
+
+HPC_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
+  auto* fn = REAL(accept);
+  QuietWait q(timedSocket(fd), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, addr, len));
+}
+
+HPC_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  auto* fn = REAL(accept4);
+  QuietWait q(timedSocket(fd), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, addr, len, flags));
+}
+
+HPC_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  auto* fn = REAL(send);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, flags));
+}
+
+HPC_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
+  auto* fn = REAL(sendto);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, flags, to, len));
+}
+
+HPC_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  auto* fn = REAL(sendmsg);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, msg, flags));
+}
+
+HPC_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
+  auto* fn = REAL(connect);
+  QuietWait q(timedSocket(fd), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, addr, len));
 }

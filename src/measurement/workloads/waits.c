@@ -1,9 +1,10 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 1.5 s in all (nine of 0.1 s, then two of up to 0.3 s that the application's SIGUSR1,
- * sent every 0.3 s from another thread, ends), with some 0.1 s of work in work() before the
- * last two. */
+ * about 2.2 s in all (sixteen of 0.1 s: sleeps, polls, selects, epoll, a signal wait, socket
+ * calls on sockets with a timeout, a semaphore's timed wait; then two of up to 0.3 s that the
+ * application's SIGUSR1, sent every 0.3 s from another thread, ends), with some 0.1 s of work
+ * in work() before the last two. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +14,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include "work.h"
@@ -73,6 +77,31 @@ int main(void) {
   sigaddset(&usr2, SIGUSR2);
   sigprocmask(SIG_BLOCK, &usr2, NULL);
   report("sigtimedwait", sigtimedwait(&usr2, NULL, &tenth));
+  report("epoll_pwait2", epoll_pwait2(ep, &ev, 1, &tenth, NULL));
+  /* Sockets given a receive or send timeout, and a System V semaphore's timed wait. */
+  struct timeval tenth_tv = {0, 100000};  /* select() left tv at what remained: 0 */
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 1;
+  setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tenth_tv, sizeof tenth_tv);
+  char b[4096] = {0};
+  report("recv", recv(sv[0], b, 1, 0));
+  report("recvfrom", recvfrom(sv[0], b, 1, 0, NULL, NULL));
+  struct iovec io = {b, 1};
+  struct msghdr mh = {.msg_iov = &io, .msg_iovlen = 1};
+  report("recvmsg", recvmsg(sv[0], &mh, 0));
+  setsockopt(sv[1], SOL_SOCKET, SO_SNDTIMEO, &tenth_tv, sizeof tenth_tv);
+  while (send(sv[1], b, sizeof b, MSG_DONTWAIT) > 0) {}  /* the peer's buffer full */
+  report("send", send(sv[1], b, sizeof b, 0));
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "hpcrun-waits-%d", (int)getpid());  /* abstract */
+  if (bind(ls, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(ls, 1) != 0) return 1;
+  setsockopt(ls, SOL_SOCKET, SO_RCVTIMEO, &tenth_tv, sizeof tenth_tv);
+  report("accept", accept(ls, NULL, NULL));
+  int sem = semget(IPC_PRIVATE, 1, 0600);
+  struct sembuf down = {0, -1, 0};
+  report("semtimedop", semtimedop(sem, &down, 1, &tenth));
+  semctl(sem, 0, IPC_RMID);
   /* The application's own signal, from another thread, still ends a wait. */
   pthread_t self = pthread_self(), t;
   pthread_create(&t, NULL, poke, &self);
