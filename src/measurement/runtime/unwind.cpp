@@ -177,11 +177,11 @@ constexpr size_t kScanWords = 4096;    // stack words searched per recovery (32 
 uint8_t byteAt(uintptr_t a) { return *reinterpret_cast<const volatile uint8_t*>(a); }
 
 // True when the bytes before ra end in a call instruction whose return address is ra and,
-// for a direct call, whose target lies at or below pc (the callee holds pc).
-bool followsCall(uintptr_t ra, uintptr_t pc) {
-  if (isTrampoline(ra)) return true;  // main or a thread's start routine returns there
-  if (ra < 16 || loadmapIsSelf(ra) || loadmapLookup(ra).id == 0 || loadmapLookup(ra - 7).id == 0) return false;
+// for a direct call, whose target lies at or below pc (the callee holds pc); with pc 0, any
+// direct call (JIT code calls its callees wherever they were generated).
+bool callBefore(uintptr_t ra, uintptr_t pc) {
   if (byteAt(ra - 5) == 0xe8) {  // call rel32
+    if (!pc) return true;
     int32_t rel;
     uint8_t* r = reinterpret_cast<uint8_t*>(&rel);
     for (int i = 0; i < 4; ++i) r[i] = byteAt(ra - 4 + uintptr_t(i));
@@ -199,6 +199,21 @@ bool followsCall(uintptr_t ra, uintptr_t pc) {
     return true;                                                                     // [reg+d32], [rip+d32]
   if (byteAt(ra - 7) == 0xff && isCallModrm(m7, 2) && (m7 & 7) == 4) return true;  // [sib+d32]
   return false;
+}
+
+bool followsCall(uintptr_t ra, uintptr_t pc) {
+  if (isTrampoline(ra)) return true;  // main or a thread's start routine returns there
+  if (ra < 16 || loadmapIsSelf(ra) || loadmapLookup(ra).id == 0 || loadmapLookup(ra - 7).id == 0) return false;
+  return callBefore(ra, pc);
+}
+
+// A frame-pointer step that landed in code outside every module (JIT code, whose frames keep
+// rbp as V8's always do, and a JVM's with -XX:+PreserveFramePointer): taken where it leads
+// outward, by less than 1 GiB, to readable bytes that end in a call.
+bool jitCaller(uintptr_t ra, uintptr_t sp, uintptr_t nextSp) {
+  if (ra < 4096 || nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) || loadmapLookup(ra).id) return false;
+  if (!pageReadable((ra - 7) & ~(kPage - 1)) || !pageReadable((ra - 1) & ~(kPage - 1))) return false;
+  return callBefore(ra, 0);
 }
 
 // The binary-analysis fallback for code without CFI (and whose frame pointer, libunwind's
@@ -394,10 +409,16 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     if (r == 0 && loadmapLookup(ip).id) return UnwindEnd::Bottom;
     // A step that lands outside every module came from libunwind's frame-pointer guess on
     // code that keeps no frame pointer: recover this frame instead.
-    unw_word_t next = 0;
+    unw_word_t next = 0, nextSp = 0;
     if (r > 0 && pGetReg(&cursor, UNW_REG_IP, &next) >= 0 && (isTrampoline(next) || loadmapLookup(next).id)) {
       plain = !signalFrame;
       if (recipe.size == Recipe::kUnknown && !signalFrame) learnIp = ip, learnSp = sp, learnRbp = rbpBefore;
+      continue;
+    }
+    // Into JIT code by its frame pointer: no recipe is learnt or used for it (its code may be
+    // freed and other code generated at its addresses).
+    if (r > 0 && pGetReg(&cursor, UNW_REG_SP, &nextSp) >= 0 && jitCaller(next, sp, nextSp)) {
+      plain = false;
       continue;
     }
     plain = true;  // restarted below at a return address found on the stack

@@ -471,7 +471,8 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
 
 // Code outside every module, as a JIT compiler's (`jit.c`: two frames of it, under callers
 // built with frame pointers), keeps its exact callers, and is recorded against the module
-// jit/perf-<pid>-<gen>.map at its own addresses. The unwinder's frame-pointer guess
+// jit/perf-<pid>-<gen>.map at its own addresses. A JIT frame reached by a frame pointer, at
+// the return address of a call, is a frame of the path. The unwinder's frame-pointer guess
 // from it lands in more of it or meets an rbp of 0; before, the first left the callers'
 // rbp at the JIT frame's after the stack was scanned for a return address, so each caller
 // read its own caller from the wrong frame (the stale return addresses of stain() became
@@ -512,10 +513,17 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
         EXPECT_EQ(lm[n.lm_id], pidGen);
         inJit += v;
         std::string path;  // the callers, outermost first
-        for (const hpc::hpcrun::CctNode* f = byId[n.parent_id]; f && f->parent_id; f = byId[f->parent_id])
-          path = (f->lm_id ? sym.name(lm[f->lm_id], f->lm_ip - 1) : "<placeholder>") + (path.empty() ? "" : " > ") + path;
-        if (path == "<placeholder> > main > level1 > level2 > level3") exact += v;
-        else wrong[path] += v;
+        for (const hpc::hpcrun::CctNode* f = byId[n.parent_id]; f && f->parent_id; f = byId[f->parent_id]) {
+          const std::string fn = !f->lm_id ? "<placeholder>" : lm[f->lm_id] == pidGen ? "<jit>" : sym.name(lm[f->lm_id], f->lm_ip - 1);
+          path = fn + (path.empty() ? "" : " > ") + path;
+        }
+        // innerA (at 80 in its page) keeps a frame pointer: its caller, outer, is walked
+        // through; innerB (at 96) does not: its callers are found past outer.
+        const uint64_t at = n.lm_ip & 0xfff;
+        const std::string want = std::string("<placeholder> > main > level1 > level2 > level3") +
+                                 (at >= 80 && at < 94 ? " > <jit>" : "");
+        if (path == want && at >= 80 && at < 109) exact += v;
+        else wrong["at " + std::to_string(at) + ": " + path] += v;
       }
     }
     std::string paths;

@@ -3,8 +3,9 @@
  *   outer:   push rbp; mov rbp, rsp; call rsi; pop rbp; ret      (a JIT frame calling another)
  *   innerA:  push rbp; mov rbp, rsp; loop rdi times; pop rbp; ret (keeps a frame pointer)
  *   innerB:  push rbp; xor ebp, ebp; loop rdi times; pop rbp; ret (rbp as a register, 0)
- * The unwinder's frame-pointer guess from inner lands in outer (no module) or, from innerB,
- * ends at rbp 0; the callers must still be level3 < level2 < level1 < main exactly. Before
+ * The unwinder's frame-pointer guess from innerA lands in outer (no module), a frame of the
+ * path; from innerB it ends at rbp 0, and the callers are found past outer. Either way they
+ * must be level3 < level2 < level1 < main exactly. Before
  * level3 runs, stain() leaves return addresses in the stack where level3's frame then lies,
  * so that a caller found by scanning level3's frame for them is a wrong one.
  * With a second argument `map` it names its code in /tmp/perf-<pid>.map, as a JIT does on
@@ -27,6 +28,7 @@ static const unsigned char kCode[] = {
     /* 32: innerB */ 0x55, 0x31, 0xed, 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0x5d, 0xc3,
 };
 
+static const int kAt = 64;  /* where the code lies in its page: a call's bytes in the page */
 static JitFn outer;
 static void* inner[2];
 
@@ -62,11 +64,12 @@ int main(int argc, char** argv) {
   double s = scale_arg(argc, argv);
   unsigned char* code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (code == MAP_FAILED) return 1;
-  memcpy(code, kCode, sizeof kCode);
+  memset(code, 0x90, 4096);
+  memcpy(code + kAt, kCode, sizeof kCode);
   if (mprotect(code, 4096, PROT_READ | PROT_EXEC) != 0) return 1;
-  outer = (JitFn)(void*)code;
-  inner[0] = code + 16;
-  inner[1] = code + 32;
+  outer = (JitFn)(void*)(code + kAt);
+  inner[0] = code + kAt + 16;
+  inner[1] = code + kAt + 32;
   stainNext = stain;
   if (argc > 2 && strcmp(argv[2], "map") == 0) {
     char path[64];
@@ -74,9 +77,9 @@ int main(int argc, char** argv) {
     FILE* f = fopen(path, "w");
     if (!f) return 1;
     fprintf(f, "%lx 1000 jit_page_before_reuse\n", (unsigned long)code);
-    fprintf(f, "0x%016lx 0x%016lx jit_outer\n", (unsigned long)code, 16ul);
-    fprintf(f, "0x%016lx 0x%016lx jit_innerA(long) [compiled]\n", (unsigned long)(code + 16), 14ul);
-    fprintf(f, "%lx d jit_innerB\n", (unsigned long)(code + 32));
+    fprintf(f, "0x%016lx 0x%016lx jit_outer\n", (unsigned long)(code + kAt), 16ul);
+    fprintf(f, "0x%016lx 0x%016lx jit_innerA(long) [compiled]\n", (unsigned long)(code + kAt + 16), 14ul);
+    fprintf(f, "%lx d jit_innerB\n", (unsigned long)(code + kAt + 32));
     fclose(f);
   }
   uint64_t acc = 0;
