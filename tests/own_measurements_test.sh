@@ -115,4 +115,68 @@ else:
 assert total > 0 and inc("level3 [jit-gcc]") >= 0.9 * total, "generated code not below level3"
 PY
 done
-echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2, a binary changed since, generated code"
+# hpcrun -a python: Python frames (function, file, line) in place of the interpreter's, the
+# C frames of what they call below them (numpy's, then BLAS's dgemm), on the main thread and
+# on a thread of the threading module; without -a python, none. Read with the reference
+# checker's reader.
+pyw=$(cd "$(dirname "$0")/.." && pwd)/src/measurement/workloads/python_work.py
+/usr/bin/python3 "$pyw" 1 >"$tmp/py.bare"
+"$bin/hpcrun" -a python -e CPUTIME@1000 -o "$tmp/py.m" /usr/bin/python3 "$pyw" 1 >"$tmp/py.out" 2>"$tmp/err" ||
+  fail "hpcrun -a python: $(cat "$tmp/err")"
+cmp -s "$tmp/py.bare" "$tmp/py.out" || fail "-a python changed the program's output: $(cat "$tmp/py.out")"
+"$bin/hpcrun" -e CPUTIME@1000 -o "$tmp/pyc.m" /usr/bin/python3 "$pyw" 0.3 >/dev/null 2>&1
+"$bin/hpcstruct" "$tmp/py.m" >/dev/null 2>"$tmp/err" || fail "hpcstruct on a Python measurement: $(cat "$tmp/err")"
+same py "$tmp/py.m"
+"$bin/hpcprof" -o "$tmp/pyc.d" "$tmp/pyc.m" >/dev/null
+[ -f "$tmp/py.j1.d/src$pyw" ] || fail "-a python: no copy of the Python source in the database's src/"
+PYTHONPATH=$conf /usr/bin/python3 - "$tmp/py.j1.d" "$tmp/pyc.d" "$pyw" <<'PY' || fail "-a python"
+import sys
+from pathlib import Path
+from hpctesttool.formats import from_path
+
+def paths(db_path):
+    db = from_path(Path(db_path))
+    meta, prof = db.meta, db.profile
+    metric = meta.metrics.metrics[0]
+    inc = next(si.prop_metric_id for si in metric.scope_insts if si.scope.scope_name == "execution")
+    summary = next(p for p in prof.profile_infos.profiles if p.flags.is_summary)
+    out = {}  # path of function names (and file:line of Python lines) -> inclusive
+    def walk(ctx, path):
+        name = None
+        if ctx.function is not None and ctx.lexical_type is not None and ctx.lexical_type.name == "function":
+            name = ctx.function.name
+        elif ctx.lexical_type is not None and ctx.lexical_type.name == "line" and ctx.file is not None:
+            name = f"{Path(ctx.file.path).name}:{ctx.line}"
+        here = path + [name] if name else path
+        if name:
+            out[tuple(here)] = out.get(tuple(here), 0.0) + summary.values.get(ctx.ctx_id, {}).get(inc, 0.0)
+        for c in ctx.children:
+            walk(c, here)
+    for ep in meta.context.entry_points:
+        for c in ep.children:
+            walk(c, [])
+    total = sum(summary.values.get(ep.ctx_id, {}).get(inc, 0.0) for ep in meta.context.entry_points)
+    return out, total
+
+out, total = paths(sys.argv[1])
+src = Path(sys.argv[3]).name
+def inclusive(*tail):  # summed over paths ending in tail
+    return sum(v for p, v in out.items() if p[-len(tail):] == tail)
+def under(ancestor, name):  # a path through ancestor to name
+    return sum(v for p, v in out.items() if p[-1] == name and ancestor in p[:-1])
+dgemm = inclusive("dgemm_ [libblas.so.3]")
+py_inner = inclusive("inner")
+print(f"-a python: total {total:.3f}, dgemm {dgemm:.3f} ({under('blas', 'dgemm_ [libblas.so.3]'):.3f} below blas),",
+      f"inner {py_inner:.3f} ({under('outer', 'inner'):.3f} below outer,",
+      f"{under('worker', 'inner'):.3f} below worker)")
+assert dgemm > 0.15 * total and py_inner > 0.15 * total, "the product's and Python's shares"
+assert under("blas", "dgemm_ [libblas.so.3]") >= 0.95 * dgemm, "dgemm not below the Python function blas()"
+assert any(p[-2:] == ("<module>", f"{src}:38") and "blas" not in p for p in out), "<module>'s line 38 (blas's call)"
+assert under("outer", "inner") >= 0.95 * py_inner, "inner not below outer"
+assert under("worker", "inner") > 0, "no Python frames on the threading module's thread"
+assert not any(p[-1].startswith("_PyEval_EvalFrameDefault") for p in out if "inner" in p), "interpreter frames above Python frames"
+out, total = paths(sys.argv[2])
+assert not any(p[-1] in ("inner", "blas", "outer") for p in out), "Python frames without -a python"
+PY
+
+echo "own measurements: known-answer split, inlined code and loops, threads, -j1 = -j2, a binary changed since, generated code, Python"

@@ -262,8 +262,9 @@ Context* Expander::expandInstruction(Context* callSite, const std::string& modul
       case ScopeStep::Kind::Inline:
         k.type = LexType::Function;
         k.relation = s.kind == ScopeStep::Kind::Procedure ? Relation::Call : Relation::InlinedCall;
-        k.function = names_.function(s.name, module, s.kind == ScopeStep::Kind::Procedure ? s.offset : 0,
-                                     file, s.line, s.site);
+        k.function = s.moduleless ? names_.function(s.name, nullptr, 0, file, s.line, 0)
+                                  : names_.function(s.name, module, s.kind == ScopeStep::Kind::Procedure ? s.offset : 0,
+                                                    file, s.line, s.site);
         break;
       case ScopeStep::Kind::Loop:
         k.type = LexType::Loop;

@@ -278,6 +278,9 @@ struct ScopeStep {
   uint32_t line = 0;
   uint64_t offset = 0;   // Procedure: entry; Loop: header address
   uint64_t site = 0;     // Inline: identity of the inline site within the module
+  // Procedure of no binary (a Python function, a JIT's method): one function wherever it is
+  // met (every process's table or perf map), by name, file and line alone.
+  bool moduleless = false;
 };
 
 // A call whose callee is known, as a structure file's C element with a target (GPU code):

@@ -9,7 +9,13 @@
 // `START SIZE NAME` a function, START and SIZE in hex, as JVMs with -XX:+DumpPerfMapAtExit,
 // node with --perf-basic-prof and Python 3.12 with -X perf write it). An address no line
 // covers, or a process that wrote no map, is one function: <generated code>.
+//
+// And Python frames (`hpcrun -a python`): hpcrun records them against a module
+// python/<pid>-<gen>.txt at offsets (index << 24 | line), the file a line per code object
+// ("qualified name<TAB>file<TAB>first line", index 1 the first line). Each is its function
+// (named by its qualified name, defined in its file at its first line) and the line in it.
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -91,6 +97,43 @@ private:
   std::vector<Fn> fns_;
 };
 
+bool isPythonModule(const std::string& modulePath) { return modulePath.rfind("python/", 0) == 0; }
+
+// A Python code objects' table.
+class PythonTable {
+public:
+  struct Code {
+    std::string name, file;
+    uint32_t line = 0;
+  };
+
+  static std::unique_ptr<PythonTable> read(const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) return nullptr;
+    auto t = std::make_unique<PythonTable>();
+    std::string line;
+    while (std::getline(in, line)) {
+      Code c;
+      const size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
+      if (b == std::string::npos) {
+        c.name = line;
+      } else {
+        c.name = line.substr(0, a);
+        c.file = line.substr(a + 1, b - a - 1);
+        c.line = uint32_t(std::strtoul(line.c_str() + b + 1, nullptr, 10));
+      }
+      if (c.name.empty()) c.name = "<python>";
+      t->codes_.push_back(std::move(c));
+    }
+    return t;
+  }
+
+  const Code* find(uint64_t index) const { return index >= 1 && index <= codes_.size() ? &codes_[index - 1] : nullptr; }
+
+private:
+  std::vector<Code> codes_;
+};
+
 class MeasuredSymbols final : public StructureSource {
 public:
   MeasuredSymbols(std::unique_ptr<StructureSource> inner, std::vector<fs::path> dirs)
@@ -106,7 +149,28 @@ public:
       st.kind = ScopeStep::Kind::Procedure;
       st.name = f ? std::string_view(f->name) : kGeneratedCode;
       st.offset = 0;  // a method compiled again (tiers, on-stack replacement) is one function
+      st.moduleless = true;  // and one in every process
       out.assign(1, std::move(st));
+      return true;
+    }
+    if (isPythonModule(modulePath)) {
+      const PythonTable* table = pythonTable(modulePath);
+      const uint64_t index = offset >> 24;
+      const PythonTable::Code* c = table ? table->find(index) : nullptr;
+      if (!c) return false;
+      const auto line = uint32_t(offset & 0xffffff);
+      out.resize(2);
+      out[0] = ScopeStep{};
+      out[0].kind = ScopeStep::Kind::Procedure;
+      out[0].name = c->name;
+      out[0].file = c->file;
+      out[0].line = c->line;
+      out[0].offset = index << 24;
+      out[0].moduleless = true;
+      out[1] = ScopeStep{};
+      out[1].kind = ScopeStep::Kind::Line;
+      out[1].file = c->file;
+      out[1].line = line;
       return true;
     }
     if (modulePath.rfind("vdso/", 0) != 0) return false;
@@ -137,7 +201,7 @@ public:
   }
 
   bool mayCover(const std::string& modulePath) const override {
-    return (inner_ && inner_->mayCover(modulePath)) || isPerfMapModule(modulePath) ||
+    return (inner_ && inner_->mayCover(modulePath)) || isPerfMapModule(modulePath) || isPythonModule(modulePath) ||
            (modulePath.rfind("vdso/", 0) == 0 && image(modulePath));
   }
 
@@ -175,11 +239,28 @@ private:
     return maps_.emplace(modulePath, std::move(found)).first->second.get();
   }
 
+  // MT: thread-safe; each table is read once.
+  const PythonTable* pythonTable(const std::string& modulePath) const {
+    std::lock_guard lock(mu_);
+    auto it = tables_.find(modulePath);
+    if (it != tables_.end()) return it->second.get();
+    std::unique_ptr<PythonTable> found;
+    for (const fs::path& d : dirs_) {
+      std::error_code ec;
+      fs::path p = d / modulePath;
+      if (!fs::is_regular_file(p, ec)) continue;
+      found = PythonTable::read(p);
+      break;
+    }
+    return tables_.emplace(modulePath, std::move(found)).first->second.get();
+  }
+
   std::unique_ptr<StructureSource> inner_;
   std::vector<fs::path> dirs_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::unique_ptr<structure::ElfImage>> images_;
   mutable std::map<std::string, std::unique_ptr<PerfMap>> maps_;
+  mutable std::map<std::string, std::unique_ptr<PythonTable>> tables_;
 };
 
 }  // namespace

@@ -45,8 +45,11 @@ Expected<std::vector<std::string>> measured_binaries(const fs::path& dir) {
   std::vector<std::string> out;
   const int64_t ended = measurement_end_ns(dir);
   for (const std::string& n : names) {
-    // vdso/ copies and jit/ perf maps (code outside every module) are hpcprof's to read.
-    if (n.rfind("vdso/", 0) == 0 || n.rfind("jit/", 0) == 0 || n.empty() || n[0] == '[') continue;
+    // vdso/ copies, jit/ perf maps (code outside every module) and python/ tables of code
+    // objects are hpcprof's to read.
+    if (n.rfind("vdso/", 0) == 0 || n.rfind("jit/", 0) == 0 || n.rfind("python/", 0) == 0 || n.empty() ||
+        n[0] == '[')
+      continue;
     fs::path p = fs::path(n).is_absolute() ? fs::path(n) : dir / n;  // gpubins/ are relative
     // A GPU binary named by the path of the directory where it was measured: the copy in
     // this directory's gpubins/ (the directory was moved or copied since).

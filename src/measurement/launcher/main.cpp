@@ -36,6 +36,10 @@ void usage(FILE* to) {
       "  --streams-per-tracing-thread N  GPU streams traced by one tracing thread (default 256)\n"
       "  -c, --count [f]N     default period (or frequency with f) for perf:: events\n"
       "  -t, --trace          also record a call-path trace per thread\n"
+      "  -a python            attribute to Python code: Python frames (function, file, line)\n"
+      "                       in place of the interpreter's, with the C code they call below\n"
+      "                       them (CPython 3.9 or later; its profile hook costs each\n"
+      "                       Python call: up to 3x on code that only calls)\n"
       "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements)\n"
       "Information:\n"
       "  -L, -l, --list-events  list the events this machine can sample\n"
@@ -177,7 +181,7 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
 int main(int argc, char** argv) {
   std::vector<std::string> events;
   std::string out, defaultCount, gpu, streamsPerTracer;
-  bool trace = false;
+  bool trace = false, python = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
     if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
@@ -203,6 +207,11 @@ int main(int argc, char** argv) {
         fail("--streams-per-tracing-thread needs a positive integer");
     }
     else if (a == "-t" || a == "--trace") trace = true;
+    else if (a == "-a" || a.rfind("--attribute=", 0) == 0 || a == "--attribute") {
+      const std::string what = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : needArg(a.c_str());
+      if (what != "python") fail("unknown attribution '" + what + "' (supported: -a python)");
+      python = true;
+    }
     else if (a == "-o" || a == "--output") out = needArg("-o");
     else if (a.rfind("--output=", 0) == 0) out = a.substr(9);
     else if (a == "-c" || a == "--count") {
@@ -247,6 +256,12 @@ int main(int argc, char** argv) {
   if (!gpu.empty()) setenv("HPCRUN_GPU", gpu.c_str(), 1);
   else unsetenv("HPCRUN_GPU");
   if (!streamsPerTracer.empty()) setenv("HPCRUN_GPU_STREAMS_PER_TRACER", streamsPerTracer.c_str(), 1);
+  if (python) {  // our sitecustomize.py first on PYTHONPATH (python.hpp)
+    std::string dir = dirOf(lib) + "/hpcrun-python";
+    if (access((dir + "/sitecustomize.py").c_str(), R_OK) != 0) fail("cannot find " + dir + "/sitecustomize.py for -a python");
+    if (const char* old = std::getenv("PYTHONPATH"); old && *old) dir += std::string(":") + old;
+    setenv("PYTHONPATH", dir.c_str(), 1);
+  }
   execvp(app.c_str(), argv + i);
   // As a shell says it (and env, nohup, time): 127 where there is no such program, 126
   // where it cannot be run; a script can tell these from the program's own statuses.

@@ -30,8 +30,8 @@ std::atomic<uint16_t> gCount{0};
 std::atomic<Snapshot*> gSnap{nullptr};
 std::atomic<bool> gLock{false};
 char gVdsoPath[kModulePathMax];
-char gAnonPath[kModulePathMax];
-std::atomic<uint16_t> gAnonId{0};
+char gPseudoPath[kPseudoModules][kModulePathMax];
+std::atomic<uint16_t> gPseudoId[kPseudoModules];
 char gExePath[kModulePathMax];
 uintptr_t gSelfLo = 0, gSelfHi = 0;
 
@@ -143,27 +143,29 @@ const char* loadmapModulePath(uint16_t id) {
 
 bool loadmapIsSelf(uintptr_t addr) { return addr >= gSelfLo && addr < gSelfHi; }
 
-void loadmapSetAnonymousPath(const char* path) {
+void loadmapSetPseudoPath(Pseudo which, const char* path) {
+  const int w = int(which);
   while (gLock.exchange(true, std::memory_order_acquire)) sched_yield();
-  Text t(gAnonPath, sizeof gAnonPath);
+  Text t(gPseudoPath[w], kModulePathMax);
   t.str(path);
   // A fork's child (one thread) renames the module its parent had already taken.
-  if (uint16_t id = gAnonId.load(std::memory_order_acquire)) {
+  if (uint16_t id = gPseudoId[w].load(std::memory_order_acquire)) {
     Text p(gPaths[id], kModulePathMax);
     p.str(path);
   }
   gLock.store(false, std::memory_order_release);
 }
 
-uint16_t loadmapAnonymousId() {
-  uint16_t id = gAnonId.load(std::memory_order_acquire);
-  if (id || !gAnonPath[0] || !gPaths) return id;
+uint16_t loadmapPseudoId(Pseudo which) {
+  const int w = int(which);
+  uint16_t id = gPseudoId[w].load(std::memory_order_acquire);
+  if (id || !gPseudoPath[w][0] || !gPaths) return id;
   // One try: the lock may be held by a refresh this handler interrupted.
   if (gLock.exchange(true, std::memory_order_acquire)) return 0;
-  id = gAnonId.load(std::memory_order_relaxed);
+  id = gPseudoId[w].load(std::memory_order_relaxed);
   if (!id) {
-    id = internPath(gAnonPath);
-    gAnonId.store(id, std::memory_order_release);
+    id = internPath(gPseudoPath[w]);
+    gPseudoId[w].store(id, std::memory_order_release);
   }
   gLock.store(false, std::memory_order_release);
   return id;

@@ -31,15 +31,22 @@ uintptr_t loadmapGeneration();
 // True when addr lies in libhpcrun.so itself.
 bool loadmapIsSelf(uintptr_t addr);
 
-// Code outside every module (a JIT compiler's, stubs generated at run time) is recorded
-// against one module of its own whose offsets are the addresses themselves. Its path names
-// the copy of the process's perf map (`/tmp/perf-<pid>.map`, which JVMs, V8 and others write
-// on request) that the runtime makes as the process ends, relative to the measurement
-// directory; hpcprof names the functions from it. Set at start-up and in a fork's child.
-void loadmapSetAnonymousPath(const char* path);
-// The module's id, taken at the first address that needs it (only profiles with such code
+// Modules that are no file of the process's, each named by a file the runtime writes into
+// the measurement directory as the process ends (paths relative to it):
+// - Anonymous: code outside every module (a JIT compiler's, stubs generated at run time), at
+//   offsets that are the addresses themselves; the file is the copy of the process's perf
+//   map (`/tmp/perf-<pid>.map`, which JVMs, V8 and others write on request), from which
+//   hpcprof names the functions.
+// - Python: Python frames (python.hpp), at offsets (code object's index << 24 | line); the
+//   file is the table of the code objects' names, files and first lines.
+enum class Pseudo : uint8_t { Anonymous, Python };
+constexpr int kPseudoModules = 2;
+// Set at start-up and in a fork's child (a module already taken is renamed).
+void loadmapSetPseudoPath(Pseudo which, const char* path);
+// The module's id, taken at the first node that needs it (only profiles with such nodes
 // list it); 0 where it cannot be had now (the map being refreshed). MT: async-signal-safe.
-uint16_t loadmapAnonymousId();
+uint16_t loadmapPseudoId(Pseudo which);
+inline uint16_t loadmapAnonymousId() { return loadmapPseudoId(Pseudo::Anonymous); }
 // The module of addr, or the anonymous one (offset: addr) where no module holds addr; id 0
 // only where neither can be had. MT: async-signal-safe.
 ModuleRef loadmapLookupOrAnonymous(uintptr_t addr);

@@ -124,13 +124,16 @@ void copyVdso() {
   close(out);
 }
 
-// The anonymous code's module path (loadmap.hpp), relative to the measurement directory:
-// jit/perf-<pid>-<gen>.map, for this process and image.
+// The pseudo-modules' paths (loadmap.hpp), relative to the measurement directory, for this
+// process and image: jit/perf-<pid>-<gen>.map and python/<pid>-<gen>.txt.
 void setAnonymousPath() {
   char rel[128];
   Text t(rel, sizeof rel);
   t.str("jit/perf-").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
-  loadmapSetAnonymousPath(rel);
+  loadmapSetPseudoPath(Pseudo::Anonymous, rel);
+  Text u(rel, sizeof rel);
+  u.str("python/").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".txt");
+  loadmapSetPseudoPath(Pseudo::Python, rel);
 }
 
 void logText(const char* s) {

@@ -9,6 +9,7 @@
 #include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
+#include "python.hpp"
 #include "signals.hpp"
 #include "sources.hpp"
 #include "sys.hpp"
@@ -111,6 +112,7 @@ ThreadState* threadBegin() {
 void threadEnd(ThreadState* ts) {
   if (!ts || ts != currentThread()) return;
   ++ts->suspend;
+  ts->py = nullptr;  // it lies in the arena
   sourcesStopThread(*ts);
   signalsEndThreadStack(*ts);
   if (ts->gpu) gpu::threadFinish(*ts);
@@ -142,6 +144,7 @@ void processFinalize(const char* reason) {
   gpu::processFinalize(self);
   writeAllThreads();
   outputCopyPerfMap();
+  pythonWriteTable();
   outputWriteLog(reason);
 }
 
@@ -149,11 +152,16 @@ void processChildAfterFork() {
   if (!gReady || gFinalized.load()) return;
   gpu::childAfterFork();
   gConfig.pid = getpid();
-  if (ThreadState* parent = currentThread(); parent) keptClose(parent->trace);
+  ThreadState* parent = currentThread();
+  if (parent) keptClose(parent->trace);
+  // The forking thread's Python frames are the child's too (a multiprocessing worker keeps
+  // its hook): the stack, in the parent's arena, is the child's copy.
+  PyStack* py = parent ? parent->py : nullptr;
   registryResetForChild(nullptr);
   outputChildAfterFork();
   ThreadState* ts = newThreadState(true);
   if (!ts) return;
+  ts->py = py;
   if (gConfig.trace) outputOpenTrace(*ts);
   sourcesStartThread(*ts);
 }

@@ -14,6 +14,7 @@
 #include "sys.hpp"
 #include "unwind.hpp"
 #include "unwind_cache.hpp"
+#include "python.hpp"
 #include "waits.hpp"
 
 namespace hpc::rt {
@@ -101,9 +102,16 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   bool deferred = false;
   if (uintptr_t leaf; deferredSampleLeaf(ts, ts.frames, ts.nFrames, leaf)) ts.frames[0] = leaf, deferred = true;
 
+  // A thread running Python: its Python frames in place of the interpreter's (python.hpp).
+  CctNode* pyLeaf = nullptr;
+  if (ts.py && complete && !guarded(ts, [&] {
+        if (!pythonInsertPath(ts, ts.frames, ts.nFrames, pyLeaf)) pyLeaf = nullptr;
+      }))
+    pyLeaf = nullptr;
+
   // A complete path shares its outermost frames' nodes with the last one (return addresses
   // only: frames[0], the interrupted pc, is recorded as itself, not as a call).
-  PathCache* path = cache && complete && ts.nFrames > 0 ? &cache->path : nullptr;
+  PathCache* path = cache && complete && ts.nFrames > 0 && !pyLeaf ? &cache->path : nullptr;
   size_t shared = 0;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
   if (path) {
@@ -113,7 +121,8 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     if (shared) node = path->node[shared - 1];
     ts.unwindStats.nodesReused += shared;
   }
-  for (size_t i = ts.nFrames - shared; i-- > 0 && node;) {
+  if (pyLeaf) node = pyLeaf;
+  for (size_t i = pyLeaf ? 0 : ts.nFrames - shared; i-- > 0 && node;) {
     // Callers are recorded at their call instruction (return address - 1), as the
     // reference does, so the call maps to its own source line. A runtime wrapper's frame
     // gets no node: the path cache keeps its parent's for it.

@@ -53,6 +53,8 @@ struct TraceRecord {
   uint32_t node;
 };
 
+struct PyStack;  // python.hpp
+
 struct ThreadState {
   ThreadState* next;  // registry link; states are never freed
   uint32_t index;     // 0 for the main thread, then creation order
@@ -100,6 +102,7 @@ struct ThreadState {
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch
   void* altStack;       // the signal stack the runtime gave this thread (signals.hpp); nullptr: none
+  PyStack* py;          // the thread's Python frames (python.hpp); nullptr: no profile hook
 };
 
 constexpr size_t kMaxFrames = 32768;

@@ -1,0 +1,40 @@
+"""hpcrun -a python's workload: pure Python (inner, called by outer) on the main thread and
+on a thread of the threading module, and numpy's matrix product (BLAS, below numpy's C
+frames) called from blas(). Prints what it computed; the time goes about half to Python
+and half to the product."""
+import sys
+import threading
+
+import numpy as np
+
+
+def inner(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def outer(n):
+    return inner(n) + inner(n // 2)
+
+
+def blas(rounds):
+    a = np.ones((300, 300))
+    for _ in range(rounds):
+        a = a @ a / 300.0
+    return float(a.sum())
+
+
+def worker(n, out):
+    out.append(outer(n))
+
+
+scale = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
+got = []
+t = threading.Thread(target=worker, args=(int(1000000 * scale), got))
+t.start()
+r = outer(int(2000000 * scale))
+b = blas(int(40 * scale))
+t.join()
+print("python_work", r, got[0], round(b, 3))
