@@ -166,15 +166,18 @@ def under(ancestor, name):  # a path through ancestor to name
     return sum(v for p, v in out.items() if p[-1] == name and ancestor in p[:-1])
 dgemm = inclusive("dgemm_ [libblas.so.3]")
 py_inner = inclusive("inner")
-print(f"-a python: total {total:.3f}, dgemm {dgemm:.3f} ({under('blas', 'dgemm_ [libblas.so.3]'):.3f} below blas),",
+print(f"-a python: total {total:.3f}, coro {inclusive('coro'):.3f}, dgemm {dgemm:.3f} ({under('blas', 'dgemm_ [libblas.so.3]'):.3f} below blas),",
       f"inner {py_inner:.3f} ({under('outer', 'inner'):.3f} below outer,",
       f"{under('worker', 'inner'):.3f} below worker)")
 assert dgemm > 0.15 * total and py_inner > 0.15 * total, "the product's and Python's shares"
 assert under("blas", "dgemm_ [libblas.so.3]") >= 0.95 * dgemm, "dgemm not below the Python function blas()"
-assert any(p[-2:] == ("<module>", f"{src}:38") and "blas" not in p for p in out), "<module>'s line 38 (blas's call)"
+call = 1 + next(i for i, l in enumerate(open(sys.argv[3])) if l.startswith("b = blas("))
+assert any(p[-2:] == ("<module>", f"{src}:{call}") for p in out), f"<module>'s line {call} (blas's call)"
 assert under("outer", "inner") >= 0.95 * py_inner, "inner not below outer"
 assert under("worker", "inner") > 0, "no Python frames on the threading module's thread"
-assert not any(p[-1].startswith("_PyEval_EvalFrameDefault") for p in out if "inner" in p), "interpreter frames above Python frames"
+assert inclusive("coro") > 0.03 * total, "the coroutine stepped by asyncio's C code"
+assert not any(p[-1].startswith("_PyEval_EvalFrameDefault") and any(f in p for f in ("inner", "coro")) for p in out), \
+    "the interpreter's frames below Python frames"
 out, total = paths(sys.argv[2])
 assert not any(p[-1] in ("inner", "blas", "outer") for p in out), "Python frames without -a python"
 PY

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,9 @@ struct Api {
 };
 Api gApi;
 uint16_t gInterp = 0;  // the interpreter's module (where PyEval_SetProfile lies)
+// The function that runs Python code (_PyEval_EvalFrameDefault, CPython 3.6 to 3.13): a
+// frame in it is Python executing. Empty where it is not found.
+uintptr_t gEvalLo = 0, gEvalHi = 0;
 
 constexpr int kCall = 0, kReturn = 3;  // PyTrace_CALL, PyTrace_RETURN
 
@@ -54,6 +58,12 @@ bool resolveApi() {
   loadmapRefresh();  // an interpreter dlopen'ed by an embedding program is in the map
   gInterp = loadmapLookup(reinterpret_cast<uintptr_t>(a.setProfile)).id;
   if (!gInterp) return false;
+  if (void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault")) {
+    Dl_info info;
+    ElfW(Sym)* sym = nullptr;
+    if (dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym && sym->st_size)
+      gEvalLo = reinterpret_cast<uintptr_t>(eval), gEvalHi = gEvalLo + sym->st_size;
+  }
   gApi = a;
   return true;
 }
@@ -168,16 +178,31 @@ bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, CctNod
   PyStack* s = ts.py;
   const uint32_t depth = s ? s->depth : 0;
   if (!depth || !gInterp || n == 0) return false;
-  // From the outermost frame inward: the interpreter's frames, and the first frame past them
-  // that is not the interpreter's (an extension's, a library's) starts what is kept.
+  auto pcOf = [frames](size_t k) { return k > 0 ? frames[k] - 1 : frames[k]; };
+  auto interpreter = [&](size_t k) { return loadmapLookup(pcOf(k)).id == gInterp || (k > 0 && loadmapIsSelf(pcOf(k))); };
   bool seen = false;
   size_t inner = 0;  // frames[0, inner) are kept, below the Python frames
-  for (size_t k = n; k-- > 0;) {
-    const uint16_t id = loadmapLookup(k > 0 ? frames[k] - 1 : frames[k]).id;
-    if (id == gInterp) seen = true;
-    else if (seen && !(k > 0 && loadmapIsSelf(frames[k] - 1))) {
-      inner = k + 1;
-      break;
+  size_t eval = n;   // the innermost frame running Python code
+  for (size_t k = 0; gEvalLo && k < n && eval == n; ++k)
+    if (pcOf(k) >= gEvalLo && pcOf(k) < gEvalHi) eval = k;
+  if (eval < n) {
+    // Below it, the interpreter's call machinery (vectorcall, the method's C wrapper) is left
+    // out: kept from the first frame of another module inward (an extension's, which may call
+    // back into the interpreter's C API). The innermost Python frame is the innermost code
+    // running: a callback's, where an extension called Python back (a sort key, asyncio's
+    // task steps), and the extension's frames above it are left out.
+    seen = true;
+    inner = eval;
+    while (inner > 0 && interpreter(inner - 1)) --inner;
+  } else {
+    // From the outermost frame inward: the interpreter's frames, and the first frame past
+    // them that is not the interpreter's (an extension's, a library's) starts what is kept.
+    for (size_t k = n; k-- > 0;) {
+      if (interpreter(k)) seen = true;
+      else if (seen) {
+        inner = k + 1;
+        break;
+      }
     }
   }
   if (!seen) return false;  // not in Python (a thread of a library's own)

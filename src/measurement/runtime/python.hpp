@@ -10,8 +10,8 @@
 // the code objects' qualified names, files and first lines is written as the process ends,
 // and hpcprof reads it as the module's structure.
 //
-// Known limits: a Python callback called from an extension (a sort key, a ufunc written in
-// Python) puts its frames above the extension's, not below; frames active before the hook
+// Known limits: the extension frames between a Python frame and a Python callback of that
+// extension (a coroutine stepped by _asyncio, a ufunc written in Python) are left out; frames active before the hook
 // was installed (the site module's) are not shown; a program that sets its own profile
 // function (cProfile, sys.setprofile) ends the shadow stack's updates; `python -S`/`-I`
 // ignore PYTHONPATH and so are measured as C.

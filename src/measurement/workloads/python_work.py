@@ -1,7 +1,9 @@
 """hpcrun -a python's workload: pure Python (inner, called by outer) on the main thread and
-on a thread of the threading module, and numpy's matrix product (BLAS, below numpy's C
-frames) called from blas(). Prints what it computed; the time goes about half to Python
-and half to the product."""
+on a thread of the threading module, numpy's matrix product (BLAS, below numpy's C frames)
+called from blas(), and a coroutine that asyncio's C task code steps (Python called back
+from C). Prints what it computed; the time goes about half to Python and half to the
+product."""
+import asyncio
 import sys
 import threading
 
@@ -26,6 +28,15 @@ def blas(rounds):
     return float(a.sum())
 
 
+async def coro(n):
+    s = 0
+    for i in range(n):
+        s += i
+        if i % 10000 == 0:
+            await asyncio.sleep(0)
+    return s
+
+
 def worker(n, out):
     out.append(outer(n))
 
@@ -36,5 +47,6 @@ t = threading.Thread(target=worker, args=(int(1000000 * scale), got))
 t.start()
 r = outer(int(2000000 * scale))
 b = blas(int(40 * scale))
+c = asyncio.run(coro(int(1000000 * scale)))
 t.join()
-print("python_work", r, got[0], round(b, 3))
+print("python_work", r, got[0], round(b, 3), c)
