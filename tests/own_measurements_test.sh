@@ -176,6 +176,7 @@ assert any(p[-2:] == ("<module>", f"{src}:{call}") for p in out), f"<module>'s l
 assert under("outer", "inner") >= 0.95 * py_inner, "inner not below outer"
 assert under("worker", "inner") > 0, "no Python frames on the threading module's thread"
 assert inclusive("coro") > 0.03 * total, "the coroutine stepped by asyncio's C code"
+assert under("child_work", "inner") > 0, "no Python frames in the forked child"
 assert not any(p[-1].startswith("_PyEval_EvalFrameDefault") and any(f in p for f in ("inner", "coro")) for p in out), \
     "the interpreter's frames below Python frames"
 out, total = paths(sys.argv[2])

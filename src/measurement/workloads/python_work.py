@@ -1,9 +1,10 @@
 """hpcrun -a python's workload: pure Python (inner, called by outer) on the main thread and
 on a thread of the threading module, numpy's matrix product (BLAS, below numpy's C frames)
-called from blas(), and a coroutine that asyncio's C task code steps (Python called back
-from C). Prints what it computed; the time goes about half to Python and half to the
+called from blas(), a coroutine that asyncio's C task code steps (Python called back
+from C), and a forked child's Python (child_work). Prints what it computed; the time goes about half to Python and half to the
 product."""
 import asyncio
+import os
 import sys
 import threading
 
@@ -37,6 +38,10 @@ async def coro(n):
     return s
 
 
+def child_work(n):
+    os._exit(0 if outer(n) > 0 else 1)
+
+
 def worker(n, out):
     out.append(outer(n))
 
@@ -48,5 +53,9 @@ t.start()
 r = outer(int(2000000 * scale))
 b = blas(int(40 * scale))
 c = asyncio.run(coro(int(1000000 * scale)))
+pid = os.fork()
+if pid == 0:
+    child_work(int(500000 * scale))
+_, status = os.waitpid(pid, 0)
 t.join()
-print("python_work", r, got[0], round(b, 3), c)
+print("python_work", r, got[0], round(b, 3), c, status)
