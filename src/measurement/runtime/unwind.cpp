@@ -209,9 +209,12 @@ bool followsCall(uintptr_t ra, uintptr_t pc) {
 
 // A frame-pointer step that landed in code outside every module (JIT code, whose frames keep
 // rbp as V8's always do, and a JVM's with -XX:+PreserveFramePointer): taken where it leads
-// outward, by less than 1 GiB, to readable bytes that end in a call.
+// outward, by less than 1 GiB, to readable bytes that end in a call, not on the stack (a
+// garbage rbp's "return address" is most often a stack address).
 bool jitCaller(uintptr_t ra, uintptr_t sp, uintptr_t nextSp) {
+  constexpr uintptr_t kStackNear = uintptr_t(64) << 20;
   if (ra < 4096 || nextSp <= sp || nextSp - sp > (uintptr_t(1) << 30) || loadmapLookup(ra).id) return false;
+  if (ra + kStackNear > sp && ra < sp + kStackNear) return false;
   if (!pageReadable((ra - 7) & ~(kPage - 1)) || !pageReadable((ra - 1) & ~(kPage - 1))) return false;
   return callBefore(ra, 0);
 }
