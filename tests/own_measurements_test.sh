@@ -91,7 +91,7 @@ grep -q "hpcstruct: warning: $tmp/rebuilt: modified .*, after the measurement en
 "$bin/hpcrun" -e CPUTIME@1000 -o "$tmp/jitbare.m" "$wl/jit-gcc" 1 >/dev/null 2>&1
 pid=$(ls "$tmp/jit.m"/*.hpcrun | sed -E 's/.*-([0-9]+)-0\.hpcrun$/\1/')
 rm -f "/tmp/perf-$pid.map"  # the workload's own file, as a JIT leaves it
-cmp -s <(grep -c jit_ "$tmp/jit.m/jit/perf-$pid-0.map") <(echo 4) || fail "jit: no copy of the perf map in jit/"
+cmp -s <(grep -c jit_ "$tmp/jit.m/jit/jit-gcc-$pid-0.map") <(echo 4) || fail "jit: no copy of the perf map in jit/"
 [ ! -e "$tmp/jitbare.m/jit" ] || fail "jit: a jit/ copy where the process wrote no perf map"
 "$bin/hpcstruct" "$tmp/jit.m" >/dev/null 2>"$tmp/err" || fail "hpcstruct on a measurement with generated code: $(cat "$tmp/err")"
 same jit "$tmp/jit.m"

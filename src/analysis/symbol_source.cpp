@@ -4,14 +4,14 @@
 // measurement, not to the machine it ran on.
 //
 // And the names of code outside every module (JIT compilers', stubs generated at run
-// time): hpcrun records it against a module jit/perf-<pid>-<gen>.map whose offsets are
+// time): hpcrun records it against a module jit/<app>-<pid>-<gen>.map whose offsets are
 // addresses, and copies there the perf map the process wrote (`/tmp/perf-<pid>.map`: a line
 // `START SIZE NAME` a function, START and SIZE in hex, as JVMs with -XX:+DumpPerfMapAtExit,
 // node with --perf-basic-prof and Python 3.12 with -X perf write it). An address no line
 // covers, or a process that wrote no map, is one function: <generated code>.
 //
 // And Python frames (`hpcrun -a python`): hpcrun records them against a module
-// python/<pid>-<gen>.txt at offsets (index << 24 | line), the file a line per code object
+// python/<app>-<pid>-<gen>.txt at offsets (index << 24 | line), the file a line per code object
 // ("qualified name<TAB>file<TAB>first line", index 1 the first line). Each is its function
 // (named by its qualified name, defined in its file at its first line) and the line in it.
 #include <algorithm>

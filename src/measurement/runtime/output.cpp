@@ -125,14 +125,15 @@ void copyVdso() {
 }
 
 // The pseudo-modules' paths (loadmap.hpp), relative to the measurement directory, for this
-// process and image: jit/perf-<pid>-<gen>.map and python/<pid>-<gen>.txt.
+// process and image: jit/<app>-<pid>-<gen>.map and python/<app>-<pid>-<gen>.txt (an image
+// exec'd by another keeps its pid, and its generation is counted per program name).
 void setAnonymousPath() {
-  char rel[128];
+  char rel[kPathMax];
   Text t(rel, sizeof rel);
-  t.str("jit/perf-").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
+  t.str("jit/").str(gConfig.appName).ch('-').dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
   loadmapSetPseudoPath(Pseudo::Anonymous, rel);
   Text u(rel, sizeof rel);
-  u.str("python/").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".txt");
+  u.str("python/").str(gConfig.appName).ch('-').dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".txt");
   loadmapSetPseudoPath(Pseudo::Python, rel);
 }
 
@@ -267,7 +268,8 @@ void outputWriteLog(const char* reason) {
 }
 
 void outputCopyPerfMap() {
-  if (!loadmapAnonymousId()) return;  // no code outside every module was met (or no room)
+  const uint16_t id = loadmapAnonymousId();
+  if (!id) return;  // no code outside every module was met (or no room)
   char src[64];
   Text(src, sizeof src).str("/tmp/perf-").dec(uint64_t(gConfig.pid)).str(".map");
   int in = open(src, O_RDONLY | O_CLOEXEC);
@@ -276,7 +278,7 @@ void outputCopyPerfMap() {
   Text d(dst, sizeof dst);
   d.str(gConfig.outDir).str("/jit");
   mkdir(dst, 0755);
-  d.str("/perf-").dec(uint64_t(gConfig.pid)).ch('-').dec(gConfig.gen).str(".map");
+  Text(dst, sizeof dst).str(gConfig.outDir).ch('/').str(loadmapModulePath(id));
   Text(tmp, sizeof tmp).str(dst).str(".tmp");
   int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   bool ok = out >= 0;

@@ -471,7 +471,7 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
 
 // Code outside every module, as a JIT compiler's (`jit.c`: two frames of it, under callers
 // built with frame pointers), keeps its exact callers, and is recorded against the module
-// jit/perf-<pid>-<gen>.map at its own addresses. A JIT frame reached by a frame pointer, at
+// jit/<app>-<pid>-<gen>.map at its own addresses. A JIT frame reached by a frame pointer, at
 // the return address of a call, is a frame of the path. The unwinder's frame-pointer guess
 // from it lands in more of it or meets an rbp of 0; before, the first left the callers'
 // rbp at the JIT frame's after the stack was scanned for a return address, so each caller
@@ -498,10 +498,10 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
       for (auto& m : p->load_modules) lm[m.id] = m.name;
       std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
       for (auto& n : p->nodes) byId[n.id] = &n;
-      // The module's name: jit/perf-<pid>-<gen>.map, the profile's name ending -<pid>-<gen>.
+      // The module's name: jit/jit-<cc>-<pid>-<gen>.map, the profile's name ending -<pid>-<gen>.
       const std::string stem = e.path().stem().string();
       const size_t genAt = stem.rfind('-'), pidAt = stem.rfind('-', genAt - 1);
-      const std::string pidGen = "jit/perf-" + stem.substr(pidAt + 1) + ".map";
+      const std::string pidGen = "jit/jit-" + cc + "-" + stem.substr(pidAt + 1) + ".map";
       for (auto& n : p->nodes) {
         double v = 0;
         for (auto& mv : n.values)
@@ -509,7 +509,7 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
         if (v == 0) continue;
         total += v;
         EXPECT_NE(n.lm_id, 0) << cc << ": a sample without a module";
-        if (!n.lm_id || lm[n.lm_id].rfind("jit/perf-", 0) != 0) continue;
+        if (!n.lm_id || lm[n.lm_id].rfind("jit/", 0) != 0) continue;
         EXPECT_EQ(lm[n.lm_id], pidGen);
         inJit += v;
         std::string path;  // the callers, outermost first
