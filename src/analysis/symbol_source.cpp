@@ -206,53 +206,34 @@ public:
   }
 
 private:
-  // MT: thread-safe; each binary is opened once.
+  // The file modulePath names in the first measurement directory that holds it, read once by
+  // `read` (a path to a unique_ptr, null where unreadable) into `cache`. MT: thread-safe.
+  template <class T, class Read>
+  const T* measured(std::map<std::string, std::unique_ptr<T>>& cache, const std::string& modulePath,
+                    Read read) const {
+    std::lock_guard lock(mu_);
+    auto it = cache.find(modulePath);
+    if (it != cache.end()) return it->second.get();
+    std::unique_ptr<T> found;
+    for (const fs::path& d : dirs_) {
+      std::error_code ec;
+      fs::path p = d / modulePath;
+      if (!fs::is_regular_file(p, ec)) continue;
+      found = read(p);
+      break;
+    }
+    return cache.emplace(modulePath, std::move(found)).first->second.get();
+  }
+
   const structure::ElfImage* image(const std::string& modulePath) const {
-    std::lock_guard lock(mu_);
-    auto it = images_.find(modulePath);
-    if (it != images_.end()) return it->second.get();
-    std::unique_ptr<structure::ElfImage> found;
-    for (const fs::path& d : dirs_) {
-      std::error_code ec;
-      fs::path p = d / modulePath;
-      if (!fs::is_regular_file(p, ec)) continue;
+    return measured(images_, modulePath, [](const fs::path& p) {
       auto img = structure::ElfImage::open(p.string());
-      if (img.ok()) found = std::move(*img);
-      break;
-    }
-    return images_.emplace(modulePath, std::move(found)).first->second.get();
+      return img.ok() ? std::move(*img) : std::unique_ptr<structure::ElfImage>();
+    });
   }
-
-  // MT: thread-safe; each map is read once (the first measurement directory holding it).
-  const PerfMap* perfMap(const std::string& modulePath) const {
-    std::lock_guard lock(mu_);
-    auto it = maps_.find(modulePath);
-    if (it != maps_.end()) return it->second.get();
-    std::unique_ptr<PerfMap> found;
-    for (const fs::path& d : dirs_) {
-      std::error_code ec;
-      fs::path p = d / modulePath;
-      if (!fs::is_regular_file(p, ec)) continue;
-      found = PerfMap::read(p);
-      break;
-    }
-    return maps_.emplace(modulePath, std::move(found)).first->second.get();
-  }
-
-  // MT: thread-safe; each table is read once.
+  const PerfMap* perfMap(const std::string& modulePath) const { return measured(maps_, modulePath, PerfMap::read); }
   const PythonTable* pythonTable(const std::string& modulePath) const {
-    std::lock_guard lock(mu_);
-    auto it = tables_.find(modulePath);
-    if (it != tables_.end()) return it->second.get();
-    std::unique_ptr<PythonTable> found;
-    for (const fs::path& d : dirs_) {
-      std::error_code ec;
-      fs::path p = d / modulePath;
-      if (!fs::is_regular_file(p, ec)) continue;
-      found = PythonTable::read(p);
-      break;
-    }
-    return tables_.emplace(modulePath, std::move(found)).first->second.get();
+    return measured(tables_, modulePath, PythonTable::read);
   }
 
   std::unique_ptr<StructureSource> inner_;
