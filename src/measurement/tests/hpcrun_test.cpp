@@ -428,6 +428,34 @@ TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
   fs::remove_all(scratch);
 }
 
+// One profile of a measurement directory, its load map and nodes by id.
+struct ProfileView {
+  fs::path path;
+  std::map<uint16_t, std::string> lm;
+  std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
+};
+
+// fn(view, node, value) for each node of the directory's profiles with a value of metric 0.
+template <class Fn> void forEachValuedNode(const fs::path& dir, Fn fn) {
+  for (auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".hpcrun") continue;
+    auto p = hpc::hpcrun::read_profile(e.path());
+    if (!p.ok()) {
+      ADD_FAILURE() << e.path() << ": " << p.status().message();
+      continue;
+    }
+    ProfileView view{e.path(), {}, {}};
+    for (auto& m : p->load_modules) view.lm[m.id] = m.name;
+    for (auto& n : p->nodes) view.byId[n.id] = &n;
+    for (auto& n : p->nodes) {
+      double v = 0;
+      for (auto& mv : n.values)
+        if (mv.metric_id == 0) v += mv.as_real();
+      if (v != 0) fn(view, n, v);
+    }
+  }
+}
+
 // The runtime's wrappers stay out of the application's paths: `threads` creates 504 threads,
 // and wall-clock samples in glibc's pthread_create (called by our wrapper, with sampling on)
 // had `pthread_create [libhpcrun.so]` between main and glibc; a sample in the wrapper's own
@@ -444,26 +472,13 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
   // Samples inside glibc's pthread_create still count, below main.
   double inCreate = 0;
   Symbolizer sym;
-  for (auto& e : fs::directory_iterator(meas)) {
-    if (e.path().extension() != ".hpcrun") continue;
-    auto p = hpc::hpcrun::read_profile(e.path());
-    ASSERT_TRUE(p.ok());
-    std::map<uint16_t, std::string> lm;
-    for (auto& m : p->load_modules) lm[m.id] = m.name;
-    std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
-    for (auto& n : p->nodes) byId[n.id] = &n;
-    for (auto& n : p->nodes) {
-      double v = 0;
-      for (auto& mv : n.values)
-        if (mv.metric_id == 0) v += mv.as_real();
-      if (v == 0) continue;
-      for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = byId[f->parent_id])
-        if (f != &n && f->lm_id && sym.name(lm[f->lm_id], f->lm_ip - 1).rfind("pthread_create", 0) == 0) {
-          inCreate += v;
-          break;
-        }
-    }
-  }
+  forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+    for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = p.byId[f->parent_id])
+      if (f != &n && f->lm_id && sym.name(p.lm[f->lm_id], f->lm_ip - 1).rfind("pthread_create", 0) == 0) {
+        inCreate += v;
+        break;
+      }
+  });
   std::printf("wall-clock seconds below pthread_create: %.4f\n", inCreate);
   EXPECT_GT(inCreate, 0.0) << "no sample below pthread_create: the check above saw no wrapper to leave out";
   fs::remove_all(scratch);
@@ -490,42 +505,30 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
     Symbolizer sym;
     double inJit = 0, exact = 0, total = 0;
     std::map<std::string, double> wrong;
-    for (auto& e : fs::directory_iterator(meas)) {
-      if (e.path().extension() != ".hpcrun") continue;
-      auto p = hpc::hpcrun::read_profile(e.path());
-      ASSERT_TRUE(p.ok());
-      std::map<uint16_t, std::string> lm;
-      for (auto& m : p->load_modules) lm[m.id] = m.name;
-      std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
-      for (auto& n : p->nodes) byId[n.id] = &n;
+    forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
       // The module's name: jit/jit-<cc>-<pid>-<gen>.map, the profile's name ending -<pid>-<gen>.
-      const std::string stem = e.path().stem().string();
+      const std::string stem = p.path.stem().string();
       const size_t genAt = stem.rfind('-'), pidAt = stem.rfind('-', genAt - 1);
       const std::string pidGen = "jit/jit-" + cc + "-" + stem.substr(pidAt + 1) + ".map";
-      for (auto& n : p->nodes) {
-        double v = 0;
-        for (auto& mv : n.values)
-          if (mv.metric_id == 0) v += mv.as_real();
-        if (v == 0) continue;
-        total += v;
-        EXPECT_NE(n.lm_id, 0) << cc << ": a sample without a module";
-        if (!n.lm_id || lm[n.lm_id].rfind("jit/", 0) != 0) continue;
-        EXPECT_EQ(lm[n.lm_id], pidGen);
-        inJit += v;
-        std::string path;  // the callers, outermost first
-        for (const hpc::hpcrun::CctNode* f = byId[n.parent_id]; f && f->parent_id; f = byId[f->parent_id]) {
-          const std::string fn = !f->lm_id ? "<placeholder>" : lm[f->lm_id] == pidGen ? "<jit>" : sym.name(lm[f->lm_id], f->lm_ip - 1);
-          path = fn + (path.empty() ? "" : " > ") + path;
-        }
-        // innerA (at 80 in its page) keeps a frame pointer: its caller, outer, is walked
-        // through; innerB (at 96) does not: its callers are found past outer.
-        const uint64_t at = n.lm_ip & 0xfff;
-        const std::string want = std::string("<placeholder> > main > level1 > level2 > level3") +
-                                 (at >= 80 && at < 94 ? " > <jit>" : "");
-        if (path == want && at >= 80 && at < 109) exact += v;
-        else wrong["at " + std::to_string(at) + ": " + path] += v;
+      total += v;
+      EXPECT_NE(n.lm_id, 0) << cc << ": a sample without a module";
+      if (!n.lm_id || p.lm[n.lm_id].rfind("jit/", 0) != 0) return;
+      EXPECT_EQ(p.lm[n.lm_id], pidGen);
+      inJit += v;
+      std::string path;  // the callers, outermost first
+      for (const hpc::hpcrun::CctNode* f = p.byId[n.parent_id]; f && f->parent_id; f = p.byId[f->parent_id]) {
+        const std::string fn =
+            !f->lm_id ? "<placeholder>" : p.lm[f->lm_id] == pidGen ? "<jit>" : sym.name(p.lm[f->lm_id], f->lm_ip - 1);
+        path = fn + (path.empty() ? "" : " > ") + path;
       }
-    }
+      // innerA (at 80 in its page) keeps a frame pointer: its caller, outer, is walked
+      // through; innerB (at 96) does not: its callers are found past outer.
+      const uint64_t at = n.lm_ip & 0xfff;
+      const std::string want =
+          std::string("<placeholder> > main > level1 > level2 > level3") + (at >= 80 && at < 94 ? " > <jit>" : "");
+      if (path == want && at >= 80 && at < 109) exact += v;
+      else wrong["at " + std::to_string(at) + ": " + path] += v;
+    });
     std::string paths;
     for (auto& [path, v] : wrong) paths += "\n  " + std::to_string(v) + "  " + path;
     EXPECT_GE(inJit, 0.9 * total) << cc << ": samples in the generated code " << inJit << " of " << total;
