@@ -174,11 +174,11 @@ int profileHook(void*, void* frame, int what, void*) {
 
 }  // namespace
 
-bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, CctNode*& node) {
+bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, bool leafIsPc, CctNode*& node) {
   PyStack* s = ts.py;
   const uint32_t depth = s ? s->depth : 0;
   if (!depth || !gInterp || n == 0) return false;
-  auto pcOf = [frames](size_t k) { return k > 0 ? frames[k] - 1 : frames[k]; };
+  auto pcOf = [frames, leafIsPc](size_t k) { return k > 0 || !leafIsPc ? frames[k] - 1 : frames[k]; };
   auto interpreter = [&](size_t k) { return loadmapLookup(pcOf(k)).id == gInterp || (k > 0 && loadmapIsSelf(pcOf(k))); };
   bool seen = false;
   size_t inner = 0;  // frames[0, inner) are kept, below the Python frames
@@ -223,8 +223,8 @@ bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, CctNod
     at = ts.cct.child(at, module, uint64_t(e.index) << 24 | line);
   }
   for (size_t k = inner; k-- > 0 && at;) {
-    if (k > 0 && loadmapIsSelf(frames[k] - 1)) continue;  // a runtime wrapper's frame
-    ModuleRef m = loadmapLookupOrAnonymous(k > 0 ? frames[k] - 1 : frames[k]);
+    if (k > 0 && loadmapIsSelf(pcOf(k))) continue;  // a runtime wrapper's frame
+    ModuleRef m = loadmapLookupOrAnonymous(pcOf(k));
     if (!m.id) return false;
     at = ts.cct.child(at, m.id, m.offset);
   }

@@ -37,11 +37,12 @@ struct PyStack {
   PyFrameEntry e[kMaxPyFrames];
 };
 
-// In the sample handler, for a complete unwind (frames[0] the leaf, n frames): where the
-// thread has Python frames and the unwind went through the interpreter, inserts the hybrid
-// path below the thread's fence into its CCT and sets node to its leaf; false otherwise (the
-// caller inserts the C path). MT: async-signal-safe.
-bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, CctNode*& node);
+// For a complete unwind (frames[0] the innermost, n frames; leafIsPc: frames[0] is the
+// interrupted pc, not a return address): where the thread has Python frames and the unwind
+// went through the interpreter, inserts the hybrid path below the thread's fence into its
+// CCT and sets node to its leaf; false otherwise (the caller inserts the C path). In the
+// sample handler, or with sampling suspended. MT: async-signal-safe.
+bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, bool leafIsPc, CctNode*& node);
 
 // At the process's end (and before an exec): the code objects' table, where any Python frame
 // was recorded.

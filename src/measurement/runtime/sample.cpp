@@ -105,7 +105,7 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   // A thread running Python: its Python frames in place of the interpreter's (python.hpp).
   CctNode* pyLeaf = nullptr;
   if (ts.py && complete && !guarded(ts, [&] {
-        if (!pythonInsertPath(ts, ts.frames, ts.nFrames, pyLeaf)) pyLeaf = nullptr;
+        if (!pythonInsertPath(ts, ts.frames, ts.nFrames, true, pyLeaf)) pyLeaf = nullptr;
       }))
     pyLeaf = nullptr;
 
@@ -206,6 +206,28 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   // `Signals.TheSamplingSignalSentByTheApplicationReachesIt`).
   if (ev < 0) signalsForward(sig, si, uc);
   errno = savedErrno;
+}
+
+CctNode* contextHere(ThreadState& ts) {
+  ts.nFrames = 0;
+  volatile UnwindEnd end = UnwindEnd::Failed;
+  if (!guarded(ts, [&] { end = unwindHere(ts.frames, kMaxFrames, ts.nFrames); })) end = UnwindEnd::Failed;
+  size_t first = 0;
+  while (first < ts.nFrames && loadmapIsSelf(ts.frames[first])) ++first;
+  const bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
+  CctNode* py = nullptr;
+  if (ts.py && complete && first < ts.nFrames &&
+      guarded(ts, [&] {
+        if (!pythonInsertPath(ts, ts.frames + first, ts.nFrames - first, false, py)) py = nullptr;
+      }) &&
+      py)
+    return py;
+  CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
+  for (size_t i = ts.nFrames; i-- > first && node;) {
+    ModuleRef m = loadmapLookupOrAnonymous(ts.frames[i] - 1);
+    node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
+  }
+  return node;
 }
 
 void recoverFromUnwindFault(void* faultContext) {

@@ -10,6 +10,7 @@
 #include "measurement/runtime/gpu/metrics.hpp"
 #include "measurement/runtime/gpu/thread_gpu.hpp"
 #include "measurement/runtime/loadmap.hpp"
+#include "measurement/runtime/sample.hpp"
 #include "measurement/runtime/sys.hpp"
 #include "measurement/runtime/unwind.hpp"
 
@@ -29,28 +30,8 @@ ThreadGpu* threadGpu(ThreadState& ts) {
   return g;
 }
 
-// The calling context of the GPU API call being wrapped: unwind from here, drop the
-// runtime's own frames, insert the rest (return addresses, recorded at their call
-// instruction as samples are) under the thread's fence or the partial root.
-CctNode* launchContext(ThreadState& ts) {
-  ts.nFrames = 0;
-  // A fault in the unwind comes back here as it does for samples (recoverFromUnwindFault).
-  volatile UnwindEnd end = UnwindEnd::Failed;
-  ts.inUnwind.store(1, std::memory_order_relaxed);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (sigsetjmp(ts.unwindJump, 0) == 0) end = unwindHere(ts.frames, kMaxFrames, ts.nFrames);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  ts.inUnwind.store(0, std::memory_order_relaxed);
-  size_t first = 0;
-  while (first < ts.nFrames && loadmapIsSelf(ts.frames[first])) ++first;
-  bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
-  CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
-  for (size_t i = ts.nFrames; i-- > first && node;) {
-    ModuleRef m = loadmapLookupOrAnonymous(ts.frames[i] - 1);
-    node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, placeholder("*Unnorm "));
-  }
-  return node;
-}
+// The calling context of the GPU API call being wrapped.
+CctNode* launchContext(ThreadState& ts) { return contextHere(ts); }
 
 double* slots(ThreadState& ts, CctNode* n) {
   if (!n->extra) n->extra = static_cast<double*>(ts.arena.alloc(kMetricCount * sizeof(double)));
