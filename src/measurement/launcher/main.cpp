@@ -30,6 +30,10 @@ void usage(FILE* to) {
       "                       REALTIME (period in microseconds, default 5000) or perf::NAME\n"
       "                       (period in events, or @fFREQ samples/s; default @f300).\n"
       "                       Default: CPUTIME@5000.\n"
+      "  -e IO                bytes read and written by each read/write call (and pread,\n"
+      "                       pwrite, readv, writev, fread, fwrite) at its calling context:\n"
+      "                       two metrics, IO Bytes Read and IO Bytes Written; every call\n"
+      "                       is counted, none sampled\n"
       "  -e gpu=opencl        measure OpenCL operations (kernels, copies, fills, waits and\n"
       "                       buffer allocations) at their launch contexts; with -t also a\n"
       "                       trace per command queue. Alone it samples no CPU event.\n"
@@ -158,8 +162,10 @@ std::string unmeasurable(const std::string& file) {
 // Turns what the user typed into the canonical HPCRUN_EVENT_LIST entry, or fails.
 std::string validateEvent(const std::string& typed, const std::string& defaultCount) {
   std::string text = typed;
+  if (text == "IO") return "IO::read@1;IO::write@1";  // both metrics, every call
+  if (text.rfind("IO@", 0) == 0) fail("event 'IO' takes no period: every I/O call counts");
   if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0)
-    fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME or perf::NAME; see hpcrun -L)");
+    fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME, IO or perf::NAME; see hpcrun -L)");
   if (text.rfind("perf::", 0) == 0 && text.find('@') == std::string::npos && !defaultCount.empty())
     text += "@" + defaultCount;
   hm::EventSpec ev;
@@ -228,7 +234,14 @@ int main(int argc, char** argv) {
   if (events.size() > hm::kMaxEvents) fail("at most " + std::to_string(hm::kMaxEvents) + " events");
 
   std::string list;
-  for (const std::string& e : events) list += (list.empty() ? "" : ";") + validateEvent(e, defaultCount);
+  size_t nEvents = 0;
+  for (const std::string& e : events) {
+    const std::string v = validateEvent(e, defaultCount);
+    if (list.find(v) != std::string::npos && v.rfind("IO::", 0) == 0) continue;  // -e IO twice
+    list += (list.empty() ? "" : ";") + v;
+    nEvents += v.rfind("IO::", 0) == 0 ? 2 : 1;
+  }
+  if (nEvents > hm::kMaxEvents) fail("at most " + std::to_string(hm::kMaxEvents) + " events (IO counts as two)");
 
   std::string app = argv[i];
   // As the reference says, a static program cannot be measured: its own code is not (the

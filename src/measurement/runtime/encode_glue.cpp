@@ -39,7 +39,7 @@ struct FdSink {
   }
 };
 
-bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf; }
+bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf && !isIo(ev.kind); }
 
 }  // namespace
 
@@ -133,7 +133,9 @@ bool encodeCctProfile(int fd, const ProfileSpec& spec) {
     enc::MetricDescRec m;
     char name[EventSpec::kNameMax + 16];
     Text t(name, sizeof name);
-    t.str(ev.name);
+    if (ev.kind == SourceKind::IoRead) t.str("IO Bytes Read");
+    else if (ev.kind == SourceKind::IoWrite) t.str("IO Bytes Written");
+    else t.str(ev.name);
     if (isRealMetric(ev)) t.str(" (sec)");
     m.name = name;
     m.description = name;

@@ -10,7 +10,11 @@
 
 namespace hpc::measurement {
 
-enum class SourceKind : uint8_t { None, CpuTime, RealTime, Perf };
+enum class SourceKind : uint8_t { None, CpuTime, RealTime, Perf, IoRead, IoWrite };
+
+// Bytes moved by the application's I/O calls (read/write and their kin, fread/fwrite), at
+// each call's own calling context: not sampled, every call counts. `-e IO` is both.
+inline bool isIo(SourceKind k) { return k == SourceKind::IoRead || k == SourceKind::IoWrite; }
 
 struct EventSpec {
   static constexpr size_t kNameMax = 96;
@@ -64,7 +68,13 @@ inline const char* parseEvent(const char* s, size_t n, EventSpec& ev) {
   if (detail::eq(s, nameLen, "CPUTIME")) ev.kind = SourceKind::CpuTime;
   else if (detail::eq(s, nameLen, "REALTIME")) ev.kind = SourceKind::RealTime;
   else if (nameLen > 6 && detail::eq(s, 6, "perf::")) ev.kind = SourceKind::Perf;
-  else return "unknown event (expected CPUTIME, REALTIME or perf::NAME)";
+  else if (detail::eq(s, nameLen, "IO::read")) ev.kind = SourceKind::IoRead;
+  else if (detail::eq(s, nameLen, "IO::write")) ev.kind = SourceKind::IoWrite;
+  else return "unknown event (expected CPUTIME, REALTIME, IO or perf::NAME)";
+  if (isIo(ev.kind)) {  // every call counts: no period
+    ev.value = 1;
+    return at == n || detail::eq(s + at, n - at, "@1") ? nullptr : "IO takes no period";
+  }
 
   if (hash < at) {
     uint64_t f[4] = {};

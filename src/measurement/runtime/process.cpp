@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "gpu/gpu.hpp"
+#include "io.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
 #include "python.hpp"
@@ -76,6 +77,7 @@ void processInit() {
   if (gReady) return;
   gReady = true;
   parseConfig();
+  ioInit();
   signalsInit();
   if (!unwindInit()) complain("libunwind.so.8 not found or not usable: call paths will be partial");
   if (!outputInit()) {

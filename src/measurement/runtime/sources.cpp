@@ -129,6 +129,7 @@ bool sourcesStartThread(ThreadState& ts) {
   bool all = true;
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     const EventSpec& ev = gConfig.events[i];
+    if (isIo(ev.kind)) continue;  // counted by the I/O calls' wrappers (io.cpp)
     bool ok = ev.kind == SourceKind::Perf ? startPerf(ts, i, ev) : startTimer(ts, i, ev);
     if (!ok) {
       ++ts.sourceFailures;

@@ -435,8 +435,9 @@ struct ProfileView {
   std::map<uint32_t, const hpc::hpcrun::CctNode*> byId;
 };
 
-// fn(view, node, value) for each node of the directory's profiles with a value of metric 0.
-template <class Fn> void forEachValuedNode(const fs::path& dir, Fn fn) {
+// fn(view, node, value) for each node of the directory's profiles with a value of metric 0
+// (or of the metric named `metric`).
+template <class Fn> void forEachValuedNode(const fs::path& dir, Fn fn, const std::string& metric = "") {
   for (auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".hpcrun") continue;
     auto p = hpc::hpcrun::read_profile(e.path());
@@ -447,10 +448,15 @@ template <class Fn> void forEachValuedNode(const fs::path& dir, Fn fn) {
     ProfileView view{e.path(), {}, {}};
     for (auto& m : p->load_modules) view.lm[m.id] = m.name;
     for (auto& n : p->nodes) view.byId[n.id] = &n;
+    int id = metric.empty() ? 0 : -1;
+    for (size_t i = 0; i < p->metrics.size(); ++i)
+      if (!metric.empty() && p->metrics[i].name == metric) id = int(i);
+    if (id < 0) continue;
+    const bool real = p->metrics[size_t(id)].flags.val_fmt == 2;
     for (auto& n : p->nodes) {
       double v = 0;
       for (auto& mv : n.values)
-        if (mv.metric_id == 0) v += mv.as_real();
+        if (mv.metric_id == id) v += real ? mv.as_real() : double(mv.bits);
       if (v != 0) fn(view, n, v);
     }
   }
@@ -533,6 +539,36 @@ TEST(Paths, CodeOutsideEveryModuleKeepsItsExactCallers) {
     for (auto& [path, v] : wrong) paths += "\n  " + std::to_string(v) + "  " + path;
     EXPECT_GE(inJit, 0.9 * total) << cc << ": samples in the generated code " << inJit << " of " << total;
     EXPECT_EQ(exact, inJit) << cc << ": paths other than main > level1 > level2 > level3:" << paths;
+    fs::remove_all(scratch);
+  }
+}
+
+// -e IO: every read and write call's bytes at its calling context, exactly (`io.c`: each
+// interposed call in a function of its own), with CPUTIME sampled and a trace beside it;
+// the runtime's own writes (its profiles, the trace, the log) are not counted, and the
+// program's output is its own.
+TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
+  for (const std::string cc : {"gcc", "clang"}) {
+    fs::path scratch = fs::temp_directory_path() / ("hpcrun-test-io-" + cc);
+    fs::remove_all(scratch);
+    fs::create_directories(scratch);
+    const fs::path meas = scratch / "m";
+    const std::string cmd = kWl + "io-" + cc + " " + scratch.string();
+    Outcome bare = run(cmd, scratch / "bare");
+    Outcome r = run(kBin + " -t -e CPUTIME@1000 -e IO -o " + meas.string() + " " + cmd, scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    Symbolizer sym;
+    for (const auto& [metric, want] : std::map<std::string, std::map<std::string, double>>{
+             {"IO Bytes Written", {{"writer", 3 << 20}, {"pwriter", 512 << 10}, {"writevr", 512 << 10}, {"fwriter", 2 << 20}}},
+             {"IO Bytes Read", {{"reader", 4 << 20}, {"preader", 1 << 20}, {"readvr", 512 << 10}, {"freader", 2 << 20}}}}) {
+      std::map<std::string, double> got;
+      forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+        // The call's own context: its leaf is the return address into the caller.
+        got[n.lm_id ? sym.name(p.lm[n.lm_id], n.lm_ip - 1) : "<placeholder>"] += v;
+      }, metric);
+      EXPECT_EQ(got, want) << cc << ": " << metric;
+    }
     fs::remove_all(scratch);
   }
 }
