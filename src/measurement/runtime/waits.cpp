@@ -91,6 +91,10 @@ bool semWaits(const sembuf* ops, size_t n) {
   return false;
 }
 
+bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
+
+}  // namespace
+
 // -1: not known yet; 0: no REALTIME event; 1: waits are kept whole.
 std::atomic<int> gQuiet{-1};
 
@@ -104,63 +108,6 @@ bool quietWaits() {
   return q != 0;
 }
 
-bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
-
-// A measured thread's wait, the sampling signal blocked over it.
-class QuietWait {
-public:
-  // blocking: the wait may last (not a zero timeout); fn: the function waited in.
-  QuietWait(bool blocking, const void* fn) : fn_(reinterpret_cast<uintptr_t>(fn)) {
-    if (!blocking || !quietWaits()) return;
-    ts_ = currentThread();
-    if (!ts_ || ts_->inHandler.load(std::memory_order_relaxed) || ts_->suspend > 0) return;
-    sigset_t ours;
-    sigemptyset(&ours);
-    sigaddset(&ours, gConfig.sampleSignal);
-    const int saved = errno;
-    on_ = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &old_, _NSIG / 8) == 0 &&
-          !sigismember(&old_, gConfig.sampleSignal);
-    if (on_) {
-      since_ = nowNs();
-      ts_->waitingSince = since_;
-      ts_->waitingIn = fn_;
-    }
-    errno = saved;
-  }
-  QuietWait(const QuietWait&) = delete;
-  QuietWait& operator=(const QuietWait&) = delete;
-  // The mask a p-form wait takes, with the sampling signal added (the caller's, where it
-  // gave none or waits are not kept whole).
-  const sigset_t* with(const sigset_t* mask) {
-    if (!mask || !on_) return mask;
-    mask_ = *mask;
-    sigaddset(&mask_, gConfig.sampleSignal);
-    return &mask_;
-  }
-  // After the wait: the mask back, and with it the deferred sample, recorded in fn.
-  template <typename R> R done(R result) {
-    if (!on_) return result;
-    const int saved = errno;
-    ts_->waitingIn = 0;
-    ts_->waitSince = since_;
-    ts_->deferredLeaf = fn_;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    ts_->deferredLeaf = 0;
-    errno = saved;
-    return result;
-  }
-
-private:
-  uintptr_t fn_;
-  ThreadState* ts_ = nullptr;
-  bool on_ = false;
-  uint64_t since_ = 0;
-  sigset_t old_, mask_;
-};
-
-}  // namespace
 
 void waitsCreditUnfinished(ThreadState& t) {
   // A thread still in a kept-whole wait as the process ends (a progress thread in epoll_wait,
@@ -356,21 +303,31 @@ HPC_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   return q.done(fn(fd, addr, len, flags));
 }
 
+// A send of more than a page may also be cut short by a signal once some of it went out
+// (as a pipe's write: io.cpp), on any socket.
+constexpr size_t kUncut = 4096;
+
+size_t total(const msghdr* m) {
+  size_t t = 0;
+  for (size_t i = 0; m && i < size_t(m->msg_iovlen) && t <= kUncut; ++i) t += m->msg_iov[i].iov_len;
+  return t;
+}
+
 HPC_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
   auto* fn = REAL(send);
-  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || n > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, buf, n, flags));
 }
 
 HPC_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
   auto* fn = REAL(sendto);
-  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || n > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, buf, n, flags, to, len));
 }
 
 HPC_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   auto* fn = REAL(sendmsg);
-  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || total(msg) > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, msg, flags));
 }
 

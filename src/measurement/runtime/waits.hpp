@@ -1,12 +1,78 @@
 #pragma once
 // Waits a sample must not end (waits.cpp): under REALTIME, the interposed waits block the
 // sampling signal over the wait and let it in afterwards.
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
 #include "state.hpp"
+#include "sys.hpp"
 
 namespace hpc::rt {
+
+// True where a REALTIME event is measured: its timer runs on while a thread waits.
+bool quietWaits();
+
+// A measured thread's wait, the sampling signal blocked over it.
+// Also the I/O wrappers' (io.cpp) for transfers a signal could cut short.
+class QuietWait {
+public:
+  // blocking: the wait may last (not a zero timeout); fn: the function waited in.
+  QuietWait(bool blocking, const void* fn) : fn_(reinterpret_cast<uintptr_t>(fn)) {
+    if (!blocking || !quietWaits()) return;
+    ts_ = currentThread();
+    if (!ts_ || ts_->inHandler.load(std::memory_order_relaxed) || ts_->suspend > 0) return;
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, gConfig.sampleSignal);
+    const int saved = errno;
+    on_ = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &ours, &old_, _NSIG / 8) == 0 &&
+          !sigismember(&old_, gConfig.sampleSignal);
+    if (on_) {
+      since_ = nowNs();
+      ts_->waitingSince = since_;
+      ts_->waitingIn = fn_;
+    }
+    errno = saved;
+  }
+  QuietWait(const QuietWait&) = delete;
+  QuietWait& operator=(const QuietWait&) = delete;
+  // The mask a p-form wait takes, with the sampling signal added (the caller's, where it
+  // gave none or waits are not kept whole).
+  const sigset_t* with(const sigset_t* mask) {
+    if (!mask || !on_) return mask;
+    mask_ = *mask;
+    sigaddset(&mask_, gConfig.sampleSignal);
+    return &mask_;
+  }
+  // After the wait: the mask back, and with it the deferred sample, recorded in fn.
+  template <typename R> R done(R result) {
+    if (!on_) return result;
+    const int saved = errno;
+    ts_->waitingIn = 0;
+    ts_->waitSince = since_;
+    ts_->deferredLeaf = fn_;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    ts_->deferredLeaf = 0;
+    errno = saved;
+    return result;
+  }
+
+private:
+  uintptr_t fn_;
+  ThreadState* ts_ = nullptr;
+  bool on_ = false;
+  uint64_t since_ = 0;
+  sigset_t old_, mask_;
+};
+
 
 // For a sample the end of such a wait let in (frames as unwound, frames[0] the interrupted
 // pc): true, with `leaf` the function waited in, which the sample records as its leaf.
