@@ -66,31 +66,47 @@ class Database:
         self.metrics = pd.DataFrame(rows, columns=["metric", "scope", "id", "statistics"])
 
         c = meta["contexts"]
-        fn = c["function"]
-        name = []
-        for kind, f, module, offset, file, line in zip(c["kind"], fn, c["module"], c["offset"], c["file"], c["line"]):
-            if kind == "entry":
-                name.append(f)
-            elif kind == "function":
-                name.append(_function_name(f))
-            elif kind == "loop":
-                name.append(f"loop at {_base(file)}:{line}")
-            elif kind == "line":
-                name.append(f"{_base(file)}:{line}")
-            else:
-                name.append(f"{_base(module)}+{offset:#x}")
-        is_fn = [k == "function" and f is not None for k, f in zip(c["kind"], fn)]
+        fn, kind = _objects(c["function"]), _objects(c["kind"])
+        module, file = _objects(c["module"]), _objects(c["file"])
+        offset = np.asarray(c["offset"], dtype=np.uint64)
+        line = np.asarray(c["line"], dtype=np.int64)
+        # A function context takes its function's module, entry, file and line; every column
+        # is filled by whole arrays (a row at a time took seconds a million contexts).
+        is_fn = (kind == "function") & np.array([f is not None for f in fn], dtype=bool)
+        functions = meta["functions"]
+        fidx = np.array([f[5] for f in fn[is_fn]], dtype=np.int64)
+        def of_function(k, dtype):
+            values = _files.object_array([f[k] for f in functions])
+            return values[fidx].astype(dtype)
+        if len(fidx):
+            module[is_fn] = of_function(1, object)
+            offset[is_fn] = of_function(2, np.uint64)
+            file[is_fn] = of_function(3, object)
+            line[is_fn] = of_function(4, np.int64)
+        name = np.empty(len(kind), dtype=object)
+        entry = kind == "entry"
+        name[entry] = fn[entry]
+        fnames = np.empty(len(functions), dtype=object)
+        fnames[:] = [_function_name(f) for f in functions]
+        name[is_fn] = fnames[fidx] if len(fidx) else []
+        name[(kind == "function") & ~is_fn] = _function_name(None)
+        bases = {v: _base(v) for v in set(file.tolist()) | set(module.tolist())}
+        loop, lexline = kind == "loop", kind == "line"
+        other = ~(entry | (kind == "function") | loop | lexline)
+        name[loop] = [f"loop at {bases[x]}:{n}" for x, n in zip(file[loop].tolist(), line[loop].tolist())]
+        name[lexline] = [f"{bases[x]}:{n}" for x, n in zip(file[lexline].tolist(), line[lexline].tolist())]
+        name[other] = [f"{bases[m]}+{o:#x}" for m, o in zip(module[other].tolist(), offset[other].tolist())]
         self.contexts = pd.DataFrame({
-            "parent": np.array(c["parent"], dtype=np.int64),
-            "depth": np.array(c["depth"], dtype=np.int64),
-            "relation": c["relation"],
-            "kind": c["kind"],
+            "parent": np.asarray(c["parent"], dtype=np.int64),
+            "depth": np.asarray(c["depth"], dtype=np.int64),
+            "relation": _objects(c["relation"]),
+            "kind": kind,
             "name": name,
-            "module": [f[1] if ok else m for ok, f, m in zip(is_fn, fn, c["module"])],
-            "offset": [f[2] if ok else o for ok, f, o in zip(is_fn, fn, c["offset"])],
-            "file": [f[3] if ok else x for ok, f, x in zip(is_fn, fn, c["file"])],
-            "line": [f[4] if ok else x for ok, f, x in zip(is_fn, fn, c["line"])],
-        }, index=pd.Index(np.array(c["id"], dtype=np.int64), name="ctx"))
+            "module": module,
+            "offset": offset,
+            "file": file,
+            "line": line,
+        }, index=pd.Index(np.asarray(c["id"], dtype=np.int64), name="ctx"))
         if not self.contexts.index.is_unique:
             dup = self.contexts.index[self.contexts.index.duplicated()][0]
             raise FormatError(f"{self.directory / 'meta.db'}: context id {dup} is listed more than once in the tree")
@@ -197,7 +213,13 @@ class Database:
         ctx_of_value = np.repeat(idx["ctx"].astype(np.int64), np.diff(np.append(starts, len(vals))))
         if tree_only:
             hit &= np.isin(ctx_of_value, self._tree_ids)
-        return pd.Series(vals["value"][hit].astype(np.float64), index=pd.Index(ctx_of_value[hit], name="ctx"))
+        out = pd.Series(vals["value"][hit].astype(np.float64), index=pd.Index(ctx_of_value[hit], name="ctx"))
+        # One value a context and metric (a damaged index listing a context twice made every
+        # lookup of it a Series, and hot_path's max() fail).
+        if not out.index.is_unique:
+            dup = out.index[out.index.duplicated()][0]
+            self._prof_file.fail(f"context {dup} has two values of metric {metric_id} in one profile")
+        return out
 
     def inclusive(self, metric, stat="sum"):
         return self.summary(metric, "execution", stat)
@@ -380,6 +402,13 @@ class Database:
 
 def _base(path):
     return path.rsplit("/", 1)[-1] if path else "?"
+
+
+def _objects(values):
+    """values (a list, tuple or array) as a one-dimensional object array (tuples kept whole)."""
+    if isinstance(values, np.ndarray):
+        return values.astype(object)
+    return _files.object_array(values)
 
 
 def _function_name(f):

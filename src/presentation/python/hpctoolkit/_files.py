@@ -165,57 +165,19 @@ def read_meta(path):
     out["modules"], out["files"] = list(modules.values()), list(files.values())
     out["functions"] = list(functions.values())
 
-    # The context tree, depth first: parents before children.
-    cp, _ = f.section(3)
-    p_entries, n_entries, sz_entry = f.u64(cp), f.u16(cp + 8), f.u8(cp + 0xA)
-    rows = []
-    add = rows.append
-
-    stack = []
-    for i in range(n_entries):
-        e = p_entries + i * sz_entry
-        cid, ep = f.u32(e + 0x10), f.u16(e + 0x14)
-        pretty = f.string(f.u64(e + 0x18)) if f.u64(e + 0x18) else ENTRY_NAMES.get(ep, f"entry {ep}")
-        add((cid, 0, 1, "call", "entry", pretty, "", 0, "", 0, ep))
-        stack.append((f.u64(e + 8), f.u64(e), cid, 2))
-    seen, buf = 0, f.buf
-    while stack:
-        p, size, parent, depth = stack.pop()
-        end = p + size
-        if end > f.size:
-            f.fail(f"the children of context {parent} run past the end of the file")
-        if end > f.size - 8:
-            f.fail(f"the children of context {parent} run past the end of the file")
-        kids = []
-        while p < end:
-            if p + 0x20 > end:
-                f.fail(f"a child of context {parent} at {p:#x} is cut short")
-            size, children, cid, flags, rel, lex, words = CTX_HEAD.unpack_from(buf, p)
-            flex, word = p + 0x20, 0
-            fn, module, offset, file, line = None, "", 0, "", 0
-            if p + 0x20 + 8 * words > end:
-                f.fail(f"context {cid}'s fields at {p:#x} run past its siblings' array")
-            if flags & 1:
-                fn = functions.get(U64.unpack_from(buf, flex)[0])
-                word += 1
-            if flags & 2:
-                pf, line = FILE_LINE.unpack_from(buf, flex + 8 * word)
-                file = files.get(pf, "")
-                word += 2  # the line's u32 in the low half of the word after the file's
-            if flags & 4:
-                pm, offset = MODULE_OFFSET.unpack_from(buf, flex + 8 * word)
-                module = modules.get(pm, "")
-            kids.append((children, size, cid))
-            add((cid, parent, depth, RELATION.get(rel, "?"), LEXICAL.get(lex, "?"), fn, module, offset, file, line, -1))
-            p += 0x20 + 8 * words
-            seen += 1
-            if seen > f.size:  # a cycle of pointers
-                f.fail("the context tree does not end (a cycle of child pointers)")
-        for children, size, cid in reversed(kids):
-            if size:
-                stack.append((children, size, cid, depth + 1))
+    # The context tree: read with numpy where its records lie as every writer lays them
+    # (sibling arrays one after another, a parent's range holding exactly its children),
+    # else one context at a time, which also says what is wrong with a damaged file.
+    cp, csize = f.section(3)
+    entries = _entries(f, cp)
     keys = ("id", "parent", "depth", "relation", "kind", "function", "module", "offset", "file", "line", "entry")
-    columns = list(zip(*rows)) if rows else [[] for _ in keys]
+    try:
+        columns = _tree_vectorized(f, cp, csize, entries, functions, files, modules)
+    except (OverflowError, ValueError, IndexError, MemoryError):  # damaged pointers and sizes
+        columns = None
+    if columns is None:
+        rows = _tree_loop(f, entries, functions, files, modules)
+        columns = list(zip(*rows)) if rows else [[] for _ in keys]
     out["contexts"] = dict(zip(keys, columns))
     return out
 
@@ -274,3 +236,194 @@ def read_traces(path):
             f.fail(f"trace {i}'s line is not a whole number of elements")
         lines.append((f.u32(a), start, end))
     return f, lines, f.u64(tp + 0x10), f.u64(tp + 0x18)
+
+
+def _entries(f, cp):
+    """The entry points: (szChildren, pChildren, ctx id, entry point, pretty name)."""
+    p_entries, n_entries, sz_entry = f.u64(cp), f.u16(cp + 8), f.u8(cp + 0xA)
+    out = []
+    for i in range(n_entries):
+        e = p_entries + i * sz_entry
+        cid, ep = f.u32(e + 0x10), f.u16(e + 0x14)
+        pretty = f.string(f.u64(e + 0x18)) if f.u64(e + 0x18) else ENTRY_NAMES.get(ep, f"entry {ep}")
+        out.append((f.u64(e), f.u64(e + 8), cid, ep, pretty))
+    return out
+
+
+def _tree_loop(f, entries, functions, files, modules):
+    """The context tree one context at a time, depth first: parents before children."""
+    rows = []
+    add = rows.append
+    stack = []
+    for size, children, cid, ep, pretty in entries:
+        add((cid, 0, 1, "call", "entry", pretty, "", 0, "", 0, ep))
+        stack.append((children, size, cid, 2))
+    seen, buf = 0, f.buf
+    while stack:
+        p, size, parent, depth = stack.pop()
+        end = p + size
+        if end > f.size:
+            f.fail(f"the children of context {parent} run past the end of the file")
+        if end > f.size - 8:
+            f.fail(f"the children of context {parent} run past the end of the file")
+        kids = []
+        while p < end:
+            if p + 0x20 > end:
+                f.fail(f"a child of context {parent} at {p:#x} is cut short")
+            size, children, cid, flags, rel, lex, words = CTX_HEAD.unpack_from(buf, p)
+            flex, word = p + 0x20, 0
+            fn, module, offset, file, line = None, "", 0, "", 0
+            if p + 0x20 + 8 * words > end:
+                f.fail(f"context {cid}'s fields at {p:#x} run past its siblings' array")
+            if flags & 1:
+                fn = functions.get(U64.unpack_from(buf, flex)[0])
+                word += 1
+            if flags & 2:
+                pf, line = FILE_LINE.unpack_from(buf, flex + 8 * word)
+                file = files.get(pf, "")
+                word += 2  # the line's u32 in the low half of the word after the file's
+            if flags & 4:
+                pm, offset = MODULE_OFFSET.unpack_from(buf, flex + 8 * word)
+                module = modules.get(pm, "")
+            kids.append((children, size, cid))
+            add((cid, parent, depth, RELATION.get(rel, "?"), LEXICAL.get(lex, "?"), fn, module, offset, file, line, -1))
+            p += 0x20 + 8 * words
+            seen += 1
+            if seen > f.size:  # a cycle of pointers
+                f.fail("the context tree does not end (a cycle of child pointers)")
+        for children, size, cid in reversed(kids):
+            if size:
+                stack.append((children, size, cid, depth + 1))
+    return rows
+
+
+def object_array(values):
+    """A one-dimensional object array of values (tuples kept whole, whatever their lengths)."""
+    out = np.empty(len(values), dtype=object)
+    try:
+        out[:] = values
+    except ValueError:  # a numpy that reads equal-length tuples as a second dimension
+        for i, v in enumerate(values):
+            out[i] = v
+    return out
+
+
+def _lookup(table, pointers, missing):
+    """Each pointer's entry of table (a dict by pointer), or `missing`, as an object array."""
+    out = np.empty(len(pointers), dtype=object)
+    out[:] = [missing]
+    if not table or not len(pointers):
+        return out
+    keys = np.fromiter(table.keys(), dtype=np.uint64, count=len(table))
+    order = np.argsort(keys)
+    keys = keys[order]
+    values = object_array(list(table.values()))[order]
+    at = np.minimum(np.searchsorted(keys, pointers), len(keys) - 1)
+    hit = keys[at] == pointers
+    out[hit] = values[at[hit]]
+    return out
+
+
+def _tree_vectorized(f, cp, csize, entries, functions, files, modules):
+    """The context tree read with numpy, parents before children (by depth); None where the
+    records do not lie as expected (then the loop reads them, and says what is wrong)."""
+    starts = [children for size, children, _, _, _ in entries if size]
+    if not starts:
+        return None
+    lo, hi = min(starts), cp + csize
+    if lo % 8 or lo < cp or hi > f.size:
+        return None
+    # Every record from the first child array on, one after another (a record's size is in
+    # its header): those that lie in some parent's range are the contexts.
+    buf, pos, p, limit = f.buf, [], lo, hi - 0x20
+    append = pos.append
+    try:
+        while p <= limit:
+            append(p)
+            p += 0x20 + 8 * buf[p + 0x17]
+    except IndexError:
+        return None
+    if not pos:
+        return None
+    P = np.array(pos, dtype=np.int64)
+    nflex = np.frombuffer(buf, dtype=np.uint8, count=f.size)[P + 0x17].astype(np.int64)
+    ends = P + 0x20 + 8 * nflex
+    if (ends > hi).any():
+        P, nflex, ends = P[ends <= hi], nflex[ends <= hi], ends[ends <= hi]
+    words = np.frombuffer(buf, dtype="<u8", count=f.size // 8)
+    W = P // 8
+    sz, pc = words[W], words[W + 1]
+    cid = (words[W + 2] & 0xFFFFFFFF).astype(np.int64)
+    u8 = np.frombuffer(buf, dtype=np.uint8, count=f.size)
+    flags, rel, lex = u8[P + 0x14], u8[P + 0x15], u8[P + 0x16]
+    # Each parent's children: the records from its pChildren to pChildren + szChildren.
+    par_ptr = np.concatenate([np.array([c for s_, c, _, _, _ in entries if s_], dtype=np.int64), pc[sz > 0].astype(np.int64)])
+    par_size = np.concatenate([np.array([s_ for s_, _, _, _, _ in entries if s_], dtype=np.int64), sz[sz > 0].astype(np.int64)])
+    n_entry_parents = sum(1 for s_, _, _, _, _ in entries if s_)
+    par_id = np.concatenate([np.array([c for s_, _, c, _, _ in entries if s_], dtype=np.int64), cid[sz > 0]])
+    par_rec = np.concatenate([np.full(n_entry_parents, -1, dtype=np.int64), np.nonzero(sz > 0)[0]])
+    first = np.searchsorted(P, par_ptr)
+    last = np.searchsorted(P, par_ptr + par_size)
+    if (first >= len(P)).any() or (P[np.minimum(first, len(P) - 1)] != par_ptr).any() or (last <= first).any():
+        return None
+    if (ends[last - 1] != par_ptr + par_size).any():
+        return None
+    counts = last - first
+    if counts.sum() > len(P):
+        return None
+    child = np.repeat(first - np.cumsum(np.concatenate([[0], counts[:-1]])), counts) + np.arange(counts.sum())
+    owner = np.full(len(P), -2, dtype=np.int64)  # -2: in no parent's range
+    parent_id = np.zeros(len(P), dtype=np.int64)
+    if len(np.unique(child)) != len(child):
+        return None  # a record in two parents' ranges
+    owner[child] = np.repeat(par_rec, counts)
+    parent_id[child] = np.repeat(par_id, counts)
+    keep = owner != -2
+    # Depth by pointer jumping: each record's distance to a child of an entry point.
+    up = owner.copy()
+    dist = (up >= 0).astype(np.int64)
+    for _ in range(64):
+        m = up >= 0
+        if not m.any():
+            break
+        nxt = up.copy()
+        dist[m] += dist[up[m]]
+        nxt[m] = up[up[m]]
+        up = nxt
+    else:
+        return None  # a cycle
+    if (up[keep] != -1).any():
+        return None
+    # The flex fields: the function pointer, then file and line, then module and offset.
+    has_fn, has_src, has_mod = (flags & 1).astype(np.int64), (flags & 2) >> 1, (flags & 4) >> 2
+    if (4 + has_fn + 2 * has_src + 2 * has_mod > 4 + nflex).any():
+        return None
+    fw = W + 4
+    fn_ptr = np.where(has_fn == 1, words[np.minimum(fw, len(words) - 1)], 0)
+    sw = fw + has_fn
+    file_ptr = np.where(has_src == 1, words[np.minimum(sw, len(words) - 1)], 0)
+    line = np.where(has_src == 1, words[np.minimum(sw + 1, len(words) - 1)] & 0xFFFFFFFF, 0)
+    mw = sw + 2 * has_src
+    mod_ptr = np.where(has_mod == 1, words[np.minimum(mw, len(words) - 1)], 0)
+    offset = np.where(has_mod == 1, words[np.minimum(mw + 1, len(words) - 1)], 0)
+    fn = _lookup(functions, fn_ptr, None)
+    fn[has_fn == 0] = None
+    file = _lookup(files, file_ptr, "")
+    module = _lookup(modules, mod_ptr, "")
+    relation = np.array([RELATION.get(i, "?") for i in range(256)], dtype=object)[rel]
+    kind = np.array([LEXICAL.get(i, "?") for i in range(256)], dtype=object)[lex]
+    depth = dist + 2
+    idx = np.nonzero(keep)[0]
+    idx = idx[np.argsort(depth[idx], kind="stable")]
+    # Columns, the entry points first.
+    ne = len(entries)
+    def col(head, values):
+        out = np.empty(ne + len(idx), dtype=values.dtype)
+        out[:ne] = head
+        out[ne:] = values[idx]
+        return out
+    return [col([e[2] for e in entries], cid), col([0] * ne, parent_id), col([1] * ne, depth),
+            col(["call"] * ne, relation), col(["entry"] * ne, kind), col([e[4] for e in entries], fn),
+            col([""] * ne, module), col([0] * ne, offset.astype(np.uint64)), col([""] * ne, file),
+            col([0] * ne, line.astype(np.int64)), np.concatenate([np.array([e[3] for e in entries], dtype=np.int64),
+                                                                   np.full(len(idx), -1, dtype=np.int64)])]
