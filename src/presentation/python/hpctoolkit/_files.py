@@ -326,12 +326,28 @@ def _lookup(table, pointers, missing):
 
 def _tree_vectorized(f, cp, csize, entries, functions, files, modules):
     """The context tree read with numpy, parents before children (by depth); None where the
-    records do not lie as expected (then the loop reads them, and says what is wrong)."""
+    records do not lie as expected (then the loop reads them, and says what is wrong). The
+    records are looked for from the end of the section's header (the reference writes
+    children before their parents, and its entry points last; a 32-byte entry point reads as
+    a record without fields, so a run through them stays in step) or else from the first
+    entry point's children (ours)."""
     starts = [children for size, children, _, _, _ in entries if size]
     if not starts:
         return None
-    lo, hi = min(starts), cp + csize
-    if lo % 8 or lo < cp or hi > f.size:
+    # The entry points' own array is no records' (the run from the header passes through it).
+    p_entries, n_entries, sz_entry = f.u64(cp), f.u16(cp + 8), f.u8(cp + 0xA)
+    skip = (p_entries, p_entries + n_entries * sz_entry)
+    for lo in (cp + 0x10, min(starts)):
+        if cp <= lo <= min(starts):
+            columns = _tree_from(f, lo, cp + csize, skip, entries, functions, files, modules)
+            if columns is not None:
+                return columns
+    return None
+
+
+def _tree_from(f, lo, hi, skip, entries, functions, files, modules):
+    """_tree_vectorized with the records looked for from lo."""
+    if lo % 8 or hi > f.size:
         return None
     # Every record from the first child array on, one after another (a record's size is in
     # its header): those that lie in some parent's range are the contexts.
@@ -346,6 +362,9 @@ def _tree_vectorized(f, cp, csize, entries, functions, files, modules):
     if not pos:
         return None
     P = np.array(pos, dtype=np.int64)
+    P = P[(P < skip[0]) | (P >= skip[1])]
+    if not len(P):
+        return None
     nflex = np.frombuffer(buf, dtype=np.uint8, count=f.size)[P + 0x17].astype(np.int64)
     ends = P + 0x20 + 8 * nflex
     if (ends > hi).any():
