@@ -180,6 +180,24 @@ check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CP
 
 # The hot path of small.d ends in its hot function.
 small = hpctoolkit.open(dbase / "small.d")
+
+
+def same_trees(name, path):
+    """The tree read with numpy equals the one read a context at a time (the walk that reads
+    the files the numpy reader leaves to it)."""
+    from hpctoolkit import _files
+    fast = hpctoolkit.open(path).contexts.sort_index()
+    vectorized = _files._tree_vectorized
+    _files._tree_vectorized = lambda *args: None
+    try:
+        walked = hpctoolkit.open(path).contexts.sort_index()
+    finally:
+        _files._tree_vectorized = vectorized
+    check(fast.astype(str).equals(walked.astype(str)), f"{name}: the two tree readers differ")
+
+
+for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
+    same_trees(name, dbase / name)
 hot = small.hot_path("CPUTIME")
 names = [small.contexts.at[c, "name"] for c in hot]
 check(any(n.startswith("spinsleep") for n in names), f"small.d: hot path {names}")
@@ -199,6 +217,7 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True, text=True)
     check(r.returncode == 0, f"hpcprof: {r.stderr}")
     db, mname = against_reference("threads (ours)", dbdir)
+    same_trees("threads (ours)", dbdir)
     against_hpcreport("threads (ours)", dbdir, db, mname)
     check(len(db.profiles) > 100, f"threads: {len(db.profiles)} profiles")
     hot = [db.contexts.at[c, "name"] for c in db.hot_path(mname)]
