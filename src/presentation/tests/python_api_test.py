@@ -178,9 +178,6 @@ for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
 check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CPUTIME (sec)>"),
       f"repr: {hpctoolkit.open(dbase / 'small.d')!r}")
 
-# The hot path of small.d ends in its hot function.
-small = hpctoolkit.open(dbase / "small.d")
-
 
 def same_trees(name, path):
     """The tree read with numpy equals the one read a context at a time (the walk that reads
@@ -198,6 +195,9 @@ def same_trees(name, path):
 
 for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
     same_trees(name, dbase / name)
+
+# The hot path of small.d ends in its hot function.
+small = hpctoolkit.open(dbase / "small.d")
 hot = small.hot_path("CPUTIME")
 names = [small.contexts.at[c, "name"] for c in hot]
 check(any(n.startswith("spinsleep") for n in names), f"small.d: hot path {names}")
