@@ -69,17 +69,9 @@ void count(int dir, ssize_t bytes) {
   errno = saved;
 }
 
-constexpr size_t kUncut = 4096;  // transfers up to a page: no signal cuts them short
-
-size_t total(const iovec* iov, int n) {
-  size_t t = 0;
-  for (int i = 0; i < n && t <= kUncut; ++i) t += iov[i].iov_len;
-  return t;
-}
-
-// REAL(fn) of a transfer of n bytes, kept whole under REALTIME when it could be cut.
-template <class Fn, class... Args> ssize_t whole(Fn* fn, size_t n, Args... args) {
-  QuietWait q(n > kUncut, reinterpret_cast<const void*>(fn));
+// REAL(fn) of a transfer, kept whole under REALTIME where a signal could cut it short.
+template <class Fn, class... Args> ssize_t whole(Fn* fn, bool cuttable, Args... args) {
+  QuietWait q(cuttable, reinterpret_cast<const void*>(fn));
   return q.done(fn(args...));
 }
 
@@ -101,49 +93,49 @@ void ioInit() {
 using namespace hpc::rt;
 
 HPC_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  const ssize_t r = whole(REAL(read), n, fd, buf, n);
+  const ssize_t r = whole(REAL(read), mayBeCut(n), fd, buf, n);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  const ssize_t r = whole(REAL(write), n, fd, buf, n);
+  const ssize_t r = whole(REAL(write), mayBeCut(n), fd, buf, n);
   count(1, r);
   return r;
 }
 
 HPC_EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t at) {
-  const ssize_t r = whole(REAL(pread), n, fd, buf, n, at);
+  const ssize_t r = whole(REAL(pread), mayBeCut(n), fd, buf, n, at);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t at) {
-  const ssize_t r = whole(REAL(pread64), n, fd, buf, n, at);
+  const ssize_t r = whole(REAL(pread64), mayBeCut(n), fd, buf, n, at);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t pwrite(int fd, const void* buf, size_t n, off_t at) {
-  const ssize_t r = whole(REAL(pwrite), n, fd, buf, n, at);
+  const ssize_t r = whole(REAL(pwrite), mayBeCut(n), fd, buf, n, at);
   count(1, r);
   return r;
 }
 
 HPC_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t at) {
-  const ssize_t r = whole(REAL(pwrite64), n, fd, buf, n, at);
+  const ssize_t r = whole(REAL(pwrite64), mayBeCut(n), fd, buf, n, at);
   count(1, r);
   return r;
 }
 
 HPC_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(readv), total(iov, n), fd, iov, n);
+  const ssize_t r = whole(REAL(readv), mayBeCut(iov, n), fd, iov, n);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(writev), total(iov, n), fd, iov, n);
+  const ssize_t r = whole(REAL(writev), mayBeCut(iov, n), fd, iov, n);
   count(1, r);
   return r;
 }

@@ -93,10 +93,10 @@ bool semWaits(const sembuf* ops, size_t n) {
 
 bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
 
-}  // namespace
-
 // -1: not known yet; 0: no REALTIME event; 1: waits are kept whole.
 std::atomic<int> gQuiet{-1};
+
+}  // namespace
 
 bool quietWaits() {
   int q = gQuiet.load(std::memory_order_relaxed);
@@ -107,7 +107,6 @@ bool quietWaits() {
   }
   return q != 0;
 }
-
 
 void waitsCreditUnfinished(ThreadState& t) {
   // A thread still in a kept-whole wait as the process ends (a progress thread in epoll_wait,
@@ -305,29 +304,23 @@ HPC_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 
 // A send of more than a page may also be cut short by a signal once some of it went out
 // (as a pipe's write: io.cpp), on any socket.
-constexpr size_t kUncut = 4096;
-
-size_t total(const msghdr* m) {
-  size_t t = 0;
-  for (size_t i = 0; m && i < size_t(m->msg_iovlen) && t <= kUncut; ++i) t += m->msg_iov[i].iov_len;
-  return t;
-}
 
 HPC_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
   auto* fn = REAL(send);
-  QuietWait q((timedSocket(fd) || n > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || mayBeCut(n)) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, buf, n, flags));
 }
 
 HPC_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t len) {
   auto* fn = REAL(sendto);
-  QuietWait q((timedSocket(fd) || n > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || mayBeCut(n)) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, buf, n, flags, to, len));
 }
 
 HPC_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   auto* fn = REAL(sendmsg);
-  QuietWait q((timedSocket(fd) || total(msg) > kUncut) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  QuietWait q((timedSocket(fd) || (msg && mayBeCut(msg->msg_iov, int(msg->msg_iovlen)))) && !(flags & MSG_DONTWAIT),
+              reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, msg, flags));
 }
 

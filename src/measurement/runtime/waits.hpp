@@ -3,6 +3,7 @@
 // sampling signal over the wait and let it in afterwards.
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +18,17 @@ namespace hpc::rt {
 
 // True where a REALTIME event is measured: its timer runs on while a thread waits.
 bool quietWaits();
+
+// Whether a transfer of n bytes (or of an iovec array's) may be cut short by a signal once
+// part is copied (a read of /dev/urandom, a write into a full pipe or socket): more than a
+// page. Up to a page no signal cuts one (a pipe write of at most PIPE_BUF is atomic).
+constexpr size_t kUncutTransfer = 4096;
+inline bool mayBeCut(size_t n) { return n > kUncutTransfer; }
+inline bool mayBeCut(const iovec* iov, int n) {
+  size_t t = 0;
+  for (int i = 0; i < n && t <= kUncutTransfer; ++i) t += iov[i].iov_len;
+  return t > kUncutTransfer;
+}
 
 // A measured thread's wait, the sampling signal blocked over it.
 // Also the I/O wrappers' (io.cpp) for transfers a signal could cut short.
