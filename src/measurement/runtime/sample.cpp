@@ -9,12 +9,12 @@
 #include "gpu/gpu.hpp"
 #include "loadmap.hpp"
 #include "output.hpp"
+#include "python.hpp"
 #include "signals.hpp"
 #include "sources.hpp"
 #include "sys.hpp"
 #include "unwind.hpp"
 #include "unwind_cache.hpp"
-#include "python.hpp"
 #include "waits.hpp"
 
 namespace hpc::rt {
