@@ -1,6 +1,5 @@
 // The launching thread's side of GPU measurement: the calling context of a launch, the
 // placeholder under it, and the attribution of the records that come back.
-#include <setjmp.h>
 #include <time.h>
 
 #include <new>
@@ -12,7 +11,6 @@
 #include "measurement/runtime/loadmap.hpp"
 #include "measurement/runtime/sample.hpp"
 #include "measurement/runtime/sys.hpp"
-#include "measurement/runtime/unwind.hpp"
 
 namespace hpc::rt::gpu {
 
@@ -29,9 +27,6 @@ ThreadGpu* threadGpu(ThreadState& ts) {
   ts.gpu = g;
   return g;
 }
-
-// The calling context of the GPU API call being wrapped.
-CctNode* launchContext(ThreadState& ts) { return contextHere(ts); }
 
 double* slots(ThreadState& ts, CctNode* n) {
   if (!n->extra) n->extra = static_cast<double*>(ts.arena.alloc(kMetricCount * sizeof(double)));
@@ -81,7 +76,7 @@ Activity* beginOperation(ThreadState& ts, OpKind kind, uint64_t tag, Stream* str
   ThreadGpu* g = threadGpu(ts);
   if (!g) return nullptr;
   drain(ts, false);
-  CctNode* ctx = launchContext(ts);
+  CctNode* ctx = contextHere(ts);  // the wrapped GPU API call's
   CctNode* ph = ctx ? ts.cct.child(ctx, kPlaceholderModule, tag) : nullptr;
   if (!ph) return nullptr;
   // As the reference: with tracing, the launch context also holds a GPUTrace placeholder,
@@ -114,7 +109,7 @@ void launched(ThreadState& ts, Activity*) { ++ts.gpu->launched; }
 
 void attributeHere(ThreadState& ts, uint64_t tag, const uint8_t* metrics, const double* values, unsigned n) {
   if (!threadGpu(ts)) return;
-  CctNode* ctx = launchContext(ts);
+  CctNode* ctx = contextHere(ts);  // the wrapped GPU API call's
   CctNode* ph = ctx ? ts.cct.child(ctx, kPlaceholderModule, tag) : nullptr;
   double* m = ph ? slots(ts, ph) : nullptr;
   if (!m) return;
