@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "arena.hpp"
 #include "gpu/gpu.hpp"
@@ -42,6 +43,8 @@ ExecveFn real_execve;
 ExecvFn real_execv;
 ExecvFn real_execvp;
 ExecveFn real_execvpe;
+int (*real_fexecve)(int, char* const[], char* const[]);
+int (*real_execveat)(int, const char*, char* const[], char* const[], int);
 void (*real__exit)(int);
 void (*real__Exit)(int);
 void* (*real_dlopen)(const char*, int);
@@ -92,9 +95,10 @@ void launchGive(Launch* l) {
 HPC_TRAMPOLINE void* threadTrampoline(void* p) {
   Launch l = *static_cast<Launch*>(p);
   launchGive(static_cast<Launch*>(p));
-  ThreadState* ts = threadBegin();
+  threadBegin();
   void* rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);
-  threadEnd(ts);
+  // The state the thread has now: a fork child's, or one taken up after a failed exec.
+  threadEnd(currentThread());
   return rv;
 }
 
@@ -118,9 +122,61 @@ int hpc::rt::realPthreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (
 
 namespace {
 
+// An exec ends the measurement first: the image that follows knows nothing of it. Where the
+// exec cannot start anything (no such file, not executable, not a regular file, as when
+// execvp's search finds nothing), the measurement is not ended for it: the exec fails as it
+// would bare. One that fails all the same (ENOEXEC, E2BIG, ...) takes the measurement up
+// again (processResumeAfterFailedExec).
+bool mayExecAt(int dirfd, const char* path, int flags) {
+  struct stat st;
+  if (!path) return false;
+  if (*path == 0 && (flags & AT_EMPTY_PATH)) return fstat(dirfd, &st) == 0 && S_ISREG(st.st_mode);
+  return fstatat(dirfd, path, &st, flags & AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         faccessat(dirfd, path, X_OK, AT_EACCESS) == 0;
+}
+
+bool mayExec(const char* path) { return mayExecAt(AT_FDCWD, path, 0); }
+
+// Whether execvp's search (glibc's: $PATH, or /bin:/usr/bin without it; an empty entry is the
+// working directory) finds a file it could start.
+bool mayExecSearched(const char* file) {
+  if (!file || !*file) return false;
+  for (const char* c = file; *c; ++c)
+    if (*c == '/') return mayExec(file);
+  const char* path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  const size_t flen = strlen(file);
+  char buf[4096];
+  for (const char* dir = path;; ++dir) {
+    const char* end = dir;
+    while (*end && *end != ':') ++end;
+    const size_t dlen = size_t(end - dir);
+    if (dlen + 1 + flen < sizeof buf) {
+      size_t n = 0;
+      if (dlen) {
+        memcpy(buf, dir, dlen);
+        n = dlen;
+        buf[n++] = '/';
+      }
+      memcpy(buf + n, file, flen + 1);
+      if (mayExec(buf)) return true;
+    }
+    if (!*end) return false;
+    dir = end;
+  }
+}
+
 void finalizeForExec() {
   SuspendSampling guard;
   processFinalize("exec");
+}
+
+// The exec returned: it failed.
+int execFailed(int rc) {
+  const int err = errno;
+  processResumeAfterFailedExec(err);
+  errno = err;
+  return rc;
 }
 
 }  // namespace
@@ -193,23 +249,41 @@ HPC_EXPORT int daemon(int nochdir, int noclose) {
 HPC_EXPORT pid_t vfork() { return fork(); }
 
 HPC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  if (!mayExec(path)) return REAL(execve)(path, argv, envp);
   finalizeForExec();
-  return REAL(execve)(path, argv, envp);
+  return execFailed(REAL(execve)(path, argv, envp));
 }
 
 HPC_EXPORT int execv(const char* path, char* const argv[]) {
+  if (!mayExec(path)) return REAL(execv)(path, argv);
   finalizeForExec();
-  return REAL(execv)(path, argv);
+  return execFailed(REAL(execv)(path, argv));
 }
 
 HPC_EXPORT int execvp(const char* file, char* const argv[]) {
+  if (!mayExecSearched(file)) return REAL(execvp)(file, argv);
   finalizeForExec();
-  return REAL(execvp)(file, argv);
+  return execFailed(REAL(execvp)(file, argv));
 }
 
 HPC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  if (!mayExecSearched(file)) return REAL(execvpe)(file, argv, envp);
   finalizeForExec();
-  return REAL(execvpe)(file, argv, envp);
+  return execFailed(REAL(execvpe)(file, argv, envp));
+}
+
+// glibc's own fexecve and execveat call the kernel directly: without these the image before
+// them was never written.
+HPC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  if (!mayExecAt(fd, "", AT_EMPTY_PATH)) return REAL(fexecve)(fd, argv, envp);
+  finalizeForExec();
+  return execFailed(REAL(fexecve)(fd, argv, envp));
+}
+
+HPC_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  if (!mayExecAt(dirfd, path, flags)) return REAL(execveat)(dirfd, path, argv, envp, flags);
+  finalizeForExec();
+  return execFailed(REAL(execveat)(dirfd, path, argv, envp, flags));
 }
 
 namespace {

@@ -190,6 +190,17 @@ void outputChildAfterFork() {
   logText("hpcrun: forked child\n");
 }
 
+void outputResumeAfterExec(int err, unsigned lostThreads) {
+  openLog();
+  setAnonymousPath();
+  char buf[256];
+  Text t(buf, sizeof buf);
+  t.str("hpcrun: exec failed (errno ").dec(uint64_t(err)).str("): measuring again from here");
+  if (lostThreads) t.str("; ").dec(lostThreads).str(" other thread(s) no longer measured");
+  t.ch('\n');
+  logText(buf);
+}
+
 bool outputOpenTrace(ThreadState& ts) {
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpctrace");

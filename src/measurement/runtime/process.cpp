@@ -150,6 +150,35 @@ void processFinalize(const char* reason) {
   outputWriteLog(reason);
 }
 
+// An exec that failed returns to the program, whose measurement was written for the new
+// image: the calling thread's goes on in a new generation of files (log, profile, trace), as
+// an exec'd image's would. Threads it had created stay unmeasured: their sources were stopped
+// and their profiles written, and only a thread itself can take up new state. A process that
+// had GPU work stays unmeasured too, its tracers being gone.
+void processResumeAfterFailedExec(int err) {
+  ThreadState* old = currentThread();
+  if (!gReady || !gFinalized.load() || !old) return;
+  unsigned others = 0;
+  for (ThreadState* t = registryHead(); t; t = t->next) {
+    if (t->gpu) return;
+    others += t != old;
+  }
+  registryReset();
+  outputResumeAfterExec(err, others);
+  ThreadState* ts = newThreadState(old->isMain);
+  if (!ts) return;
+  ++ts->suspend;
+  ts->py = old->py;  // the Python frames on this thread's stack are still there
+  ts->altStack = old->altStack;
+  old->py = nullptr;
+  old->altStack = nullptr;
+  if (gConfig.trace) outputOpenTrace(*ts);
+  gFinalized.store(false, std::memory_order_release);
+  sourcesStartThread(*ts);
+  gSampling.store(true, std::memory_order_release);
+  --ts->suspend;
+}
+
 void processChildAfterFork() {
   if (!gReady || gFinalized.load()) return;
   gpu::childAfterFork();
@@ -159,7 +188,7 @@ void processChildAfterFork() {
   // The forking thread's Python frames are the child's too (a multiprocessing worker keeps
   // its hook): the stack, in the parent's arena, is the child's copy.
   PyStack* py = parent ? parent->py : nullptr;
-  registryResetForChild(nullptr);
+  registryReset();
   outputChildAfterFork();
   ThreadState* ts = newThreadState(true);
   if (!ts) return;

@@ -15,6 +15,7 @@ ThreadState* threadBegin();               // on a new thread, before its start r
 void threadEnd(ThreadState* ts);          // on the thread, after its start routine / at pthread_exit
 void processFinalize(const char* reason); // MT: thread-safe, idempotent, async-signal-safe
 void processChildAfterFork();             // in a fork child: fresh measurement, new files
+void processResumeAfterFailedExec(int err);  // exec returned: this thread measured again, new files
 void processMainReturned();               // main returned: its GPU operations are collected
 // pthread_create itself (not the interposed one): the runtime's own threads are not measured.
 int realPthreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg);

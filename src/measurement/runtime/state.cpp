@@ -56,10 +56,10 @@ ThreadState* newThreadState(bool isMain) {
   return ts;
 }
 
-void registryResetForChild(ThreadState* self) {
+void registryReset() {
   gHead.store(nullptr, std::memory_order_relaxed);
   gNextIndex.store(1, std::memory_order_relaxed);
-  tlsState = self;
+  tlsState = nullptr;
 }
 
 }  // namespace hpc::rt

@@ -111,7 +111,7 @@ constexpr uint32_t kTraceBufRecords = 4096;
 ThreadState* currentThread();                 // MT: async-signal-safe; nullptr if unmeasured
 ThreadState* newThreadState(bool isMain);     // allocates, registers and binds to this thread
 ThreadState* registryHead();
-void registryResetForChild(ThreadState* self);
+void registryReset();                         // empty, next index 1, this thread unbound (fork child, failed exec)
 void bindThread(ThreadState* ts);
 
 }  // namespace hpc::rt

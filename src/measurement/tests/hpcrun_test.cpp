@@ -624,6 +624,46 @@ TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
   fs::remove_all(scratch);
 }
 
+// An exec that fails returns to the program: the measurement goes on in new files (before:
+// the rest of the run was never measured). Execs that cannot start anything (no such file,
+// nothing on PATH) do not end it at all; those that fail later (ENOEXEC, by execv and by
+// fexecve, which had not been watched: the image before it was never written) end it and
+// take it up again, threads created afterwards included.
+TEST(Processes, WorkAfterAFailedExecIsMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-failed-exec";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "failed_exec-gcc 0.5";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  EXPECT_NE(bare.out.find("execv unknown format: Exec format error"), std::string::npos) << bare.out;
+  EXPECT_NE(bare.out.find("fexecve unknown format: Exec format error"), std::string::npos) << bare.out;
+  const fs::path meas = scratch / "m";
+  Outcome prof = run(kBin + " -e CPUTIME@1000 -t -o " + meas.string() + " " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  int logs = 0, finalizedAtExec = 0, resumed = 0;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".log") continue;
+    ++logs;
+    const std::string log = slurp(e.path());
+    finalizedAtExec += log.find("finalized at exec") != std::string::npos;
+    resumed += log.find("exec failed (errno 8)") != std::string::npos;
+  }
+  EXPECT_EQ(logs, 3);  // the two missing programs did not end a generation
+  EXPECT_EQ(finalizedAtExec, 2);
+  EXPECT_EQ(resumed, 2);
+  Analysis a = analyze(meas);
+  EXPECT_EQ(a.profiles, 4);  // main in each generation, the thread in the last
+  EXPECT_EQ(a.traces, 4);
+  EXPECT_GT(a.byLeaf["work_before"], 0.02);
+  EXPECT_GT(a.byLeaf["work_after"], 0.02);
+  EXPECT_GT(a.byLeaf["thread_work"], 0.02);
+  EXPECT_GT(a.others, 0.02);  // thread_work on a thread of its own
+  ASSERT_GT(a.total, 0);
+  EXPECT_GE(a.complete / a.total, 0.99);
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};

@@ -1,0 +1,60 @@
+/* Execs that fail, and the work after them: a path that does not exist, a command execvp
+ * finds nowhere, a file with the execute bit but no format the kernel knows (ENOEXEC, past any
+ * check a wrapper can make beforehand), the same by fexecve, then a thread and more work.
+ * Prints each exec's errno and the work's checksum (deterministic). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "work.h"
+
+static double scale;
+
+__attribute__((noinline)) uint64_t work_before(void) { return spin((uint64_t)(100000000 * scale), 3); }
+__attribute__((noinline)) uint64_t work_after(void) { return spin((uint64_t)(150000000 * scale), 5); }
+__attribute__((noinline)) uint64_t thread_work(void) { return spin((uint64_t)(100000000 * scale), 9); }
+
+static void* thread_main(void* arg) {
+  *(uint64_t*)arg = thread_work();
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  scale = scale_arg(argc, argv);
+  uint64_t sum = work_before();
+  char* args[] = {"nothing", NULL};
+  execv("/nonexistent/hpcrun-test/prog", args);
+  printf("execv missing: %s\n", strerror(errno));
+  execvp("no-such-command-for-hpcrun-test", args);
+  printf("execvp missing: %s\n", strerror(errno));
+
+  char path[] = "/tmp/hpcrun-failed-exec-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return 2;
+  static const char junk[] = "\x7f" "ELX not a program\n";
+  if (write(fd, junk, sizeof junk) != (ssize_t)sizeof junk) return 3;
+  close(fd);
+  chmod(path, 0700);
+  execv(path, args);
+  printf("execv unknown format: %s\n", strerror(errno));
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  extern char** environ;
+  fexecve(fd, args, environ);
+  printf("fexecve unknown format: %s\n", strerror(errno));
+  close(fd);
+  unlink(path);
+
+  uint64_t t = 0;
+  pthread_t th;
+  if (pthread_create(&th, NULL, thread_main, &t) != 0) return 4;
+  sum ^= work_after();
+  pthread_join(th, NULL);
+  sum ^= t;
+  printf("failed_exec: done %llu\n", (unsigned long long)(sum & 0));
+  return 0;
+}
