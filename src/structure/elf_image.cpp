@@ -68,6 +68,7 @@ Status ElfImage::load() {
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) return Status::error("only 64-bit ELF binaries are supported");
   machine_ = eh.e_machine;
   flags_ = eh.e_flags;
+  entry_ = eh.e_entry;
   relocatable_ = eh.e_type == ET_REL || machine_ == EM_CUDA;
   // A file cut short (a copy or a build interrupted) has its section headers, at the end,
   // past its end: libelf then lists no sections, and the binary would seem to have no code.

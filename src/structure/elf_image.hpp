@@ -48,6 +48,7 @@ public:
   const std::string& path() const { return path_; }
   uint16_t machine() const { return machine_; }
   uint32_t flags() const { return flags_; }  // e_flags (a cubin's SM version)
+  uint64_t entry() const { return entry_; }  // e_entry (0 in a shared library without one)
   bool is_x86_64() const;
   bool is_cuda() const;
   Elf* elf() const { return elf_; }
@@ -108,6 +109,7 @@ private:
   Elf* elf_ = nullptr;
   uint16_t machine_ = 0;
   uint32_t flags_ = 0;
+  uint64_t entry_ = 0;
   bool relocatable_ = false;  // symbol values are section-relative
   std::vector<Section> sections_;
   // The executable sections, in section order (section_at is asked for every call target

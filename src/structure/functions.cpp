@@ -51,6 +51,50 @@ bool has_unbounded_code(const std::vector<FunctionSpec>& fns, const ElfImage& im
   return false;
 }
 
+// A stripped program's `_start` and `main`, found from the entry point as the x86-64 ABI's
+// start code has them: `xor %ebp,%ebp` first (after an `endbr64`), then main's address put in
+// %rdi (`lea main(%rip),%rdi`, or `mov $main,%rdi` in a program not position-independent) for
+// the call to __libc_start_main. Without this, `main` showed as "targ11b0" at the top of every
+// path of the main thread. Names only procedures known by their address alone.
+void name_start_and_main(std::vector<FunctionSpec>& fns, const ElfImage& image) {
+  const uint64_t entry = image.entry();
+  if (!image.is_x86_64() || entry == 0 || !image.section_at(entry) || in_plt(image, entry)) return;
+  auto code = image.code(entry, 64);
+  size_t k = 0;
+  if (code.size() >= 4 && code[0] == 0xF3 && code[1] == 0x0F && code[2] == 0x1E && code[3] == 0xFA) k = 4;
+  if (code.size() < k + 2 || code[k] != 0x31 || code[k + 1] != 0xED) return;
+  uint64_t main = 0;
+  for (k += 2; k + 7 <= code.size(); ++k) {
+    const uint8_t* b = code.data() + k;
+    const uint32_t imm = uint32_t(b[3]) | uint32_t(b[4]) << 8 | uint32_t(b[5]) << 16 | uint32_t(b[6]) << 24;
+    if (b[0] == 0x48 && b[1] == 0x8D && b[2] == 0x3D) {  // lea disp32(%rip),%rdi
+      main = entry + k + 7 + uint64_t(int64_t(int32_t(imm)));
+      k += 6;
+    } else if (b[0] == 0x48 && b[1] == 0xC7 && b[2] == 0xC7) {  // mov $imm32,%rdi
+      main = uint64_t(int64_t(int32_t(imm)));
+      k += 6;
+    } else if (b[0] == 0xFF && b[1] == 0x15) {  // call *disp32(%rip): __libc_start_main's GOT slot
+      break;
+    } else if (b[0] == 0xE8 || b[0] == 0xF4) {  // a direct call (through the PLT), or hlt
+      break;
+    }
+  }
+  auto name = [&](uint64_t at, const char* what) {
+    if (at == 0 || !image.section_at(at) || in_plt(image, at)) return;
+    auto it = std::lower_bound(fns.begin(), fns.end(), at, [](const FunctionSpec& f, uint64_t a) { return f.begin < a; });
+    if (it != fns.end() && it->begin == at) {
+      if (it->name != address_name(at)) return;  // a symbol or DWARF named it
+      it->name = it->link_name = what;
+      it->mangled = false;
+      return;
+    }
+    if (it != fns.begin() && std::prev(it)->sized && at < std::prev(it)->end) return;  // inside another
+    fns.insert(it, FunctionSpec{what, what, at, 0, false, false});
+  };
+  name(main, "main");
+  name(entry, "_start");
+}
+
 }  // namespace
 
 void add_called_procedures(std::vector<FunctionSpec>& fns, const ElfImage& image, const CallTargets& calls,
@@ -153,6 +197,7 @@ std::vector<FunctionSpec> discover_functions(const ElfImage& image, const DebugI
             fns.end());
 
   for (auto& f : fns) f.sized = f.end != 0;
+  name_start_and_main(fns, image);
   set_extents(fns, image);
   return fns;
 }

@@ -152,6 +152,40 @@ TEST(Structure, StrippedCodeReachedOnlyByACall) {
   EXPECT_EQ(hidden->link_name, want);
 }
 
+// A stripped program's main is no longer "targ<addr>" at the top of every path: found from
+// the entry point (lea main(%rip),%rdi in a position-independent program, mov $main,%rdi
+// otherwise), at the address its symbol had before stripping, with its loop.
+TEST(Structure, StrippedProgramsMainAndStartAreNamed) {
+  for (const char* kind : {"pie", "nopie"}) {
+    SCOPED_TRACE(kind);
+    const std::string dir = HPC_STRUCTURE_TESTLIBS;
+    auto full = ElfImage::open(dir + "/main_" + std::string(kind) + "_full");
+    ASSERT_TRUE(full.ok()) << full.status().message();
+    uint64_t mainAt = 0, startAt = 0;
+    for (const auto& f : (*full)->functions()) {
+      if (f.name == "main") mainAt = f.addr;
+      if (f.name == "_start") startAt = f.addr;
+    }
+    ASSERT_NE(mainAt, 0u);
+    ASSERT_EQ(startAt, (*full)->entry());
+    Options opt;
+    auto s = analyze_binary(dir + "/main_" + std::string(kind), opt);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const Procedure* m = find(*s, "main");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->entry, mainAt);
+    EXPECT_EQ(skeleton(m->root), "L0{}");
+    const Procedure* start = find(*s, "_start");
+    ASSERT_NE(start, nullptr);
+    EXPECT_EQ(start->entry, startAt);
+    for (const auto& p : s->procedures) EXPECT_NE(p.name, "targ" + [&] {
+      char b[32];
+      std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(mainAt));
+      return std::string(b);
+    }());
+  }
+}
+
 TEST(Structure, JumpTableSwitchInsideLoop) {
   auto s = analyze("switch_loop");
   const Procedure* p = find(s, "dispatch");
