@@ -39,7 +39,7 @@ struct Hash128 {
   }
 };
 
-constexpr const char* kFormatVersion = "hpcstruct-cpp-6";  // 6: Rust names demangled, split DWARF read; 5: BRX targets, sm_90 CALL.REL
+constexpr const char* kFormatVersion = "hpcstruct-cpp-7";  // 7: stripped main/_start named; 6: Rust names demangled, split DWARF read; 5: BRX targets, sm_90 CALL.REL
 
 }  // namespace
 
