@@ -101,7 +101,7 @@ void listEvents() {
   std::printf("  %-28s %s\n", "CPUTIME", "thread CPU time (POSIX per-thread CPU-time timer; fires at the kernel tick)");
   std::printf("  %-28s %s\n", "REALTIME", "wall-clock time, including time blocked");
   std::printf("\nI/O (no period: every call counts):\n");
-  std::printf("  %-28s %s\n", "IO", "bytes read and written by read/write/fread/fwrite and kin, at each call");
+  std::printf("  %-28s %s\n", "IO", "bytes read and written by read/write, stdio's fread/fwrite/printf/fgets and kin, at each call");
   std::printf("\nLinux perf events (perf::NAME[@PERIOD|@fFREQ], default @f300):\n");
   for (const Builtin& b : kBuiltins) {
     PerfAttr a{b.type, b.config, 0, 0};

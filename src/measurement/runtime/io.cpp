@@ -1,6 +1,8 @@
 // The IO source (`-e IO`: events IO::read and IO::write): the bytes each read or write call
-// of the application moved, at the call's calling context. read, pread(64), readv, fread and
-// write, pwrite(64), writev, fwrite are interposed; each call that moved bytes unwinds from
+// of the application moved, at the call's calling context. read, pread(64), readv, preadv,
+// fread, fgets, getline and write, pwrite(64), writev, pwritev, fwrite, the printf family,
+// fputs, puts are interposed, with their _unlocked and _FORTIFY_SOURCE (__*_chk) forms; the
+// byte-at-a-time calls (fputc, getc, ...) and scanf are not. Each call that moved bytes unwinds from
 // its wrapper (contextHere, sampling suspended meanwhile) and adds its count to its
 // context's metric. Not sampled: every call counts, and a program of many small calls pays
 // an unwind each. glibc's stdio reads and writes its buffers by internal calls no wrapper
@@ -15,7 +17,9 @@
 // and `dd if=/dev/zero bs=1M` piped to md5sum gave another sum each run; a large write to a
 // pipe or socket returned short the same way. Smaller transfers are not cut (a page copied
 // at most, and a pipe write of at most PIPE_BUF is atomic), and pay nothing.
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -43,6 +47,37 @@ ssize_t (*real_readv)(int, const iovec*, int);
 ssize_t (*real_writev)(int, const iovec*, int);
 size_t (*real_fread)(void*, size_t, size_t, FILE*);
 size_t (*real_fwrite)(const void*, size_t, size_t, FILE*);
+// What _FORTIFY_SOURCE compiles a call into where the buffer's size is known and the count is
+// not (Debian's and Ubuntu's packages, Ubuntu's gcc by default): glibc's checked functions
+// call the unchecked ones internally, where no wrapper sees them.
+ssize_t (*real___read_chk)(int, void*, size_t, size_t);
+ssize_t (*real___pread_chk)(int, void*, size_t, off_t, size_t);
+ssize_t (*real___pread64_chk)(int, void*, size_t, off64_t, size_t);
+size_t (*real___fread_chk)(void*, size_t, size_t, size_t, FILE*);
+size_t (*real___fread_unlocked_chk)(void*, size_t, size_t, size_t, FILE*);
+size_t (*real_fread_unlocked)(void*, size_t, size_t, FILE*);
+size_t (*real_fwrite_unlocked)(const void*, size_t, size_t, FILE*);
+ssize_t (*real_preadv)(int, const iovec*, int, off_t);
+ssize_t (*real_preadv64)(int, const iovec*, int, off64_t);
+ssize_t (*real_pwritev)(int, const iovec*, int, off_t);
+ssize_t (*real_pwritev64)(int, const iovec*, int, off64_t);
+// Formatted and line-wise stdio: the characters each call wrote or the line it read.
+int (*real_vfprintf)(FILE*, const char*, va_list);
+int (*real_vprintf)(const char*, va_list);
+int (*real___vfprintf_chk)(FILE*, int, const char*, va_list);
+int (*real___vprintf_chk)(int, const char*, va_list);
+int (*real_vdprintf)(int, const char*, va_list);
+int (*real___vdprintf_chk)(int, int, const char*, va_list);
+int (*real_fputs)(const char*, FILE*);
+int (*real_fputs_unlocked)(const char*, FILE*);
+int (*real_puts)(const char*);
+char* (*real_fgets)(char*, int, FILE*);
+char* (*real_fgets_unlocked)(char*, int, FILE*);
+char* (*real___fgets_chk)(char*, size_t, int, FILE*);
+char* (*real___fgets_unlocked_chk)(char*, size_t, int, FILE*);
+ssize_t (*real_getline)(char**, size_t*, FILE*);
+ssize_t (*real_getdelim)(char**, size_t*, int, FILE*);
+ssize_t (*real___getdelim)(char**, size_t*, int, FILE*);
 
 // Each direction's event index, -1 where not measured (and until the event list is read).
 std::atomic<int> gEvent[2] = {-1, -1};
@@ -82,6 +117,11 @@ void ioInit() {
   // count and writes a full trace buffer through these names, where dlsym must not run.
   REAL(read), REAL(write), REAL(pread), REAL(pread64), REAL(pwrite), REAL(pwrite64);
   REAL(readv), REAL(writev), REAL(fread), REAL(fwrite);
+  REAL(__read_chk), REAL(__pread_chk), REAL(__pread64_chk), REAL(__fread_chk), REAL(__fread_unlocked_chk);
+  REAL(fread_unlocked), REAL(fwrite_unlocked), REAL(preadv), REAL(preadv64), REAL(pwritev), REAL(pwritev64);
+  REAL(vfprintf), REAL(vprintf), REAL(__vfprintf_chk), REAL(__vprintf_chk), REAL(vdprintf), REAL(__vdprintf_chk);
+  REAL(fputs), REAL(fputs_unlocked), REAL(puts), REAL(fgets), REAL(fgets_unlocked), REAL(__fgets_chk);
+  REAL(__fgets_unlocked_chk), REAL(getline), REAL(getdelim), REAL(__getdelim);
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     if (gConfig.events[i].kind == SourceKind::IoRead) gEvent[0].store(int(i), std::memory_order_relaxed);
     if (gConfig.events[i].kind == SourceKind::IoWrite) gEvent[1].store(int(i), std::memory_order_relaxed);
@@ -149,5 +189,225 @@ HPC_EXPORT size_t fread(void* buf, size_t size, size_t n, FILE* f) {
 HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
   const size_t r = REAL(fwrite)(buf, size, n, f);
   count(1, ssize_t(r * size));
+  return r;
+}
+
+HPC_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t room) {
+  const ssize_t r = whole(REAL(__read_chk), mayBeCut(n), fd, buf, n, room);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t at, size_t room) {
+  const ssize_t r = whole(REAL(__pread_chk), mayBeCut(n), fd, buf, n, at, room);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t at, size_t room) {
+  const ssize_t r = whole(REAL(__pread64_chk), mayBeCut(n), fd, buf, n, at, room);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t preadv(int fd, const iovec* iov, int n, off_t at) {
+  const ssize_t r = whole(REAL(preadv), mayBeCut(iov, n), fd, iov, n, at);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t preadv64(int fd, const iovec* iov, int n, off64_t at) {
+  const ssize_t r = whole(REAL(preadv64), mayBeCut(iov, n), fd, iov, n, at);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t pwritev(int fd, const iovec* iov, int n, off_t at) {
+  const ssize_t r = whole(REAL(pwritev), mayBeCut(iov, n), fd, iov, n, at);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t pwritev64(int fd, const iovec* iov, int n, off64_t at) {
+  const ssize_t r = whole(REAL(pwritev64), mayBeCut(iov, n), fd, iov, n, at);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT size_t __fread_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
+  const size_t r = REAL(__fread_chk)(buf, room, size, n, f);
+  count(0, ssize_t(r * size));
+  return r;
+}
+
+HPC_EXPORT size_t __fread_unlocked_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
+  const size_t r = REAL(__fread_unlocked_chk)(buf, room, size, n, f);
+  count(0, ssize_t(r * size));
+  return r;
+}
+
+HPC_EXPORT size_t fread_unlocked(void* buf, size_t size, size_t n, FILE* f) {
+  const size_t r = REAL(fread_unlocked)(buf, size, n, f);
+  count(0, ssize_t(r * size));
+  return r;
+}
+
+HPC_EXPORT size_t fwrite_unlocked(const void* buf, size_t size, size_t n, FILE* f) {
+  const size_t r = REAL(fwrite_unlocked)(buf, size, n, f);
+  count(1, ssize_t(r * size));
+  return r;
+}
+
+// The printf family: the characters written (its return value). fputc, putc and putchar,
+// fgetc and getc (a byte a call), and the scanf family (no byte count to return) are not
+// counted.
+HPC_EXPORT int vfprintf(FILE* f, const char* fmt, va_list ap) {
+  const int r = REAL(vfprintf)(f, fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int fprintf(FILE* f, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(vfprintf)(f, fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int vprintf(const char* fmt, va_list ap) {
+  const int r = REAL(vprintf)(fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int printf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(vprintf)(fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __vfprintf_chk(FILE* f, int flag, const char* fmt, va_list ap) {
+  const int r = REAL(__vfprintf_chk)(f, flag, fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __fprintf_chk(FILE* f, int flag, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(__vfprintf_chk)(f, flag, fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __vprintf_chk(int flag, const char* fmt, va_list ap) {
+  const int r = REAL(__vprintf_chk)(flag, fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __printf_chk(int flag, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(__vprintf_chk)(flag, fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int vdprintf(int fd, const char* fmt, va_list ap) {
+  const int r = REAL(vdprintf)(fd, fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int dprintf(int fd, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(vdprintf)(fd, fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __vdprintf_chk(int fd, int flag, const char* fmt, va_list ap) {
+  const int r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int __dprintf_chk(int fd, int flag, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const int r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
+  va_end(ap);
+  count(1, r);
+  return r;
+}
+
+HPC_EXPORT int fputs(const char* s, FILE* f) {
+  const int r = REAL(fputs)(s, f);
+  if (r >= 0) count(1, ssize_t(strlen(s)));
+  return r;
+}
+
+HPC_EXPORT int fputs_unlocked(const char* s, FILE* f) {
+  const int r = REAL(fputs_unlocked)(s, f);
+  if (r >= 0) count(1, ssize_t(strlen(s)));
+  return r;
+}
+
+HPC_EXPORT int puts(const char* s) {
+  const int r = REAL(puts)(s);
+  if (r >= 0) count(1, ssize_t(strlen(s)) + 1);
+  return r;
+}
+
+// fgets: the line read (a line holding a NUL counts up to it).
+HPC_EXPORT char* fgets(char* s, int n, FILE* f) {
+  char* r = REAL(fgets)(s, n, f);
+  if (r) count(0, ssize_t(strlen(r)));
+  return r;
+}
+
+HPC_EXPORT char* fgets_unlocked(char* s, int n, FILE* f) {
+  char* r = REAL(fgets_unlocked)(s, n, f);
+  if (r) count(0, ssize_t(strlen(r)));
+  return r;
+}
+
+HPC_EXPORT char* __fgets_chk(char* s, size_t room, int n, FILE* f) {
+  char* r = REAL(__fgets_chk)(s, room, n, f);
+  if (r) count(0, ssize_t(strlen(r)));
+  return r;
+}
+
+HPC_EXPORT char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* f) {
+  char* r = REAL(__fgets_unlocked_chk)(s, room, n, f);
+  if (r) count(0, ssize_t(strlen(r)));
+  return r;
+}
+
+HPC_EXPORT ssize_t getline(char** line, size_t* cap, FILE* f) {
+  const ssize_t r = REAL(getline)(line, cap, f);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t getdelim(char** line, size_t* cap, int delim, FILE* f) {
+  const ssize_t r = REAL(getdelim)(line, cap, delim, f);
+  count(0, r);
+  return r;
+}
+
+HPC_EXPORT ssize_t __getdelim(char** line, size_t* cap, int delim, FILE* f) {
+  const ssize_t r = REAL(__getdelim)(line, cap, delim, f);
+  count(0, r);
   return r;
 }

@@ -1,8 +1,13 @@
 /* The IO source's workload: known byte counts through each interposed call, each in a
  * function of its own (all in one directory given as argv[1], its files removed at the end).
  * Written: writer 3 MiB (write), pwriter 512 KiB (pwrite), writevr 512 KiB (writev),
- * fwriter 2 MiB (fwrite). Read: reader 4 MiB (read), preader 1 MiB (pread), readvr 512 KiB
- * (readv), freader 2 MiB (fread). Prints a checksum of what was read. */
+ * fwriter 2 MiB (fwrite), pwritevr 256 KiB (pwritev), unlocked_writer 256 KiB
+ * (fwrite_unlocked), printer 80,000 (fprintf), putser 100,000 (fputs), main its output line
+ * (printf). Read: reader 4 MiB (read), preader 1 MiB (pread), readvr 512 KiB (readv),
+ * freader 2 MiB (fread), chk_reader 1 MiB, chk_preader 256 KiB, chk_freader 1 MiB (built with
+ * _FORTIFY_SOURCE and sizes known only at run time: __read_chk, __pread_chk, __fread_chk),
+ * preadvr 512 KiB (preadv), unlocked_reader 256 KiB (fread_unlocked), fgetser and getliner
+ * 180,000 each (fgets, getline). Prints a checksum of what was read. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,7 +18,9 @@
 
 #define KiB 1024
 static char buf[1024 * KiB];
-static char a[4096], b[4096];
+static char a[4096], b[4096], c[4096];
+static volatile size_t want = 64 * KiB;  /* a size the compiler cannot check */
+static volatile int lineRoom = 64;
 
 __attribute__((noinline)) void writer(int fd) {
   for (int i = 0; i < 3; ++i)
@@ -49,7 +56,65 @@ __attribute__((noinline)) long readvr(int fd) {
 __attribute__((noinline)) long freader(FILE* f) {
   long t = 0;
   size_t r;
-  while ((r = fread(buf, 1, 100 * KiB, f)) > 0) t += (long)r;
+  while (t < 2 * 1024 * KiB && (r = fread(buf, 1, 128 * KiB, f)) > 0) t += (long)r;
+  return t;
+}
+__attribute__((noinline)) long chk_reader(int fd) {
+  long t = 0;
+  for (int i = 0; i < 16; ++i) t += read(fd, buf, want);
+  return t;
+}
+__attribute__((noinline)) long chk_preader(int fd) {
+  long t = 0;
+  for (int i = 0; i < 4; ++i) t += pread(fd, buf, want, i * 64 * KiB);
+  return t;
+}
+__attribute__((noinline)) long chk_freader(FILE* f) {
+  long t = 0;
+  for (int i = 0; i < 16; ++i) t += (long)fread(buf, 1, want, f);
+  return t;
+}
+__attribute__((noinline)) void pwritevr(int fd) {
+  struct iovec v[2] = {{buf, 128 * KiB}, {buf, 128 * KiB}};
+  if (pwritev(fd, v, 2, 0) != 256 * KiB) exit(1);  /* over what is there */
+}
+__attribute__((noinline)) long preadvr(int fd) {
+  struct iovec v[2] = {{buf, 256 * KiB}, {buf + 256 * KiB, 256 * KiB}};
+  return preadv(fd, v, 2, 0);
+}
+__attribute__((noinline)) void unlocked_writer(FILE* f) {
+  if (fwrite_unlocked(buf, 1, 256 * KiB, f) != 256 * KiB) exit(1);
+}
+__attribute__((noinline)) long unlocked_reader(FILE* f) {
+  long r = (long)fread_unlocked(buf, 1, 256 * KiB, f);
+  __asm__ volatile("" ::: "memory");  /* not a tail call: the context is this function's */
+  return r;
+}
+__attribute__((noinline)) void printer(FILE* f) {
+  for (int i = 0; i < 10000; ++i)
+    if (fprintf(f, "%07d\n", i) != 8) exit(1);
+}
+__attribute__((noinline)) void putser(FILE* f) {
+  char line[101];
+  memset(line, 'x', 99);
+  line[99] = '\n';
+  line[100] = 0;
+  for (int i = 0; i < 1000; ++i)
+    if (fputs(line, f) < 0) exit(1);
+}
+__attribute__((noinline)) long fgetser(FILE* f) {
+  char line[128];
+  long t = 0;
+  while (fgets(line, lineRoom, f)) t += line[0];
+  return t;
+}
+__attribute__((noinline)) long getliner(FILE* f) {
+  char* line = NULL;
+  size_t cap = 0;
+  long t = 0;
+  ssize_t r;
+  while ((r = getline(&line, &cap, f)) > 0) t += r;
+  free(line);
   return t;
 }
 
@@ -57,6 +122,7 @@ int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : "/tmp";
   snprintf(a, sizeof a, "%s/io-a-%d", dir, (int)getpid());
   snprintf(b, sizeof b, "%s/io-b-%d", dir, (int)getpid());
+  snprintf(c, sizeof c, "%s/io-c-%d", dir, (int)getpid());
   memset(buf, 7, sizeof buf);
   int fd = open(a, O_RDWR | O_CREAT | O_TRUNC, 0644);
   FILE* f = fopen(b, "w");
@@ -65,16 +131,34 @@ int main(int argc, char** argv) {
   pwriter(fd);
   writevr(fd);
   fwriter(f);
+  unlocked_writer(f);
   fclose(f);
+  pwritevr(fd);
   lseek(fd, 0, SEEK_SET);
-  long t = reader(fd) + preader(fd) + readvr(fd);
+  long t = reader(fd) + preader(fd) + readvr(fd) + preadvr(fd);
+  lseek(fd, 0, SEEK_SET);
+  t += chk_reader(fd) + chk_preader(fd);
   f = fopen(b, "r");
   if (!f) return 1;
   t += freader(f);
+  rewind(f);
+  t += chk_freader(f) + unlocked_reader(f);
+  fclose(f);
+  f = fopen(c, "w");
+  if (!f) return 1;
+  printer(f);
+  putser(f);
+  fclose(f);
+  f = fopen(c, "r");
+  if (!f) return 1;
+  t += fgetser(f);
+  rewind(f);
+  t += getliner(f);
   fclose(f);
   close(fd);
   unlink(a);
   unlink(b);
+  unlink(c);
   printf("io checksum %ld\n", t);
   return 0;
 }
