@@ -16,7 +16,10 @@
 // undo. `dd if=/dev/urandom bs=4M count=5` copied 1.5 MB instead of 20 under REALTIME@1000,
 // and `dd if=/dev/zero bs=1M` piped to md5sum gave another sum each run; a large write to a
 // pipe or socket returned short the same way. Smaller transfers are not cut (a page copied
-// at most, and a pipe write of at most PIPE_BUF is atomic), and pay nothing.
+// at most, and a pipe write of at most PIPE_BUF is atomic), and pay nothing. A read or write
+// on a socket given a timeout (timedSocket, waits.hpp) is kept whole too, whatever its size:
+// Linux ends it with EINTR after any handler (a read that waited 0.1 s for EAGAIN bare
+// returned EINTR at the first sample).
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,13 +136,13 @@ void ioInit() {
 using namespace hpc::rt;
 
 HPC_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  const ssize_t r = whole(REAL(read), mayBeCut(n), fd, buf, n);
+  const ssize_t r = whole(REAL(read), mayBeCut(n) || timedSocket(fd), fd, buf, n);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  const ssize_t r = whole(REAL(write), mayBeCut(n), fd, buf, n);
+  const ssize_t r = whole(REAL(write), mayBeCut(n) || timedSocket(fd), fd, buf, n);
   count(1, r);
   return r;
 }
@@ -169,13 +172,13 @@ HPC_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t at) {
 }
 
 HPC_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(readv), mayBeCut(iov, n), fd, iov, n);
+  const ssize_t r = whole(REAL(readv), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n);
   count(0, r);
   return r;
 }
 
 HPC_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(writev), mayBeCut(iov, n), fd, iov, n);
+  const ssize_t r = whole(REAL(writev), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n);
   count(1, r);
   return r;
 }
@@ -193,7 +196,7 @@ HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
 }
 
 HPC_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t room) {
-  const ssize_t r = whole(REAL(__read_chk), mayBeCut(n), fd, buf, n, room);
+  const ssize_t r = whole(REAL(__read_chk), mayBeCut(n) || timedSocket(fd), fd, buf, n, room);
   count(0, r);
   return r;
 }

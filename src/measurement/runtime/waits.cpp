@@ -68,6 +68,12 @@ int (*real_msgsnd)(int, const void*, size_t, int);
 int (*real_setsockopt)(int, int, int, const void*, socklen_t);
 ssize_t (*real_recv)(int, void*, size_t, int);
 ssize_t (*real_recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
+// _FORTIFY_SOURCE's forms (a buffer of known size, a count that is not): glibc's call the
+// plain functions internally, where no wrapper sees them.
+int (*real___poll_chk)(pollfd*, nfds_t, int, size_t);
+int (*real___ppoll_chk)(pollfd*, nfds_t, const timespec*, const sigset_t*, size_t);
+ssize_t (*real___recv_chk)(int, void*, size_t, size_t, int);
+ssize_t (*real___recvfrom_chk)(int, void*, size_t, size_t, int, sockaddr*, socklen_t*);
 ssize_t (*real_recvmsg)(int, msghdr*, int);
 int (*real_recvmmsg)(int, mmsghdr*, unsigned, int, timespec*);
 int (*real_accept)(int, sockaddr*, socklen_t*);
@@ -81,9 +87,6 @@ int (*real_connect)(int, const sockaddr*, socklen_t);
 constexpr int kTimedSockets = 1 << 16;
 std::atomic<uint64_t> gTimedSocket[kTimedSockets / 64];
 
-bool timedSocket(int fd) {
-  return fd >= 0 && fd < kTimedSockets && (gTimedSocket[fd / 64].load(std::memory_order_relaxed) >> (fd % 64)) & 1;
-}
 
 bool semWaits(const sembuf* ops, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -97,6 +100,10 @@ bool zero(const timespec* t) { return t && t->tv_sec == 0 && t->tv_nsec == 0; }
 std::atomic<int> gQuiet{-1};
 
 }  // namespace
+
+bool timedSocket(int fd) {
+  return fd >= 0 && fd < kTimedSockets && (gTimedSocket[fd / 64].load(std::memory_order_relaxed) >> (fd % 64)) & 1;
+}
 
 bool quietWaits() {
   int q = gQuiet.load(std::memory_order_relaxed);
@@ -276,6 +283,31 @@ HPC_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* fr
   auto* fn = REAL(recvfrom);
   QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
   return q.done(fn(fd, buf, n, flags, from, len));
+}
+
+HPC_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t room) {
+  auto* fn = REAL(__poll_chk);
+  QuietWait q(timeout != 0, reinterpret_cast<const void*>(fn));
+  return q.done(fn(fds, n, timeout, room));
+}
+
+HPC_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* timeout, const sigset_t* mask, size_t room) {
+  auto* fn = REAL(__ppoll_chk);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fds, n, timeout, q.with(mask), room));
+}
+
+HPC_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t room, int flags) {
+  auto* fn = REAL(__recv_chk);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, room, flags));
+}
+
+HPC_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t room, int flags, sockaddr* from,
+                                  socklen_t* len) {
+  auto* fn = REAL(__recvfrom_chk);
+  QuietWait q(timedSocket(fd) && !(flags & MSG_DONTWAIT), reinterpret_cast<const void*>(fn));
+  return q.done(fn(fd, buf, n, room, flags, from, len));
 }
 
 HPC_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {

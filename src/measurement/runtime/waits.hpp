@@ -19,6 +19,11 @@ namespace hpc::rt {
 // True where a REALTIME event is measured: its timer runs on while a thread waits.
 bool quietWaits();
 
+// Whether fd is a socket the application gave a receive or send timeout (SO_RCVTIMEO,
+// SO_SNDTIMEO): Linux then ends its blocking calls, read and write included, with EINTR
+// after any signal handler, SA_RESTART or not.
+bool timedSocket(int fd);
+
 // Whether a transfer of n bytes (or of an iovec array's) may be cut short by a signal once
 // part is copied (a read of /dev/urandom, a write into a full pipe or socket): more than a
 // page. Up to a page no signal cuts one (a pipe write of at most PIPE_BUF is atomic).

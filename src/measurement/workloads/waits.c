@@ -1,8 +1,10 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 2.2 s in all (sixteen of 0.1 s: sleeps, polls, selects, epoll, a signal wait, socket
- * calls on sockets with a timeout, a semaphore's timed wait; then two of up to 0.3 s that the
+ * about 2.9 s in all (twenty-three of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
+ * socket calls on sockets with a timeout (read and write among them), a semaphore's timed
+ * wait, and, built with _FORTIFY_SOURCE, the checked forms of poll, ppoll, recv and recvfrom
+ * that a count known only at run time compiles into; then two of up to 0.3 s that the
  * application's SIGUSR1, sent every 0.3 s from another thread, ends), with some 0.1 s of work
  * in work() before the last two. */
 #define _GNU_SOURCE
@@ -29,6 +31,8 @@ __attribute__((noinline)) uint64_t work(void) { return spin(100000000, 3); }
 static void report(const char* what, long r) { printf("%s: %ld%s\n", what, r, r < 0 ? (errno == EINTR ? " EINTR" : errno == EAGAIN ? " EAGAIN" : " other") : ""); }
 
 static volatile int finished;  /* the main thread's last wait has ended */
+static volatile size_t one = 1;    /* counts the compiler cannot check: __recv_chk, ... */
+static volatile nfds_t nothing = 0;
 
 /* Reads a pipe 64 KiB at a time, slowly, to its end. */
 static void* slow_reader(void* fd) {
@@ -99,9 +103,16 @@ int main(void) {
   struct iovec io = {b, 1};
   struct msghdr mh = {.msg_iov = &io, .msg_iovlen = 1};
   report("recvmsg", recvmsg(sv[0], &mh, 0));
+  report("read", read(sv[0], b, 1));  /* a timed socket's read ends with EINTR too */
+  report("recv checked", recv(sv[0], b, one, 0));
+  report("recvfrom checked", recvfrom(sv[0], b, one, 0, NULL, NULL));
+  struct pollfd pf[1];
+  report("poll checked", poll(pf, nothing, 100));
+  report("ppoll checked", ppoll(pf, nothing, &tenth, NULL));
   setsockopt(sv[1], SOL_SOCKET, SO_SNDTIMEO, &tenth_tv, sizeof tenth_tv);
   while (send(sv[1], b, sizeof b, MSG_DONTWAIT) > 0) {}  /* the peer's buffer full */
   report("send", send(sv[1], b, sizeof b, 0));
+  report("write", write(sv[1], b, sizeof b));
   int ls = socket(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "hpcrun-waits-%d", (int)getpid());  /* abstract */
