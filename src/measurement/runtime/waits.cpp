@@ -264,6 +264,39 @@ HPC_EXPORT int msgsnd(int id, const void* msg, size_t size, int flags) {
   return q.done(fn(id, msg, size, flags));
 }
 
+namespace {
+int (*real_dup)(int);
+int (*real_dup2)(int, int);
+int (*real_dup3)(int, int, int);
+
+// fd's mark as the socket from: a timeout set through one descriptor is the socket's, seen
+// through its duplicates too.
+void markAs(int fd, int from) {
+  if (fd < 0 || fd >= kTimedSockets) return;
+  const uint64_t bit = uint64_t(1) << (fd % 64);
+  if (timedSocket(from)) gTimedSocket[fd / 64].fetch_or(bit, std::memory_order_relaxed);
+  else gTimedSocket[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+}
+}  // namespace
+
+HPC_EXPORT int dup(int fd) {
+  const int r = REAL(dup)(fd);
+  if (r >= 0) markAs(r, fd);
+  return r;
+}
+
+HPC_EXPORT int dup2(int fd, int to) {
+  const int r = REAL(dup2)(fd, to);
+  if (r >= 0 && r != fd) markAs(r, fd);
+  return r;
+}
+
+HPC_EXPORT int dup3(int fd, int to, int flags) {
+  const int r = REAL(dup3)(fd, to, flags);
+  if (r >= 0) markAs(r, fd);
+  return r;
+}
+
 HPC_EXPORT int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
   const int r = REAL(setsockopt)(fd, level, name, value, len);
   // SO_RCVTIMEO and SO_SNDTIMEO, and their 64-bit-time spellings (66, 67).
@@ -322,16 +355,21 @@ HPC_EXPORT int recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags, timespec* 
   return q.done(fn(fd, msgs, n, flags, timeout));
 }
 
+// A socket accepted from a listener given timeouts has them too (Linux clones the listener's).
 HPC_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
   auto* fn = REAL(accept);
   QuietWait q(timedSocket(fd), reinterpret_cast<const void*>(fn));
-  return q.done(fn(fd, addr, len));
+  const int r = q.done(fn(fd, addr, len));
+  if (r >= 0) markAs(r, fd);
+  return r;
 }
 
 HPC_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto* fn = REAL(accept4);
   QuietWait q(timedSocket(fd), reinterpret_cast<const void*>(fn));
-  return q.done(fn(fd, addr, len, flags));
+  const int r = q.done(fn(fd, addr, len, flags));
+  if (r >= 0) markAs(r, fd);
+  return r;
 }
 
 // A send of more than a page may also be cut short by a signal once some of it went out

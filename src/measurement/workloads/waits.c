@@ -1,8 +1,9 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 2.9 s in all (twenty-three of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
- * socket calls on sockets with a timeout (read and write among them), a semaphore's timed
+ * about 3.0 s in all (twenty-four of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
+ * socket calls on sockets with a timeout (read and write among them, and one through a dup
+ * of the descriptor the timeout was set on), a semaphore's timed
  * wait, and, built with _FORTIFY_SOURCE, the checked forms of poll, ppoll, recv and recvfrom
  * that a count known only at run time compiles into; then two of up to 0.3 s that the
  * application's SIGUSR1, sent every 0.3 s from another thread, ends), with some 0.1 s of work
@@ -104,6 +105,9 @@ int main(void) {
   struct msghdr mh = {.msg_iov = &io, .msg_iovlen = 1};
   report("recvmsg", recvmsg(sv[0], &mh, 0));
   report("read", read(sv[0], b, 1));  /* a timed socket's read ends with EINTR too */
+  int again = dup(sv[0]);
+  report("recv dup", recv(again, b, 1, 0));
+  close(again);
   report("recv checked", recv(sv[0], b, one, 0));
   report("recvfrom checked", recvfrom(sv[0], b, one, 0, NULL, NULL));
   struct pollfd pf[1];
