@@ -244,9 +244,64 @@ HPC_EXPORT int daemon(int nochdir, int noclose) {
   return 0;
 }
 
-// A vfork child shares our memory until it execs; measuring it would corrupt the parent's
-// state, so it becomes a fork (as libmonitor does).
+// vfork stays a vfork: the child runs in the parent's memory, on its stack, until it execs or
+// exits, and the parent waits. Made a fork (as libmonitor does), it copied the page tables of
+// the whole process (CPython's subprocess, which vforks, paid that per child) and could fail
+// with ENOMEM under strict overcommit where the vfork would not; and code relying on the
+// shared memory (undefined by POSIX, Linux's behaviour) saw otherwise. The system call is
+// made from a frame-less stub, as glibc's own: the return address is held in a register over
+// it, so the child returning and calling on cannot clobber it for the parent. Each side then
+// calls vforkReturned: the child marks the thread's state, which it shares with the waiting
+// parent thread, as a vfork child's (samples, I/O counts and finalization off: its exec or
+// exit writes nothing of the parent's), and the parent, resumed once the child has exec'd or
+// exited, clears the mark.
+#if defined(__x86_64__)
+extern "C" __attribute__((visibility("hidden"), used)) long hpcVforkReturned(long raw) {
+  if (raw < 0 && raw >= -4095) {
+    errno = int(-raw);
+    return -1;
+  }
+  ThreadState* ts = currentThread();
+  if (ts) {
+    if (raw == 0) {
+      ++ts->suspend;
+      ts->vforkChild = true;
+    } else if (ts->vforkChild) {
+      ts->vforkChild = false;
+      --ts->suspend;
+    }
+  }
+  return raw;
+}
+
+asm(R"(
+    .text
+    .globl vfork
+    .type vfork, @function
+    .p2align 4
+vfork:
+    .cfi_startproc
+    popq %rdi
+    .cfi_adjust_cfa_offset -8
+    .cfi_register %rip, %rdi
+    movl $58, %eax
+    syscall
+    pushq %rdi
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset %rip, 0
+    movq %rax, %rdi
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call hpcVforkReturned
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    ret
+    .cfi_endproc
+    .size vfork, .-vfork
+)");
+#else
 HPC_EXPORT pid_t vfork() { return fork(); }
+#endif
 
 HPC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   if (!mayExec(path)) return REAL(execve)(path, argv, envp);

@@ -64,6 +64,7 @@ struct ThreadState {
   std::atomic<ThreadPhase> phase;
   std::atomic<int> inHandler;
   int suspend;        // > 0 while the thread runs runtime or loader code: samples blocked
+  bool vforkChild;    // this thread's state seen from a vfork child, which shares it (interpose.cpp)
   Arena arena;
   Cct cct;
   CctNode* fence;

@@ -670,6 +670,41 @@ TEST(Processes, WorkAfterAFailedExecIsMeasured) {
   fs::remove_all(scratch);
 }
 
+// vfork stays a vfork (it was made a fork: page tables copied per child, ENOMEM possible
+// under strict overcommit, and the memory the child shares with its parent no longer shared):
+// each child's writes are seen by the parent as unmeasured, and a child's exec, exit or failed
+// exec ends nothing of the parent's measurement, whose work after them is measured.
+TEST(Processes, VforkChildrenShareTheParentsMemoryAndLeaveItsMeasurement) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-vfork";
+  fs::remove_all(scratch);
+  for (const std::string cc : {"gcc", "clang"}) {
+    const std::string exe = kWl + "vfork-" + cc + " 0.5";
+    Outcome bare = run(exe, scratch / ("bare-" + cc));
+    ASSERT_EQ(bare.status, 0) << bare.err;
+    EXPECT_EQ(bare.out, "exec: status 0 shared 1\nexit: status 3 shared 2\nfailed exec: status 4 shared 4\nvfork: done 0\n");
+    const fs::path meas = scratch / ("m-" + cc);
+    Outcome prof = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + exe, scratch / ("prof-" + cc));
+    EXPECT_EQ(prof.status, 0) << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << cc;
+    int logs = 0, parentLogs = 0;
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".log") continue;
+      ++logs;
+      const std::string name = e.path().filename().string();
+      if (name.rfind("vfork-", 0) == 0) {
+        ++parentLogs;
+        EXPECT_NE(slurp(e.path()).find("finalized at exit"), std::string::npos) << slurp(e.path());
+      }
+    }
+    EXPECT_EQ(parentLogs, 1) << cc;  // no child wrote one, nor ended the parent's
+    EXPECT_EQ(logs, 2) << cc;        // and /bin/true, exec'd, is measured
+    Analysis a = analyze(meas);
+    EXPECT_GT(a.byLeaf["parent_before"], 0.05) << cc;
+    EXPECT_GT(a.byLeaf["parent_after"], 0.05) << cc;
+  }
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
