@@ -251,10 +251,10 @@ HPC_EXPORT int daemon(int nochdir, int noclose) {
 // shared memory (undefined by POSIX, Linux's behaviour) saw otherwise. The system call is
 // made from a frame-less stub, as glibc's own: the return address is held in a register over
 // it, so the child returning and calling on cannot clobber it for the parent. Each side then
-// calls vforkReturned: the child marks the thread's state, which it shares with the waiting
-// parent thread, as a vfork child's (samples, I/O counts and finalization off: its exec or
-// exit writes nothing of the parent's), and the parent, resumed once the child has exec'd or
-// exited, clears the mark.
+// calls hpcVforkReturned: the child marks itself in the thread-local storage it shares with
+// the waiting parent thread (finalization off, and where the thread is measured its samples
+// and I/O counts: its exec or exit writes nothing of the parent's, measured thread or not),
+// and the parent, resumed once the child has exec'd or exited, clears the mark.
 #if defined(__x86_64__)
 extern "C" __attribute__((visibility("hidden"), used)) long hpcVforkReturned(long raw) {
   if (raw < 0 && raw >= -4095) {
@@ -262,14 +262,12 @@ extern "C" __attribute__((visibility("hidden"), used)) long hpcVforkReturned(lon
     return -1;
   }
   ThreadState* ts = currentThread();
-  if (ts) {
-    if (raw == 0) {
-      ++ts->suspend;
-      ts->vforkChild = true;
-    } else if (ts->vforkChild) {
-      ts->vforkChild = false;
-      --ts->suspend;
-    }
+  if (raw == 0) {
+    if (ts) ++ts->suspend;
+    setVforkChild(true);
+  } else if (inVforkChild()) {
+    setVforkChild(false);
+    if (ts) --ts->suspend;
   }
   return raw;
 }

@@ -140,7 +140,7 @@ void processMainReturned() {
 
 void processFinalize(const char* reason) {
   // A vfork child shares the parent's memory: its exit or exec ends nothing of the parent's.
-  if (const ThreadState* me = currentThread(); me && me->vforkChild) return;
+  if (inVforkChild()) return;
   if (!gReady || gFinalized.exchange(true)) return;
   gSampling.store(false, std::memory_order_release);
   ThreadState* self = currentThread();

@@ -20,6 +20,12 @@ std::atomic<uint32_t> gNextIndex{1};
 }  // namespace
 
 ThreadState* currentThread() { return tlsState; }
+
+// Set by a vfork child in the thread-local storage it shares with its waiting parent thread,
+// cleared by that parent as it resumes (interpose.cpp's vfork).
+thread_local bool tlsVforkChild __attribute__((tls_model("initial-exec"))) = false;
+bool inVforkChild() { return tlsVforkChild; }
+void setVforkChild(bool child) { tlsVforkChild = child; }
 ThreadState* registryHead() { return gHead.load(std::memory_order_acquire); }
 void bindThread(ThreadState* ts) { tlsState = ts; }
 

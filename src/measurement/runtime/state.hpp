@@ -64,7 +64,6 @@ struct ThreadState {
   std::atomic<ThreadPhase> phase;
   std::atomic<int> inHandler;
   int suspend;        // > 0 while the thread runs runtime or loader code: samples blocked
-  bool vforkChild;    // this thread's state seen from a vfork child, which shares it (interpose.cpp)
   Arena arena;
   Cct cct;
   CctNode* fence;
@@ -110,6 +109,8 @@ constexpr size_t kMaxFrames = 32768;
 constexpr uint32_t kTraceBufRecords = 4096;
 
 ThreadState* currentThread();                 // MT: async-signal-safe; nullptr if unmeasured
+bool inVforkChild();  // this thread is a vfork child running in its parent's memory (interpose.cpp)
+void setVforkChild(bool child);
 ThreadState* newThreadState(bool isMain);     // allocates, registers and binds to this thread
 ThreadState* registryHead();
 void registryReset();                         // empty, next index 1, this thread unbound (fork child, failed exec)
