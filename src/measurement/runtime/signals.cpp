@@ -192,6 +192,13 @@ bool maskCallInHandler(sigset_t* old) {
   return true;
 }
 
+const sigset_t* withoutSampleSignal(const sigset_t* set, sigset_t* scratch) {
+  if (!set || gConfig.sampleSignal == 0 || !sigismember(set, gConfig.sampleSignal)) return set;
+  *scratch = *set;
+  sigdelset(scratch, gConfig.sampleSignal);
+  return scratch;
+}
+
 const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch) {
   if (!set || how == SIG_UNBLOCK || gConfig.sampleSignal == 0 || !sigismember(set, gConfig.sampleSignal))
     return set;

@@ -21,6 +21,9 @@ int realSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 int virtualSigaction(int sig, const struct sigaction* act, struct sigaction* old);
 // Removes the sampling signal from a mask the application wants to apply.
 const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch);
+// The set without the sampling signal (scratch, where it had it): for the sets of signals an
+// application waits for or reads from a signalfd, which sigfillset fills with ours too.
+const sigset_t* withoutSampleSignal(const sigset_t* set, sigset_t* scratch);
 // Inside our sample handler every maskable signal is already blocked and libunwind's
 // block-then-restore pairs around each step would cost two syscalls a frame: they become
 // no-ops. Returns true when the call was handled that way.

@@ -38,6 +38,7 @@
 #include "interpose.hpp"
 #include "loadmap.hpp"
 #include "process.hpp"
+#include "signals.hpp"
 #include "state.hpp"
 #include "sys.hpp"
 #include "waits.hpp"
@@ -60,6 +61,8 @@ int (*real_pause)();
 int (*real_sigsuspend)(const sigset_t*);
 int (*real_sigtimedwait)(const sigset_t*, siginfo_t*, const timespec*);
 int (*real_sigwaitinfo)(const sigset_t*, siginfo_t*);
+int (*real_sigwait)(const sigset_t*, int*);
+int (*real_signalfd)(int, const sigset_t*, int);
 int (*real_epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
 int (*real_semop)(int, sembuf*, size_t);
 int (*real_semtimedop)(int, sembuf*, size_t, const timespec*);
@@ -218,16 +221,39 @@ HPC_EXPORT int sigsuspend(const sigset_t* mask) {
   return q.done(fn(q.with(mask)));
 }
 
+// The signal waits take the sampling signal out of the set waited for: a program waiting for
+// every signal (sigfillset) took our samples for signals of its own, where the wait kept it
+// pending (a signal-handling thread under REALTIME got signal 61 from sigwaitinfo).
 HPC_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* timeout) {
   auto* fn = REAL(sigtimedwait);
+  sigset_t mine;
+  set = withoutSampleSignal(set, &mine);
   QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
   return q.done(fn(set, info, timeout));
 }
 
 HPC_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   auto* fn = REAL(sigwaitinfo);
+  sigset_t mine;
+  set = withoutSampleSignal(set, &mine);
   QuietWait q(true, reinterpret_cast<const void*>(fn));
   return q.done(fn(set, info));
+}
+
+HPC_EXPORT int sigwait(const sigset_t* set, int* sig) {
+  auto* fn = REAL(sigwait);
+  sigset_t mine;
+  set = withoutSampleSignal(set, &mine);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn(set, sig));
+}
+
+// A signalfd reads the signals of its mask that are pending and blocked: while a wait of the
+// program's (poll, epoll_wait: QuietWait) blocked the sampling signal, an event loop reading
+// a signalfd of every signal got ours, 150 times in 0.3 s under REALTIME@1000.
+HPC_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) {
+  sigset_t mine;
+  return REAL(signalfd)(fd, withoutSampleSignal(mask, &mine), flags);
 }
 
 HPC_EXPORT int epoll_pwait2(int fd, epoll_event* events, int max, const timespec* timeout, const sigset_t* mask) {

@@ -414,6 +414,27 @@ TEST(Signals, WaitsAreNotEndedBySamples) {
 // SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
 // signals and must be installed as the application's was (with SA_RESTART the read was
 // restarted, and the program waited forever).
+// A program that blocks every signal and waits for them (sigwaitinfo, sigwait, sigtimedwait,
+// an epoll loop over a signalfd of every signal) gets only its own: under REALTIME the waits
+// kept the sampling signal pending, and the old runtime handed it to the program (signal 61
+// from sigwaitinfo and sigtimedwait; the signalfd loop read ours hundreds of times).
+TEST(Signals, SignalsWaitedForAreOnlyTheApplicationsOwn) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-sigwaits";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "sigwaits-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  ASSERT_EQ(bare.out, "sigwaitinfo: SIGUSR1\nsigwait: SIGUSR2\nsigtimedwait: -1\nsignalfd: SIGUSR1\n");
+  int n = 0;
+  for (const char* ev : {"REALTIME@1000", "CPUTIME@1000", "REALTIME@250 -e CPUTIME@250"}) {
+    Outcome prof = run(kBin + " -o " + (scratch / ("m" + std::to_string(n++))).string() + " -e " + ev + " " + exe,
+                       scratch / "prof");
+    EXPECT_EQ(prof.status, 0) << ev << ": " << prof.err;
+    EXPECT_EQ(prof.out, bare.out) << ev;
+  }
+  fs::remove_all(scratch);
+}
+
 TEST(Signals, InterruptedCallsFailAsTheApplicationAskedThemTo) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-eintr";
   fs::remove_all(scratch);
