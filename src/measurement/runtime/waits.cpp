@@ -63,6 +63,7 @@ int (*real_sigtimedwait)(const sigset_t*, siginfo_t*, const timespec*);
 int (*real_sigwaitinfo)(const sigset_t*, siginfo_t*);
 int (*real_sigwait)(const sigset_t*, int*);
 int (*real_signalfd)(int, const sigset_t*, int);
+int (*real_sigpending)(sigset_t*);
 int (*real_epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
 int (*real_semop)(int, sembuf*, size_t);
 int (*real_semtimedop)(int, sembuf*, size_t, const timespec*);
@@ -246,6 +247,14 @@ HPC_EXPORT int sigwait(const sigset_t* set, int* sig) {
   set = withoutSampleSignal(set, &mine);
   QuietWait q(true, reinterpret_cast<const void*>(fn));
   return q.done(fn(set, sig));
+}
+
+// Nor is it among the signals pending that the program is told of (one a wait left pending
+// would then be waited for by a set the wait above empties of it: a wait without end).
+HPC_EXPORT int sigpending(sigset_t* set) {
+  const int r = REAL(sigpending)(set);
+  if (r == 0 && gConfig.sampleSignal) sigdelset(set, gConfig.sampleSignal);
+  return r;
 }
 
 // A signalfd reads the signals of its mask that are pending and blocked: while a wait of the
