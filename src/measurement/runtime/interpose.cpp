@@ -92,13 +92,21 @@ void launchGive(Launch* l) {
   else pageFree(l, sizeof(Launch));
 }
 
+// Ends the thread's measurement as its start routine returns, and as a cancellation's forced
+// unwind passes (before, a cancelled thread's profile waited for the process's end, its
+// memory held until then: a program cancelling threads as it goes grew by each one). The
+// state is the one the thread has then: a fork child's, or one taken up after a failed exec.
+// glibc's cleanup buffer, not a destructor: the runtime is built without exceptions.
+void endThread(void*) { threadEnd(currentThread()); }
+
 HPC_TRAMPOLINE void* threadTrampoline(void* p) {
   Launch l = *static_cast<Launch*>(p);
   launchGive(static_cast<Launch*>(p));
   threadBegin();
-  void* rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);
-  // The state the thread has now: a fork child's, or one taken up after a failed exec.
-  threadEnd(currentThread());
+  void* rv;
+  pthread_cleanup_push(endThread, nullptr);
+  rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);
+  pthread_cleanup_pop(1);
   return rv;
 }
 

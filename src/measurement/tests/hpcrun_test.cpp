@@ -726,6 +726,29 @@ TEST(Processes, VforkChildrenShareTheParentsMemoryAndLeaveItsMeasurement) {
   fs::remove_all(scratch);
 }
 
+// A cancelled thread's measurement ends as the cancellation unwinds its stack: its profile is
+// written then (before, only as the process ended, its memory held until then), with the work
+// it did, and its cleanup handlers run as unmeasured.
+TEST(Processes, CancelledThreadsAreWrittenAsTheyEnd) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-cancel";
+  fs::remove_all(scratch);
+  const fs::path meas = scratch / "m";
+  const std::string exe = kWl + "cancel-gcc 1 " + meas.string();
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(bare.out, "cancelled 3, cleanup handlers run 3\n");
+  fs::remove_all(meas);
+  Outcome prof = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  EXPECT_NE(prof.err.find("profiles before the end: 3"), std::string::npos) << prof.err;
+  Analysis a = analyze(meas);
+  EXPECT_EQ(a.profiles, 4);
+  EXPECT_GT(a.byLeaf["cancelled_work"] + a.byLeaf["spin"], 0.3);
+  EXPECT_GT(a.others, 0.3);
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
