@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/msg.h>
 #include <sys/select.h>
@@ -64,6 +65,8 @@ int (*real_sigwaitinfo)(const sigset_t*, siginfo_t*);
 int (*real_sigwait)(const sigset_t*, int*);
 int (*real_signalfd)(int, const sigset_t*, int);
 int (*real_sigpending)(sigset_t*);
+int (*real_sem_timedwait)(sem_t*, const timespec*);
+int (*real_sem_clockwait)(sem_t*, clockid_t, const timespec*);
 int (*real_epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
 int (*real_semop)(int, sembuf*, size_t);
 int (*real_semtimedop)(int, sembuf*, size_t, const timespec*);
@@ -263,6 +266,34 @@ HPC_EXPORT int sigpending(sigset_t* set) {
 HPC_EXPORT int signalfd(int fd, const sigset_t* mask, int flags) {
   sigset_t mine;
   return REAL(signalfd)(fd, withoutSampleSignal(mask, &mine), flags);
+}
+
+// glibc's timed semaphore waits end with EINTR after any handler (the futex wait with a
+// deadline is not restarted), where the untimed sem_wait goes on: sem_timedwait returned
+// EINTR at the first sample under REALTIME, ETIMEDOUT unmeasured. A semaphore that can be
+// taken at once is taken without the two mask changes (POSIX lets the deadline go unchecked
+// then).
+namespace {
+bool takenAtOnce(sem_t* sem) {
+  const int saved = errno;
+  const bool taken = sem_trywait(sem) == 0;
+  errno = saved;
+  return taken;
+}
+}  // namespace
+
+HPC_EXPORT int sem_timedwait(sem_t* sem, const timespec* deadline) {
+  if (takenAtOnce(sem)) return 0;
+  auto* fn = REAL(sem_timedwait);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn(sem, deadline));
+}
+
+HPC_EXPORT int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* deadline) {
+  if (takenAtOnce(sem)) return 0;
+  auto* fn = REAL(sem_clockwait);
+  QuietWait q(true, reinterpret_cast<const void*>(fn));
+  return q.done(fn(sem, clock, deadline));
 }
 
 HPC_EXPORT int epoll_pwait2(int fd, epoll_event* events, int max, const timespec* timeout, const sigset_t* mask) {

@@ -1,9 +1,10 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 3.0 s in all (twenty-four of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
+ * about 3.2 s in all (twenty-six of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
  * socket calls on sockets with a timeout (read and write among them, and one through a dup
- * of the descriptor the timeout was set on), a semaphore's timed
+ * of the descriptor the timeout was set on), POSIX semaphores' timed waits, a System V
+ * semaphore's timed
  * wait, and, built with _FORTIFY_SOURCE, the checked forms of poll, ppoll, recv and recvfrom
  * that a count known only at run time compiles into; then two of up to 0.3 s that the
  * application's SIGUSR1, sent every 0.3 s from another thread, ends), with some 0.1 s of work
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +31,9 @@ static void onUsr1(int sig) { (void)sig; }
 
 __attribute__((noinline)) uint64_t work(void) { return spin(100000000, 3); }
 
-static void report(const char* what, long r) { printf("%s: %ld%s\n", what, r, r < 0 ? (errno == EINTR ? " EINTR" : errno == EAGAIN ? " EAGAIN" : " other") : ""); }
+static void report(const char* what, long r) {
+  printf("%s: %ld%s\n", what, r, r < 0 ? (errno == EINTR ? " EINTR" : errno == EAGAIN ? " EAGAIN" : errno == ETIMEDOUT ? " ETIMEDOUT" : " other") : "");
+}
 
 static volatile int finished;  /* the main thread's last wait has ended */
 static volatile size_t one = 1;    /* counts the compiler cannot check: __recv_chk, ... */
@@ -123,6 +127,17 @@ int main(void) {
   if (bind(ls, (struct sockaddr*)&addr, sizeof addr) != 0 || listen(ls, 1) != 0) return 1;
   setsockopt(ls, SOL_SOCKET, SO_RCVTIMEO, &tenth_tv, sizeof tenth_tv);
   report("accept", accept(ls, NULL, NULL));
+  sem_t psem;
+  sem_init(&psem, 0, 0);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_nsec += 100000000;
+  if (deadline.tv_nsec >= 1000000000) deadline.tv_sec++, deadline.tv_nsec -= 1000000000;
+  report("sem_timedwait", sem_timedwait(&psem, &deadline));
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_nsec += 100000000;
+  if (deadline.tv_nsec >= 1000000000) deadline.tv_sec++, deadline.tv_nsec -= 1000000000;
+  report("sem_clockwait", sem_clockwait(&psem, CLOCK_MONOTONIC, &deadline));
   int sem = semget(IPC_PRIVATE, 1, 0600);
   struct sembuf down = {0, -1, 0};
   report("semtimedop", semtimedop(sem, &down, 1, &tenth));
