@@ -21,6 +21,7 @@
 // SA_RESTART restarts those socket calls, so the sockets of every other program go straight
 // through. recvmmsg with a timeout of its own is kept whole on any socket.
 #include <dlfcn.h>
+#include <aio.h>
 #include <poll.h>
 #include <signal.h>
 #include <semaphore.h>
@@ -67,6 +68,8 @@ int (*real_signalfd)(int, const sigset_t*, int);
 int (*real_sigpending)(sigset_t*);
 int (*real_sem_timedwait)(sem_t*, const timespec*);
 int (*real_sem_clockwait)(sem_t*, clockid_t, const timespec*);
+int (*real_aio_suspend)(const aiocb* const[], int, const timespec*);
+int (*real_aio_suspend64)(const aiocb64* const[], int, const timespec*);
 int (*real_epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
 int (*real_semop)(int, sembuf*, size_t);
 int (*real_semtimedop)(int, sembuf*, size_t, const timespec*);
@@ -294,6 +297,19 @@ HPC_EXPORT int sem_clockwait(sem_t* sem, clockid_t clock, const timespec* deadli
   auto* fn = REAL(sem_clockwait);
   QuietWait q(true, reinterpret_cast<const void*>(fn));
   return q.done(fn(sem, clock, deadline));
+}
+
+// POSIX AIO's wait ends with EINTR after any handler too (EAGAIN at its timeout unmeasured).
+HPC_EXPORT int aio_suspend(const aiocb* const list[], int n, const timespec* timeout) {
+  auto* fn = REAL(aio_suspend);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(list, n, timeout));
+}
+
+HPC_EXPORT int aio_suspend64(const aiocb64* const list[], int n, const timespec* timeout) {
+  auto* fn = REAL(aio_suspend64);
+  QuietWait q(!zero(timeout), reinterpret_cast<const void*>(fn));
+  return q.done(fn(list, n, timeout));
 }
 
 HPC_EXPORT int epoll_pwait2(int fd, epoll_event* events, int max, const timespec* timeout, const sigset_t* mask) {

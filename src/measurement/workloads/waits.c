@@ -1,9 +1,10 @@
 /* Waits Linux never restarts after a signal handler: under REALTIME the sampling signal
  * must not end them (before: each returned -1/EINTR after one period, the sleeps cut short),
  * while the application's own signal still does. Prints each call's result; the waits take
- * about 3.2 s in all (twenty-six of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
+ * about 3.3 s in all (twenty-seven of 0.1 s: sleeps, polls, selects, epoll, a signal wait,
  * socket calls on sockets with a timeout (read and write among them, and one through a dup
- * of the descriptor the timeout was set on), POSIX semaphores' timed waits, a System V
+ * of the descriptor the timeout was set on), POSIX semaphores' timed waits, POSIX AIO's
+ * aio_suspend, a System V
  * semaphore's timed
  * wait, and, built with _FORTIFY_SOURCE, the checked forms of poll, ppoll, recv and recvfrom
  * that a count known only at run time compiles into; then two of up to 0.3 s that the
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <aio.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -138,6 +140,19 @@ int main(void) {
   deadline.tv_nsec += 100000000;
   if (deadline.tv_nsec >= 1000000000) deadline.tv_sec++, deadline.tv_nsec -= 1000000000;
   report("sem_clockwait", sem_clockwait(&psem, CLOCK_MONOTONIC, &deadline));
+  int ap[2];
+  if (pipe(ap) != 0) return 1;
+  struct aiocb cb;
+  memset(&cb, 0, sizeof cb);
+  cb.aio_fildes = ap[0];
+  cb.aio_buf = b;
+  cb.aio_nbytes = 1;
+  aio_read(&cb);
+  const struct aiocb* pending[1] = {&cb};
+  report("aio_suspend", aio_suspend(pending, 1, &tenth));
+  if (write(ap[1], "x", 1) != 1) return 1;
+  while (aio_error(&cb) == EINPROGRESS) aio_suspend(pending, 1, NULL);
+  aio_return(&cb);
   int sem = semget(IPC_PRIVATE, 1, 0600);
   struct sembuf down = {0, -1, 0};
   report("semtimedop", semtimedop(sem, &down, 1, &tenth));
