@@ -287,6 +287,7 @@ asm(R"(
     .p2align 4
 vfork:
     .cfi_startproc
+    endbr64
     popq %rdi
     .cfi_adjust_cfa_offset -8
     .cfi_register %rip, %rdi
@@ -301,6 +302,22 @@ vfork:
     call hpcVforkReturned
     addq $8, %rsp
     .cfi_adjust_cfa_offset -8
+    # Under a shadow stack (CET; rdsspq leaves %rsi 0 where there is none) the child, which
+    # shares it with the parent, returns by an indirect jump, as glibc's vfork does: a ret
+    # would pop the parent's entry.
+    xorl %esi, %esi
+    rdsspq %rsi
+    testq %rsi, %rsi
+    je 1f
+    testq %rax, %rax
+    jnz 1f
+    popq %rdi
+    .cfi_adjust_cfa_offset -8
+    .cfi_register %rip, %rdi
+    jmp *%rdi
+1:
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset %rip, 0
     ret
     .cfi_endproc
     .size vfork, .-vfork
