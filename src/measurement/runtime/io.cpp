@@ -4,8 +4,9 @@
 // fputs, puts are interposed, with their _unlocked and _FORTIFY_SOURCE (__*_chk) forms; the
 // byte-at-a-time calls (fputc, getc, ...) and scanf are not. Each call that moved bytes unwinds from
 // its wrapper (contextHere, sampling suspended meanwhile) and adds its count to its
-// context's metric. Not sampled: every call counts, and a program of many small calls pays
-// an unwind each. glibc's stdio reads and writes its buffers by internal calls no wrapper
+// context's metric. Not sampled: every call counts; a call from where the thread's last one
+// came from reuses its context (contextHere checks the stack's return addresses), any
+// other pays an unwind. glibc's stdio reads and writes its buffers by internal calls no wrapper
 // sees: fread and fwrite count what the application asked for, and the system calls under
 // them are not counted again. The runtime's own writes (profiles, traces, the log) run with
 // sampling suspended, or in the handler, or after the measurement: never counted.

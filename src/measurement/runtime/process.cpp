@@ -125,7 +125,8 @@ void threadEnd(ThreadState* ts) {
     // A thread that launched GPU operations keeps its CCT: the stream tracers copy launch
     // contexts from it, possibly after the thread is gone.
     if (!ts->gpu) {
-      ts->unwindCache = nullptr;  // it lies in the arena
+      ts->unwindCache = nullptr;  // these lie in the arena
+      ts->hereCache = nullptr;
       ts->arena.release();
     }
   }

@@ -351,7 +351,8 @@ bool walkByRecipes(const FrameRecipes& recipes, uintptr_t ip, uintptr_t sp, uint
 
 // The walk shared by both entry points; uc is never written (a signalled thread resumes
 // from it).
-UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, size_t& n, UnwindCache* cache) {
+UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, size_t& n, UnwindCache* cache,
+               uintptr_t* sps = nullptr, size_t spsCap = 0) {
   n = 0;
   uintptr_t pc = uc->uc_mcontext.gregs[REG_RIP];
   if (!pInit) {
@@ -382,6 +383,7 @@ UnwindEnd walk(ucontext_t* uc, int initFlags, uintptr_t* frames, size_t cap, siz
     learnIp = 0;
     if (n > 0 && isTrampoline(ip)) return UnwindEnd::Fence;
     if (n == cap) return UnwindEnd::Truncated;
+    if (n < spsCap) sps[n] = sp;
     frames[n++] = ip;
     Recipe recipe{Recipe::kLibunwind, 0};
     if (recipes && plain) {
@@ -441,11 +443,12 @@ UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t
   return walk(static_cast<ucontext_t*>(ucontext), UNW_INIT_SIGNAL_FRAME, frames, cap, n, cache);
 }
 
-__attribute__((noinline)) UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n) {
+__attribute__((noinline)) UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n, uintptr_t* sps,
+                                                size_t spsCap) {
   n = 0;
   ucontext_t uc;
   if (!pGetContext || pGetContext(reinterpret_cast<unw_context_t*>(&uc)) < 0) return UnwindEnd::Failed;
-  return walk(&uc, 0, frames, cap, n, nullptr);
+  return walk(&uc, 0, frames, cap, n, nullptr, sps, spsCap);
 }
 
 }  // namespace hpc::rt

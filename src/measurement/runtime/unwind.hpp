@@ -27,7 +27,9 @@ UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t
                            UnwindCache* cache = nullptr);
 // The same from the caller's own frame (a wrapped GPU API call): frames[0] and the frames
 // after it up to the caller lie in libhpcrun.so. MT: the calling thread, samples blocked.
-UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n);
+// With sps, sps[k] is frame k's stack pointer for the first spsCap frames (a return address
+// frames[k] stepped to by a plain step was read from sps[k] - 8).
+UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n, uintptr_t* sps = nullptr, size_t spsCap = 0);
 
 // Code address range of the trampolines (section hpcrun_tramp): a frame whose pc is inside
 // is the runtime's main wrapper or thread start, and the unwind stops there.
