@@ -114,6 +114,19 @@ template <class Fn, class... Args> ssize_t whole(Fn* fn, bool cuttable, Args... 
   return q.done(fn(args...));
 }
 
+// A call's result r, its bytes (r itself, or r items of `size` bytes) counted in direction dir.
+template <class R> R counted(int dir, R r, size_t size = 1) {
+  count(dir, ssize_t(r) * ssize_t(size));
+  return r;
+}
+
+// A call's result r, the string it read or wrote (fgets's line, fputs's string; and extra,
+// puts's newline) counted where it succeeded (ok).
+template <class R> R countedText(int dir, R r, bool ok, const char* text, ssize_t extra = 0) {
+  if (ok && text) count(dir, ssize_t(strlen(text)) + extra);
+  return r;
+}
+
 }  // namespace
 
 void ioInit() {
@@ -137,281 +150,166 @@ void ioInit() {
 using namespace hpc::rt;
 
 HPC_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  const ssize_t r = whole(REAL(read), mayBeCut(n) || timedSocket(fd), fd, buf, n);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(read), mayBeCut(n) || timedSocket(fd), fd, buf, n));
 }
 
 HPC_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  const ssize_t r = whole(REAL(write), mayBeCut(n) || timedSocket(fd), fd, buf, n);
-  count(1, r);
-  return r;
+  return counted(1, whole(REAL(write), mayBeCut(n) || timedSocket(fd), fd, buf, n));
 }
 
 HPC_EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t at) {
-  const ssize_t r = whole(REAL(pread), mayBeCut(n), fd, buf, n, at);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(pread), mayBeCut(n), fd, buf, n, at));
 }
 
 HPC_EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t at) {
-  const ssize_t r = whole(REAL(pread64), mayBeCut(n), fd, buf, n, at);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(pread64), mayBeCut(n), fd, buf, n, at));
 }
 
 HPC_EXPORT ssize_t pwrite(int fd, const void* buf, size_t n, off_t at) {
-  const ssize_t r = whole(REAL(pwrite), mayBeCut(n), fd, buf, n, at);
-  count(1, r);
-  return r;
+  return counted(1, whole(REAL(pwrite), mayBeCut(n), fd, buf, n, at));
 }
 
 HPC_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t at) {
-  const ssize_t r = whole(REAL(pwrite64), mayBeCut(n), fd, buf, n, at);
-  count(1, r);
-  return r;
+  return counted(1, whole(REAL(pwrite64), mayBeCut(n), fd, buf, n, at));
 }
 
 HPC_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(readv), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(readv), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n));
 }
 
 HPC_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
-  const ssize_t r = whole(REAL(writev), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT size_t fread(void* buf, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(fread)(buf, size, n, f);
-  count(0, ssize_t(r * size));
-  return r;
-}
-
-HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(fwrite)(buf, size, n, f);
-  count(1, ssize_t(r * size));
-  return r;
-}
-
-HPC_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t room) {
-  const ssize_t r = whole(REAL(__read_chk), mayBeCut(n) || timedSocket(fd), fd, buf, n, room);
-  count(0, r);
-  return r;
-}
-
-HPC_EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t at, size_t room) {
-  const ssize_t r = whole(REAL(__pread_chk), mayBeCut(n), fd, buf, n, at, room);
-  count(0, r);
-  return r;
-}
-
-HPC_EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t at, size_t room) {
-  const ssize_t r = whole(REAL(__pread64_chk), mayBeCut(n), fd, buf, n, at, room);
-  count(0, r);
-  return r;
+  return counted(1, whole(REAL(writev), mayBeCut(iov, n) || timedSocket(fd), fd, iov, n));
 }
 
 HPC_EXPORT ssize_t preadv(int fd, const iovec* iov, int n, off_t at) {
-  const ssize_t r = whole(REAL(preadv), mayBeCut(iov, n), fd, iov, n, at);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(preadv), mayBeCut(iov, n), fd, iov, n, at));
 }
 
 HPC_EXPORT ssize_t preadv64(int fd, const iovec* iov, int n, off64_t at) {
-  const ssize_t r = whole(REAL(preadv64), mayBeCut(iov, n), fd, iov, n, at);
-  count(0, r);
-  return r;
+  return counted(0, whole(REAL(preadv64), mayBeCut(iov, n), fd, iov, n, at));
 }
 
 HPC_EXPORT ssize_t pwritev(int fd, const iovec* iov, int n, off_t at) {
-  const ssize_t r = whole(REAL(pwritev), mayBeCut(iov, n), fd, iov, n, at);
-  count(1, r);
-  return r;
+  return counted(1, whole(REAL(pwritev), mayBeCut(iov, n), fd, iov, n, at));
 }
 
 HPC_EXPORT ssize_t pwritev64(int fd, const iovec* iov, int n, off64_t at) {
-  const ssize_t r = whole(REAL(pwritev64), mayBeCut(iov, n), fd, iov, n, at);
-  count(1, r);
-  return r;
+  return counted(1, whole(REAL(pwritev64), mayBeCut(iov, n), fd, iov, n, at));
 }
 
-HPC_EXPORT size_t __fread_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(__fread_chk)(buf, room, size, n, f);
-  count(0, ssize_t(r * size));
-  return r;
+// _FORTIFY_SOURCE's checked reads (room: the buffer's size the compiler knew).
+HPC_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t room) {
+  return counted(0, whole(REAL(__read_chk), mayBeCut(n) || timedSocket(fd), fd, buf, n, room));
 }
 
-HPC_EXPORT size_t __fread_unlocked_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(__fread_unlocked_chk)(buf, room, size, n, f);
-  count(0, ssize_t(r * size));
-  return r;
+HPC_EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t at, size_t room) {
+  return counted(0, whole(REAL(__pread_chk), mayBeCut(n), fd, buf, n, at, room));
+}
+
+HPC_EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t at, size_t room) {
+  return counted(0, whole(REAL(__pread64_chk), mayBeCut(n), fd, buf, n, at, room));
+}
+
+HPC_EXPORT size_t fread(void* buf, size_t size, size_t n, FILE* f) {
+  return counted(0, REAL(fread)(buf, size, n, f), size);
+}
+
+HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
+  return counted(1, REAL(fwrite)(buf, size, n, f), size);
 }
 
 HPC_EXPORT size_t fread_unlocked(void* buf, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(fread_unlocked)(buf, size, n, f);
-  count(0, ssize_t(r * size));
-  return r;
+  return counted(0, REAL(fread_unlocked)(buf, size, n, f), size);
 }
 
 HPC_EXPORT size_t fwrite_unlocked(const void* buf, size_t size, size_t n, FILE* f) {
-  const size_t r = REAL(fwrite_unlocked)(buf, size, n, f);
-  count(1, ssize_t(r * size));
-  return r;
+  return counted(1, REAL(fwrite_unlocked)(buf, size, n, f), size);
 }
 
-// The printf family: the characters written (its return value). fputc, putc and putchar,
-// fgetc and getc (a byte a call), and the scanf family (no byte count to return) are not
-// counted.
-HPC_EXPORT int vfprintf(FILE* f, const char* fmt, va_list ap) {
-  const int r = REAL(vfprintf)(f, fmt, ap);
-  count(1, r);
-  return r;
+HPC_EXPORT size_t __fread_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
+  return counted(0, REAL(__fread_chk)(buf, room, size, n, f), size);
 }
 
-HPC_EXPORT int fprintf(FILE* f, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(vfprintf)(f, fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
+HPC_EXPORT size_t __fread_unlocked_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
+  return counted(0, REAL(__fread_unlocked_chk)(buf, room, size, n, f), size);
 }
 
-HPC_EXPORT int vprintf(const char* fmt, va_list ap) {
-  const int r = REAL(vprintf)(fmt, ap);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT int printf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(vprintf)(fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
-}
+// The printf family: the characters written (its result). fputc, putc and putchar, fgetc and
+// getc (a byte a call), and the scanf family (no byte count to return) are not counted.
+HPC_EXPORT int vfprintf(FILE* f, const char* fmt, va_list ap) { return counted(1, REAL(vfprintf)(f, fmt, ap)); }
+HPC_EXPORT int vprintf(const char* fmt, va_list ap) { return counted(1, REAL(vprintf)(fmt, ap)); }
+HPC_EXPORT int vdprintf(int fd, const char* fmt, va_list ap) { return counted(1, REAL(vdprintf)(fd, fmt, ap)); }
 
 HPC_EXPORT int __vfprintf_chk(FILE* f, int flag, const char* fmt, va_list ap) {
-  const int r = REAL(__vfprintf_chk)(f, flag, fmt, ap);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT int __fprintf_chk(FILE* f, int flag, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(__vfprintf_chk)(f, flag, fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
+  return counted(1, REAL(__vfprintf_chk)(f, flag, fmt, ap));
 }
 
 HPC_EXPORT int __vprintf_chk(int flag, const char* fmt, va_list ap) {
-  const int r = REAL(__vprintf_chk)(flag, fmt, ap);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT int __printf_chk(int flag, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(__vprintf_chk)(flag, fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT int vdprintf(int fd, const char* fmt, va_list ap) {
-  const int r = REAL(vdprintf)(fd, fmt, ap);
-  count(1, r);
-  return r;
-}
-
-HPC_EXPORT int dprintf(int fd, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(vdprintf)(fd, fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
+  return counted(1, REAL(__vprintf_chk)(flag, fmt, ap));
 }
 
 HPC_EXPORT int __vdprintf_chk(int fd, int flag, const char* fmt, va_list ap) {
-  const int r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
-  count(1, r);
-  return r;
+  return counted(1, REAL(__vdprintf_chk)(fd, flag, fmt, ap));
 }
 
-HPC_EXPORT int __dprintf_chk(int fd, int flag, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  const int r = REAL(__vdprintf_chk)(fd, flag, fmt, ap);
-  va_end(ap);
-  count(1, r);
-  return r;
-}
+// The variadic forms, through the v-forms above (each a call of the application's here).
+#define HPC_VARIADIC(call)  \
+  va_list ap;               \
+  va_start(ap, fmt);        \
+  const int r = (call);     \
+  va_end(ap);               \
+  return counted(1, r)
+
+HPC_EXPORT int fprintf(FILE* f, const char* fmt, ...) { HPC_VARIADIC(REAL(vfprintf)(f, fmt, ap)); }
+HPC_EXPORT int printf(const char* fmt, ...) { HPC_VARIADIC(REAL(vprintf)(fmt, ap)); }
+HPC_EXPORT int dprintf(int fd, const char* fmt, ...) { HPC_VARIADIC(REAL(vdprintf)(fd, fmt, ap)); }
+HPC_EXPORT int __fprintf_chk(FILE* f, int flag, const char* fmt, ...) { HPC_VARIADIC(REAL(__vfprintf_chk)(f, flag, fmt, ap)); }
+HPC_EXPORT int __printf_chk(int flag, const char* fmt, ...) { HPC_VARIADIC(REAL(__vprintf_chk)(flag, fmt, ap)); }
+HPC_EXPORT int __dprintf_chk(int fd, int flag, const char* fmt, ...) { HPC_VARIADIC(REAL(__vdprintf_chk)(fd, flag, fmt, ap)); }
+#undef HPC_VARIADIC
 
 HPC_EXPORT int fputs(const char* s, FILE* f) {
   const int r = REAL(fputs)(s, f);
-  if (r >= 0) count(1, ssize_t(strlen(s)));
-  return r;
+  return countedText(1, r, r >= 0, s);
 }
 
 HPC_EXPORT int fputs_unlocked(const char* s, FILE* f) {
   const int r = REAL(fputs_unlocked)(s, f);
-  if (r >= 0) count(1, ssize_t(strlen(s)));
-  return r;
+  return countedText(1, r, r >= 0, s);
 }
 
 HPC_EXPORT int puts(const char* s) {
   const int r = REAL(puts)(s);
-  if (r >= 0) count(1, ssize_t(strlen(s)) + 1);
-  return r;
+  return countedText(1, r, r >= 0, s, 1);
 }
 
 // fgets: the line read (a line holding a NUL counts up to it).
 HPC_EXPORT char* fgets(char* s, int n, FILE* f) {
   char* r = REAL(fgets)(s, n, f);
-  if (r) count(0, ssize_t(strlen(r)));
-  return r;
+  return countedText(0, r, r != nullptr, s);
 }
 
 HPC_EXPORT char* fgets_unlocked(char* s, int n, FILE* f) {
   char* r = REAL(fgets_unlocked)(s, n, f);
-  if (r) count(0, ssize_t(strlen(r)));
-  return r;
+  return countedText(0, r, r != nullptr, s);
 }
 
 HPC_EXPORT char* __fgets_chk(char* s, size_t room, int n, FILE* f) {
   char* r = REAL(__fgets_chk)(s, room, n, f);
-  if (r) count(0, ssize_t(strlen(r)));
-  return r;
+  return countedText(0, r, r != nullptr, s);
 }
 
 HPC_EXPORT char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* f) {
   char* r = REAL(__fgets_unlocked_chk)(s, room, n, f);
-  if (r) count(0, ssize_t(strlen(r)));
-  return r;
+  return countedText(0, r, r != nullptr, s);
 }
 
-HPC_EXPORT ssize_t getline(char** line, size_t* cap, FILE* f) {
-  const ssize_t r = REAL(getline)(line, cap, f);
-  count(0, r);
-  return r;
-}
+HPC_EXPORT ssize_t getline(char** line, size_t* cap, FILE* f) { return counted(0, REAL(getline)(line, cap, f)); }
 
 HPC_EXPORT ssize_t getdelim(char** line, size_t* cap, int delim, FILE* f) {
-  const ssize_t r = REAL(getdelim)(line, cap, delim, f);
-  count(0, r);
-  return r;
+  return counted(0, REAL(getdelim)(line, cap, delim, f));
 }
 
 HPC_EXPORT ssize_t __getdelim(char** line, size_t* cap, int delim, FILE* f) {
-  const ssize_t r = REAL(__getdelim)(line, cap, delim, f);
-  count(0, r);
-  return r;
+  return counted(0, REAL(__getdelim)(line, cap, delim, f));
 }
