@@ -262,6 +262,12 @@ int main(int argc, char** argv) {
   std::string lib = findRuntime();
   if (lib.empty()) fail("cannot find libhpcrun.so next to this hpcrun (set HPCTOOLKIT to the install prefix)");
   std::string preload = lib;
+  // -e IO's stdio wrappers, beside the runtime (only then: they cost every stdio call).
+  if (list.find("IO::") != std::string::npos) {
+    const std::string io = dirOf(lib) + "/libhpcrun_io.so";
+    if (access(io.c_str(), R_OK) != 0) fail("cannot find " + io + " beside libhpcrun.so");
+    preload += " " + io;
+  }
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(" ") + old;
 
   setenv("HPCRUN_EVENT_LIST", list.c_str(), 1);

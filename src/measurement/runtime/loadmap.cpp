@@ -34,6 +34,14 @@ char gPseudoPath[kPseudoModules][kModulePathMax];
 std::atomic<uint16_t> gPseudoId[kPseudoModules];
 char gExePath[kModulePathMax];
 uintptr_t gSelfLo = 0, gSelfHi = 0;
+// libhpcrun_io.so's code (-e IO's stdio wrappers), the runtime's own too.
+std::atomic<uintptr_t> gIoLo{0}, gIoHi{0};
+
+bool isIoLibrary(const char* path) {
+  static constexpr char kName[] = "/libhpcrun_io.so";
+  const size_t n = strLen(path), k = sizeof kName - 1;
+  return n >= k && strEq(path + n - k, kName);
+}
 
 uint16_t internPath(const char* path) {
   uint16_t n = gCount.load(std::memory_order_relaxed);
@@ -68,6 +76,10 @@ int onObject(dl_phdr_info* info, size_t, void* data) {
     if (s->n == s->cap) return 0;
     uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
     s->r[s->n++] = Range{lo, lo + ph.p_memsz, info->dlpi_addr, id};
+    if (isIoLibrary(name)) {
+      gIoHi.store(lo + ph.p_memsz, std::memory_order_relaxed);
+      gIoLo.store(lo, std::memory_order_release);
+    }
   }
   return 0;
 }
@@ -141,7 +153,10 @@ const char* loadmapModulePath(uint16_t id) {
   return id && id <= loadmapModuleCount() ? gPaths[id] : "";
 }
 
-bool loadmapIsSelf(uintptr_t addr) { return addr >= gSelfLo && addr < gSelfHi; }
+bool loadmapIsSelf(uintptr_t addr) {
+  return (addr >= gSelfLo && addr < gSelfHi) ||
+         (addr >= gIoLo.load(std::memory_order_acquire) && addr < gIoHi.load(std::memory_order_relaxed));
+}
 
 void loadmapSetPseudoPath(Pseudo which, const char* path) {
   const int w = int(which);
