@@ -35,7 +35,7 @@ void usage(FILE* to) {
       "                       printf family, fputs, puts, fgets, getline; their _FORTIFY_SOURCE\n"
       "                       and _unlocked forms) at its calling context: two metrics, IO\n"
       "                       Bytes Read and IO Bytes Written; every call is counted, none\n"
-      "                       sampled (byte-at-a-time calls such as fputc and getc are not)\n"
+      "                       sampled (fputc, getc and kin a byte each; not scanf)\n"
       "  -e gpu=opencl        measure OpenCL operations (kernels, copies, fills, waits and\n"
       "                       buffer allocations) at their launch contexts; with -t also a\n"
       "                       trace per command queue. Alone it samples no CPU event.\n"

@@ -584,11 +584,12 @@ TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
              {"IO Bytes Written",
               {{"writer", 3 << 20}, {"pwriter", 512 << 10}, {"writevr", 512 << 10}, {"fwriter", 2 << 20},
                {"pwritevr", 256 << 10}, {"unlocked_writer", 256 << 10}, {"printer", 80000}, {"putser", 100000},
-               {"emit", 8000}, {"main", double(bare.out.size())}}},
+               {"emit", 8000}, {"char_writer", 3000}, {"main", double(bare.out.size())}}},
              {"IO Bytes Read",
               {{"reader", 4 << 20}, {"preader", 1 << 20}, {"readvr", 512 << 10}, {"freader", 2 << 20},
                {"chk_reader", 1 << 20}, {"chk_preader", 256 << 10}, {"chk_freader", 1 << 20},
-               {"preadvr", 512 << 10}, {"unlocked_reader", 256 << 10}, {"fgetser", 188000}, {"getliner", 188000}}}}) {
+               {"preadvr", 512 << 10}, {"unlocked_reader", 256 << 10}, {"fgetser", 188000}, {"getliner", 188000},
+               {"char_reader", 3000}}}}) {
       std::map<std::string, double> got;
       forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
         // The call's own context: its leaf is the return address into the caller.

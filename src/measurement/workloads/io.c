@@ -8,7 +8,8 @@
  * _FORTIFY_SOURCE and sizes known only at run time: __read_chk, __pread_chk, __fread_chk),
  * preadvr 512 KiB (preadv), unlocked_reader 256 KiB (fread_unlocked), fgetser and getliner
  * 188,000 each (fgets, getline); emit 8,000 (fprintf: 2,672 from site_a, 5,328 from site_b).
- * Prints a checksum of what was read. */
+ * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc). Prints a checksum of what was
+ * read. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -137,6 +138,19 @@ __attribute__((noinline)) void site_b(FILE* f, int i) {
   __asm__ volatile("");
 }
 
+/* A byte a call: 3,000 written (fputc, putc), and the file read back a byte at a time. */
+__attribute__((noinline)) void char_writer(FILE* f) {
+  for (int i = 0; i < 1500; ++i) {
+    if (fputc('x', f) == EOF) exit(1);
+    if (putc('\n', f) == EOF) exit(1);
+  }
+}
+__attribute__((noinline)) long char_reader(FILE* f) {
+  long t = 0;
+  for (int ch; (ch = fgetc(f)) != EOF;) t += ch == 'x';
+  return t;
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : "/tmp";
   snprintf(a, sizeof a, "%s/io-a-%d", dir, (int)getpid());
@@ -180,6 +194,14 @@ int main(int argc, char** argv) {
   t += fgetser(f);
   rewind(f);
   t += getliner(f);
+  fclose(f);
+  f = fopen(a, "w");
+  if (!f) return 1;
+  char_writer(f);
+  fclose(f);
+  f = fopen(a, "r");
+  if (!f) return 1;
+  t += char_reader(f);
   fclose(f);
   close(fd);
   unlink(a);
