@@ -102,7 +102,7 @@ void endThread(void*) { threadEnd(currentThread()); }
 HPC_TRAMPOLINE void* threadTrampoline(void* p) {
   Launch l = *static_cast<Launch*>(p);
   launchGive(static_cast<Launch*>(p));
-  threadBegin();
+  threadBegin(l.startC11 ? reinterpret_cast<uintptr_t>(l.startC11) : reinterpret_cast<uintptr_t>(l.start));
   void* rv;
   pthread_cleanup_push(endThread, nullptr);
   rv = l.startC11 ? reinterpret_cast<void*>(intptr_t(l.startC11(l.arg))) : l.start(l.arg);

@@ -165,6 +165,7 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
     double periods = 1.0 + (si->si_overrun > 0 ? si->si_overrun : 0);
     ++ts.timerSignals;
     ts.timerPeriods += uint64_t(periods);
+    ts.periodsOf[i] += uint64_t(periods);
     value = periods * double(gConfig.events[i].value) * 1e-6;
     return i;
   }

@@ -88,6 +88,9 @@ struct ThreadState {
   // counters for the log's SUMMARY line
   uint64_t samples, recorded, blocked, errant, unwindFailures, truncated, sourceFailures;
   uint64_t timerSignals, timerPeriods;  // timer samples, and the periods they stood for (overruns)
+  uint64_t periodsOf[kMaxEvents];       // the same per event (a timer's)
+  uint64_t cpuAtStart;                  // the thread's CPU clock (ns) as its sources started
+  uintptr_t startRoutine;               // a thread's start routine (0: the main thread)
   size_t nFrames;
   // Livelock guard, see onSampleSignal: each event's last recorded sample's end and shortest
   // gap (a quarter of its period in time; 0 for a period in counts), the last sample's cost.
