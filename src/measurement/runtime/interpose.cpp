@@ -59,7 +59,7 @@ volatile int gMainResult;
 // start routine) are the outermost frames recorded. Code after each call keeps the call from
 // becoming a tail jump, which would remove the trampoline's frame.
 HPC_TRAMPOLINE int mainTrampoline(int argc, char** argv, char** envp) {
-  processStartMain();
+  processStartMain(reinterpret_cast<uintptr_t>(gAppMain));
   int rc = gAppMain(argc, argv, envp);
   processMainReturned();
   gMainResult = rc;

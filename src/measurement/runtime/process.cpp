@@ -56,6 +56,33 @@ void onExit() { processFinalize("exit"); }
 // in its file names, overwriting the parent's files, and ran with no sampling timer).
 void onForkChild() { processChildAfterFork(); }
 
+// CPUTIME's timers advance at the kernel's tick, and only while the thread runs at one: a
+// thread shorter than a tick is rarely sampled (800 threads of 0.4 ms each: 14 samples at
+// CPUTIME@1000 for 0.32 s), and when it is, for the time it had run by then. A thread that
+// ends with fewer than two samples of a CPUTIME event has the CPU time they did not stand
+// for credited to its start routine (a leaf at its entry; the main thread's: main), so that
+// its CPU time is its own whatever its length; longer threads keep their samples alone.
+// The caller holds the thread's state for writing (its own thread's end, or the process's).
+void creditShortThread(ThreadState& ts) {
+  if (!ts.startRoutine) return;
+  const uint64_t now = threadCpuNs(ts.tid);
+  const uint64_t used = now > ts.cpuAtStart ? now - ts.cpuAtStart : 0;
+  CctNode* node = nullptr;
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    const EventSpec& ev = gConfig.events[i];
+    if (ev.kind != SourceKind::CpuTime || ts.periodsOf[i] >= 2) continue;
+    const uint64_t credited = ts.periodsOf[i] * ev.value * 1000;  // ev.value: the period in us
+    if (used <= credited) continue;
+    if (!node) {
+      ModuleRef m = loadmapLookupOrAnonymous(ts.startRoutine);
+      node = m.id ? ts.cct.child(ts.fence, m.id, m.offset) : nullptr;
+      if (!node) return;
+    }
+    node->metrics()[i] += double(used - credited) * 1e-9;
+    node->hasValue = 1;
+  }
+}
+
 // Stops every thread's sources, waits (bounded) for handlers in flight, and writes each
 // thread not yet written. The caller's own thread is among them.
 void writeAllThreads() {
@@ -65,6 +92,7 @@ void writeAllThreads() {
     ThreadPhase expect = ThreadPhase::Running;
     if (t->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
       waitsCreditUnfinished(*t);
+      creditShortThread(*t);
       outputWriteThread(*t);
       t->phase.store(ThreadPhase::Done, std::memory_order_release);
     }
@@ -90,12 +118,14 @@ void processInit() {
   pthread_atfork(nullptr, nullptr, onForkChild);
 }
 
-void processStartMain() {
+void processStartMain(uintptr_t appMain) {
   ThreadState* ts = currentThread();
   if (!ts || gFinalized.load()) return;
+  ts->startRoutine = appMain;
   if (gConfig.trace) outputOpenTrace(*ts);
   signalsStartThreadStack(*ts);
   sourcesStartThread(*ts);
+  ts->cpuAtStart = threadCpuNs(ts->tid);
   gSampling.store(true, std::memory_order_release);
 }
 
@@ -108,51 +138,22 @@ ThreadState* threadBegin(uintptr_t startRoutine) {
   if (gConfig.trace) outputOpenTrace(*ts);
   signalsStartThreadStack(*ts);
   sourcesStartThread(*ts);
-  ts->cpuAtStart = threadCpuNs();
+  ts->cpuAtStart = threadCpuNs(ts->tid);
   --ts->suspend;
   return ts;
 }
 
-namespace {
-
-// CPUTIME's timers advance at the kernel's tick, and only while the thread runs at one: a
-// thread shorter than a tick is rarely sampled (800 threads of 0.4 ms each: 14 samples at
-// CPUTIME@1000 for 0.32 s), and when it is, for the time it had run by then. A thread that
-// ends with fewer than two samples of a CPUTIME event has the CPU time they did not stand
-// for credited to its start routine (a leaf at its entry), so that its CPU time is its own
-// whatever its length; longer threads keep their samples alone.
-void creditShortThread(ThreadState& ts) {
-  if (!ts.startRoutine || ts.phase.load(std::memory_order_acquire) != ThreadPhase::Running) return;
-  const uint64_t now = threadCpuNs();
-  const uint64_t used = now > ts.cpuAtStart ? now - ts.cpuAtStart : 0;
-  CctNode* node = nullptr;
-  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
-    const EventSpec& ev = gConfig.events[i];
-    if (ev.kind != SourceKind::CpuTime || ts.periodsOf[i] >= 2) continue;
-    const uint64_t credited = ts.periodsOf[i] * ev.value * 1000;  // ev.value: the period in us
-    if (used <= credited) continue;
-    if (!node) {
-      ModuleRef m = loadmapLookupOrAnonymous(ts.startRoutine);
-      node = m.id ? ts.cct.child(ts.fence, m.id, m.offset) : nullptr;
-      if (!node) return;
-    }
-    node->metrics()[i] += double(used - credited) * 1e-9;
-    node->hasValue = 1;
-  }
-}
-
-}  // namespace
 
 void threadEnd(ThreadState* ts) {
   if (!ts || ts != currentThread()) return;
   ++ts->suspend;
   ts->py = nullptr;  // it lies in the arena
   sourcesStopThread(*ts);
-  creditShortThread(*ts);
   signalsEndThreadStack(*ts);
   if (ts->gpu) gpu::threadFinish(*ts);
   ThreadPhase expect = ThreadPhase::Running;
   if (ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+    creditShortThread(*ts);
     outputWriteThread(*ts);
     ts->phase.store(ThreadPhase::Done, std::memory_order_release);
     // A thread that launched GPU operations keeps its CCT: the stream tracers copy launch

@@ -10,7 +10,7 @@
 namespace hpc::rt {
 
 void processInit();                       // library constructor
-void processStartMain();                  // from the main trampoline, before main runs
+void processStartMain(uintptr_t appMain);  // from the main trampoline, before main runs
 ThreadState* threadBegin(uintptr_t startRoutine);  // on a new thread, before its start routine
 void threadEnd(ThreadState* ts);          // on the thread, after its start routine / at pthread_exit
 void processFinalize(const char* reason); // MT: thread-safe, idempotent, async-signal-safe

@@ -11,7 +11,7 @@ namespace hpc::rt {
 pid_t sysGettid();
 uint64_t nowNs();            // CLOCK_REALTIME in nanoseconds (trace timestamps)
 uint64_t monotonicNs();
-uint64_t threadCpuNs();  // the calling thread's CPU clock
+uint64_t threadCpuNs(int tid);  // a thread of this process's CPU clock, in ns
 bool writeAll(int fd, const void* data, size_t n);
 size_t strLen(const char* s);
 void memCopy(void* dst, const void* src, size_t n);

@@ -922,6 +922,20 @@ TEST(Sampling, ShortThreadsCountWhatTheyCost) {
     EXPECT_GT(seen, (cpu ? 0.75 : 0.7) * used) << ev << ": threads used " << used << " s";
     EXPECT_LT(seen, (cpu ? 1.25 : 3.0) * used) << ev << ": threads used " << used << " s";
   }
+  // The same for processes shorter than a tick: 40 runs of a main of 2 ms under CPUTIME.
+  const fs::path meas = scratch / "processes";
+  double used = 0;
+  for (int i = 0; i < 40; ++i) {
+    Outcome r = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + kWl + "short_main-gcc", scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto at = r.err.find("main cpu us: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    used += std::stod(r.err.substr(at + 13)) * 1e-6;
+  }
+  Analysis a = analyze(meas);
+  EXPECT_EQ(a.profiles, 40);
+  EXPECT_GT(a.total, 0.75 * used) << "mains used " << used;
+  EXPECT_LT(a.total, 1.25 * used) << "mains used " << used;
   fs::remove_all(scratch);
 }
 
