@@ -207,11 +207,13 @@ void processResumeAfterFailedExec(int err) {
   ++ts->suspend;
   ts->py = old->py;  // the Python frames on this thread's stack are still there
   ts->altStack = old->altStack;
+  ts->startRoutine = old->startRoutine;
   old->py = nullptr;
   old->altStack = nullptr;
   if (gConfig.trace) outputOpenTrace(*ts);
   gFinalized.store(false, std::memory_order_release);
   sourcesStartThread(*ts);
+  ts->cpuAtStart = threadCpuNs(ts->tid);
   gSampling.store(true, std::memory_order_release);
   --ts->suspend;
 }
@@ -227,11 +229,14 @@ void processChildAfterFork() {
   PyStack* py = parent ? parent->py : nullptr;
   registryReset();
   outputChildAfterFork();
+  const uintptr_t startRoutine = parent ? parent->startRoutine : 0;
   ThreadState* ts = newThreadState(true);
   if (!ts) return;
   ts->py = py;
+  ts->startRoutine = startRoutine;  // the function the forking thread ran, for creditShortThread
   if (gConfig.trace) outputOpenTrace(*ts);
   sourcesStartThread(*ts);
+  ts->cpuAtStart = threadCpuNs(ts->tid);
 }
 
 }  // namespace hpc::rt
