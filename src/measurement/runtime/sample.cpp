@@ -165,7 +165,8 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   int savedErrno = errno;
   ThreadState* ts = currentThread();
   if (!ts) {
-    signalsForward(sig, si, uc);
+    // Our timers signal measured threads only: a timer's signal here is the application's.
+    signalsForward(sig, si, uc, si->si_code == SI_TIMER);
     errno = savedErrno;
     return;
   }
@@ -204,7 +205,7 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   ts->inHandler.store(0, std::memory_order_release);
   // Not a sample: the application's own use of the signal number (test
   // `Signals.TheSamplingSignalSentByTheApplicationReachesIt`).
-  if (ev < 0) signalsForward(sig, si, uc);
+  if (ev < 0) signalsForward(sig, si, uc, ev == kAppTimer);
   errno = savedErrno;
 }
 

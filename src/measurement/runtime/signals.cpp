@@ -210,10 +210,10 @@ const sigset_t* filterMask(int how, const sigset_t* set, sigset_t* scratch) {
   return scratch;
 }
 
-bool signalsForward(int sig, siginfo_t* si, void* uc) {
+bool signalsForward(int sig, siginfo_t* si, void* uc, bool appTimer) {
   // Only what the application (or another process) sent: a timer's or a perf event's signal
   // that finds no source of ours (one queued before its thread's sources stopped) is ours.
-  if (si->si_code != SI_USER && si->si_code != SI_QUEUE && si->si_code != SI_TKILL) return false;
+  if (!appTimer && si->si_code != SI_USER && si->si_code != SI_QUEUE && si->si_code != SI_TKILL) return false;
   const struct sigaction app = gApp[sig];
   if (isDefault(app)) {  // a real-time signal's default action ends the process
     dieByDefault(sig, true);

@@ -30,9 +30,10 @@ const sigset_t* withoutSampleSignal(const sigset_t* set, sigset_t* scratch);
 bool maskCallInHandler(sigset_t* old);
 // The sampling signal, when the application or another process sent it (kill, sigqueue,
 // raise) rather than a source of ours: delivered as the application installed it (its
-// handler, ignored, or the default action, which ends the process). False: not sent so, and
-// nothing done. Called from the sample handler, with its own guard released.
-bool signalsForward(int sig, siginfo_t* si, void* uc);
+// handler, ignored, or the default action, which ends the process); so too, with appTimer,
+// a signal of one of the application's POSIX timers. False: not sent so, and nothing done.
+// Called from the sample handler, with its own guard released.
+bool signalsForward(int sig, siginfo_t* si, void* uc, bool appTimer = false);
 // Overflow signals that came as SIGIO (queue full) and were dropped.
 uint64_t signalsOverflowSigio();
 

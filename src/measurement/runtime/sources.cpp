@@ -32,7 +32,9 @@ bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   sev.sigev_value.sival_int = int(i);
   sev._sigev_un._tid = ts.tid;
   clockid_t clock = ev.kind == SourceKind::CpuTime ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  if (timer_create(clock, &sev, &ts.timers[i]) != 0) return false;
+  // By the system call, not glibc's timer_create: the kernel's id is what each of its signals
+  // carries (si_timerid), which tells ours from an application's timer on the same signal.
+  if (syscall(SYS_timer_create, clock, &sev, &ts.timers[i]) != 0) return false;
   itimerspec its{};
   its.it_interval.tv_sec = time_t(ev.value / 1000000);
   its.it_interval.tv_nsec = long(ev.value % 1000000) * 1000;
@@ -45,8 +47,8 @@ bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   const uint64_t first = firstInterval(ts, i, ev.value * 1000);
   its.it_value.tv_sec = time_t(first / 1000000000);
   its.it_value.tv_nsec = long(first % 1000000000);
-  if (timer_settime(ts.timers[i], 0, &its, nullptr) != 0) {
-    timer_delete(ts.timers[i]);
+  if (syscall(SYS_timer_settime, ts.timers[i], 0, &its, nullptr) != 0) {
+    syscall(SYS_timer_delete, ts.timers[i]);
     return false;
   }
   ts.timerLive[i] = true;
@@ -143,7 +145,7 @@ void sourcesStopThread(ThreadState& ts) {
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     if (ts.timerLive[i]) {
       ts.timerLive[i] = false;
-      timer_delete(ts.timers[i]);
+      syscall(SYS_timer_delete, ts.timers[i]);
     }
     int fd = ts.perfFd[i];
     if (fd >= 0) {
@@ -158,8 +160,17 @@ void sourcesStopThread(ThreadState& ts) {
 
 int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
   if (si->si_code == SI_TIMER) {
-    int i = si->si_value.sival_int;
-    if (i < 0 || unsigned(i) >= gConfig.nEvents) return -1;
+    // Ours carry the event's index and the timer's id. A timer's signal with another value,
+    // or with another id where this thread's timer for that index runs, is one of the
+    // application's own on the sampling signal (before: taken for a sample, never delivered).
+    // One of an index whose timer is not running is a signal of ours queued before its
+    // timer was deleted (the kernel delivers it still): dropped.
+    const int i = si->si_value.sival_int;
+    if (i < 0 || unsigned(i) >= gConfig.nEvents || gConfig.events[i].kind == SourceKind::Perf ||
+        isIo(gConfig.events[i].kind))
+      return kAppTimer;
+    if (!ts.timerLive[i]) return -1;
+    if (si->si_timerid != ts.timers[i]) return kAppTimer;
     // An overrun means the timer expired more often than it was delivered (CPUTIME only
     // advances on the kernel tick): credit the time it stands for, not one period.
     double periods = 1.0 + (si->si_overrun > 0 ? si->si_overrun : 0);

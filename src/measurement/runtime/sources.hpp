@@ -14,7 +14,9 @@ namespace hpc::rt {
 bool sourcesStartThread(ThreadState& ts);   // call on the measured thread itself
 void sourcesStopThread(ThreadState& ts);    // MT: may be called from another thread
 // Which event fired, and the metric value this sample stands for (seconds for timers,
-// event counts for perf). Returns -1 when the signal is not ours. Async-signal-safe.
+// event counts for perf). Returns -1 when the signal is not ours (kAppTimer: one of the
+// application's own POSIX timers). Async-signal-safe.
+constexpr int kAppTimer = -2;
 int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value);
 void sourcesRearm(ThreadState& ts, int event);
 

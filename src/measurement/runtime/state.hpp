@@ -75,7 +75,7 @@ struct ThreadState {
   size_t lastDepth;          // frames of the last complete unwind
   // sources
   bool timerLive[kMaxEvents];
-  timer_t timers[kMaxEvents];
+  int timers[kMaxEvents];  // the kernel's timer ids (made by the system call: its signals carry them)
   int perfFd[kMaxEvents];
   uint64_t perfLast[kMaxEvents];
   uint32_t perfArmed[kMaxEvents];  // overflows left before the kernel disables the event
