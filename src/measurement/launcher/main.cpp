@@ -156,6 +156,49 @@ std::string unmeasurable(const std::string& file) {
   return why;
 }
 
+// The sanitizer runtime the ELF program `file` needs (libasan.so.8, libtsan.so.2, ...), or
+// empty. AddressSanitizer refuses to start unless its runtime comes first among the loaded
+// libraries ("ASan runtime does not come first in initial library list"): it is preloaded
+// ahead of libhpcrun.so, whose wrappers then sit between its interceptors and libc.
+std::string sanitizerRuntime(const std::string& file) {
+  FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return {};
+  auto readAt = [&](uint64_t off, void* buf, size_t n) {
+    return std::fseek(f, long(off), SEEK_SET) == 0 && std::fread(buf, 1, n, f) == n;
+  };
+  std::string found;
+  Elf64_Ehdr eh{};
+  if (readAt(0, &eh, sizeof eh) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phnum < 256) {
+    std::vector<Elf64_Phdr> phs(eh.e_phnum);
+    bool ok = true;
+    for (uint16_t k = 0; k < eh.e_phnum && ok; ++k) ok = readAt(eh.e_phoff + uint64_t(k) * eh.e_phentsize, &phs[k], sizeof phs[k]);
+    auto fileOffset = [&](uint64_t vaddr) -> uint64_t {  // of a loaded address, or 0
+      for (const auto& ph : phs)
+        if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) return ph.p_offset + (vaddr - ph.p_vaddr);
+      return 0;
+    };
+    for (const auto& ph : phs) {
+      if (!ok || ph.p_type != PT_DYNAMIC || ph.p_filesz > (1u << 20)) continue;
+      std::vector<Elf64_Dyn> dyn(ph.p_filesz / sizeof(Elf64_Dyn));
+      if (dyn.empty() || !readAt(ph.p_offset, dyn.data(), dyn.size() * sizeof(Elf64_Dyn))) continue;
+      uint64_t strtab = 0;
+      for (const auto& d : dyn)
+        if (d.d_tag == DT_STRTAB) strtab = fileOffset(d.d_un.d_ptr);
+      for (const auto& d : dyn) {
+        if (d.d_tag != DT_NEEDED || !strtab) continue;
+        char name[128] = {};
+        if (!readAt(strtab + d.d_un.d_val, name, sizeof name - 1) && std::feof(f) == 0) continue;
+        const std::string needed(name);
+        for (const char* rt : {"libasan.so", "libtsan.so", "libhwasan.so", "liblsan.so"})
+          if (needed.rfind(rt, 0) == 0) found = needed;
+      }
+    }
+  }
+  std::fclose(f);
+  return found;
+}
+
 [[noreturn]] void fail(const std::string& msg, int status = 2) {
   std::fprintf(stderr, "hpcrun: %s\n", msg.c_str());
   std::exit(status);
@@ -262,6 +305,10 @@ int main(int argc, char** argv) {
   std::string lib = findRuntime();
   if (lib.empty()) fail("cannot find libhpcrun.so next to this hpcrun (set HPCTOOLKIT to the install prefix)");
   std::string preload = lib;
+  // A sanitized program's runtime first (it refuses to start otherwise), unless already there.
+  const char* userPreload = std::getenv("LD_PRELOAD");
+  if (const std::string rt = sanitizerRuntime(resolveProgram(app)); !rt.empty() && !(userPreload && std::strstr(userPreload, rt.c_str())))
+    preload = rt + " " + preload;
   // -e IO's stdio wrappers, beside the runtime (only then: they cost every stdio call).
   if (list.find("IO::") != std::string::npos) {
     const std::string io = dirOf(lib) + "/libhpcrun_io.so";

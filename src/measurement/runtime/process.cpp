@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -51,6 +52,11 @@ void parseConfig() {
 }
 
 void onExit() { processFinalize("exit"); }
+
+// A sanitizer (ASan, TSan, UBSan with halt_on_error) ends the process after its report by
+// the system call itself, past every exit handler: its death callback writes the measurement
+// first (before, only the threads that had ended were written).
+void onSanitizerDeath() { processFinalize("sanitizer report"); }
 
 // Every fork's child, by fork() or by glibc's own (daemon(): its child kept the parent's pid
 // in its file names, overwriting the parent's files, and ran with no sampling timer).
@@ -116,6 +122,9 @@ void processInit() {
   newThreadState(true);
   atexit(onExit);
   pthread_atfork(nullptr, nullptr, onForkChild);
+  using SetDeathCallback = void (*)(void (*)());
+  if (auto set = reinterpret_cast<SetDeathCallback>(dlsym(RTLD_DEFAULT, "__sanitizer_set_death_callback")))
+    set(onSanitizerDeath);
 }
 
 void processStartMain(uintptr_t appMain) {

@@ -759,6 +759,34 @@ TEST(Processes, CancelledThreadsAreWrittenAsTheyEnd) {
   fs::remove_all(scratch);
 }
 
+// A program built with AddressSanitizer runs under hpcrun as it does bare (before: "ASan
+// runtime does not come first in initial library list", status 1 at once), its report and
+// status its own; the sanitizer's death after the report writes the measurement, main's too.
+TEST(Processes, SanitizedProgramsRunAndAreMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-sanitized";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "sanitized-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  ASSERT_EQ(bare.status, 1) << bare.err;
+  ASSERT_EQ(bare.out, "threads done\n");
+  ASSERT_NE(bare.err.find("ERROR: AddressSanitizer: heap-buffer-overflow"), std::string::npos) << bare.err;
+  const fs::path meas = scratch / "m";
+  Outcome prof = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 1) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  EXPECT_NE(prof.err.find("ERROR: AddressSanitizer: heap-buffer-overflow"), std::string::npos) << prof.err;
+  ASSERT_TRUE(fs::exists(meas));
+  std::string log;
+  for (auto& e : fs::directory_iterator(meas))
+    if (e.path().extension() == ".log") log += slurp(e.path());
+  EXPECT_NE(log.find("finalized at sanitizer report"), std::string::npos) << log;
+  Analysis a = analyze(meas);
+  EXPECT_EQ(a.profiles, 3);
+  EXPECT_GT(a.byLeaf["sanitized_work"] + a.byLeaf["spin"], 0.05);
+  EXPECT_GT(a.total - a.others, 0.02);  // main's own, written at the sanitizer's death
+  fs::remove_all(scratch);
+}
+
 // Event ("" for hpcrun's default, CPUTIME at 200 Hz), compiler, pooled runs, scale per run.
 using KnownAnswerCase = std::tuple<std::string, std::string, int, double>;
 class KnownAnswer : public ::testing::TestWithParam<KnownAnswerCase> {};
