@@ -151,6 +151,12 @@ std::string unmeasurable(const std::string& file) {
       // measuring: only programs (ET_EXEC, or ET_DYN with an entry) are judged.
       if (!interp && (eh.e_type == ET_EXEC || eh.e_entry != 0)) why = "it is statically linked";
     }
+    // A program that changes user or group as it starts runs in secure mode, where the
+    // loader ignores LD_PRELOAD.
+    struct stat st{};
+    if (why.empty() && fstat(fileno(f), &st) == 0 &&
+        (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getegid())))
+      why = "it is set-user-ID or set-group-ID, and the loader ignores LD_PRELOAD for such programs";
   }
   std::fclose(f);
   return why;

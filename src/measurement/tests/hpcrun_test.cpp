@@ -3,7 +3,9 @@
 // CPU time x rate, complete call paths, and the known-answer split.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -1082,6 +1084,17 @@ TEST(Launcher, WarnsOfStaticPrograms) {
   EXPECT_EQ(dynamic.status, 0);
   EXPECT_EQ(dynamic.out, "fine\n");
   EXPECT_EQ(dynamic.err.find("warning"), std::string::npos) << dynamic.err;
+  // A set-user-ID program of another user runs in secure mode, LD_PRELOAD ignored: said so
+  // (as root only: another user's file is needed).
+  if (geteuid() == 0) {
+    const fs::path suid = scratch / "suid";
+    fs::copy_file(kWl + "recursion-gcc", suid);
+    ASSERT_EQ(chown(suid.c_str(), 65534, 65534), 0);
+    ASSERT_EQ(chmod(suid.c_str(), 04755), 0);
+    Outcome r = run(kBin + " -o " + (scratch / "m-suid").string() + " " + suid.string() + " 0.05", scratch / "suid-run");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("cannot be measured: it is set-user-ID"), std::string::npos) << r.err;
+  }
   fs::remove_all(scratch);
 }
 
