@@ -175,6 +175,7 @@ call = 1 + next(i for i, l in enumerate(open(sys.argv[3])) if l.startswith("b = 
 assert any(p[-2:] == ("<module>", f"{src}:{call}") for p in out), f"<module>'s line {call} (blas's call)"
 assert under("outer", "inner") >= 0.95 * py_inner, "inner not below outer"
 assert under("worker", "inner") > 0, "no Python frames on the threading module's thread"
+assert under("raw_worker", "inner") > 0, "no Python frames on a thread _thread started"
 assert inclusive("coro") > 0.03 * total, "the coroutine stepped by asyncio's C code"
 assert under("child_work", "inner") > 0, "no Python frames in the forked child"
 assert not any(p[-1].startswith("_PyEval_EvalFrameDefault") and any(f in p for f in ("inner", "coro")) for p in out), \

@@ -2,7 +2,8 @@
 
 Installs the measurement's profile hook (libhpcrun.so's hpcrun_python_thread, called with
 the GIL held) in this thread and, through threading.setprofile, in every thread the
-threading module starts; then runs the sitecustomize this one shadows, if there is one."""
+threading module starts, and in each thread _thread.start_new_thread starts; then runs the
+sitecustomize this one shadows, if there is one."""
 import sys
 
 
@@ -20,6 +21,23 @@ def _hpcrun_install():
         start()
 
     threading.setprofile(first_event)
+
+    # Threads started by _thread itself (threading keeps the function it bound on import):
+    # the hook installed first thing in the new thread. Its function's name and qualified
+    # name are the program's, as an unhandled exception's message shows them.
+    import _thread
+    import functools
+    original = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None):
+        @functools.wraps(function)
+        def run(*a, **k):
+            start()
+            return function(*a, **k)
+        return original(run, args) if kwargs is None else original(run, args, kwargs)
+
+    _thread.start_new_thread = start_new_thread
+    _thread.start_new = start_new_thread  # its old name
 
 
 def _hpcrun_next_sitecustomize():
