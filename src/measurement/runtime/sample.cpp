@@ -245,10 +245,8 @@ CctNode* contextHere(ThreadState& ts) {
             if (cache->sps[k] - 8 > frame)
               same = *reinterpret_cast<const volatile uintptr_t*>(cache->sps[k] - 8) == cache->ips[k];
         }) &&
-        same) {
-      ++ts.hereReused;
+        same)
       return cache->node;
-    }
   }
   if (cache) cache->n = 0;
   ts.nFrames = 0;

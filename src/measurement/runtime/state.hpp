@@ -70,7 +70,6 @@ struct ThreadState {
   uintptr_t* frames;  // unwind scratch, kMaxFrames entries
   UnwindCache* unwindCache;  // allocated once the thread's stack was deep (unwind_cache.hpp)
   void* hereCache;           // contextHere's last path (sample.cpp), allocated at its first use
-  uint64_t hereReused;       // contextHere calls that reused it
   UnwindCacheStats unwindStats;
   size_t lastDepth;          // frames of the last complete unwind
   // sources
