@@ -152,7 +152,6 @@ ThreadState* threadBegin(uintptr_t startRoutine) {
   return ts;
 }
 
-
 void threadEnd(ThreadState* ts) {
   if (!ts || ts != currentThread()) return;
   ++ts->suspend;
