@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/file.hpp"
+#include "structure/dwp.hpp"
 #include "structure/elf_image.hpp"
 
 namespace hpc::structure {
@@ -51,13 +52,17 @@ Expected<std::string> Cache::entry_path(const std::string& binary, const Options
   h.add(std::string(kFormatVersion) + (opt.gpucfg ? "+gpucfg" : "") + "\n" + binary);
   // A separate debug file changes the result: its path, size and time are in the key (a
   // -dbgsym package installed later is read, not a structure cached without it).
+  // So does a DWARF package (.dwp).
+  auto add = [&](const char* what, const std::string& file) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    const auto time = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+    h.add(std::string("\n") + what + " " + file + " " + std::to_string(size) + " " + std::to_string(time));
+  };
   if (auto img = ElfImage::open(binary); img.ok()) {
-    if (std::string dbg = find_debug_file(**img); !dbg.empty()) {
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(dbg, ec);
-      const auto time = std::filesystem::last_write_time(dbg, ec).time_since_epoch().count();
-      h.add("\ndebug " + dbg + " " + std::to_string(size) + " " + std::to_string(time));
-    }
+    const std::string dbg = find_debug_file(**img);
+    if (!dbg.empty()) add("debug", dbg);
+    if (std::string dwp = find_package(binary, dbg); !dwp.empty()) add("package", dwp);
   }
   return (std::filesystem::path(dir_) / (h.hex() + ".hpcstruct")).string();
 }

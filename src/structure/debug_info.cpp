@@ -15,11 +15,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
 #include <optional>
 
+#include "structure/dwp.hpp"
 #include "structure/elf_image.hpp"
 #include "structure/line_table.hpp"
 
@@ -124,6 +126,31 @@ struct DebugInfo::Impl {
   mutable bool evicted = false;  // the cache has let go of a unit: the debug info exceeds it
   uint32_t splitUnits = 0, splitMissing = 0;  // skeleton units, and those whose .dwo libdw did not find
   std::string splitMissingName;               // the first such .dwo's name
+  // A DWARF package's split units (dwp.hpp), handed to libdw one at a time with the
+  // skeleton's parts of .debug_addr and .debug_ranges: each from the base the skeleton
+  // names to the next skeleton's base (or the section's end).
+  std::unique_ptr<DwarfPackage> package;
+  std::span<const uint8_t> addrSection, rangesSection;
+  std::vector<uint64_t> addrBases, rangesBases;  // sorted
+  std::unique_ptr<DwarfPackage::Unit> package_unit(Dwarf_Die* skeleton) const {
+    uint64_t id = 0;
+    if (!package || dwarf_cu_info(skeleton->cu, nullptr, nullptr, nullptr, nullptr, &id, nullptr, nullptr) != 0 ||
+        !package->has(id))
+      return nullptr;
+    auto part = [&](std::span<const uint8_t> section, const std::vector<uint64_t>& bases, int attr, int gnuAttr) {
+      Dwarf_Attribute a;
+      Dwarf_Word base = 0;  // none named: the section's start
+      if ((dwarf_attr(skeleton, attr, &a) || (gnuAttr && dwarf_attr(skeleton, gnuAttr, &a))) &&
+          dwarf_formudata(&a, &base) != 0)
+        return std::span<const uint8_t>();
+      if (base >= section.size()) return std::span<const uint8_t>();
+      auto next = std::upper_bound(bases.begin(), bases.end(), base);
+      const uint64_t end = next == bases.end() ? section.size() : std::min<uint64_t>(*next, section.size());
+      return section.subspan(base, end - base);
+    };
+    return package->unit(id, part(addrSection, addrBases, DW_AT_addr_base, DW_AT_GNU_addr_base),
+                         part(rangesSection, rangesBases, DW_AT_GNU_ranges_base, 0));
+  }
 
   Elf* elf = nullptr;
   const ElfImage* image = nullptr;  // its pages are let go as units are read
@@ -323,10 +350,28 @@ public:
     Dwarf_Die split;
     if (dwarf_cu_info(cu->cu, nullptr, &unitType, nullptr, &split, nullptr, nullptr, nullptr) == 0 &&
         unitType == DW_UT_skeleton) {
-      if (split.addr == nullptr || dwarf_tag(&split) != DW_TAG_compile_unit) return;
+      std::unique_ptr<DwarfPackage::Unit> packed;  // no .dwo: the split unit from a .dwp
+      if (split.addr == nullptr || dwarf_tag(&split) != DW_TAG_compile_unit) {
+        packed = d_.impl_->package_unit(cu);
+        Dwarf_CU* unit = nullptr;
+        if (!packed || dwarf_get_units(packed->dwarf(), nullptr, &unit, nullptr, nullptr, &split, nullptr) != 0 ||
+            dwarf_tag(&split) != DW_TAG_compile_unit)
+          return;
+      }
+      // The split unit's own file table where it has one (GNU's), else the skeleton's
+      // (libdw falls back to it for a .dwo it linked; a package's unit stands alone).
       const bool own = own_;
-      own_ = false;
-      if (!summary_) dwarf_getsrcfiles(&split, &files_, &nfiles_);
+      if (!summary_) {
+        Dwarf_Files* files = nullptr;
+        size_t n = 0;
+        if (dwarf_getsrcfiles(&split, &files, &n) == 0 && n > 0) {
+          own_ = false;
+          files_ = files;
+          nfiles_ = n;
+        } else if (!own_) {
+          dwarf_getsrcfiles(cu, &files_, &nfiles_);
+        }
+      }
       walk(&split, nullptr, -1, 0);
       own_ = own;
       return;
@@ -590,9 +635,11 @@ std::shared_ptr<const DebugUnit> DebugInfo::Impl::unit(DebugInfo& owner, uint32_
   return read(owner, cu, false);
 }
 
-Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size_t cache_bytes) {
+Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size_t cache_bytes,
+                                                     std::unique_ptr<DwarfPackage> package) {
   std::unique_ptr<DebugInfo> d(new DebugInfo());
   Impl& m = *d->impl_;
+  m.package = std::move(package);
   m.elf = image.elf();
   m.image = &image;
   m.cacheLimit = cache_bytes;
@@ -611,6 +658,23 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
   }
   Dwarf* dw = dwarf_begin_elf(m.patched ? m.patched : m.elf, DWARF_C_READ, nullptr);
   if (!dw) return d;
+  if (m.package) {
+    // The skeletons' .debug_addr and .debug_ranges, as libdw reads them (decompressed).
+    Elf* e = m.patched ? m.patched : m.elf;
+    size_t names = 0;
+    if (elf_getshdrstrndx(e, &names) == 0)
+      for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS) continue;
+        const char* name = elf_strptr(e, names, sh.sh_name);
+        const bool addr = name && std::strcmp(name, ".debug_addr") == 0;
+        if (!addr && !(name && std::strcmp(name, ".debug_ranges") == 0)) continue;
+        if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) continue;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (!data || !data->d_buf) continue;
+        (addr ? m.addrSection : m.rangesSection) = {static_cast<const uint8_t*>(data->d_buf), data->d_size};
+      }
+  }
   Dwarf_CU* cu = nullptr;
   Dwarf_Die cudie, subdie;
   uint8_t unitType = 0;
@@ -658,7 +722,16 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     if (unitType == DW_UT_type || unitType == DW_UT_split_type) continue;
     if (unitType == DW_UT_skeleton) {
       ++m.splitUnits;
-      if (subdie.addr == nullptr || dwarf_tag(&subdie) != DW_TAG_compile_unit) {
+      Dwarf_Attribute a;
+      Dwarf_Word base = 0;
+      if ((dwarf_attr(&cudie, DW_AT_addr_base, &a) || dwarf_attr(&cudie, DW_AT_GNU_addr_base, &a)) &&
+          dwarf_formudata(&a, &base) == 0)
+        m.addrBases.push_back(base);
+      if (dwarf_attr(&cudie, DW_AT_GNU_ranges_base, &a) && dwarf_formudata(&a, &base) == 0) m.rangesBases.push_back(base);
+      uint64_t id = 0;
+      const bool packed = m.package && dwarf_cu_info(cu, nullptr, nullptr, nullptr, nullptr, &id, nullptr, nullptr) == 0 &&
+                          m.package->has(id);
+      if ((subdie.addr == nullptr || dwarf_tag(&subdie) != DW_TAG_compile_unit) && !packed) {
         if (m.splitMissing++ == 0) {
           Dwarf_Attribute a;
           const char* name = dwarf_attr(&cudie, DW_AT_dwo_name, &a) ? dwarf_formstring(&a) : nullptr;
@@ -700,6 +773,8 @@ Expected<std::unique_ptr<DebugInfo>> DebugInfo::load(const ElfImage& image, size
     }
   }
   dwarf_end(dw);
+  std::sort(m.addrBases.begin(), m.addrBases.end());
+  std::sort(m.rangesBases.begin(), m.rangesBases.end());
   std::sort(m.cuSpans.begin(), m.cuSpans.end(), [](const Impl::CuSpan& a, const Impl::CuSpan& b) {
     return a.lo != b.lo ? a.lo < b.lo : a.cu < b.cu;
   });

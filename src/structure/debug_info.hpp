@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "structure/dwp.hpp"
 
 namespace hpc::structure {
 
@@ -73,7 +74,10 @@ public:
   // and libdw's own caches together stay within about `cache_bytes` (three quarters and a
   // quarter), so memory does not grow with the debug information. Cubins are read
   // whole. `image` must outlive every call to view() and lines_at().
-  static Expected<std::unique_ptr<DebugInfo>> load(const ElfImage& image, size_t cache_bytes = size_t(256) << 20);
+  // `package`: the binary's DWARF package (.dwp), whose split units are read where libdw
+  // finds no .dwo file.
+  static Expected<std::unique_ptr<DebugInfo>> load(const ElfImage& image, size_t cache_bytes = size_t(256) << 20,
+                                                   std::unique_ptr<DwarfPackage> package = nullptr);
   ~DebugInfo();
 
   // What DWARF says about an address range: the units covering it, held while the View

@@ -184,13 +184,22 @@ Expected<std::unique_ptr<Prepared>> prepare(const std::string& path, const Optio
       if (!p->image->section_named(".debug_info") && d->section_named(".debug_info")) p->debugImage = std::move(d);
     }
   }
-  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(p->debugImage ? *p->debugImage : *p->image, opt.debug_cache));
+  // Split DWARF packed by dwp: "<binary>.dwp" (or beside the debug file).
+  std::unique_ptr<DwarfPackage> package;
+  std::string packageProblem;
+  if (!p->cuda)
+    if (std::string at = find_package(path, p->debugImage ? p->debugImage->path() : ""); !at.empty())
+      package = DwarfPackage::open(at, &packageProblem);
+  const std::string packagePath = package ? package->path() : "";
+  HPC_ASSIGN_OR_RETURN(auto debugOwned, DebugInfo::load(p->debugImage ? *p->debugImage : *p->image, opt.debug_cache,
+                                                        std::move(package)));
   p->debug = std::move(debugOwned);
   if (auto split = p->debug->split_units(); split.missing > 0 && warnings)
     *warnings += path + ": " + std::to_string(split.missing) + " of its " + std::to_string(split.units) +
                  " split-DWARF units have no .dwo file here (" + split.first_missing +
-                 (split.missing > 1 ? ", ..." : "") +
-                 "): their source lines are read, their inlined calls only guessed from the lines\n";
+                 (split.missing > 1 ? ", ..." : "") + ")" + (packagePath.empty() ? "" : " nor in " + packagePath) +
+                 (packageProblem.empty() ? "" : " (" + packageProblem + ")") +
+                 ": their source lines are read, their inlined calls only guessed from the lines\n";
   p->fns = discover_functions(*p->image, *p->debug);
   for (const auto& f : p->fns)
     if (known_noreturn(f.link_name)) p->noreturn.insert(f.begin);

@@ -300,6 +300,75 @@ TEST(Structure, SplitCompressedOrSeparateDwarfAsThePlainBuild) {
   EXPECT_GT(p->line, 0u);
 }
 
+// Split DWARF packed by dwp into "<library>.dwp", the .dwo files gone: libdw (0.188) reads
+// no package, and before every unit came out as lines only (inlined calls guessed, named
+// "<inline>"). Each split unit is now read from the package: the structure is the plain
+// build's, for GNU's DWARF 4 form (binutils' dwp, index version 2) and clang's DWARF 5
+// (llvm-dwp, index version 5, where installed), two units each (the second's addresses
+// start past the first's in .debug_addr). Without the package, or with a damaged one, a
+// warning says so and the lines are still read.
+TEST(Structure, SplitDwarfPackageAsThePlainBuild) {
+  namespace fs = std::filesystem;
+  auto text = [](const Structure& s, const std::string& name) {
+    std::string path = (fs::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
+    EXPECT_TRUE(write_structure_file(s, path).ok());
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string t = ss.str();
+    for (size_t at; (at = t.find(name)) != std::string::npos;) t.replace(at, name.size(), "LIB");
+    return t;
+  };
+  int tested = 0;
+  for (const std::string name : {"packed4", "packed5"}) {
+    if (!fs::exists(lib(name))) continue;  // packed5: no clang or llvm-dwp here
+    ++tested;
+    SCOPED_TRACE(name);
+    const std::string plain = text(analyze(name + "_plain"), "lib" + name + "_plain.so");
+    Options opt;
+    std::string warnings;
+    auto packed = analyze_binary(lib(name), opt, &warnings);
+    ASSERT_TRUE(packed.ok()) << packed.status().message();
+    EXPECT_EQ(warnings, "");
+    EXPECT_EQ(text(*packed, "lib" + name + ".so"), plain);
+    const Procedure* outer = find(*packed, "outer");
+    const Procedure* second = find(*packed, "second");
+    ASSERT_NE(outer, nullptr);
+    ASSERT_NE(second, nullptr);
+    EXPECT_NE(skeleton(outer->root).find(":body{"), std::string::npos) << skeleton(outer->root);
+    EXPECT_NE(skeleton(second->root).find(":add{"), std::string::npos) << skeleton(second->root);
+    EXPECT_GT(second->line, 0u);
+
+    // The package away: lines only, and the warning. Then a damaged one (cut short).
+    const fs::path tmp = fs::temp_directory_path() / ("hpcstruct-dwp-" + name);
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const fs::path copy = tmp / ("lib" + name + ".so");
+    fs::copy_file(lib(name), copy);
+    warnings.clear();
+    auto bare = analyze_binary(copy.string(), opt, &warnings);
+    ASSERT_TRUE(bare.ok());
+    EXPECT_NE(warnings.find("2 of its 2 split-DWARF units have no .dwo file here (a.dwo, ...): their source lines"),
+              std::string::npos) << warnings;
+    EXPECT_NE(text(*bare, "lib" + name + ".so"), plain);
+    EXPECT_EQ(find(*bare, "second")->line, second->line) << "lines come from the library itself";
+    {
+      std::ifstream in(lib(name) + ".dwp", std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream out(copy.string() + ".dwp", std::ios::binary);
+      out.write(bytes.data(), 100);
+    }
+    warnings.clear();
+    auto damaged = analyze_binary(copy.string(), opt, &warnings);
+    ASSERT_TRUE(damaged.ok());
+    EXPECT_NE(warnings.find("(" + copy.string() + ".dwp: its section headers lie outside the file)"), std::string::npos)
+        << warnings;
+    EXPECT_EQ(text(*damaged, "lib" + name + ".so"), text(*bare, "lib" + name + ".so"));
+    fs::remove_all(tmp);
+  }
+  EXPECT_GE(tested, 1) << "no package was built (binutils' dwp missing?)";
+}
+
 TEST(Structure, OutputDoesNotDependOnThreads) {
   auto dir = std::filesystem::temp_directory_path();
   auto a = (dir / "hpcstruct_j1.xml").string(), b = (dir / "hpcstruct_j4.xml").string();
