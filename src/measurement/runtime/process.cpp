@@ -53,6 +53,11 @@ void parseConfig() {
 
 void onExit() { processFinalize("exit"); }
 
+// quick_exit(3) runs at_quick_exit's handlers, not atexit's, then ends by _exit past our
+// wrapper (glibc calls it internally): the measurement was never written, main's profile
+// lost. Registered first, this runs after the application's own handlers.
+void onQuickExit() { processFinalize("quick_exit"); }
+
 // A sanitizer (ASan, TSan, UBSan with halt_on_error) ends the process after its report by
 // the system call itself, past every exit handler: its death callback writes the measurement
 // first (before, only the threads that had ended were written).
@@ -121,6 +126,7 @@ void processInit() {
   loadmapRefresh();
   newThreadState(true);
   atexit(onExit);
+  at_quick_exit(onQuickExit);
   pthread_atfork(nullptr, nullptr, onForkChild);
   using SetDeathCallback = void (*)(void (*)());
   if (auto set = reinterpret_cast<SetDeathCallback>(dlsym(RTLD_DEFAULT, "__sanitizer_set_death_callback")))
