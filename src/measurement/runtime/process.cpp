@@ -194,11 +194,14 @@ void processFinalize(const char* reason) {
   gSampling.store(false, std::memory_order_release);
   ThreadState* self = currentThread();
   if (self) ++self->suspend;
-  gpu::processFinalize(self);
-  writeAllThreads();
-  outputCopyPerfMap();
-  pythonWriteTable();
-  outputWriteLog(reason);
+  // From a handler on the application's small signal stack (an exit or abort there): on ours.
+  signalsOnRoomyStack(self, [](void* why) {
+    gpu::processFinalize(currentThread());
+    writeAllThreads();
+    outputCopyPerfMap();
+    pythonWriteTable();
+    outputWriteLog(static_cast<const char*>(why));
+  }, const_cast<char*>(reason));
 }
 
 // An exec that failed returns to the program, whose measurement was written for the new
@@ -221,6 +224,7 @@ void processResumeAfterFailedExec(int err) {
   ++ts->suspend;
   ts->py = old->py;  // the Python frames on this thread's stack are still there
   ts->altStack = old->altStack;
+  ts->appAltStack = old->appAltStack;
   ts->startRoutine = old->startRoutine;
   old->py = nullptr;
   old->altStack = nullptr;

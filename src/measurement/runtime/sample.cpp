@@ -195,8 +195,18 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
         loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]))) {
       ++ts->blocked;
     } else {
-      record(*ts, uc, ev, value);
-      if (ts->gpu) gpu::onSample(*ts);
+      struct Work {
+        ThreadState* ts;
+        void* uc;
+        int ev;
+        double value;
+      } work{ts, uc, ev, value};
+      // On the application's small signal stack (Rust's: 8 KiB), the sample is taken on ours.
+      signalsOnRoomyStack(ts, [](void* p) {
+        Work& w = *static_cast<Work*>(p);
+        record(*w.ts, w.uc, w.ev, w.value);
+        if (w.ts->gpu) gpu::onSample(*w.ts);
+      }, &work);
       ts->lastSampleEnd[ev] = monotonicNs();
       ts->lastSampleCost = ts->lastSampleEnd[ev] - start;
     }

@@ -248,16 +248,76 @@ bool oursIsSet(const ThreadState* ts, stack_t& cur) {
 
 }  // namespace
 
+// fn(arg) with the stack pointer at `top`, back on the caller's stack after (frame-pointer
+// CFI, so debuggers and libunwind walk through it).
+extern "C" void hpcCallOnStack(void* top, void (*fn)(void*), void* arg);
+asm(R"(
+    .text
+    .globl hpcCallOnStack
+    .hidden hpcCallOnStack
+    .type hpcCallOnStack, @function
+hpcCallOnStack:
+    .cfi_startproc
+    endbr64
+    pushq %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset %rbp, 0
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    andq $-16, %rdi
+    movq %rdi, %rsp
+    movq %rdx, %rdi
+    call *%rsi
+    movq %rbp, %rsp
+    .cfi_def_cfa_register %rsp
+    popq %rbp
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore %rbp
+    ret
+    .cfi_endproc
+    .size hpcCallOnStack, .-hpcCallOnStack
+)");
+
+void signalsOnRoomyStack(ThreadState* ts, void (*fn)(void*), void* arg) {
+  constexpr uintptr_t kRoom = 48u << 10;
+  const uintptr_t sp = uintptr_t(__builtin_frame_address(0));
+  const uintptr_t lo = ts ? uintptr_t(ts->appAltStack.ss_sp) : 0;
+  if (!ts || !ts->altStack || !ts->appAltStack.ss_size || sp <= lo || sp > lo + ts->appAltStack.ss_size ||
+      sp - lo >= kRoom) {
+    fn(arg);
+    return;
+  }
+  // The kernel lets no thread change its alternate stack while running on it: that is done
+  // from ours.
+  struct Call {
+    ThreadState* ts;
+    void (*fn)(void*);
+    void* arg;
+  } call{ts, fn, arg};
+  hpcCallOnStack(static_cast<char*>(ts->altStack) + kAltStackBytes, [](void* p) {
+    const Call& c = *static_cast<Call*>(p);
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    const bool disabled = kernelSigaltstack(&off, nullptr) == 0;
+    c.fn(c.arg);
+    if (disabled) kernelSigaltstack(&c.ts->appAltStack, nullptr);
+  }, &call);
+}
+
 void signalsStartThreadStack(ThreadState& ts) {
   stack_t cur{};
-  // A stack set already (the application's, or the one a forked child inherits) serves.
-  if (ts.altStack || kernelSigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
+  if (ts.altStack || kernelSigaltstack(nullptr, &cur) != 0) return;
   void* m = mmap(nullptr, kAltStackBytes + kGuardBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (m == MAP_FAILED) return;
   mprotect(m, kGuardBytes, PROT_NONE);  // below it: an overflow faults instead of writing on
   void* sp = static_cast<char*>(m) + kGuardBytes;
-  if (!setOurs(sp)) {
+  // A stack set already (the application's, or the one a forked child inherits) stays the
+  // kernel's; ours is kept for the runtime's work (signalsOnRoomyStack).
+  if (!(cur.ss_flags & SS_DISABLE)) {
+    cur.ss_flags &= ~SS_ONSTACK;
+    ts.appAltStack = cur;
+  } else if (!setOurs(sp)) {
     munmap(m, kAltStackBytes + kGuardBytes);
     return;
   }
@@ -282,8 +342,15 @@ int appSigaltstack(const stack_t* ss, stack_t* old) {
   stack_t cur{};
   if (!oursIsSet(ts, cur)) {
     int rc = kernelSigaltstack(ss, old);
-    // The application disabled its own: ours again, where the thread has one.
-    if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE) && ts && ts->altStack) setOurs(ts->altStack);
+    if (rc == 0 && ss && ts) {
+      // The application disabled its own: ours again, where the thread has one.
+      if (ss->ss_flags & SS_DISABLE) {
+        ts->appAltStack = stack_t{};
+        if (ts->altStack) setOurs(ts->altStack);
+      } else {
+        ts->appAltStack = *ss;
+      }
+    }
     return rc;
   }
   // Ours is set: the application sees none (unless a handler runs on it now: then as it is).
@@ -296,7 +363,9 @@ int appSigaltstack(const stack_t* ss, stack_t* old) {
     }
   }
   if (!ss || (ss->ss_flags & SS_DISABLE)) return 0;
-  return kernelSigaltstack(ss, nullptr);  // the application's replaces ours (still mapped)
+  const int rc = kernelSigaltstack(ss, nullptr);  // the application's replaces ours (still mapped)
+  if (rc == 0) ts->appAltStack = *ss;
+  return rc;
 }
 
 }  // namespace hpc::rt

@@ -44,6 +44,14 @@ uint64_t signalsOverflowSigio();
 // 64 KiB thread that left 9 KiB free was killed by the first sample). The application
 // never sees that stack: sigaltstack reports none while it is ours, and a stack the
 // application sets replaces it (ours is set again where it disables its own).
+// Where the application sets a stack of its own, ours stays mapped: the runtime's work in a
+// handler (a sample, the measurement written at a fatal signal or an exit from a handler)
+// moves onto it when the application's has less than 48 KiB left. Rust's is 8 KiB and a
+// page: at a stack overflow its handler calls abort() on it, and writing the measurement
+// there overflowed it (SIGSEGV, exit status 139 for 134, no profile at all). While our code
+// runs on ours, the kernel's alternate stack is disabled (a nested signal, the fault guard's,
+// lands on ours, not over the frames left on the application's), and set again after.
+void signalsOnRoomyStack(ThreadState* ts, void (*fn)(void*), void* arg);
 void signalsStartThreadStack(ThreadState& ts);  // on the thread, before its sources start
 void signalsEndThreadStack(ThreadState& ts);    // on the thread, after they stopped
 int appSigaltstack(const stack_t* ss, stack_t* old);  // the application's sigaltstack()

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <setjmp.h>
+#include <signal.h>
 #include <time.h>
 
 #include <atomic>
@@ -106,6 +107,7 @@ struct ThreadState {
   std::atomic<int> inUnwind;
   gpu::ThreadGpu* gpu;  // GPU launches and returning records; nullptr until the first launch
   void* altStack;       // the signal stack the runtime gave this thread (signals.hpp); nullptr: none
+  stack_t appAltStack{};  // the application's, while it has set one in place of ours (ss_size 0: none)
   PyStack* py;          // the thread's Python frames (python.hpp); nullptr: no profile hook
 };
 

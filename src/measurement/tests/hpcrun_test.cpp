@@ -201,7 +201,7 @@ const Case kCases[] = {
     {"threads", "1", 505, 0}, {"omp", "1", 3, 0},       {"forkexec", "1", 3, 0},
     {"dlopen", "1", 1, 0},    {"signals", "3", 1, 0},   {"thread_exit", "1", 2, 5},
     {"nocfi", "1", 1, 0},     {"crash", "1", 2, 128 + 11},  {"small_stack", "1", 2, 0},
-    {"quick_exit", "1", 2, 5}, {"exit_group", "1", 2, 9},
+    {"quick_exit", "1", 2, 5}, {"exit_group", "1", 2, 9},  {"small_altstack", "1", 2, 128 + 6},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, Workload,
