@@ -1,10 +1,13 @@
 #include "presentation/report.hpp"
 
+#include "presentation/overview.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <map>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -105,6 +108,25 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
   }
 }
 
+bool gpu_metric(const std::string& n) {
+  for (const char* p : {"GKER", "GMEM", "GMSET", "GXCOPY", "GICOPY", "GSYNC", "GPUOP", "GINS", "GSAMP"})
+    if (n.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+void overview_rows(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  const int mi = overview_metric(e, o.metric);
+  const Overview ov = overview(e, mi < 0 ? o.metric : size_t(mi), o.top);
+  if (mi >= 0)
+    for (size_t k = 0; k < kWorkKinds; ++k) {
+      const auto& kind = ov.kinds[k];
+      const std::string key = work_kind_key(WorkKind(k));
+      out.push_back({"overview", 0, key, work_kind_name(WorkKind(k)), kind.value, kind.value});
+      for (const auto& [where, v] : kind.where) out.push_back({"overview", 1, key + "/" + where, where, v, v});
+    }
+  for (const auto& [what, v] : ov.gpu) out.push_back({"gpu-operations", 0, what, what, v, v});
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -122,6 +144,17 @@ std::string num(double v) {
 
 }  // namespace
 
+int overview_metric(const Experiment& e, size_t metric) {
+  if (metric < e.metrics().size() && !gpu_metric(e.metrics()[metric].name)) return int(metric);
+  for (size_t i = 0; i < e.metrics().size(); ++i) {
+    const std::string& n = e.metrics()[i].name;
+    if (!gpu_metric(n) && (n.find("TIME") != std::string::npos || n.find("(sec)") != std::string::npos) &&
+        e.inclusive(0, e.metrics()[i]) > 0)
+      return int(i);
+  }
+  return -1;
+}
+
 std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) {
   std::vector<ReportRow> out;
   if (o.metric >= e.metrics().size()) return out;
@@ -133,15 +166,21 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
   case ReportView::TopDown: top_down(e, o, out); break;
   case ReportView::BottomUp: bottom_up(e, o, out); break;
   case ReportView::Flat: flat(e, o, o.by, out); break;
+  case ReportView::Overview: overview_rows(e, o, out); break;
   }
   return out;
 }
 
 void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os) {
-  const MetricView& m = e.metrics().at(o.metric);
+  const int overviewMetric = overview_metric(e, o.metric);
+  const bool overviewView = o.view == ReportView::Overview;
+  const MetricView& m = e.metrics().at(overviewView && overviewMetric >= 0 ? size_t(overviewMetric) : o.metric);
   double total = e.inclusive(0, m);
   auto pct = [&](double v) { return total != 0 ? 100.0 * v / total : 0.0; };
   auto rows = report_rows(e, o);
+  std::optional<Overview> ov;
+  if (overviewView || (o.view == ReportView::Summary && o.format == ReportFormat::Text && overviewMetric >= 0))
+    ov = overview(e, overviewMetric >= 0 ? size_t(overviewMetric) : o.metric, o.top);
 
   if (o.format == ReportFormat::Json) {
     // The document nlohmann::json would print (keys in order, one space a level), a row at a
@@ -161,7 +200,12 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
       }
     }
     os << (rows.empty() ? "]" : "\n ]") << ",\n \"title\": " << str(e.meta().general.title)
-       << ",\n \"total\": " << nlohmann::json(total).dump() << "\n}\n";
+       << ",\n \"total\": " << nlohmann::json(total).dump();
+    if (overviewView) {
+      os << ",\n \"verdict\": " << str(ov->verdict) << ",\n \"reason\": " << str(ov->reason);
+      if (ov->ipc) os << ",\n \"instructions_per_cycle\": " << nlohmann::json(*ov->ipc).dump();
+    }
+    os << "\n}\n";
     return;
   }
   if (o.format == ReportFormat::Csv) {
@@ -174,6 +218,44 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   os << "# Database: " << e.dir().string() << " (" << e.meta().general.title << ")\n"
      << "# Metric:   " << m.name << ", total " << num(total) << "\n"
      << "# Profiles: " << (e.profiles().size() - 1) << ", contexts: " << e.num_contexts() << "\n";
+  if (ov) {
+    // Where the time went by kind of work; the places in each with --view overview.
+    const double all = ov->total;
+    auto share = [&](double v) { return all != 0 ? 100.0 * v / all : 0.0; };
+    if (overviewMetric >= 0) {
+      os << "#\n# Where the time went (" << e.metrics()[size_t(overviewMetric)].name << ", by kind of work)\n"
+         << "#        Time        %  Kind" << (overviewView ? " / where" : "") << "\n";
+      for (size_t k = 0; k < kWorkKinds; ++k) {
+        const auto& kind = ov->kinds[k];
+        if (kind.value == 0 && k != 0) continue;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", num(kind.value).c_str(), share(kind.value));
+        os << buf << work_kind_name(WorkKind(k))
+           << (WorkKind(k) == WorkKind::Idle ? " (waits of MPI and GPU runtimes' own threads; not in the verdict)" : "")
+           << "\n";
+        if (!overviewView) continue;
+        for (const auto& [where, v] : kind.where) {
+          std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", num(v).c_str(), share(v));
+          os << buf << "  " << where << "\n";
+        }
+      }
+      if (ov->ipc) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.2f", *ov->ipc);
+        os << "# Instructions per cycle: " << buf << "\n";
+      }
+    }
+    if (!ov->gpu.empty()) {
+      os << "#\n# The GPU's operations (seconds)\n";
+      for (const auto& [what, v] : ov->gpu) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%14s  ", num(v).c_str());
+        os << buf << what << "\n";
+      }
+    }
+    if (overviewMetric >= 0) os << "# Verdict: " << ov->verdict << ": " << ov->reason << "\n";
+    if (overviewView) return;
+  }
   std::string section;
   for (auto& r : rows) {
     if (r.section != section) {

@@ -11,7 +11,9 @@
 
 namespace hpc::present {
 
-enum class ReportView { Summary, TopDown, BottomUp, Flat };  // Summary: top-down + flat functions
+// Summary: the overview's kinds of work and verdict (text), top-down and flat functions.
+// Overview: where the time went by kind of work, in detail (overview.hpp).
+enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview };
 enum class ReportFormat { Text, Csv, Json };
 
 struct ReportOptions {
@@ -31,6 +33,10 @@ struct ReportRow {
 };
 
 std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o);
+// The metric the overview breaks down: `metric` unless it is one of the GPU's (a kernel's
+// time is attributed to the CPU code that launched it, the GPU runtime), then the first CPU
+// time metric with a value; -1 where the database has none (the GPU's operations only).
+int overview_metric(const Experiment& e, size_t metric);
 void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os);
 
 }  // namespace hpc::present

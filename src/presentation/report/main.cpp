@@ -15,8 +15,11 @@ int main(int argc, char** argv) {
   app.add_option("DB", dir, "database directory (hpcprof's output)")->required();
   app.add_option("-m,--metric", metric, "metric name (or unique prefix, or index); default the first time metric with a value");
   app.add_option("-n,--top", top, "number of rows per section")->check(CLI::Range(size_t(1), size_t(1) << 24));
-  app.add_option("-v,--view", view, "summary (top-down and flat functions), top-down, bottom-up or flat")
-      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat"}));
+  app.add_option("-v,--view", view,
+                 "summary (kinds of work, top-down and flat functions), top-down, bottom-up, flat, or overview "
+                 "(where the time went by kind of work: computation, MPI, OpenMP runtime, GPU runtime, I/O, "
+                 "waiting; the GPU's operations; a verdict)")
+      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview"}));
   app.add_option("--by", by, "flat view grouping: module, file, function or line")
       ->check(CLI::IsMember({"module", "file", "function", "line"}));
   app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   }
   o.top = top;
   o.view = view == "top-down" ? ReportView::TopDown : view == "bottom-up" ? ReportView::BottomUp
-           : view == "flat"   ? ReportView::Flat : ReportView::Summary;
+           : view == "flat"   ? ReportView::Flat : view == "overview" ? ReportView::Overview : ReportView::Summary;
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
   print_report(e, o, std::cout);

@@ -25,6 +25,10 @@ ok 'func2' "$l" --metric cpu --top 5
 "$report" "$l" --format json --view flat >"$tmp/out"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["name"]=="main._omp_fn.0", r; assert abs(j["total"]-3.973308)<1e-6' "$tmp/out" \
   || fail "json output"
+ok '# Verdict: compute-bound: 100% of the time in computation, most in spinsleep' "$s"
+ok '^       3.97331  100.00%  computation$' "$l" --view overview
+ok '^overview,1,compute/func2,func2,0.96945,' "$l" --view overview --format csv
+ok '0.0297944  kernel execution' "$dbase/loops-cuda-nvidia-t.d" --view overview
 bad 'no-such.d: not a database directory' "$tmp/no-such.d"
 mkdir "$tmp/empty.d"
 bad 'empty.d/meta.db: missing' "$tmp/empty.d"

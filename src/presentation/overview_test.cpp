@@ -1,0 +1,214 @@
+// hpcreport's overview (overview.hpp) on a database written here: each context's own time
+// goes to the kind of work its call path is in, the runtimes' idle threads are set apart,
+// and the verdict follows the shares (and instructions per cycle where counted).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "presentation/experiment.hpp"
+#include "presentation/overview.hpp"
+#include "presentation/report.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpc;
+using namespace hpc::present;
+
+namespace {
+
+// Functions: index, name, module.
+enum Fn : uint32_t {
+  kMain, kCompute, kAllreduce, kPoll, kFwrite, kWrite, kNanosleep, kGompParallel, kOmpFn, kBarrier,
+  kProgress, kEventLoop, kEpollWait, kGompThreadStart, kMemcpy
+};
+
+struct Node {
+  uint32_t ctx;
+  int fn;        // -1: a line context
+  std::vector<double> self;  // per metric
+  std::vector<Node> kids;
+};
+
+// Metrics: CPUTIME, REALTIME, perf::cycles, perf::instructions.
+constexpr size_t kMetrics = 4;
+
+Node fn(uint32_t ctx, int f, std::vector<double> self, std::vector<Node> kids = {}) {
+  self.resize(kMetrics);
+  return {ctx, f, self, std::move(kids)};
+}
+
+fs::path write_db(bool counters) {
+  using namespace hpc::db;
+  Database db;
+  Meta& m = db.meta;
+  m.general = {"overview", "kinds of work"};
+  m.idNames = {"SUMMARY", "NODE", "RANK", "THREAD", "GPUDEVICE", "GPUCONTEXT", "GPUSTREAM"};
+  m.scopes = {{"point", 1, 255}, {"function", 3, 0}, {"execution", 2, 255}};
+  const char* names[kMetrics] = {"CPUTIME (sec)", "REALTIME (sec)", "perf::cycles", "perf::instructions"};
+  const size_t nMetrics = counters ? 4 : 2;
+  for (size_t i = 0; i < nMetrics; ++i) {
+    Metric mt;
+    mt.name = names[i];
+    const uint16_t b = uint16_t(3 * i);
+    mt.scopeInsts = {{0, b}, {1, uint16_t(b + 1)}, {2, uint16_t(b + 2)}};
+    mt.summaries = {{1, "$$", 0, uint16_t(b + 1)}, {2, "$$", 0, uint16_t(b + 2)}};
+    m.metrics.push_back(mt);
+  }
+  m.modules = {{0, "/opt/app/bin/app"},
+               {0, "/usr/lib/x86_64-linux-gnu/openmpi/lib/libmpi.so.40"},
+               {0, "/lib/x86_64-linux-gnu/libc.so.6"},
+               {0, "/lib/x86_64-linux-gnu/libgomp.so.1"},
+               {0, "/usr/lib/x86_64-linux-gnu/openmpi/lib/libopen-pal.so.40"},
+               {0, "/lib/x86_64-linux-gnu/libevent_core-2.1.so.7"}};
+  m.files = {{0, "/src/main.c"}};
+  m.functions = {{"main", 0, 0x1000, 0, 1, 0},           {"compute", 0, 0x1100, 0, 10, 0},
+                 {"PMPI_Allreduce", 1, 0x2000, kNone, 0, 0}, {"__poll", 2, 0x3000, kNone, 0, 0},
+                 {"_IO_fwrite", 2, 0x3100, kNone, 0, 0},   {"write", 2, 0x3200, kNone, 0, 0},
+                 {"clock_nanosleep@@GLIBC_2.17", 2, 0x3300, kNone, 0, 0},
+                 {"GOMP_parallel", 3, 0x4000, kNone, 0, 0}, {"main._omp_fn.0", 0, 0x1200, 0, 20, 0},
+                 {"gomp_team_barrier_wait_end", 3, 0x4100, kNone, 0, 0},
+                 {"targ359d0 [libopen-pal.so.40]", 4, 0x5000, kNone, 0, 0},
+                 {"event_base_loop", 5, 0x6000, kNone, 0, 0}, {"epoll_wait", 2, 0x3400, kNone, 0, 0},
+                 {"targ1cc40", 3, 0x4200, kNone, 0, 0},      {"__memcpy_avx_unaligned", 2, 0x3500, kNone, 0, 0}};
+  // Own values: CPUTIME, REALTIME, cycles, instructions.
+  std::vector<std::pair<uint32_t, Node>> threads = {
+      {1, fn(2, kMain, {}, {fn(3, -1, {}, {
+                               fn(4, kCompute, {4.0, 4.0, 8e9, 4e9}, {fn(16, kMemcpy, {0.25, 0.25})}),
+                               fn(5, kAllreduce, {0.5, 0.5}, {fn(6, kPoll, {1.5, 12.0})}),
+                               fn(7, kFwrite, {}, {fn(8, kWrite, {1.0, 1.0})}),
+                               fn(9, kNanosleep, {0, 0.5}),
+                               fn(10, kGompParallel, {}, {fn(11, kOmpFn, {1.0, 1.0}), fn(12, kBarrier, {0.5, 0.5})}),
+                           })})},
+      {2, fn(21, kProgress, {}, {fn(22, kEventLoop, {}, {fn(23, kEpollWait, {0, 30.0})})})},
+      {2, fn(31, kGompThreadStart, {}, {fn(32, kOmpFn, {1.5, 1.5, 2e9, 1e9}), fn(33, kBarrier, {0.25, 0.25})})},
+  };
+  uint32_t entryIds[] = {1, 20, 30};
+  const char* entryNames[] = {"main thread", "application thread", "application thread"};
+
+  // Inclusive values per context and metric.
+  std::map<uint32_t, std::vector<double>> inc;
+  std::function<std::vector<double>(const Node&)> sum = [&](const Node& n) {
+    std::vector<double> v = n.self;
+    for (const Node& k : n.kids) {
+      auto kv = sum(k);
+      for (size_t i = 0; i < kMetrics; ++i) v[i] += kv[i];
+    }
+    inc[n.ctx] = v;
+    return v;
+  };
+  std::function<Context(const Node&)> ctx = [&](const Node& n) {
+    Context c;
+    c.ctxId = n.ctx;
+    if (n.fn >= 0) c.relation = 1, c.lexicalType = 0, c.function = uint32_t(n.fn);
+    else c.relation = 0, c.lexicalType = 2, c.propagation = 1, c.file = 0, c.line = 5;
+    for (const Node& k : n.kids) c.children.push_back(ctx(k));
+    return c;
+  };
+  std::vector<double> root(kMetrics, 0);
+  for (size_t t = 0; t < threads.size(); ++t) {
+    auto v = sum(threads[t].second);
+    inc[entryIds[t]] = v;
+    for (size_t i = 0; i < kMetrics; ++i) root[i] += v[i];
+    EntryPoint ep{entryIds[t], uint16_t(threads[t].first), entryNames[t], {}};
+    ep.children.push_back(ctx(threads[t].second));
+    m.entryPoints.push_back(std::move(ep));
+  }
+  inc[0] = root;
+  Profile summary;
+  summary.flags = 1;
+  for (auto& [c, v] : inc) {
+    for (size_t i = 0; i < nMetrics; ++i)
+      if (v[i] != 0) summary.values.push(uint16_t(3 * i + 2), v[i]);
+    summary.values.close(c);
+  }
+  db.profiles.push_back(std::move(summary));
+  Profile thread;
+  thread.idTuple = std::vector<Identifier>{{1, 1, 0, 0x5eed}, {3, 0, 0, 0}};
+  db.profiles.push_back(std::move(thread));
+  db.contexts.resize(40);
+  fs::path dir = fs::temp_directory_path() / ("pres-overview-" + std::to_string(::getpid())) /
+                 (counters ? "counters.d" : "plain.d");
+  fs::create_directories(dir.parent_path());
+  Status s = write_database(db, dir);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return dir;
+}
+
+TEST(Overview, KindsOfWorkAndVerdict) {
+  const fs::path plain = write_db(false), counted = write_db(true);
+  auto e = Experiment::open(plain);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const Experiment& x = **e;
+
+  // CPUTIME: computation 4.0 + memcpy 0.25 under compute + 1.0 + 1.5 in the outlined
+  // region (on the main thread and a worker); MPI 0.5 + 1.5 in poll under it; I/O 1.0 (write
+  // under fwrite); OpenMP runtime 0.5 + 0.25 at barriers; nothing else.
+  const Overview cpu = overview(x, 0);
+  EXPECT_DOUBLE_EQ(cpu.total, 10.5);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Compute)].value, 6.75);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Mpi)].value, 2.0);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Io)].value, 1.0);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::OpenMp)].value, 0.75);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Waiting)].value, 0);
+  EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Idle)].value, 0);
+  using Where = std::vector<std::pair<std::string, double>>;
+  EXPECT_EQ(cpu.kinds[size_t(WorkKind::Compute)].where,
+            (Where{{"compute", 4.0}, {"main._omp_fn.0", 2.5}, {"__memcpy_avx_unaligned", 0.25}}));
+  EXPECT_EQ(cpu.kinds[size_t(WorkKind::Mpi)].where, (Where{{"PMPI_Allreduce", 2.0}}));
+  EXPECT_EQ(cpu.kinds[size_t(WorkKind::Io)].where, (Where{{"_IO_fwrite", 1.0}}));
+  // The OpenMP runtime's places: where each path entered it.
+  EXPECT_EQ(cpu.kinds[size_t(WorkKind::OpenMp)].where, (Where{{"GOMP_parallel", 0.5}, {"targ1cc40", 0.25}}));
+  EXPECT_EQ(cpu.verdict, "compute-bound");
+  EXPECT_FALSE(cpu.ipc);
+
+  // REALTIME: the MPI library's progress thread waits 30 s in epoll_wait (idle, left out of
+  // the verdict); of the other 21.5 s, 12.5 are in MPI (poll under MPI_Allreduce):
+  // communication-bound. The nanosleep called from computation is waiting.
+  const Overview real = overview(x, 1);
+  EXPECT_DOUBLE_EQ(real.kinds[size_t(WorkKind::Idle)].value, 30.0);
+  EXPECT_EQ(real.kinds[size_t(WorkKind::Idle)].where, (Where{{"epoll_wait", 30.0}}));
+  EXPECT_DOUBLE_EQ(real.kinds[size_t(WorkKind::Mpi)].value, 12.5);
+  EXPECT_DOUBLE_EQ(real.kinds[size_t(WorkKind::Waiting)].value, 0.5);
+  EXPECT_EQ(real.kinds[size_t(WorkKind::Waiting)].where, (Where{{"clock_nanosleep@@GLIBC_2.17", 0.5}}));
+  EXPECT_EQ(real.verdict, "communication-bound");
+  EXPECT_NE(real.reason.find("58% of the time in MPI, most in PMPI_Allreduce"), std::string::npos) << real.reason;
+
+  // With cycles and instructions: 5e9 instructions in 1e10 cycles, computation first:
+  // memory-bound.
+  auto c = Experiment::open(counted);
+  ASSERT_TRUE(c.ok());
+  const Overview mem = overview(**c, 0);
+  ASSERT_TRUE(mem.ipc);
+  EXPECT_DOUBLE_EQ(*mem.ipc, 0.5);
+  EXPECT_EQ(mem.verdict, "memory-bound");
+
+  // hpcreport: the text and JSON of the overview view, and the summary's header.
+  ReportOptions o;
+  o.view = ReportView::Overview;
+  o.metric = 1;
+  std::ostringstream text;
+  print_report(x, o, text);
+  EXPECT_NE(text.str().find("MPI\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("runtime threads idle (waits of MPI and GPU runtimes' own threads; not in the verdict)"),
+            std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("# Verdict: communication-bound: 58% of the time in MPI"), std::string::npos) << text.str();
+  o.format = ReportFormat::Json;
+  std::ostringstream json;
+  print_report(x, o, json);
+  auto j = nlohmann::json::parse(json.str());
+  EXPECT_EQ(j["verdict"], "communication-bound");
+  EXPECT_EQ(j["rows"][0]["section"], "overview");
+  EXPECT_EQ(j["rows"][0]["id"], "compute");
+  o = ReportOptions{};
+  std::ostringstream summary;
+  print_report(x, o, summary);
+  EXPECT_NE(summary.str().find("# Verdict: compute-bound"), std::string::npos) << summary.str();
+  EXPECT_NE(summary.str().find("Hottest call paths"), std::string::npos);
+  fs::remove_all(plain.parent_path());
+}
+
+}  // namespace
