@@ -1,5 +1,8 @@
 #include "presentation/server/api.hpp"
 
+#include "presentation/overview.hpp"
+#include "presentation/report.hpp"
+
 #include "presentation/trace_view.hpp"
 
 #include <algorithm>
@@ -199,6 +202,7 @@ Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "context") return context(q);
   if (endpoint == "bottom-up") return bottom_up(q);
   if (endpoint == "flat") return flat(q);
+  if (endpoint == "overview") return overview(q);
   if (endpoint == "profiles") return profiles();
   if (endpoint == "profile-values") return profile_values(q);
   if (endpoint == "trace") return trace(q);
@@ -331,6 +335,32 @@ Reply Api::flat(const Params& q) {
     if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
     return j;
   });
+}
+
+// Where the time went by kind of work, the GPU's operations and the verdict (overview.hpp),
+// for `metric` (default: the view's first) or, where that is a GPU metric, the first CPU
+// time metric; `top` places a kind.
+Reply Api::overview(const Params& q) {
+  auto m = number(q, "metric", e_.default_metric(), e_.metrics().empty() ? 0 : e_.metrics().size() - 1);
+  auto top = number(q, "top", 5, 100);
+  if (!m.ok()) return error(400, m.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  if (e_.metrics().empty()) return error(404, "the database has no metrics");
+  const int mi = overview_metric(e_, size_t(*m));
+  const Overview ov = present::overview(e_, mi < 0 ? size_t(*m) : size_t(mi), size_t(*top));
+  json kinds = json::array(), gpu = json::array();
+  if (mi >= 0)
+    for (size_t k = 0; k < kWorkKinds; ++k) {
+      json where = json::array();
+      for (const auto& [name, v] : ov.kinds[k].where) where.push_back({{"name", name}, {"value", v}});
+      kinds.push_back({{"key", work_kind_key(WorkKind(k))}, {"name", work_kind_name(WorkKind(k))},
+                       {"value", ov.kinds[k].value}, {"where", where}});
+    }
+  for (const auto& [what, v] : ov.gpu) gpu.push_back({{"name", what}, {"value", v}});
+  json j{{"metric", mi < 0 ? json(nullptr) : json(mi)}, {"total", ov.total}, {"kinds", kinds}, {"gpu", gpu}};
+  if (mi >= 0) j["verdict"] = ov.verdict, j["reason"] = ov.reason;
+  if (ov.ipc) j["instructionsPerCycle"] = *ov.ipc;
+  return json_reply(j);
 }
 
 Reply Api::profiles() {

@@ -176,6 +176,12 @@ flat = s.ok("flat", by="function", top=2)["rows"]
 check(flat[1]["name"] == "test_separated_loops_helper" and near(flat[1]["exc"][0], 0.992777), f"flat top 2 {flat}")
 names = [r["name"] for r in s.ok("flat", by="function")["rows"]]
 check(len(names) == len(set(names)), f"flat by function lists a name twice: {sorted(names)}")
+# Where the time went: all of it computation, main._omp_fn.0 first; the verdict.
+ov = s.ok("overview", top=2)
+check(ov["kinds"][0]["key"] == "compute" and near(ov["kinds"][0]["value"], 3.973308)
+      and ov["kinds"][0]["where"][0]["name"] == "main._omp_fn.0" and len(ov["kinds"][0]["where"]) == 2
+      and ov["verdict"] == "compute-bound", f"overview {ov}")
+s.bad(400, "overview", "metric out of range", metric=7)
 tr = s.ok("trace", width=100)
 check(len(tr["lines"]) == 4 and all(sum(n for _, n in l["runs"]) == 100 for l in tr["lines"]), f"trace {tr}")
 fnames = set(tr["functions"].values())
@@ -223,6 +229,10 @@ s.stop()
 
 # ---- loops-cuda-nvidia-t.d: a GPU stream line (context 0 between kernels) and a CPU line.
 s = Server(server, f"{dbase}/loops-cuda-nvidia-t.d")
+ov = s.ok("overview")  # GPU metrics only: the GPU's operations, no breakdown of CPU time
+check(ov["metric"] is None and ov["kinds"] == [] and "verdict" not in ov
+      and ov["gpu"] == [{"name": "kernel execution", "value": ov["gpu"][0]["value"]}]
+      and near(ov["gpu"][0]["value"], 0.0297944), f"overview {ov}")
 bl = s.ok("trace-blame", samples=1000)
 check(bl["gpuLines"] == 1 and bl["cpuLines"] == 1 and 0 < bl["gpuIdle"] < bl["span"], f"GPU idle time {bl}")
 check(bl["unattributed"] == bl["gpuIdle"] and bl["rows"] == [], f"no CPU samples: all unattributed {bl}")

@@ -346,6 +346,32 @@ async function source(file, line) {
   if (hl) pre.scrollTop = hl.offsetTop - pre.clientHeight / 2;
 }
 
+// ---- Where the time went: kinds of work, the GPU's operations and the verdict (/api/overview).
+async function showOverview() {
+  const j = await hpc.api('overview', { metric: hpc.info.defaultMetric });
+  const t = $('overview');
+  t.textContent = '';
+  $('overview-metric').textContent = j.metric === null ? '' : `(${hpc.info.metrics[j.metric]?.name ?? ''})`;
+  const row = (name, v, share, title) => {
+    const tr = document.createElement('tr');
+    for (const [text, cls] of [[name, ''], [hpc.fmt(v), 'num'], [share, 'num']]) {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (cls) td.className = cls;
+      tr.append(td);
+    }
+    if (title) tr.title = title;
+    t.append(tr);
+  };
+  for (const k of j.kinds) {
+    if (k.value === 0 && k.key !== 'compute') continue;
+    const where = k.where.map((w) => `${w.name}: ${hpc.fmt(w.value)}`).join('\n');
+    row(k.name, k.value, j.total ? `${(100 * k.value / j.total).toFixed(1)}%` : '', where);
+  }
+  for (const g of j.gpu) row(`GPU: ${g.name}`, g.value, 's');
+  $('verdict').textContent = j.verdict ? `${j.verdict}: ${j.reason}` : '';
+}
+
 // ---- Wiring.
 function showPage(page) {
   for (const b of document.querySelectorAll('header [data-page]')) b.classList.toggle('active', b.dataset.page === page);
@@ -367,6 +393,7 @@ async function main() {
     $('metric-add').append(o);
   });
   $('tab-trace').disabled = !hpc.info.hasTrace;
+  showOverview().catch(showError);
   await table.load();
 }
 

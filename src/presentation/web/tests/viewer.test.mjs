@@ -150,6 +150,13 @@ async function step(page, label, fn) {
 // ---- loops-cputime-t.d: four threads; main._omp_fn.0 is the hottest function.
 {
   const { srv, page, errors } = await openViewer('loops-cputime-t.d');
+  await step(page, 'loops-0-overview', async () => {
+    await page.waitForFunction(() => document.querySelector('#verdict').textContent.length > 0);
+    const verdict = await page.textContent('#verdict');
+    check(verdict.startsWith('compute-bound: 100% of the time in computation, most in main._omp_fn.0'), `verdict: ${verdict}`);
+    const first = await page.textContent('#overview tr');
+    check(first.startsWith('computation3.97331100.0%'), `overview's first row: ${first}`);
+  });
   await step(page, 'loops-1-hot-path', async () => {
     await page.click('#hot-path');
     await page.waitForSelector('#table-body .row.selected');
