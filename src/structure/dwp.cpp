@@ -99,6 +99,12 @@ std::unique_ptr<DwarfPackage> DwarfPackage::open(const std::string& path, std::s
   return p;
 }
 
+std::vector<uint64_t> DwarfPackage::ids() const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, row] : rows_) out.push_back(id);
+  return out;
+}
+
 DwarfPackage::Unit::~Unit() {
   if (dw_) dwarf_end(dw_);
   if (elf_) elf_end(elf_);

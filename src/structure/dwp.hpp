@@ -34,6 +34,7 @@ public:
   const std::string& path() const { return file_.path(); }
   size_t units() const { return rows_.size(); }
   bool has(uint64_t id) const { return rows_.count(id) != 0; }
+  std::vector<uint64_t> ids() const;  // every unit's, in no particular order
 
   // One split unit, readable by libdw on its own: its contributions to the package's
   // sections, the strings it names, and the skeleton's part of .debug_addr (and, for GNU's
