@@ -212,22 +212,24 @@ TEST(Structure, JumpTableSwitchInsideLoop) {
   EXPECT_GE(widest, 7u);
 }
 
+// The structure file's text with the library's name replaced by "LIB" (to compare builds).
+std::string text(const Structure& s, const std::string& name) {
+  std::string path = (std::filesystem::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
+  EXPECT_TRUE(write_structure_file(s, path).ok());
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string t = ss.str();
+  for (size_t at; (at = t.find(name)) != std::string::npos;) t.replace(at, name.size(), "LIB");
+  return t;
+}
+
 // Split DWARF (-gsplit-dwarf): the library holds the line table and a skeleton unit, the
 // .dwo beside its object file the subprograms and inlined calls. The structure is the plain
 // build's (before: no line at all, every statement at line 0 of "[binary]"); without the
 // .dwo, lines still, and a warning naming it. The same with the debug sections compressed,
 // and with them in a separate debug file.
 TEST(Structure, SplitCompressedOrSeparateDwarfAsThePlainBuild) {
-  auto text = [](const Structure& s, const std::string& name) {
-    std::string path = (std::filesystem::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
-    EXPECT_TRUE(write_structure_file(s, path).ok());
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string t = ss.str();
-    for (size_t at; (at = t.find(name)) != std::string::npos;) t.replace(at, name.size(), "LIB");
-    return t;
-  };
   const std::string plain = text(analyze("inline_loops"), "libinline_loops.so");
   const Structure split = analyze("inline_loops_split");
   EXPECT_EQ(text(split, "libinline_loops_split.so"), plain);
@@ -309,16 +311,6 @@ TEST(Structure, SplitCompressedOrSeparateDwarfAsThePlainBuild) {
 // warning says so and the lines are still read.
 TEST(Structure, SplitDwarfPackageAsThePlainBuild) {
   namespace fs = std::filesystem;
-  auto text = [](const Structure& s, const std::string& name) {
-    std::string path = (fs::temp_directory_path() / ("hpcstruct_" + name + ".xml")).string();
-    EXPECT_TRUE(write_structure_file(s, path).ok());
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string t = ss.str();
-    for (size_t at; (at = t.find(name)) != std::string::npos;) t.replace(at, name.size(), "LIB");
-    return t;
-  };
   int tested = 0;
   for (const std::string name : {"packed4", "packed5"}) {
     if (!fs::exists(lib(name))) continue;  // packed5: no clang or llvm-dwp here

@@ -4,18 +4,9 @@
 #include <stdio.h>
 #include "work.h"
 
-static double scale;
-
-static void* worker(void* arg) {
-  return (void*)(uintptr_t)(spin((uint64_t)(100000000 * scale), (uint64_t)(uintptr_t)arg) & 1);
-}
-
 int main(int argc, char** argv) {
-  scale = scale_arg(argc, argv);
-  pthread_t t;
-  pthread_create(&t, NULL, worker, (void*)1);
-  pthread_join(t, NULL);
-  volatile uint64_t v = spin((uint64_t)(150000000 * scale), 2);
+  const double scale = scale_arg(argc, argv);
+  volatile uint64_t v = work_in_thread_then_here((uint64_t)(100000000 * scale), (uint64_t)(150000000 * scale));
   printf("crashing now %d\n", (int)(v & 0));
   fflush(stdout);
   *(volatile int*)(uintptr_t)(v & 0) = 1; /* a null store the compiler cannot prove */

@@ -8,10 +8,6 @@
 
 static double scale;
 
-static void* worker(void* arg) {
-  return (void*)(uintptr_t)(spin((uint64_t)(100000000 * scale), (uint64_t)(uintptr_t)arg) & 1);
-}
-
 static void last_words(void) {
   volatile uint64_t v = spin((uint64_t)(50000000 * scale), 3);
   printf("quick_exit handler %d\n", (int)(v & 0));
@@ -21,10 +17,7 @@ static void last_words(void) {
 int main(int argc, char** argv) {
   scale = scale_arg(argc, argv);
   at_quick_exit(last_words);
-  pthread_t t;
-  pthread_create(&t, NULL, worker, (void*)1);
-  pthread_join(t, NULL);
-  volatile uint64_t v = spin((uint64_t)(100000000 * scale), 2);
+  volatile uint64_t v = work_in_thread_then_here((uint64_t)(100000000 * scale), (uint64_t)(100000000 * scale));
   printf("quick_exit now %d\n", (int)(v & 0));
   fflush(stdout);
   quick_exit(5);
