@@ -73,15 +73,18 @@ bool io_name(std::string_view raw) {
 
 bool wait_name(std::string_view raw) {
   const std::string_view n = bare_libc_name(raw);
-  if (starts(n, "futex") || starts(n, "lll_lock_wait") || starts(n, "pthread_cond_") ||
-      starts(n, "pthread_rwlock_") || starts(n, "pthread_barrier_wait") || starts(n, "sem_") ||
-      starts(n, "pthread_mutex_lock") || starts(n, "pthread_mutex_timedlock") || starts(n, "pthread_timedjoin") ||
+  if (starts(n, "futex") || starts(n, "lll_lock_wait") || starts(n, "pthread_timedjoin") ||
       starts(n, "pthread_clockjoin") || starts(n, "sigtimedwait") || starts(n, "sigwait"))
     return true;
+  // Locks and conditions where they wait, not where they let go or only try.
+  if (starts(n, "pthread_rwlock_") || starts(n, "pthread_mutex_"))
+    return n.find("lock") != std::string_view::npos && n.find("unlock") == std::string_view::npos &&
+           n.find("try") == std::string_view::npos && n.find("init") == std::string_view::npos;
+  if (starts(n, "pthread_cond_") || starts(n, "sem_")) return n.find("wait") != std::string_view::npos;
   for (std::string_view s : {"nanosleep", "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select",
                              "pselect", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2", "pause",
                              "sigsuspend", "pthread_join", "wait", "waitpid", "wait3", "wait4", "waitid",
-                             "msgrcv", "semop", "semtimedop", "aio_suspend", "sched_yield"})
+                             "msgrcv", "semop", "semtimedop", "aio_suspend", "sched_yield", "pthread_barrier_wait"})
     if (n == s) return true;
   return false;
 }
@@ -99,6 +102,7 @@ struct Frame {
   WorkKind kind;
   uint32_t where;  // index into places
   int8_t helper;   // -1: the thread's first function not met yet; 1: a runtime's thread
+  uint32_t root;   // the thread's first function's context, numbered from 1 (0: not met yet)
 };
 
 std::string lower(std::string s) {
@@ -132,7 +136,7 @@ const char* work_kind_name(WorkKind k) {
   case WorkKind::GpuRuntime: return "GPU runtime (CPU)";
   case WorkKind::Io: return "I/O";
   case WorkKind::Waiting: return "waiting";
-  case WorkKind::Idle: return "runtime threads idle";
+  case WorkKind::Idle: return "idle threads";
   }
   return "?";
 }
@@ -159,7 +163,6 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
   // Per function index: its module's kind (computed once).
   const auto& fns = e.meta().functions;
   const auto& mods = e.meta().modules;
-  std::vector<int8_t> fnKind(fns.size(), -1);
   std::vector<int8_t> modKind(mods.size(), -1);
   auto kindOfModule = [&](uint32_t mod) {
     if (mod >= mods.size()) return ModuleKind::App;
@@ -174,17 +177,21 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
     if (fresh) places.push_back(s);
     return it->second;
   };
-  std::array<std::unordered_map<uint32_t, double>, kWorkKinds> byPlace;
+  // Values by thread root, kind and place; a root's waits are idle where they are nearly
+  // all its time.
+  std::vector<std::array<double, kWorkKinds>> rootKinds(1);
+  std::unordered_map<uint64_t, double> byRootKindPlace;
 
   std::vector<Frame> stack;
   std::vector<uint32_t> kids;
-  stack.push_back({0, o.total, WorkKind::Compute, 0, -1});
+  stack.push_back({0, o.total, WorkKind::Compute, 0, -1, 0});
   while (!stack.empty()) {
     Frame f = stack.back();
     stack.pop_back();
     WorkKind kind = f.kind;
     uint32_t at = f.where;
     int8_t helper = f.helper;
+    uint32_t root = f.root;
     const uint32_t fn = f.ctx ? e.function_of(f.ctx) : db::kNone;
     if (fn != db::kNone && fn < fns.size()) {
       // The symbol's own name: no " [module]" that names a function without source, no
@@ -193,7 +200,11 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
       if (const size_t br = name.rfind(" ["); br != std::string_view::npos && name.back() == ']') name = name.substr(0, br);
       if (const size_t at = name.find('@'); at != std::string_view::npos && at > 0) name = name.substr(0, at);
       const ModuleKind mk = kindOfModule(fns[fn].module);
-      if (helper < 0) helper = mk == ModuleKind::Mpi || mk == ModuleKind::GpuRuntime ? 1 : 0;
+      if (helper < 0) {
+        helper = mk == ModuleKind::Mpi || mk == ModuleKind::GpuRuntime ? 1 : 0;
+        root = uint32_t(rootKinds.size());
+        rootKinds.push_back({});
+      }
       WorkKind now = kind;
       if (kind == WorkKind::Idle) now = kind;
       else if (helper == 1 && wait_name(name)) now = WorkKind::Idle;
@@ -214,14 +225,31 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
       const double v = e.inclusive(c, m);
       if (v == 0) continue;  // nothing under it
       below += v;
-      stack.push_back({c, v, kind, at, helper});
+      stack.push_back({c, v, kind, at, helper, root});
     }
     std::reverse(stack.begin() + long(base), stack.end());
     const double self = f.inc - below;
     if (std::fabs(self) > 1e-12 * std::max(1.0, std::fabs(o.total))) {
-      o.kinds[size_t(kind)].value += self;
-      byPlace[size_t(kind)][at] += self;
+      rootKinds[root][size_t(kind)] += self;
+      byRootKindPlace[(uint64_t(root) << 36) | (uint64_t(kind) << 32) | at] += self;
     }
+  }
+  // A thread that did nothing but wait (a helper blocked in sigwait or on a condition, a
+  // main thread joining its workers): idle. REALTIME counts its whole life.
+  std::vector<bool> idleRoot(rootKinds.size(), false);
+  for (size_t r = 1; r < rootKinds.size(); ++r) {
+    double all = 0;
+    for (double v : rootKinds[r]) all += v;
+    const double waits = rootKinds[r][size_t(WorkKind::Waiting)];
+    idleRoot[r] = waits > 0 && waits + rootKinds[r][size_t(WorkKind::Idle)] >= 0.95 * all;
+  }
+  std::array<std::unordered_map<uint32_t, double>, kWorkKinds> byPlace;
+  for (const auto& [key, v] : byRootKindPlace) {
+    const uint32_t r = uint32_t(key >> 36), p = uint32_t(key & 0xffffffffu);
+    auto k = WorkKind((key >> 32) & 0xf);
+    if (k == WorkKind::Waiting && idleRoot[r]) k = WorkKind::Idle;
+    o.kinds[size_t(k)].value += v;
+    byPlace[size_t(k)][p] += v;
   }
   for (size_t k = 0; k < kWorkKinds; ++k) {
     auto& w = o.kinds[k].where;
@@ -293,7 +321,7 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
     }
   }
   if (idle > 0 && o.verdict != "no data")
-    o.reason += "; shares of the time the runtimes' own threads were not idle";
+    o.reason += "; shares leave out the idle threads' time";
   if (gpuOps > 0 && o.verdict != "no data")
     o.reason += "; the GPU's operations took " + [&] {
       char b[32];

@@ -28,8 +28,10 @@
 namespace hpc::present {
 
 // Idle: the waits of threads a runtime started for itself (an MPI library's progress
-// thread in epoll_wait, a GPU runtime's callback thread): REALTIME counts their whole life,
-// which says nothing of the program's, so the verdict leaves it out.
+// thread in epoll_wait, a GPU runtime's callback thread), and of threads that did nothing
+// but wait (95 % or more of their time: a helper blocked in sigwait, a main thread joining
+// its workers): REALTIME counts their whole life, which says nothing of the program's work,
+// so the verdict leaves it out. Threads alike merge by their start routine's context.
 enum class WorkKind : uint8_t { Compute, Mpi, OpenMp, GpuRuntime, Io, Waiting, Idle };
 inline constexpr size_t kWorkKinds = 7;
 const char* work_kind_name(WorkKind k);  // "computation", "MPI", ...

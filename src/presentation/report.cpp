@@ -231,7 +231,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
         char buf[96];
         std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", num(kind.value).c_str(), share(kind.value));
         os << buf << work_kind_name(WorkKind(k))
-           << (WorkKind(k) == WorkKind::Idle ? " (waits of MPI and GPU runtimes' own threads; not in the verdict)" : "")
+           << (WorkKind(k) == WorkKind::Idle ? " (waits of MPI and GPU runtimes' threads, threads that only waited; not in the verdict)" : "")
            << "\n";
         if (!overviewView) continue;
         for (const auto& [where, v] : kind.where) {
