@@ -115,6 +115,7 @@ std::unique_ptr<DwarfPackage::Unit> DwarfPackage::unit(uint64_t id, std::span<co
   auto it = rows_.find(id);
   if (it == rows_.end()) return nullptr;
   const size_t n = columns_.size();
+  if (n == 0) return nullptr;  // no sections: no unit
   const size_t units = table_.size() / (2 * n);
   auto contribution = [&](uint32_t column, std::span<const uint8_t> section, std::span<const uint8_t>& out) {
     for (size_t c = 0; c < n; ++c) {
