@@ -32,7 +32,9 @@ ModuleKind module_kind(const std::string& path) {
   for (std::string_view p : {"libc.so", "libc-", "libm.so", "libm-", "libmvec", "libstdc++", "libc++", "libgcc_s",
                              "ld-linux", "ld64.so", "libpthread", "libdl.", "libdl-", "librt.", "librt-",
                              "libunwind", "libatomic", "linux-vdso", "[vdso]", "libevent", "libhwloc", "libnuma",
-                             "libltdl", "libudev", "libibverbs", "librdmacm", "libnl-", "libffi"})
+                             "libltdl", "libudev", "libibverbs", "librdmacm", "libnl-", "libffi",
+                             // compilers the GPU runtimes build kernels with (PoCL's clBuildProgram)
+                             "libLLVM", "libclang", "libnvJitLink", "libnvptxcompiler", "libamd_comgr"})
     if (starts(b, p)) return ModuleKind::System;
   if (b.size() > 5 && b.substr(b.size() - 5) == ".vdso") return ModuleKind::System;  // <build id>.vdso
   return ModuleKind::App;
