@@ -260,6 +260,22 @@ size_t Experiment::default_metric() const {
   return any < 0 ? 0 : size_t(any);
 }
 
+std::string Experiment::id_kind_name(uint8_t kind) const {
+  const auto& names = meta_.idNames;
+  return kind < names.size() ? names[kind] : "KIND" + std::to_string(kind);
+}
+
+std::string Experiment::profile_label(size_t index) const {
+  if (index >= profiles_.size()) return "";
+  const db::Profile& p = profiles_[index];
+  if (p.flags & 1) return "summary";
+  std::string label;
+  if (p.idTuple)
+    for (const db::Identifier& id : *p.idTuple)
+      label += (label.empty() ? "" : " ") + id_kind_name(id.kind) + " " + std::to_string(id.logicalId);
+  return label;
+}
+
 uint32_t Experiment::function_of(uint32_t ctx) const {
   if (ctx == 0) return db::kNone;
   if (ctx < fn16_.size()) return fn16_[ctx] == 0xffff ? db::kNone : fn16_[ctx];

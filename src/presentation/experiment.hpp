@@ -92,6 +92,10 @@ public:
 
   // All rows of profile.db (row 0 is the summary): flags and id tuples; values empty.
   const std::vector<db::Profile>& profiles() const { return profiles_; }
+  // An identifier's kind by meta.db's names ("RANK", "THREAD"; "KIND9" past them).
+  std::string id_kind_name(uint8_t kind) const;
+  // A profile's identity: "RANK 1 THREAD 0" ("summary" for the summary profile).
+  std::string profile_label(size_t index) const;
   // The values of one context in cct.db (mapped on first use); empty for a context
   // without values.
   Expected<db::ContextValues> context_values(uint32_t ctx) const;

@@ -1,5 +1,7 @@
 #include "presentation/overview.hpp"
 
+#include "presentation/views.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -184,6 +186,7 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
   std::vector<std::array<double, kWorkKinds>> rootKinds(1);
   std::unordered_map<uint64_t, double> byRootKindPlace;
 
+  std::vector<uint32_t> mpiEntries;  // where a path enters MPI (not on a runtime's thread)
   std::vector<Frame> stack;
   std::vector<uint32_t> kids;
   stack.push_back({0, o.total, WorkKind::Compute, 0, -1, 0});
@@ -218,6 +221,7 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
       else if (kind == WorkKind::Compute && wait_name(name)) now = WorkKind::Waiting;
       // Entering a kind names the place; computation is named by its innermost function.
       if (now != kind || now == WorkKind::Compute) at = place(e.function_name(fn));
+      if (now == WorkKind::Mpi && kind != WorkKind::Mpi && helper == 0) mpiEntries.push_back(f.ctx);
       kind = now;
     }
     e.children(f.ctx, kids);
@@ -259,6 +263,31 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
       if (v > 0) w.emplace_back(places[id].empty() ? std::string("<no function>") : places[id], v);
     std::sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     if (w.size() > where) w.resize(where);
+  }
+
+  // MPI's share of each profile's time: its entries' inclusive values against the profile's
+  // total (the root's, else its threads' roots').
+  if (!mpiEntries.empty() && m.incProp != kNoMetric) {
+    std::unordered_map<uint32_t, double> mpi, all;
+    auto add = [&](uint32_t ctx, std::unordered_map<uint32_t, double>& into) {
+      auto v = profile_values(e, ctx, m.incProp);
+      if (v)
+        for (const auto& pv : *v) into[pv.profIndex] += pv.value;
+    };
+    for (uint32_t c : mpiEntries) add(c, mpi);
+    add(0, all);
+    if (all.empty())
+      for (uint32_t c : e.children(0)) add(c, all);
+    Overview::Spread sp;
+    for (const auto& [p, v] : mpi) {
+      auto t = all.find(p);
+      if (v <= 0 || t == all.end() || t->second <= 0) continue;
+      const double share = std::min(1.0, v / t->second);
+      if (sp.profiles == 0 || share < sp.min) sp.min = share, sp.minProfile = e.profile_label(p);
+      if (sp.profiles == 0 || share > sp.max) sp.max = share, sp.maxProfile = e.profile_label(p);
+      ++sp.profiles;
+    }
+    if (sp.profiles >= 2) o.mpiSpread = sp;
   }
 
   // The GPU's operations, where measured.
@@ -322,6 +351,13 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
                   "processor counts them)";
     }
   }
+  // MPI's share apart by 20 points or more between profiles, where it matters: imbalance.
+  if (o.mpiSpread && o.kinds[size_t(WorkKind::Mpi)].value >= 0.1 * total &&
+      o.mpiSpread->max - o.mpiSpread->min >= 0.2)
+    o.reason += "; MPI's share ranges from " + percent(o.mpiSpread->min, 1) + " (" + o.mpiSpread->minProfile +
+                ") to " + percent(o.mpiSpread->max, 1) + " (" + o.mpiSpread->maxProfile + ") across " +
+                std::to_string(o.mpiSpread->profiles) +
+                " profiles: load imbalance, the ranks with less to compute wait for the others";
   if (idle > 0 && o.verdict != "no data")
     o.reason += "; shares leave out the idle threads' time";
   if (gpuOps > 0 && o.verdict != "no data")

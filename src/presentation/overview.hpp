@@ -54,6 +54,14 @@ struct Overview {
   // Instructions per cycle over the whole run, where the database has both counters
   // (perf::instructions and perf::cycles, PAPI_TOT_INS and PAPI_TOT_CYC, ...).
   std::optional<double> ipc;
+  // MPI's share of each profile's time (the profiles that call MPI: ranks' threads), its
+  // lowest and highest, where two or more do: ranks with less to compute wait longer in MPI.
+  struct Spread {
+    size_t profiles = 0;
+    double min = 0, max = 0;  // shares, 0 to 1
+    std::string minProfile, maxProfile;
+  };
+  std::optional<Spread> mpiSpread;
   std::string verdict;  // "compute-bound", "communication-bound", ...
   std::string reason;   // one sentence: the shares behind the verdict
 };

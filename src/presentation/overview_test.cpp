@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
@@ -130,10 +131,19 @@ fs::path write_db(bool counters) {
     summary.values.close(c);
   }
   db.profiles.push_back(std::move(summary));
-  Profile thread;
-  thread.idTuple = std::vector<Identifier>{{1, 1, 0, 0x5eed}, {3, 0, 0, 0}};
-  db.profiles.push_back(std::move(thread));
+  // Two ranks' main threads; cct.db has their CPUTIME at the root and at MPI_Allreduce:
+  // rank 0 spends 0.2 s of 5 in MPI (4 %), rank 1 1.8 s of 5.75 (31 %).
+  for (uint32_t rank : {0u, 1u}) {
+    Profile thread;
+    thread.idTuple = std::vector<Identifier>{{2, 0, rank, rank}, {3, 0, 0, 0}};
+    db.profiles.push_back(std::move(thread));
+  }
   db.contexts.resize(40);
+  for (auto [c, r0, r1] : {std::tuple{0u, 5.0, 5.75}, std::tuple{5u, 0.2, 1.8}}) {
+    db.contexts[c].push(1, r0);
+    db.contexts[c].push(2, r1);
+    db.contexts[c].close(2);  // CPUTIME's execution scope
+  }
   fs::path dir = fs::temp_directory_path() / ("pres-overview-" + std::to_string(::getpid())) /
                  (counters ? "counters.d" : "plain.d");
   fs::create_directories(dir.parent_path());
@@ -169,6 +179,17 @@ TEST(Overview, KindsOfWorkAndVerdict) {
   EXPECT_EQ(cpu.kinds[size_t(WorkKind::OpenMp)].where, (Where{{"GOMP_parallel", 0.5}, {"targ1cc40", 0.25}}));
   EXPECT_EQ(cpu.verdict, "compute-bound");
   EXPECT_FALSE(cpu.ipc);
+  // MPI's share by rank, 4 % and 31 %: apart by more than 20 points, so imbalance is named.
+  ASSERT_TRUE(cpu.mpiSpread);
+  EXPECT_EQ(cpu.mpiSpread->profiles, 2u);
+  EXPECT_DOUBLE_EQ(cpu.mpiSpread->min, 0.2 / 5.0);
+  EXPECT_DOUBLE_EQ(cpu.mpiSpread->max, 1.8 / 5.75);
+  EXPECT_EQ(cpu.mpiSpread->minProfile, "RANK 0 THREAD 0");
+  EXPECT_EQ(cpu.mpiSpread->maxProfile, "RANK 1 THREAD 0");
+  EXPECT_NE(cpu.reason.find("MPI's share ranges from 4% (RANK 0 THREAD 0) to 31% (RANK 1 THREAD 0) across 2 "
+                            "profiles: load imbalance"),
+            std::string::npos)
+      << cpu.reason;
 
   // REALTIME: the MPI library's progress thread waits 30 s in epoll_wait, and a thread of
   // the program's does nothing but wait 8 s in sigwait (0.1 s of its own: still 95 % and more

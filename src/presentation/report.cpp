@@ -244,6 +244,13 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
         std::snprintf(buf, sizeof buf, "%.2f", *ov->ipc);
         os << "# Instructions per cycle: " << buf << "\n";
       }
+      if (ov->mpiSpread) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "# MPI's share of each profile's time: %.1f%% (%s) to %.1f%% (%s), %zu profiles\n",
+                      100 * ov->mpiSpread->min, ov->mpiSpread->minProfile.c_str(), 100 * ov->mpiSpread->max,
+                      ov->mpiSpread->maxProfile.c_str(), ov->mpiSpread->profiles);
+        os << buf;
+      }
     }
     if (!ov->gpu.empty()) {
       os << "#\n# The GPU's operations (seconds)\n";

@@ -360,23 +360,22 @@ Reply Api::overview(const Params& q) {
   json j{{"metric", mi < 0 ? json(nullptr) : json(mi)}, {"total", ov.total}, {"kinds", kinds}, {"gpu", gpu}};
   if (mi >= 0) j["verdict"] = ov.verdict, j["reason"] = ov.reason;
   if (ov.ipc) j["instructionsPerCycle"] = *ov.ipc;
+  if (ov.mpiSpread)
+    j["mpiSpread"] = {{"profiles", ov.mpiSpread->profiles}, {"min", ov.mpiSpread->min}, {"max", ov.mpiSpread->max},
+                      {"minProfile", ov.mpiSpread->minProfile}, {"maxProfile", ov.mpiSpread->maxProfile}};
   return json_reply(j);
 }
 
 Reply Api::profiles() {
-  const auto& names = e_.meta().idNames;
   json out = json::array();
   for (size_t i = 0; i < e_.profiles().size(); ++i) {
     const db::Profile& p = e_.profiles()[i];
     json ids = json::array();
-    std::string label;
     if (p.idTuple)
-      for (const db::Identifier& id : *p.idTuple) {
-        std::string kind = id.kind < names.size() ? names[id.kind] : "KIND" + std::to_string(id.kind);
-        ids.push_back({{"kind", kind}, {"logicalId", id.logicalId}, {"physicalId", id.physicalId}, {"physical", bool(id.flags & 1)}});
-        label += (label.empty() ? "" : " ") + kind + " " + std::to_string(id.logicalId);
-      }
-    out.push_back({{"index", i}, {"summary", bool(p.flags & 1)}, {"label", (p.flags & 1) ? "summary" : label}, {"ids", ids}});
+      for (const db::Identifier& id : *p.idTuple)
+        ids.push_back({{"kind", e_.id_kind_name(id.kind)}, {"logicalId", id.logicalId}, {"physicalId", id.physicalId},
+                       {"physical", bool(id.flags & 1)}});
+    out.push_back({{"index", i}, {"summary", bool(p.flags & 1)}, {"label", e_.profile_label(i)}, {"ids", ids}});
   }
   return json_reply({{"profiles", out}});
 }
