@@ -229,6 +229,11 @@ TEST(Overview, KindsOfWorkAndVerdict) {
   print_report(x, o, json);
   auto j = nlohmann::json::parse(json.str());
   EXPECT_EQ(j["verdict"], "communication-bound");
+  EXPECT_FALSE(j.contains("mpi_share_by_profile")) << "REALTIME has no per-profile values here";
+  o.metric = 0;
+  std::ostringstream json0;
+  print_report(x, o, json0);
+  EXPECT_EQ(nlohmann::json::parse(json0.str())["mpi_share_by_profile"]["max_profile"], "RANK 1 THREAD 0");
   EXPECT_EQ(j["rows"][0]["section"], "overview");
   EXPECT_EQ(j["rows"][0]["id"], "compute");
   o = ReportOptions{};

@@ -204,6 +204,11 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     if (overviewView) {
       os << ",\n \"verdict\": " << str(ov->verdict) << ",\n \"reason\": " << str(ov->reason);
       if (ov->ipc) os << ",\n \"instructions_per_cycle\": " << nlohmann::json(*ov->ipc).dump();
+      if (ov->mpiSpread)
+        os << ",\n \"mpi_share_by_profile\": "
+           << nlohmann::json({{"profiles", ov->mpiSpread->profiles}, {"min", ov->mpiSpread->min},
+                              {"max", ov->mpiSpread->max}, {"min_profile", ov->mpiSpread->minProfile},
+                              {"max_profile", ov->mpiSpread->maxProfile}}).dump();
     }
     os << "\n}\n";
     return;

@@ -369,6 +369,9 @@ async function showOverview() {
     row(k.name, k.value, j.total ? `${(100 * k.value / j.total).toFixed(1)}%` : '', where);
   }
   for (const g of j.gpu) row(`GPU: ${g.name}`, g.value, 's');
+  const sp = j.mpiSpread;
+  if (sp) row(`MPI per profile: ${(100 * sp.min).toFixed(1)}% to ${(100 * sp.max).toFixed(1)}%`, sp.profiles, 'profiles',
+    `lowest: ${sp.minProfile}\nhighest: ${sp.maxProfile}`);
   $('verdict').textContent = j.verdict ? `${j.verdict}: ${j.reason}` : '';
 }
 
