@@ -49,6 +49,7 @@ int (*real_execveat)(int, const char*, char* const[], char* const[], int);
 void (*real__exit)(int);
 void (*real__Exit)(int);
 long (*real_syscall)(long, ...);
+int (*real_timer_create)(clockid_t, struct sigevent*, timer_t*);
 void* (*real_dlopen)(const char*, int);
 int (*real_dlclose)(void*);
 int (*real_sigprocmask)(int, const sigset_t*, sigset_t*);
@@ -124,7 +125,72 @@ int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
   return rc;
 }
 
+// glibc runs a SIGEV_THREAD timer's callback on a thread it creates inside libc, past the
+// pthread_create wrapper: such threads went unmeasured (20 callbacks of 10 ms: no sample at
+// all). timer_create hands glibc this trampoline instead, with a record of the callback as
+// its value; the trampoline measures the thread as threadTrampoline does. Records stay (a
+// callback may run after its timer was deleted): a fixed table, one record per callback
+// and value alike, so that timers made again and again with the same ones reuse it; where
+// it is full, a timer's callbacks go unmeasured as before.
+struct TimerCallback {
+  std::atomic<uintptr_t> fn;  // 0: free; 1: being filled
+  uintptr_t value;            // the sigval's bits
+};
+constexpr size_t kTimerCallbacks = 4096;
+TimerCallback gTimerCallbacks[kTimerCallbacks];
+
+uintptr_t sigvalBits(const union sigval& v) {
+  uintptr_t bits = 0;
+  static_assert(sizeof v <= sizeof bits);
+  memcpy(&bits, &v, sizeof v);
+  return bits;
+}
+
+TimerCallback* timerCallback(uintptr_t fn, uintptr_t value) {
+  const size_t start = size_t((fn * 0x9e3779b97f4a7c15ull) ^ (value * 0xc2b2ae3d27d4eb4full)) % kTimerCallbacks;
+  for (size_t i = 0; i < kTimerCallbacks; ++i) {
+    TimerCallback& c = gTimerCallbacks[(start + i) % kTimerCallbacks];
+    uintptr_t f = c.fn.load(std::memory_order_acquire);
+    if (f == 0) {
+      if (!c.fn.compare_exchange_strong(f, 1, std::memory_order_acquire)) continue;  // taken meanwhile
+      c.value = value;
+      c.fn.store(fn, std::memory_order_release);
+      return &c;
+    }
+    if (f == fn && c.value == value) return &c;
+  }
+  return nullptr;
+}
+
+HPC_TRAMPOLINE void timerTrampoline(union sigval v) {
+  const TimerCallback& c = *static_cast<const TimerCallback*>(v.sival_ptr);
+  auto* fn = reinterpret_cast<void (*)(union sigval)>(c.fn.load(std::memory_order_acquire));
+  union sigval arg;
+  memcpy(&arg, &c.value, sizeof arg);
+  // glibc starts these threads with every signal blocked (its helper thread's mask): the
+  // sampling signal is let in, the application's stay as glibc set them.
+  sigset_t ours;
+  sigemptyset(&ours);
+  sigaddset(&ours, gConfig.sampleSignal);
+  syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &ours, nullptr, _NSIG / 8);
+  threadBegin(reinterpret_cast<uintptr_t>(fn));
+  pthread_cleanup_push(endThread, nullptr);
+  fn(arg);
+  pthread_cleanup_pop(1);
+}
+
 }  // namespace
+
+HPC_EXPORT int timer_create(clockid_t clock, struct sigevent* sev, timer_t* id) {
+  if (sev && sev->sigev_notify == SIGEV_THREAD && sev->sigev_notify_function)
+    if (TimerCallback* c = timerCallback(reinterpret_cast<uintptr_t>(sev->sigev_notify_function), sigvalBits(sev->sigev_value))) {
+      struct sigevent ours = *sev;
+      ours.sigev_notify_function = timerTrampoline;
+      ours.sigev_value.sival_ptr = c;
+      return REAL(timer_create)(clock, &ours, id);
+    }
+  return REAL(timer_create)(clock, sev, id);
+}
 
 int hpc::rt::realPthreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
   return REAL(pthread_create)(t, attr, start, arg);
