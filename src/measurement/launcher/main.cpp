@@ -3,13 +3,16 @@
 // environment variables, so exec'd and forked descendants are measured the same way.
 #include <elf.h>
 #include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,21 @@ void usage(FILE* to) {
       "                       them (CPython 3.9 or later; its profile hook costs each\n"
       "                       Python call: up to 3x on code that only calls)\n"
       "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements)\n"
+      "  -f, -fp, --process-fraction FRAC  measure each process with probability FRAC (0.1\n"
+      "                       or 1/10); the others are sampled alike, to be slowed alike, and\n"
+      "                       write nothing\n"
+      "  -ds, --delay-sampling  no sample until the program calls hpctoolkit_sampling_start()\n"
+      "                       (hpctoolkit.h, -lhpctoolkit; hpctoolkit_sampling_stop() pauses)\n"
+      "  -nu, --no-unwind     a flat profile: each sample at the interrupted function alone\n"
+      "  -tt, --ttrace        as -t\n"
+      "  -r, --retain-recursion  accepted: recursive call chains are always kept whole\n"
+      "  -m, --merge-threads 0|1, -ms, --memsize SIZE, -lm, --low-memsize SIZE,\n"
+      "  -mp, --memleak-prob PROB, --disable-gprof, -dd, --dynamic-debug FLAG, -md\n"
+      "                       accepted for the reference's scripts, without effect: threads\n"
+      "                       are not merged, memory is sized as needed, there is no MEMLEAK\n"
+      "                       event, a -pg program's gprof runs beside the measurement\n"
+      "  -d, --debug          each process waits for a debugger at start (set hpcrunDebugWait\n"
+      "                       to 0 to let it go on)\n"
       "Information:\n"
       "  -L, -l, --list-events  list the events this machine can sample\n"
       "  -V, --version        print the version\n"
@@ -205,6 +223,19 @@ std::string sanitizerRuntime(const std::string& file) {
   return found;
 }
 
+// "0.1" or "1/10"; NaN where it is neither.
+double parseFraction(const std::string& s) {
+  char* end = nullptr;
+  const double a = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) return std::nan("");
+  if (*end == 0) return a;
+  if (*end != '/') return std::nan("");
+  const char* rest = end + 1;
+  const double b = std::strtod(rest, &end);
+  if (end == rest || *end != 0 || b == 0) return std::nan("");
+  return a / b;
+}
+
 [[noreturn]] void fail(const std::string& msg, int status = 2) {
   std::fprintf(stderr, "hpcrun: %s\n", msg.c_str());
   std::exit(status);
@@ -215,6 +246,10 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
   std::string text = typed;
   if (text == "IO") return "IO::read@1;IO::write@1";  // both metrics, every call
   if (text.rfind("IO@", 0) == 0) fail("event 'IO' takes no period: every I/O call counts");
+  for (const char* missing : {"MEMLEAK", "RETCNT", "PAPI_"})
+    if (text.rfind(missing, 0) == 0)
+      fail("event '" + typed + "': this hpcrun has no " + (text[0] == 'P' ? std::string("PAPI") : std::string(missing)) +
+           " source (see hpcrun -L)");
   if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0)
     fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME, IO or perf::NAME; see hpcrun -L)");
   if (text.rfind("perf::", 0) == 0 && text.find('@') == std::string::npos && !defaultCount.empty())
@@ -237,8 +272,8 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
 
 int main(int argc, char** argv) {
   std::vector<std::string> events;
-  std::string out, defaultCount, gpu, streamsPerTracer;
-  bool trace = false, python = false;
+  std::string out, defaultCount, gpu, streamsPerTracer, fraction;
+  bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
     if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
@@ -263,7 +298,34 @@ int main(int argc, char** argv) {
           std::stoul(streamsPerTracer) == 0)
         fail("--streams-per-tracing-thread needs a positive integer");
     }
-    else if (a == "-t" || a == "--trace") trace = true;
+    else if (a == "-t" || a == "--trace" || a == "-tt" || a == "--ttrace") trace = true;
+    else if (a == "-f" || a == "-fp" || a == "--process-fraction" || a.rfind("--process-fraction=", 0) == 0) {
+      const std::string v = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : needArg(a.c_str());
+      const double f = parseFraction(v);
+      if (!(f >= 0 && f <= 1)) fail("--process-fraction needs a number from 0 to 1 (0.1 or 1/10), got '" + v + "'");
+      fraction = std::to_string(f);
+    }
+    else if (a == "-ds" || a == "--delay-sampling") delay = true;
+    else if (a == "-nu" || a == "--no-unwind") noUnwind = true;
+    else if (a == "-d" || a == "--debug") debugWait = true;
+    else if (a == "-r" || a == "--retain-recursion" || a == "--disable-gprof" || a == "-md" || a == "--monitor-debug") {
+    }
+    else if (a == "-m" || a == "--merge-threads") {
+      const std::string v = needArg(a.c_str());
+      if (v != "0" && v != "1") fail("--merge-threads takes 0 or 1, got '" + v + "'");
+    }
+    else if (a == "-ms" || a == "--memsize" || a == "-lm" || a == "--low-memsize") {
+      const std::string v = needArg(a.c_str());
+      if (v.empty() || v.find_first_not_of("0123456789") < v.size() - 1 ||
+          (v.find_first_not_of("0123456789") == v.size() - 1 && std::string("kKmMgG").find(v.back()) == std::string::npos))
+        fail(a + " needs a size (4096, 80K, 4M), got '" + v + "'");
+    }
+    else if (a == "-mp" || a == "--memleak-prob") {
+      const std::string v = needArg(a.c_str());
+      const double p = parseFraction(v);
+      if (!(p >= 0 && p <= 1)) fail("--memleak-prob needs a number from 0 to 1, got '" + v + "'");
+    }
+    else if (a == "-dd" || a == "--dynamic-debug") needArg(a.c_str());
     else if (a == "-a" || a.rfind("--attribute=", 0) == 0 || a == "--attribute") {
       const std::string what = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : needArg(a.c_str());
       if (what != "python") fail("unknown attribution '" + what + "' (supported: -a python)");
@@ -326,6 +388,26 @@ int main(int argc, char** argv) {
   setenv("HPCRUN_EVENT_LIST", list.c_str(), 1);
   setenv("HPCRUN_OUT_PATH", real, 1);
   setenv("HPCRUN_TRACE", trace ? "1" : "0", 1);
+  auto flag = [](const char* name, bool on) {
+    if (on) setenv(name, "1", 1);
+    else unsetenv(name);
+  };
+  flag("HPCRUN_DELAY_SAMPLING", delay);
+  flag("HPCRUN_NO_UNWIND", noUnwind);
+  flag("HPCRUN_DEBUG_WAIT", debugWait);
+  if (!fraction.empty()) {
+    // One draw per process from the run's seed (its pid mixed in): an exec keeps the
+    // process's, a fork's child draws its own.
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = uint64_t(time(nullptr)) ^ uint64_t(getpid()) << 32;
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(seed));
+    setenv("HPCRUN_PROCESS_FRACTION", fraction.c_str(), 1);
+    setenv("HPCRUN_FRACTION_SEED", hex, 1);
+  } else {
+    unsetenv("HPCRUN_PROCESS_FRACTION");
+    unsetenv("HPCRUN_FRACTION_SEED");
+  }
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (!gpu.empty()) setenv("HPCRUN_GPU", gpu.c_str(), 1);
   else unsetenv("HPCRUN_GPU");

@@ -168,6 +168,7 @@ bool outputInit() {
   mkdir(gConfig.outDir, 0755);
   gConfig.hostId = hostId();
   gConfig.rank = mpiRank(gConfig.ranked);
+  if (!gConfig.selected) return true;  // hpcrun -f did not draw this process: no file
   if (!openLog()) return false;
   setAnonymousPath();
   copyVdso();
@@ -185,12 +186,14 @@ bool outputInit() {
 
 void outputChildAfterFork() {
   keptClose(gLog);
+  if (!gConfig.selected) return;
   openLog();
   setAnonymousPath();
   logText("hpcrun: forked child\n");
 }
 
 void outputResumeAfterExec(int err, unsigned lostThreads) {
+  if (!gConfig.selected) return;
   openLog();
   setAnonymousPath();
   char buf[256];
@@ -202,6 +205,7 @@ void outputResumeAfterExec(int err, unsigned lostThreads) {
 }
 
 bool outputOpenTrace(ThreadState& ts) {
+  if (!gConfig.selected) return false;
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpctrace");
   // The path is kept (in the thread's arena) to open the file again by, should the
@@ -235,6 +239,7 @@ void outputWriteThread(ThreadState& ts) {
     ts.traceLen = 0;
     keptClose(ts.trace);
   }
+  if (!gConfig.selected) return;
   char path[kPathMax];
   outputPath(path, sizeof path, ts.index, ".hpcrun");
   int fd = openOutput(path, O_WRONLY | O_CREAT | O_TRUNC);
@@ -279,6 +284,7 @@ void outputWriteLog(const char* reason) {
 }
 
 void outputCopyPerfMap() {
+  if (!gConfig.selected) return;
   const uint16_t id = loadmapAnonymousId();
   if (!id) return;  // no code outside every module was met (or no room)
   char src[64];

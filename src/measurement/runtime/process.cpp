@@ -18,7 +18,20 @@
 #include "unwind.hpp"
 #include "waits.hpp"
 
+// hpcrun -d: a debugger attached to the waiting process sets this to 0 to let it go on.
+extern "C" __attribute__((visibility("default"), used)) volatile int hpcrunDebugWait = 1;
+
 namespace hpc::rt {
+
+std::atomic<bool> gAppSampling{true};
+
+bool processDrawn(int pid) {
+  if (gConfig.processFraction >= 1) return true;
+  if (gConfig.processFraction <= 0) return false;
+  uint64_t x = gConfig.fractionSeed ^ (uint64_t(uint32_t(pid)) * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 27, x *= 0x94d049bb133111ebull, x ^= x >> 31;
+  return double(x >> 11) * 0x1.0p-53 < gConfig.processFraction;
+}
 
 namespace {
 
@@ -43,12 +56,28 @@ void parseConfig() {
   });
   const char* tr = getenv("HPCRUN_TRACE");
   gConfig.trace = tr && tr[0] == '1';
+  if (const char* f = getenv("HPCRUN_PROCESS_FRACTION"); f && *f) {
+    gConfig.processFraction = strtod(f, nullptr);
+    if (const char* s = getenv("HPCRUN_FRACTION_SEED")) gConfig.fractionSeed = strtoull(s, nullptr, 16);
+  }
+  if (const char* d = getenv("HPCRUN_DELAY_SAMPLING"); d && d[0] == '1') gAppSampling.store(false);
+  if (const char* nu = getenv("HPCRUN_NO_UNWIND"); nu && nu[0] == '1') gConfig.noUnwind = true;
   if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
     gConfig.unwindCache = uc[0] == '0'   ? UnwindCacheMode::Off
                           : uc[0] == 'v' ? UnwindCacheMode::Verify
                                          : UnwindCacheMode::On;
   gConfig.sampleSignal = SIGRTMAX - 3;
   gConfig.pid = getpid();
+  gConfig.selected = processDrawn(gConfig.pid);
+  // hpcrun -d: wait for a debugger (it sets hpcrunDebugWait to 0, or the wait is ended by
+  // a signal the application handles).
+  if (const char* d = getenv("HPCRUN_DEBUG_WAIT"); d && d[0] == '1') {
+    char buf[96];
+    Text t(buf, sizeof buf);
+    t.str("waiting for a debugger: pid ").dec(uint64_t(gConfig.pid)).str(" (set hpcrunDebugWait = 0)");
+    complain(t.c_str());
+    while (hpcrunDebugWait) sleep(1);
+  }
 }
 
 void onExit() { processFinalize("exit"); }
@@ -240,6 +269,7 @@ void processChildAfterFork() {
   if (!gReady || gFinalized.load()) return;
   gpu::childAfterFork();
   gConfig.pid = getpid();
+  gConfig.selected = processDrawn(gConfig.pid);
   ThreadState* parent = currentThread();
   if (parent) keptClose(parent->trace);
   // The forking thread's Python frames are the child's too (a multiprocessing worker keeps
@@ -258,3 +288,14 @@ void processChildAfterFork() {
 }
 
 }  // namespace hpc::rt
+
+// hpctoolkit.h: the application's sampling switch (with hpcrun -ds, off until started).
+extern "C" {
+__attribute__((visibility("default"))) void hpctoolkit_sampling_start() { hpc::rt::gAppSampling.store(true); }
+__attribute__((visibility("default"))) void hpctoolkit_sampling_stop() { hpc::rt::gAppSampling.store(false); }
+__attribute__((visibility("default"))) int hpctoolkit_sampling_is_active() {
+  return hpc::rt::gAppSampling.load() && hpc::rt::gConfig.selected && hpc::rt::gSampling.load();
+}
+__attribute__((visibility("default"))) void hpctoolkit_sampling_start_() { hpctoolkit_sampling_start(); }
+__attribute__((visibility("default"))) void hpctoolkit_sampling_stop_() { hpctoolkit_sampling_stop(); }
+}

@@ -234,6 +234,7 @@ bool pythonInsertPath(ThreadState& ts, const uintptr_t* frames, size_t n, bool l
 }
 
 void pythonWriteTable() {
+  if (!gConfig.selected) return;
   if (!gText || !gTextLen || !loadmapPseudoId(Pseudo::Python)) return;
   char dir[kPathMax], path[kPathMax], tmp[kPathMax];
   Text d(dir, sizeof dir);

@@ -90,8 +90,15 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     byRecipes = ts.unwindStats.byRecipes;
   }
   volatile UnwindEnd end = UnwindEnd::Failed;
-  if (!guarded(ts, [&] { end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames, cache); }))
+  if (gConfig.noUnwind) {
+    // hpcrun -nu: a flat profile, the interrupted instruction below the thread's root.
+    ts.frames[0] = uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+    ts.nFrames = 1;
+    cache = nullptr;
+    end = UnwindEnd::Bottom;
+  } else if (!guarded(ts, [&] { end = unwindFromSignal(uc, ts.frames, kMaxFrames, ts.nFrames, cache); })) {
     end = UnwindEnd::Failed;
+  }
   const bool complete = end == UnwindEnd::Fence || end == UnwindEnd::Bottom;
   if (cache && gConfig.unwindCache == UnwindCacheMode::Verify && ts.unwindStats.byRecipes != byRecipes) {
     ++ts.unwindStats.verified;
@@ -190,7 +197,10 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
     // A sample in the runtime's own code (a wrapper around one of the application's calls,
     // the end of main) is the measurement's cost, not the application's: blocked, so that no
     // frame of libhpcrun.so shows in a profile.
-    if (!gSampling.load(std::memory_order_acquire) || ts->suspend > 0 ||
+    // hpcrun -ds and the application's hpctoolkit_sampling_stop(), and a process hpcrun -f
+    // did not draw: sampled all the same (slowed alike), the samples dropped.
+    if (!gSampling.load(std::memory_order_acquire) || !gAppSampling.load(std::memory_order_relaxed) ||
+        !gConfig.selected || ts->suspend > 0 ||
         ts->phase.load(std::memory_order_acquire) != ThreadPhase::Running || start - ts->lastSampleEnd[ev] < gap ||
         loadmapIsSelf(uintptr_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]))) {
       ++ts->blocked;

@@ -40,11 +40,25 @@ struct Config {
   unsigned gen = 0;
   int sampleSignal = 0;   // the real-time signal our timers and perf events deliver
   UnwindCacheMode unwindCache = UnwindCacheMode::On;
+  // hpcrun -f: the fraction of processes measured and the run's seed. A process not drawn
+  // (selected false) runs its sources and drops every sample, so that it is slowed as the
+  // measured ones are (MPI ranks stay balanced), and writes no file.
+  double processFraction = 1;
+  uint64_t fractionSeed = 0;
+  bool selected = true;
+  bool noUnwind = false;  // hpcrun -nu: the interrupted function alone, no calling context
 };
+
+// Whether process `pid` is measured under hpcrun -f (its draw from the run's seed: the same
+// through an exec, drawn again by a fork's child).
+bool processDrawn(int pid);
 
 // Written once by the constructor (and again in a fork child), read everywhere.
 extern Config gConfig;
 extern std::atomic<bool> gSampling;     // samples are taken only while true
+// hpcrun -ds and hpctoolkit_sampling_start/stop: the application's own switch (samples taken
+// only while on as well).
+extern std::atomic<bool> gAppSampling;
 extern std::atomic<bool> gFinalized;
 
 enum class ThreadPhase : int { Running, Writing, Done };

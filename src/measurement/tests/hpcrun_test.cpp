@@ -972,6 +972,123 @@ TEST(Sampling, ShortThreadsCountWhatTheyCost) {
   fs::remove_all(scratch);
 }
 
+// hpctoolkit.h's switch (workload `sampling_switch.c`, linked with lib/libhpctoolkit.so):
+// hpctoolkit_sampling_stop() pauses sampling, hpctoolkit_sampling_start() resumes it, and
+// under hpcrun -ds there is none until the first start. Run bare, the library's functions
+// do nothing (the reference's options -ds and its API; before, hpcrun rejected -ds).
+TEST(Sampling, TheApplicationSwitchesSamplingOnAndOff) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-sampling-switch";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "sampling_switch-gcc 1";
+  Outcome bare = run(cmd, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(bare.out, "active: before 0, during 0, paused 0 0\n");
+  for (const bool delay : {false, true}) {
+    const fs::path meas = scratch / (delay ? "ds" : "plain");
+    Outcome r = run(kBin + (delay ? " -ds" : "") + " -o " + meas.string() + " " + cmd, scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, delay ? "active: before 0, during 1, paused 0 0\n" : "active: before 1, during 1, paused 0 0\n");
+    Analysis a = analyze(meas);
+    EXPECT_GT(a.byLeaf["during"], 0.03) << delay;
+    EXPECT_GT(a.byLeaf["after"], 0.03) << delay;
+    EXPECT_EQ(a.byLeaf["paused"], 0) << delay;
+    if (delay) EXPECT_EQ(a.byLeaf["before"], 0);
+    else EXPECT_GT(a.byLeaf["before"], 0.03);
+  }
+  fs::remove_all(scratch);
+}
+
+// hpcrun -nu (the reference's --no-unwind): a flat profile, each sample at the interrupted
+// function alone below the thread's root, where a deep recursion's samples lie thousands of
+// frames down; the time is the same.
+TEST(Sampling, NoUnwindMakesAFlatProfile) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-no-unwind";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "recursion-gcc 0.3";
+  for (const bool flat : {false, true}) {
+    const fs::path meas = scratch / (flat ? "nu" : "full");
+    Outcome r = run(kBin + (flat ? " -nu" : "") + " -o " + meas.string() + " " + cmd, scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    size_t deepest = 0;
+    double total = 0;
+    forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+      size_t depth = 0;
+      for (const hpc::hpcrun::CctNode* f = &n; f->parent_id; f = p.byId[f->parent_id]) ++depth;
+      deepest = std::max(deepest, depth);
+      total += v;
+    });
+    EXPECT_NEAR(total, r.cpu, 0.25 * r.cpu) << flat;
+    if (flat) EXPECT_LE(deepest, 2u) << "the leaf below the thread's root";
+    else EXPECT_GT(deepest, 100u);
+  }
+  fs::remove_all(scratch);
+}
+
+// hpcrun -f (the reference's --process-fraction): each process measured with probability
+// FRAC. With 0 none writes anything (no profile, trace or log) and the program runs as bare;
+// with 1/2 over 24 processes (a shell running a program 24 times), a share of them: each
+// process's draw from the run's seed and its pid.
+TEST(Processes, AFractionOfThemIsMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-fraction";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "recursion-gcc 0.05";
+  Outcome bare = run(cmd, scratch / "bare");
+  const fs::path none = scratch / "none";
+  Outcome r = run(kBin + " -f 0 -t -o " + none.string() + " " + cmd, scratch / "run");
+  EXPECT_EQ(r.status, bare.status);
+  EXPECT_EQ(r.out, bare.out);
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(none)) files += e.is_regular_file();
+  EXPECT_EQ(files, 0u) << "a process not drawn writes nothing";
+  const fs::path some = scratch / "some";
+  r = run(kBin + " -fp 1/2 -o " + some.string() + " bash -c 'for i in $(seq 24); do " + kWl +
+              "short_main-gcc >/dev/null; done'",
+          scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t measured = 0;
+  for (auto& e : fs::directory_iterator(some))
+    measured += e.path().extension() == ".hpcrun" && e.path().filename().string().rfind("short_main-gcc-", 0) == 0;
+  EXPECT_GE(measured, 3u);  // binomial(24, 1/2) outside [3, 21]: 4e-5
+  EXPECT_LE(measured, 21u);
+  const fs::path all = scratch / "all";
+  r = run(kBin + " --process-fraction=1 -o " + all.string() + " " + cmd, scratch / "run");
+  EXPECT_EQ(analyze(all).profiles, 1);
+  fs::remove_all(scratch);
+}
+
+// The reference's other options are accepted (its scripts run): -r (recursion is always kept
+// whole here), -tt (as -t), -m, -ms, -lm, -mp, --disable-gprof, -dd, -md (without effect);
+// bad values are refused before the program starts; MEMLEAK and PAPI events are named as
+// missing. Before, every one was "unknown option".
+TEST(Launcher, AcceptsTheReferencesOptions) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-reference-options";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "recursion-gcc 0.05";
+  Outcome bare = run(cmd, scratch / "bare");
+  int k = 0;
+  for (const char* opts : {"-r", "--retain-recursion", "-tt", "--ttrace", "-m 1", "--merge-threads 0", "-ms 4M",
+                           "--memsize 4096", "-lm 80K", "--low-memsize 80k", "-mp 0.1", "--memleak-prob 1/10",
+                           "--disable-gprof", "-dd UNW", "--dynamic-debug ALL", "-md", "--monitor-debug"}) {
+    const fs::path meas = scratch / ("m" + std::to_string(k++));
+    Outcome r = run(kBin + " " + opts + " -o " + meas.string() + " " + cmd, scratch / "run");
+    EXPECT_EQ(r.status, bare.status) << opts << ": " << r.err;
+    EXPECT_EQ(r.out, bare.out) << opts;
+    EXPECT_EQ(analyze(meas).profiles, 1) << opts;
+    if (std::string(opts).find("tt") != std::string::npos) EXPECT_EQ(analyze(meas).traces, 1) << opts;
+  }
+  for (auto [opts, why] : {std::pair{"-m 2", "--merge-threads takes 0 or 1"}, std::pair{"-ms 4X", "-ms needs a size"},
+                           std::pair{"-f 2", "--process-fraction needs a number from 0 to 1"},
+                           std::pair{"-mp x", "--memleak-prob needs a number"},
+                           std::pair{"-e MEMLEAK", "this hpcrun has no MEMLEAK source"},
+                           std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"}}) {
+    Outcome r = run(kBin + " " + opts + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
+    EXPECT_EQ(r.status, 2) << opts;
+    EXPECT_NE(r.err.find(why), std::string::npos) << opts << ": " << r.err;
+    EXPECT_EQ(r.out, "") << "the program did not start";
+  }
+  fs::remove_all(scratch);
+}
+
 // A SIGEV_THREAD timer's callbacks run on threads glibc creates inside libc (past the
 // pthread_create wrapper) with every signal blocked: 20 callbacks of 8 ms went unmeasured
 // (one profile, no sample). Each callback thread now has its profile, with samples: under

@@ -127,6 +127,7 @@ bool initStream(Tracer& tr, Stream& s) {
   s.idle = s.cct.child(s.cct.root(), kPlaceholderModule, kTagNoActivity);
   s.buf = static_cast<TraceRecord*>(tr.arena.alloc(kTraceBufRecords * sizeof(TraceRecord)));
   if (!s.idle || !s.buf) return !(s.failed = true);
+  if (!gConfig.selected) return true;  // traced into memory only: hpcrun -f did not draw it
   char path[kPathMax];
   outputPath(path, sizeof path, kFirstStreamThreadIndex + s.id, ".hpctrace");
   // The path kept to open the file again by, should the application close its descriptor.
@@ -190,7 +191,7 @@ void writeStream(Stream& s) {
     s.len = 0;
     keptClose(s.trace);
   }
-  if (s.failed) return;
+  if (s.failed || !gConfig.selected) return;  // hpcrun -f: a process not drawn writes nothing
   char path[kPathMax];
   uint32_t index = kFirstStreamThreadIndex + s.id;
   outputPath(path, sizeof path, index, ".hpcrun");
