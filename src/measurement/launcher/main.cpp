@@ -58,11 +58,14 @@ void usage(FILE* to) {
       "  -nu, --no-unwind     a flat profile: each sample at the interrupted function alone\n"
       "  -tt, --ttrace        as -t\n"
       "  -r, --retain-recursion  accepted: recursive call chains are always kept whole\n"
-      "  -m, --merge-threads 0|1, -ms, --memsize SIZE, -lm, --low-memsize SIZE,\n"
-      "  -mp, --memleak-prob PROB, --disable-gprof, -dd, --dynamic-debug FLAG, -md\n"
-      "                       accepted for the reference's scripts, without effect: threads\n"
-      "                       are not merged, memory is sized as needed, there is no MEMLEAK\n"
-      "                       event, a -pg program's gprof runs beside the measurement\n"
+      "  -m, --merge-threads 0|1  1: a thread that starts after another ended takes up its\n"
+      "                       profile and trace (fewer files where threads come and go); 0,\n"
+      "                       the default here: a profile per thread\n"
+      "  -ms, --memsize SIZE, -lm, --low-memsize SIZE, -mp, --memleak-prob PROB,\n"
+      "  --disable-gprof, -dd, --dynamic-debug FLAG, -md\n"
+      "                       accepted for the reference's scripts, without effect: memory is\n"
+      "                       sized as needed, there is no MEMLEAK event, a -pg program's\n"
+      "                       gprof runs beside the measurement\n"
       "  -d, --debug          each process waits for a debugger at start (set hpcrunDebugWait\n"
       "                       to 0 to let it go on)\n"
       "Information:\n"
@@ -273,7 +276,7 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
 int main(int argc, char** argv) {
   std::vector<std::string> events;
   std::string out, defaultCount, gpu, streamsPerTracer, fraction;
-  bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false;
+  bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false, merge = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
     if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
@@ -313,6 +316,7 @@ int main(int argc, char** argv) {
     else if (a == "-m" || a == "--merge-threads") {
       const std::string v = needArg(a.c_str());
       if (v != "0" && v != "1") fail("--merge-threads takes 0 or 1, got '" + v + "'");
+      merge = v == "1";
     }
     else if (a == "-ms" || a == "--memsize" || a == "-lm" || a == "--low-memsize") {
       const std::string v = needArg(a.c_str());
@@ -395,6 +399,7 @@ int main(int argc, char** argv) {
   flag("HPCRUN_DELAY_SAMPLING", delay);
   flag("HPCRUN_NO_UNWIND", noUnwind);
   flag("HPCRUN_DEBUG_WAIT", debugWait);
+  flag("HPCRUN_MERGE_THREADS", merge);
   if (!fraction.empty()) {
     // One draw per process from the run's seed (its pid mixed in): an exec keeps the
     // process's, a fork's child draws its own.

@@ -62,6 +62,7 @@ void parseConfig() {
   }
   if (const char* d = getenv("HPCRUN_DELAY_SAMPLING"); d && d[0] == '1') gAppSampling.store(false);
   if (const char* nu = getenv("HPCRUN_NO_UNWIND"); nu && nu[0] == '1') gConfig.noUnwind = true;
+  if (const char* m = getenv("HPCRUN_MERGE_THREADS"); m && m[0] == '1') gConfig.mergeThreads = true;
   if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
     gConfig.unwindCache = uc[0] == '0'   ? UnwindCacheMode::Off
                           : uc[0] == 'v' ? UnwindCacheMode::Verify
@@ -129,7 +130,13 @@ void writeAllThreads() {
   for (ThreadState* t = registryHead(); t; t = t->next) sourcesStopThread(*t);
   for (ThreadState* t = registryHead(); t; t = t->next) {
     for (int spins = 0; t->inHandler.load(std::memory_order_acquire) && spins < 2000; ++spins) sched_yield();
-    ThreadPhase expect = ThreadPhase::Running;
+    ThreadPhase expect = ThreadPhase::Parked;  // hpcrun -m 1: its threads credited as they ended
+    if (t->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+      outputWriteThread(*t);
+      t->phase.store(ThreadPhase::Done, std::memory_order_release);
+      continue;
+    }
+    expect = ThreadPhase::Running;
     if (t->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
       waitsCreditUnfinished(*t);
       creditShortThread(*t);
@@ -175,11 +182,14 @@ void processStartMain(uintptr_t appMain) {
 
 ThreadState* threadBegin(uintptr_t startRoutine) {
   if (!gReady || gFinalized.load(std::memory_order_acquire)) return nullptr;
-  ThreadState* ts = newThreadState(false);
+  // hpcrun -m 1: a thread that ended left its state (its profile, its trace going on).
+  ThreadState* ts = gConfig.mergeThreads ? takeParkedThreadState() : nullptr;
+  const bool fresh = !ts;
+  if (fresh) ts = newThreadState(false);
   if (!ts) return nullptr;
   ++ts->suspend;
   ts->startRoutine = startRoutine;
-  if (gConfig.trace) outputOpenTrace(*ts);
+  if (gConfig.trace && fresh) outputOpenTrace(*ts);
   signalsStartThreadStack(*ts);
   sourcesStartThread(*ts);
   ts->cpuAtStart = threadCpuNs(ts->tid);
@@ -195,6 +205,18 @@ void threadEnd(ThreadState* ts) {
   signalsEndThreadStack(*ts);
   if (ts->gpu) gpu::threadFinish(*ts);
   ThreadPhase expect = ThreadPhase::Running;
+  // hpcrun -m 1: the state is parked for the next thread to start (not a GPU launcher's,
+  // whose CCT the stream tracers read); it is written at the process's end. Claimed first,
+  // so that a finalize meanwhile neither credits it twice nor writes it half reset.
+  if (gConfig.mergeThreads && !ts->gpu && !ts->isMain &&
+      ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
+    creditShortThread(*ts);
+    bindThread(nullptr);
+    ts->startRoutine = 0;
+    --ts->suspend;
+    ts->phase.store(ThreadPhase::Parked, std::memory_order_release);
+    return;
+  }
   if (ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
     creditShortThread(*ts);
     outputWriteThread(*ts);

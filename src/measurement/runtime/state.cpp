@@ -62,6 +62,29 @@ ThreadState* newThreadState(bool isMain) {
   return ts;
 }
 
+ThreadState* takeParkedThreadState() {
+  for (ThreadState* t = registryHead(); t; t = t->next) {
+    ThreadPhase expect = ThreadPhase::Parked;
+    if (!t->phase.compare_exchange_strong(expect, ThreadPhase::Running, std::memory_order_acquire)) continue;
+    t->tid = sysGettid();
+    t->core = sched_getcpu();
+    if (t->core < 0) t->core = 0;
+    t->inHandler.store(0, std::memory_order_relaxed);
+    t->suspend = 0;
+    t->deferredLeaf = 0;
+    t->waitSince = 0;
+    t->waitingIn = 0;
+    t->waitingSince = 0;
+    t->cpuAtStart = 0;
+    for (unsigned i = 0; i < kMaxEvents; ++i) t->periodsOf[i] = 0, t->lastSampleEnd[i] = 0;
+    t->lastSampleCost = 0;
+    t->appAltStack = stack_t{};
+    tlsState = t;
+    return t;
+  }
+  return nullptr;
+}
+
 void registryReset() {
   gHead.store(nullptr, std::memory_order_relaxed);
   gNextIndex.store(1, std::memory_order_relaxed);

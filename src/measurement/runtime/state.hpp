@@ -47,6 +47,7 @@ struct Config {
   uint64_t fractionSeed = 0;
   bool selected = true;
   bool noUnwind = false;  // hpcrun -nu: the interrupted function alone, no calling context
+  bool mergeThreads = false;  // hpcrun -m 1: a thread that starts takes up a parked state
 };
 
 // Whether process `pid` is measured under hpcrun -f (its draw from the run's seed: the same
@@ -61,7 +62,9 @@ extern std::atomic<bool> gSampling;     // samples are taken only while true
 extern std::atomic<bool> gAppSampling;
 extern std::atomic<bool> gFinalized;
 
-enum class ThreadPhase : int { Running, Writing, Done };
+// Parked (hpcrun -m 1): the state of a thread that ended, kept for the next thread to start
+// (threads that do not overlap make one profile); written at the process's end.
+enum class ThreadPhase : int { Running, Writing, Done, Parked };
 
 struct TraceRecord {
   uint64_t time;
@@ -132,6 +135,8 @@ ThreadState* currentThread();                 // MT: async-signal-safe; nullptr 
 bool inVforkChild();  // this thread is a vfork child running in its parent's memory (interpose.cpp)
 void setVforkChild(bool child);
 ThreadState* newThreadState(bool isMain);     // allocates, registers and binds to this thread
+// A parked state (hpcrun -m 1) taken up by this thread and bound to it; nullptr if none.
+ThreadState* takeParkedThreadState();
 ThreadState* registryHead();
 void registryReset();                         // empty, next index 1, this thread unbound (fork child, failed exec)
 void bindThread(ThreadState* ts);

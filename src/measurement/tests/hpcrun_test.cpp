@@ -1056,8 +1056,55 @@ TEST(Processes, AFractionOfThemIsMeasured) {
   fs::remove_all(scratch);
 }
 
+// hpcrun -m 1 (the reference's --merge-threads): a thread that starts after another ended
+// takes up its state, so threads that do not overlap make one profile and one trace: 800
+// threads one after another, 2 profiles (main's and theirs) where there were 801, the same
+// CPU time seen; 20 timer callbacks, 2; 504 threads partly at once, fewer profiles than
+// threads, every path complete, the same total. hpcprof reads the merged traces.
+TEST(Threads, MergedThreadsShareProfiles) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-merge-threads";
+  fs::remove_all(scratch);
+  {
+    const fs::path meas = scratch / "short";
+    Outcome r = run(kBin + " -m 1 -t -e CPUTIME@1000 -o " + meas.string() + " " + kWl + "short_threads-gcc 800",
+                    scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "short threads: 800\n");
+    auto at = r.err.find("thread cpu us: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const double used = std::stod(r.err.substr(at + 15)) * 1e-6;
+    Analysis a = analyze(meas);
+    EXPECT_EQ(a.profiles, 2);
+    EXPECT_EQ(a.traces, 2);
+    EXPECT_GT(a.others, 0.75 * used);
+    EXPECT_LT(a.others, 1.25 * used);
+    Outcome prof = run(std::string(HPC_BINARY_DIR) + "/bin/hpcprof -o " + (scratch / "short.d").string() + " " + meas.string(), scratch / "prof");
+    EXPECT_EQ(prof.status, 0) << prof.err;
+  }
+  {
+    const fs::path meas = scratch / "timer";
+    Outcome r = run(kBin + " -m 1 -o " + meas.string() + " " + kWl + "timer_thread-gcc 20", scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(analyze(meas).profiles, 2);
+  }
+  {
+    const std::string cmd = kWl + "threads-gcc 1";
+    Outcome bare = run(cmd, scratch / "bare");
+    const fs::path meas = scratch / "threads";
+    Outcome r = run(kBin + " -m 1 -e REALTIME@1000 -o " + meas.string() + " " + cmd, scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    Analysis a = analyze(meas);
+    EXPECT_LT(a.profiles, 505);
+    EXPECT_GE(a.profiles, 2);
+    ASSERT_GT(a.total, 0);
+    EXPECT_GE(a.complete / a.total, 0.99);
+  }
+  fs::remove_all(scratch);
+}
+
 // The reference's other options are accepted (its scripts run): -r (recursion is always kept
-// whole here), -tt (as -t), -m, -ms, -lm, -mp, --disable-gprof, -dd, -md (without effect);
+// whole here), -tt (as -t), -m, and -ms, -lm, -mp, --disable-gprof, -dd, -md (without effect);
 // bad values are refused before the program starts; MEMLEAK and PAPI events are named as
 // missing. Before, every one was "unknown option".
 TEST(Launcher, AcceptsTheReferencesOptions) {
@@ -1066,7 +1113,7 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
   const std::string cmd = kWl + "recursion-gcc 0.05";
   Outcome bare = run(cmd, scratch / "bare");
   int k = 0;
-  for (const char* opts : {"-r", "--retain-recursion", "-tt", "--ttrace", "-m 1", "--merge-threads 0", "-ms 4M",
+  for (const char* opts : {"-r", "--retain-recursion", "-tt", "--ttrace", "-m 0", "--merge-threads 1", "-ms 4M",
                            "--memsize 4096", "-lm 80K", "--low-memsize 80k", "-mp 0.1", "--memleak-prob 1/10",
                            "--disable-gprof", "-dd UNW", "--dynamic-debug ALL", "-md", "--monitor-debug"}) {
     const fs::path meas = scratch / ("m" + std::to_string(k++));
