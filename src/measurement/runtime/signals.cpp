@@ -92,6 +92,16 @@ void dieByDefault(int sig, bool resend) {
   if (resend) syscall(SYS_tgkill, getpid(), sysGettid(), sig);
 }
 
+// Whether this thread runs on the application's own signal stack with less than 48 KiB of it
+// left (Rust's is 8 KiB and a page).
+bool onSmallAppStack(const ThreadState* ts) {
+  constexpr uintptr_t kRoom = 48u << 10;
+  const uintptr_t sp = uintptr_t(__builtin_frame_address(0));
+  const uintptr_t lo = ts ? uintptr_t(ts->appAltStack.ss_sp) : 0;
+  return ts && ts->altStack && ts->appAltStack.ss_size && sp > lo && sp <= lo + ts->appAltStack.ss_size &&
+         sp - lo < kRoom;
+}
+
 // The application's handler as the kernel would have run it: over the interrupted code's
 // mask, its sa_mask and (without SA_NODEFER) the signal itself, never the sampling signal;
 // SA_RESETHAND honoured.
@@ -105,6 +115,10 @@ void runAppHandler(int sig, siginfo_t* si, void* uc, const struct sigaction& app
   for (int s = 1; s < NSIG; ++s)
     if (sigismember(&app.sa_mask, s) && s != gConfig.sampleSignal) sigaddset(&mask, s);
   if (!(app.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+  // On the application's small signal stack the handler runs unsampled: a sample's signal
+  // frame (some 3.5 KiB with AVX-512 state) on top of a fault's and the handler's overflowed
+  // Rust's 8 KiB as its stack-overflow handler ran (SIGSEGV for SIGABRT, no profile).
+  if (onSmallAppStack(currentThread())) sigaddset(&mask, gConfig.sampleSignal);
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
   if (app.sa_flags & SA_RESETHAND) {
     gApp[sig] = {};
@@ -279,11 +293,7 @@ hpcCallOnStack:
 )");
 
 void signalsOnRoomyStack(ThreadState* ts, void (*fn)(void*), void* arg) {
-  constexpr uintptr_t kRoom = 48u << 10;
-  const uintptr_t sp = uintptr_t(__builtin_frame_address(0));
-  const uintptr_t lo = ts ? uintptr_t(ts->appAltStack.ss_sp) : 0;
-  if (!ts || !ts->altStack || !ts->appAltStack.ss_size || sp <= lo || sp > lo + ts->appAltStack.ss_size ||
-      sp - lo >= kRoom) {
+  if (!onSmallAppStack(ts)) {
     fn(arg);
     return;
   }

@@ -1136,6 +1136,26 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
   fs::remove_all(scratch);
 }
 
+// Rust-like signal stacks of 8 KiB (workload `small_altstack.c`): a sample that came while
+// the application's stack-overflow handler ran on it pushed its signal frame (some 3.5 KiB
+// with AVX-512 state) over the fault's and the handler's, past the stack's end: the process
+// died of SIGSEGV instead of SIGABRT with no profile (CI: 1 run in 4 at REALTIME@100 on a
+// loaded machine). The application's handlers on such a stack now run unsampled. Ten runs
+// at 10 kHz, each as bare.
+TEST(Signals, SamplesLeaveTheApplicationsSmallSignalStackRoom) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-small-altstack";
+  fs::remove_all(scratch);
+  for (int i = 0; i < 10; ++i) {
+    const fs::path meas = scratch / ("m" + std::to_string(i));
+    Outcome r = run(kBin + " -e REALTIME@100 -o " + meas.string() + " " + kWl + "small_altstack-" +
+                        (i % 2 ? "clang" : "gcc") + " 0.3",
+                    scratch / "run");
+    EXPECT_EQ(r.status, 128 + SIGABRT) << "run " << i << ": " << r.err;
+    EXPECT_EQ(analyze(meas).profiles, 2) << "run " << i;
+  }
+  fs::remove_all(scratch);
+}
+
 // A SIGEV_THREAD timer's callbacks run on threads glibc creates inside libc (past the
 // pthread_create wrapper) with every signal blocked: 20 callbacks of 8 ms went unmeasured
 // (one profile, no sample). Each callback thread now has its profile, with samples: under
