@@ -126,7 +126,7 @@ int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
 }
 
 // glibc runs a SIGEV_THREAD timer's callback on a thread it creates inside libc, past the
-// pthread_create wrapper: such threads went unmeasured (20 callbacks of 10 ms: no sample at
+// pthread_create wrapper: such threads went unmeasured (20 callbacks of 8 ms: no sample at
 // all). timer_create hands glibc this trampoline instead, with a record of the callback as
 // its value; the trampoline measures the thread as threadTrampoline does. Records stay (a
 // callback may run after its timer was deleted): a fixed table, one record per callback
