@@ -8,6 +8,10 @@
 // count what the application asked for, and the system calls under them are not counted
 // again. fputc, putc, putchar, fgetc, getc and getchar count a byte each; the scanf family
 // (no byte count to return) and ungetc (a byte read again counts again) are not counted.
+// POSIX AIO's transfers run on glibc's own threads, past every wrapper: aio_read, aio_write
+// and lio_listio (and their 64 forms) count the bytes each request asks for (aio_nbytes)
+// where the program queued it, once queued.
+#include <aio.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -18,6 +22,26 @@
 using namespace hpc::rt;
 
 namespace {
+
+int (*real_aio_read)(struct aiocb*);
+int (*real_aio_write)(struct aiocb*);
+int (*real_aio_read64)(struct aiocb64*);
+int (*real_aio_write64)(struct aiocb64*);
+int (*real_lio_listio)(int, struct aiocb* const[], int, struct sigevent*);
+int (*real_lio_listio64)(int, struct aiocb64* const[], int, struct sigevent*);
+
+// Each queued request's bytes, by its direction (a list's requests as lio_listio queued them:
+// all of them where it returned 0).
+template <class Cb> int listed(int rc, Cb* const list[], int n) {
+  if (rc != 0) return rc;
+  long bytes[2] = {0, 0};
+  for (int i = 0; i < n; ++i)
+    if (list[i] && (list[i]->aio_lio_opcode == LIO_READ || list[i]->aio_lio_opcode == LIO_WRITE))
+      bytes[list[i]->aio_lio_opcode == LIO_WRITE] += long(list[i]->aio_nbytes);
+  for (int dir = 0; dir < 2; ++dir)
+    if (bytes[dir]) hpcrun_io_count(dir, bytes[dir]);
+  return rc;
+}
 
 size_t (*real_fread)(void*, size_t, size_t, FILE*);
 size_t (*real_fwrite)(const void*, size_t, size_t, FILE*);
@@ -59,6 +83,38 @@ int countedChar(int dir, int r) {
 }
 
 }  // namespace
+
+HPC_EXPORT int aio_read(struct aiocb* cb) {
+  const int rc = REAL(aio_read)(cb);
+  if (rc == 0) hpcrun_io_count(0, long(cb->aio_nbytes));
+  return rc;
+}
+
+HPC_EXPORT int aio_write(struct aiocb* cb) {
+  const int rc = REAL(aio_write)(cb);
+  if (rc == 0) hpcrun_io_count(1, long(cb->aio_nbytes));
+  return rc;
+}
+
+HPC_EXPORT int aio_read64(struct aiocb64* cb) {
+  const int rc = REAL(aio_read64)(cb);
+  if (rc == 0) hpcrun_io_count(0, long(cb->aio_nbytes));
+  return rc;
+}
+
+HPC_EXPORT int aio_write64(struct aiocb64* cb) {
+  const int rc = REAL(aio_write64)(cb);
+  if (rc == 0) hpcrun_io_count(1, long(cb->aio_nbytes));
+  return rc;
+}
+
+HPC_EXPORT int lio_listio(int mode, struct aiocb* const list[], int n, struct sigevent* sev) {
+  return listed(REAL(lio_listio)(mode, list, n, sev), list, n);
+}
+
+HPC_EXPORT int lio_listio64(int mode, struct aiocb64* const list[], int n, struct sigevent* sev) {
+  return listed(REAL(lio_listio64)(mode, list, n, sev), list, n);
+}
 
 HPC_EXPORT size_t fread(void* buf, size_t size, size_t n, FILE* f) {
   return counted(0, REAL(fread)(buf, size, n, f), size);

@@ -586,10 +586,12 @@ TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
     for (const auto& [metric, want] : std::map<std::string, std::map<std::string, double>>{
              {"IO Bytes Written",
               {{"writer", 3 << 20}, {"pwriter", 512 << 10}, {"writevr", 512 << 10}, {"fwriter", 2 << 20},
+               {"aio_writer", 256 << 10},
                {"pwritevr", 256 << 10}, {"unlocked_writer", 256 << 10}, {"printer", 80000}, {"putser", 100000},
                {"emit", 8000}, {"char_writer", 3000}, {"main", double(bare.out.size())}}},
              {"IO Bytes Read",
               {{"reader", 4 << 20}, {"preader", 1 << 20}, {"readvr", 512 << 10}, {"freader", 2 << 20},
+               {"aio_reader", 128 << 10}, {"lio_reader", 128 << 10},
                {"chk_reader", 1 << 20}, {"chk_preader", 256 << 10}, {"chk_freader", 1 << 20},
                {"preadvr", 512 << 10}, {"unlocked_reader", 256 << 10}, {"fgetser", 188000}, {"getliner", 188000},
                {"char_reader", 3000}}}}) {
@@ -1121,7 +1123,9 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
     EXPECT_EQ(r.status, bare.status) << opts << ": " << r.err;
     EXPECT_EQ(r.out, bare.out) << opts;
     EXPECT_EQ(analyze(meas).profiles, 1) << opts;
-    if (std::string(opts).find("tt") != std::string::npos) EXPECT_EQ(analyze(meas).traces, 1) << opts;
+    if (std::string(opts).find("tt") != std::string::npos) {
+      EXPECT_EQ(analyze(meas).traces, 1) << opts;
+    }
   }
   for (auto [opts, why] : {std::pair{"-m 2", "--merge-threads takes 0 or 1"}, std::pair{"-ms 4X", "-ms needs a size"},
                            std::pair{"-f 2", "--process-fraction needs a number from 0 to 1"},

@@ -8,9 +8,12 @@
  * _FORTIFY_SOURCE and sizes known only at run time: __read_chk, __pread_chk, __fread_chk),
  * preadvr 512 KiB (preadv), unlocked_reader 256 KiB (fread_unlocked), fgetser and getliner
  * 188,000 each (fgets, getline); emit 8,000 (fprintf: 2,672 from site_a, 5,328 from site_b).
- * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc). Prints a checksum of what was
- * read. */
+ * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc). POSIX AIO: aio_writer 256 KiB
+ * (aio_write), aio_reader 128 KiB (aio_read), lio_reader 128 KiB (lio_listio). Prints a
+ * checksum of what was read. */
 #define _GNU_SOURCE
+#include <aio.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +80,40 @@ __attribute__((noinline)) long chk_freader(FILE* f) {
   for (int i = 0; i < 16; ++i) t += (long)fread(buf, 1, want, f);
   return t;
 }
+// POSIX AIO: one request's bytes, counted where it is queued; the transfer runs on glibc's
+// own thread.
+static long aio_wait(struct aiocb* cb) {
+  const struct aiocb* list[1] = {cb};
+  while (aio_error(cb) == EINPROGRESS) aio_suspend(list, 1, NULL);
+  return aio_return(cb);
+}
+
+__attribute__((noinline)) long aio_writer(int fd) {
+  struct aiocb cb;
+  memset(&cb, 0, sizeof cb);
+  cb.aio_fildes = fd, cb.aio_buf = buf, cb.aio_nbytes = 256 * KiB, cb.aio_offset = 0;
+  return aio_write(&cb) == 0 ? aio_wait(&cb) : -1;
+}
+
+__attribute__((noinline)) long aio_reader(int fd) {
+  struct aiocb cb;
+  memset(&cb, 0, sizeof cb);
+  cb.aio_fildes = fd, cb.aio_buf = buf, cb.aio_nbytes = 128 * KiB, cb.aio_offset = 0;
+  return aio_read(&cb) == 0 ? aio_wait(&cb) : -1;
+}
+
+__attribute__((noinline)) long lio_reader(int fd) {
+  struct aiocb cbs[2];
+  struct aiocb* list[2] = {&cbs[0], &cbs[1]};
+  memset(cbs, 0, sizeof cbs);
+  for (int i = 0; i < 2; ++i) {
+    cbs[i].aio_fildes = fd, cbs[i].aio_buf = buf + i * 64 * KiB, cbs[i].aio_nbytes = 64 * KiB;
+    cbs[i].aio_offset = i * 64 * KiB, cbs[i].aio_lio_opcode = LIO_READ;
+  }
+  if (lio_listio(LIO_WAIT, list, 2, NULL) != 0) return -1;
+  return aio_return(&cbs[0]) + aio_return(&cbs[1]);
+}
+
 __attribute__((noinline)) void pwritevr(int fd) {
   struct iovec v[2] = {{buf, 128 * KiB}, {buf, 128 * KiB}};
   if (pwritev(fd, v, 2, 0) != 256 * KiB) exit(1);  /* over what is there */
@@ -167,8 +204,9 @@ int main(int argc, char** argv) {
   unlocked_writer(f);
   fclose(f);
   pwritevr(fd);
+  long t = aio_writer(fd) + aio_reader(fd) + lio_reader(fd);
   lseek(fd, 0, SEEK_SET);
-  long t = reader(fd) + preader(fd) + readvr(fd) + preadvr(fd);
+  t += reader(fd) + preader(fd) + readvr(fd) + preadvr(fd);
   lseek(fd, 0, SEEK_SET);
   t += chk_reader(fd) + chk_preader(fd);
   f = fopen(b, "r");
