@@ -40,6 +40,11 @@ void usage(FILE* to) {
       "                       Bytes Read and IO Bytes Written; every call is counted, none\n"
       "                       sampled (fputc, getc and kin a byte each; not scanf); POSIX\n"
       "                       AIO's requests (aio_read, aio_write, lio_listio) where queued\n"
+      "  -e MEMLEAK           heap allocations (malloc, calloc, realloc, posix_memalign,\n"
+      "                       aligned_alloc, memalign; C++'s new) drawn with probability -mp\n"
+      "                       (default 0.1): Bytes Allocated at each one's calling context,\n"
+      "                       and Bytes Freed there once it is freed (on any thread); what is\n"
+      "                       allocated and not freed at a context leaked there\n"
       "  -e gpu=opencl        measure OpenCL operations (kernels, copies, fills, waits and\n"
       "                       buffer allocations) at their launch contexts; with -t also a\n"
       "                       trace per command queue. Alone it samples no CPU event.\n"
@@ -62,11 +67,11 @@ void usage(FILE* to) {
       "  -m, --merge-threads 0|1  1: a thread that starts after another ended takes up its\n"
       "                       profile and trace (fewer files where threads come and go); 0,\n"
       "                       the default here: a profile per thread\n"
-      "  -ms, --memsize SIZE, -lm, --low-memsize SIZE, -mp, --memleak-prob PROB,\n"
-      "  --disable-gprof, -dd, --dynamic-debug FLAG, -md\n"
-      "                       accepted for the reference's scripts, without effect: memory is\n"
-      "                       sized as needed, there is no MEMLEAK event, a -pg program's\n"
-      "                       gprof runs beside the measurement\n"
+      "  -mp, --memleak-prob PROB  the share of allocations -e MEMLEAK draws (0.1 or 1/10)\n"
+      "  -ms, --memsize SIZE, -lm, --low-memsize SIZE, --disable-gprof, -dd, --dynamic-debug\n"
+      "  FLAG, -md            accepted for the reference's scripts, without effect: memory is\n"
+      "                       sized as needed, a -pg program's gprof runs beside the\n"
+      "                       measurement\n"
       "  -d, --debug          each process waits for a debugger at start (set hpcrunDebugWait\n"
       "                       to 0 to let it go on)\n"
       "Information:\n"
@@ -249,8 +254,10 @@ double parseFraction(const std::string& s) {
 std::string validateEvent(const std::string& typed, const std::string& defaultCount) {
   std::string text = typed;
   if (text == "IO") return "IO::read@1;IO::write@1";  // both metrics, every call
+  if (text == "MEMLEAK") return "MEMLEAK::alloc@1;MEMLEAK::free@1";  // both metrics, drawn allocations
+  if (text.rfind("MEMLEAK@", 0) == 0) fail("event 'MEMLEAK' takes no period: -mp PROB draws the allocations");
   if (text.rfind("IO@", 0) == 0) fail("event 'IO' takes no period: every I/O call counts");
-  for (const char* missing : {"MEMLEAK", "RETCNT", "PAPI_"})
+  for (const char* missing : {"RETCNT", "PAPI_"})
     if (text.rfind(missing, 0) == 0)
       fail("event '" + typed + "': this hpcrun has no " + (text[0] == 'P' ? std::string("PAPI") : std::string(missing)) +
            " source (see hpcrun -L)");
@@ -276,7 +283,7 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
 
 int main(int argc, char** argv) {
   std::vector<std::string> events;
-  std::string out, defaultCount, gpu, streamsPerTracer, fraction;
+  std::string out, defaultCount, gpu, streamsPerTracer, fraction, memleakProb;
   bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false, merge = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
@@ -329,6 +336,7 @@ int main(int argc, char** argv) {
       const std::string v = needArg(a.c_str());
       const double p = parseFraction(v);
       if (!(p >= 0 && p <= 1)) fail("--memleak-prob needs a number from 0 to 1, got '" + v + "'");
+      memleakProb = std::to_string(p);
     }
     else if (a == "-dd" || a == "--dynamic-debug") needArg(a.c_str());
     else if (a == "-a" || a.rfind("--attribute=", 0) == 0 || a == "--attribute") {
@@ -355,11 +363,13 @@ int main(int argc, char** argv) {
   size_t nEvents = 0;
   for (const std::string& e : events) {
     const std::string v = validateEvent(e, defaultCount);
-    if (list.find(v) != std::string::npos && v.rfind("IO::", 0) == 0) continue;  // -e IO twice
+    const bool pair = v.rfind("IO::", 0) == 0 || v.rfind("MEMLEAK::", 0) == 0;
+    if (list.find(v) != std::string::npos && pair) continue;  // -e IO or -e MEMLEAK twice
     list += (list.empty() ? "" : ";") + v;
-    nEvents += v.rfind("IO::", 0) == 0 ? 2 : 1;
+    nEvents += pair ? 2 : 1;
   }
-  if (nEvents > hm::kMaxEvents) fail("at most " + std::to_string(hm::kMaxEvents) + " events (IO counts as two)");
+  if (nEvents > hm::kMaxEvents)
+    fail("at most " + std::to_string(hm::kMaxEvents) + " events (IO and MEMLEAK count as two each)");
 
   std::string app = argv[i];
   // As the reference says, a static program cannot be measured: its own code is not (the
@@ -388,6 +398,14 @@ int main(int argc, char** argv) {
     if (access(io.c_str(), R_OK) != 0) fail("cannot find " + io + " beside libhpcrun.so");
     preload += " " + io;
   }
+  // -e MEMLEAK's malloc family, beside the runtime (only then: it costs every allocation).
+  if (list.find("MEMLEAK::") != std::string::npos) {
+    const std::string ml = dirOf(lib) + "/libhpcrun_memleak.so";
+    if (access(ml.c_str(), R_OK) != 0) fail("cannot find " + ml + " beside libhpcrun.so");
+    preload += " " + ml;
+  }
+  if (!memleakProb.empty()) setenv("HPCRUN_MEMLEAK_PROB", memleakProb.c_str(), 1);
+  else unsetenv("HPCRUN_MEMLEAK_PROB");
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(" ") + old;
 
   setenv("HPCRUN_EVENT_LIST", list.c_str(), 1);

@@ -39,7 +39,7 @@ struct FdSink {
   }
 };
 
-bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf && !isIo(ev.kind); }
+bool isRealMetric(const EventSpec& ev) { return ev.kind != SourceKind::Perf && !isCounted(ev.kind); }
 
 }  // namespace
 
@@ -135,6 +135,8 @@ bool encodeCctProfile(int fd, const ProfileSpec& spec) {
     Text t(name, sizeof name);
     if (ev.kind == SourceKind::IoRead) t.str("IO Bytes Read");
     else if (ev.kind == SourceKind::IoWrite) t.str("IO Bytes Written");
+    else if (ev.kind == SourceKind::MemAlloc) t.str("Bytes Allocated");
+    else if (ev.kind == SourceKind::MemFree) t.str("Bytes Freed");
     else t.str(ev.name);
     if (isRealMetric(ev)) t.str(" (sec)");
     m.name = name;

@@ -10,11 +10,16 @@
 
 namespace hpc::measurement {
 
-enum class SourceKind : uint8_t { None, CpuTime, RealTime, Perf, IoRead, IoWrite };
+enum class SourceKind : uint8_t { None, CpuTime, RealTime, Perf, IoRead, IoWrite, MemAlloc, MemFree };
 
 // Bytes moved by the application's I/O calls (read/write and their kin, fread/fwrite), at
 // each call's own calling context: not sampled, every call counts. `-e IO` is both.
 inline bool isIo(SourceKind k) { return k == SourceKind::IoRead || k == SourceKind::IoWrite; }
+// The bytes of the application's heap allocations tracked by `-e MEMLEAK` (memleak.hpp), at
+// the allocating context: allocated, and freed again.
+inline bool isMem(SourceKind k) { return k == SourceKind::MemAlloc || k == SourceKind::MemFree; }
+// Counted by wrappers of the application's calls, not sampled: no period, integer values.
+inline bool isCounted(SourceKind k) { return isIo(k) || isMem(k); }
 
 struct EventSpec {
   static constexpr size_t kNameMax = 96;
@@ -70,10 +75,12 @@ inline const char* parseEvent(const char* s, size_t n, EventSpec& ev) {
   else if (nameLen > 6 && detail::eq(s, 6, "perf::")) ev.kind = SourceKind::Perf;
   else if (detail::eq(s, nameLen, "IO::read")) ev.kind = SourceKind::IoRead;
   else if (detail::eq(s, nameLen, "IO::write")) ev.kind = SourceKind::IoWrite;
-  else return "unknown event (expected CPUTIME, REALTIME, IO or perf::NAME)";
-  if (isIo(ev.kind)) {  // every call counts: no period
+  else if (detail::eq(s, nameLen, "MEMLEAK::alloc")) ev.kind = SourceKind::MemAlloc;
+  else if (detail::eq(s, nameLen, "MEMLEAK::free")) ev.kind = SourceKind::MemFree;
+  else return "unknown event (expected CPUTIME, REALTIME, IO, MEMLEAK or perf::NAME)";
+  if (isCounted(ev.kind)) {  // every call counts: no period
     ev.value = 1;
-    return at == n || detail::eq(s + at, n - at, "@1") ? nullptr : "IO takes no period";
+    return at == n || detail::eq(s + at, n - at, "@1") ? nullptr : "IO and MEMLEAK take no period";
   }
 
   if (hash < at) {

@@ -34,13 +34,18 @@ char gPseudoPath[kPseudoModules][kModulePathMax];
 std::atomic<uint16_t> gPseudoId[kPseudoModules];
 char gExePath[kModulePathMax];
 uintptr_t gSelfLo = 0, gSelfHi = 0;
-// libhpcrun_io.so's code (-e IO's stdio wrappers), the runtime's own too.
-std::atomic<uintptr_t> gIoLo{0}, gIoHi{0};
+// The code of the runtime's helper libraries, its own too: libhpcrun_io.so (-e IO's stdio
+// wrappers) and libhpcrun_memleak.so (-e MEMLEAK's malloc family).
+std::atomic<uintptr_t> gHelperLo[2] = {0, 0}, gHelperHi[2] = {0, 0};
 
-bool isIoLibrary(const char* path) {
-  static constexpr char kName[] = "/libhpcrun_io.so";
-  const size_t n = strLen(path), k = sizeof kName - 1;
-  return n >= k && strEq(path + n - k, kName);
+int helperLibrary(const char* path) {
+  static constexpr const char* kNames[2] = {"/libhpcrun_io.so", "/libhpcrun_memleak.so"};
+  const size_t n = strLen(path);
+  for (int i = 0; i < 2; ++i) {
+    const size_t k = strLen(kNames[i]);
+    if (n >= k && strEq(path + n - k, kNames[i])) return i;
+  }
+  return -1;
 }
 
 uint16_t internPath(const char* path) {
@@ -76,9 +81,9 @@ int onObject(dl_phdr_info* info, size_t, void* data) {
     if (s->n == s->cap) return 0;
     uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
     s->r[s->n++] = Range{lo, lo + ph.p_memsz, info->dlpi_addr, id};
-    if (isIoLibrary(name)) {
-      gIoHi.store(lo + ph.p_memsz, std::memory_order_relaxed);
-      gIoLo.store(lo, std::memory_order_release);
+    if (const int h = helperLibrary(name); h >= 0) {
+      gHelperHi[h].store(lo + ph.p_memsz, std::memory_order_relaxed);
+      gHelperLo[h].store(lo, std::memory_order_release);
     }
   }
   return 0;
@@ -154,8 +159,11 @@ const char* loadmapModulePath(uint16_t id) {
 }
 
 bool loadmapIsSelf(uintptr_t addr) {
-  return (addr >= gSelfLo && addr < gSelfHi) ||
-         (addr >= gIoLo.load(std::memory_order_acquire) && addr < gIoHi.load(std::memory_order_relaxed));
+  if (addr >= gSelfLo && addr < gSelfHi) return true;
+  for (int h = 0; h < 2; ++h)
+    if (addr >= gHelperLo[h].load(std::memory_order_acquire) && addr < gHelperHi[h].load(std::memory_order_relaxed))
+      return true;
+  return false;
 }
 
 void loadmapSetPseudoPath(Pseudo which, const char* path) {

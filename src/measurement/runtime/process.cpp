@@ -10,6 +10,7 @@
 #include "gpu/gpu.hpp"
 #include "io.hpp"
 #include "loadmap.hpp"
+#include "memleak.hpp"
 #include "output.hpp"
 #include "python.hpp"
 #include "signals.hpp"
@@ -19,7 +20,9 @@
 #include "waits.hpp"
 
 // hpcrun -d: a debugger attached to the waiting process sets this to 0 to let it go on.
-extern "C" __attribute__((visibility("default"), used)) volatile int hpcrunDebugWait = 1;
+extern "C" {
+__attribute__((visibility("default"), used)) volatile int hpcrunDebugWait = 1;
+}
 
 namespace hpc::rt {
 
@@ -153,6 +156,7 @@ void processInit() {
   gReady = true;
   parseConfig();
   ioInit();
+  memleakInit();
   signalsInit();
   if (!unwindInit()) complain("libunwind.so.8 not found or not usable: call paths will be partial");
   if (!outputInit()) {
@@ -207,8 +211,11 @@ void threadEnd(ThreadState* ts) {
   ThreadPhase expect = ThreadPhase::Running;
   // hpcrun -m 1: the state is parked for the next thread to start (not a GPU launcher's,
   // whose CCT the stream tracers read); it is written at the process's end. Claimed first,
-  // so that a finalize meanwhile neither credits it twice nor writes it half reset.
-  if (gConfig.mergeThreads && !ts->gpu && !ts->isMain &&
+  // so that a finalize meanwhile neither credits it twice nor writes it half reset. Under
+  // -e MEMLEAK too (taken up again only with -m 1): the blocks a thread allocated are often
+  // freed by others after it ended (a worker's results), and their Bytes Freed belong in its
+  // profile.
+  if ((gConfig.mergeThreads || memleakMeasured()) && !ts->gpu && !ts->isMain &&
       ts->phase.compare_exchange_strong(expect, ThreadPhase::Writing)) {
     creditShortThread(*ts);
     bindThread(nullptr);
@@ -222,8 +229,9 @@ void threadEnd(ThreadState* ts) {
     outputWriteThread(*ts);
     ts->phase.store(ThreadPhase::Done, std::memory_order_release);
     // A thread that launched GPU operations keeps its CCT: the stream tracers copy launch
-    // contexts from it, possibly after the thread is gone.
-    if (!ts->gpu) {
+    // contexts from it, possibly after the thread is gone; so does one under MEMLEAK, whose
+    // blocks may be freed on other threads later (memleak.cpp adds to their nodes).
+    if (!ts->gpu && !memleakMeasured()) {
       ts->unwindCache = nullptr;  // these lie in the arena
       ts->hereCache = nullptr;
       ts->arena.release();

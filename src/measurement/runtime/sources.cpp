@@ -131,7 +131,7 @@ bool sourcesStartThread(ThreadState& ts) {
   bool all = true;
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     const EventSpec& ev = gConfig.events[i];
-    if (isIo(ev.kind)) continue;  // counted by the I/O calls' wrappers (io.cpp)
+    if (isCounted(ev.kind)) continue;  // counted by the calls' wrappers (io.cpp, memleak.cpp)
     bool ok = ev.kind == SourceKind::Perf ? startPerf(ts, i, ev) : startTimer(ts, i, ev);
     if (!ok) {
       ++ts.sourceFailures;
@@ -167,7 +167,7 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
     // timer was deleted (the kernel delivers it still): dropped.
     const int i = si->si_value.sival_int;
     if (i < 0 || unsigned(i) >= gConfig.nEvents || gConfig.events[i].kind == SourceKind::Perf ||
-        isIo(gConfig.events[i].kind))
+        isCounted(gConfig.events[i].kind))
       return kAppTimer;
     if (!ts.timerLive[i]) return -1;
     if (si->si_timerid != ts.timers[i]) return kAppTimer;

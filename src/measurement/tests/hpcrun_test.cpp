@@ -615,6 +615,48 @@ TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
   }
 }
 
+// -e MEMLEAK (the reference's event, with -mp): each drawn allocation's bytes at its calling
+// context as Bytes Allocated, and as Bytes Freed there once freed, whatever the thread
+// (`memleak.c`). With every allocation drawn the counts are exact: leaker's 100,000 bytes
+// allocated and never freed (its leak), the others' freed in full, producer's on main after
+// its thread ended (its profile is written at the process's end). With half drawn, tidy's
+// drawn blocks are still freed in full. The program's output is its own.
+TEST(Sources, MemleakFindsWhatWasNotFreed) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-memleak";
+  fs::remove_all(scratch);
+  Symbolizer sym;
+  for (const std::string cc : {"gcc", "clang"}) {
+    const std::string cmd = kWl + "memleak-" + cc;
+    Outcome bare = run(cmd, scratch / "bare");
+    ASSERT_EQ(bare.status, 0) << bare.err;
+    for (const char* prob : {"1", "1/2"}) {
+      const fs::path meas = scratch / (cc + (prob[1] ? "-half" : "-all"));
+      Outcome r = run(kBin + " -e MEMLEAK -mp " + prob + " -o " + meas.string() + " " + cmd, scratch / "run");
+      ASSERT_EQ(r.status, 0) << r.err;
+      EXPECT_EQ(r.out, bare.out);
+      std::map<std::string, double> allocated, freed;
+      for (auto [metric, into] : {std::pair{"Bytes Allocated", &allocated}, std::pair{"Bytes Freed", &freed}})
+        forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+          const std::string fn = n.lm_id ? sym.name(p.lm[n.lm_id], n.lm_ip - 1) : "?";
+          if (fn == "leaker" || fn == "tidy" || fn == "grower" || fn == "producer") (*into)[fn] += v;
+        }, metric);
+      if (prob[1] == 0) {
+        EXPECT_EQ(allocated, (std::map<std::string, double>{
+                                 {"leaker", 100000}, {"tidy", 200000}, {"grower", 127500}, {"producer", 50000}}))
+            << cc;
+        EXPECT_EQ(freed, (std::map<std::string, double>{{"tidy", 200000}, {"grower", 127500}, {"producer", 50000}}))
+            << cc;
+      } else {
+        EXPECT_GT(allocated["tidy"], 0.2 * 200000) << cc;  // binomial(100, 1/2) of 2,000 bytes
+        EXPECT_LT(allocated["tidy"], 0.8 * 200000) << cc;
+        EXPECT_EQ(freed["tidy"], allocated["tidy"]) << cc;
+        EXPECT_EQ(freed["leaker"], 0) << cc;
+      }
+    }
+  }
+  fs::remove_all(scratch);
+}
+
 // Processes that end by a signal whose default action ends them, or that fork inside glibc.
 TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-processes";
@@ -1106,9 +1148,9 @@ TEST(Threads, MergedThreadsShareProfiles) {
 }
 
 // The reference's other options are accepted (its scripts run): -r (recursion is always kept
-// whole here), -tt (as -t), -m, and -ms, -lm, -mp, --disable-gprof, -dd, -md (without effect);
-// bad values are refused before the program starts; MEMLEAK and PAPI events are named as
-// missing. Before, every one was "unknown option".
+// whole here), -tt (as -t), -m, -mp, and -ms, -lm, --disable-gprof, -dd, -md (without effect);
+// bad values are refused before the program starts; PAPI events are named as missing.
+// Before, every one was "unknown option".
 TEST(Launcher, AcceptsTheReferencesOptions) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-reference-options";
   fs::remove_all(scratch);
@@ -1130,7 +1172,7 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
   for (auto [opts, why] : {std::pair{"-m 2", "--merge-threads takes 0 or 1"}, std::pair{"-ms 4X", "-ms needs a size"},
                            std::pair{"-f 2", "--process-fraction needs a number from 0 to 1"},
                            std::pair{"-mp x", "--memleak-prob needs a number"},
-                           std::pair{"-e MEMLEAK", "this hpcrun has no MEMLEAK source"},
+                           std::pair{"-e MEMLEAK@10", "event 'MEMLEAK' takes no period"},
                            std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"}}) {
     Outcome r = run(kBin + " " + opts + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
     EXPECT_EQ(r.status, 2) << opts;
