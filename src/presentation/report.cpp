@@ -144,11 +144,27 @@ std::string num(double v) {
 
 }  // namespace
 
+std::vector<LeakRow> leak_rows(const Experiment& e, size_t top) {
+  std::vector<LeakRow> out;
+  const int alloc = e.find_metric("Bytes Allocated"), freed = e.find_metric("Bytes Freed");
+  if (alloc < 0 || freed < 0 || e.metrics()[size_t(alloc)].name != "Bytes Allocated") return out;
+  for (const FlatRow& r : flat_rows(e, FlatBy::Function, {size_t(alloc), size_t(freed)}))
+    if (r.exc[0] - r.exc[1] > 0) out.push_back({r.name, r.exc[0] - r.exc[1], r.exc[0]});
+  std::sort(out.begin(), out.end(), [](const LeakRow& a, const LeakRow& b) {
+    return a.leaked != b.leaked ? a.leaked > b.leaked : a.name < b.name;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
 int overview_metric(const Experiment& e, size_t metric) {
-  if (metric < e.metrics().size() && !gpu_metric(e.metrics()[metric].name)) return int(metric);
+  // Bytes (-e IO, -e MEMLEAK) say nothing of where the time went.
+  auto bytes = [](const std::string& n) { return n.find("Bytes ") != std::string::npos; };
+  if (metric < e.metrics().size() && !gpu_metric(e.metrics()[metric].name) && !bytes(e.metrics()[metric].name))
+    return int(metric);
   for (size_t i = 0; i < e.metrics().size(); ++i) {
     const std::string& n = e.metrics()[i].name;
-    if (!gpu_metric(n) && (n.find("TIME") != std::string::npos || n.find("(sec)") != std::string::npos) &&
+    if (!gpu_metric(n) && !bytes(n) && (n.find("TIME") != std::string::npos || n.find("(sec)") != std::string::npos) &&
         e.inclusive(0, e.metrics()[i]) > 0)
       return int(i);
   }
@@ -266,8 +282,20 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
       }
     }
     if (overviewMetric >= 0) os << "# Verdict: " << ov->verdict << ": " << ov->reason << "\n";
-    if (overviewView) return;
   }
+  // -e MEMLEAK's measurements: what was allocated and never freed, by allocating function.
+  if (o.view == ReportView::Summary || overviewView) {
+    if (auto leaks = leak_rows(e, o.top); !leaks.empty()) {
+      os << "#\n# Not freed (Bytes Allocated - Bytes Freed, by allocating function; drawn allocations only)\n"
+         << "#    Not freed    Allocated  Function\n";
+      for (const LeakRow& l : leaks) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%14s %12s  ", num(l.leaked).c_str(), num(l.allocated).c_str());
+        os << buf << l.name << "\n";
+      }
+    }
+  }
+  if (overviewView) return;
   std::string section;
   for (auto& r : rows) {
     if (r.section != section) {

@@ -34,9 +34,18 @@ struct ReportRow {
 
 std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o);
 // The metric the overview breaks down: `metric` unless it is one of the GPU's (a kernel's
-// time is attributed to the CPU code that launched it, the GPU runtime), then the first CPU
-// time metric with a value; -1 where the database has none (the GPU's operations only).
+// time is attributed to the CPU code that launched it, the GPU runtime) or counts bytes (-e
+// IO, -e MEMLEAK), then the first CPU time metric with a value; -1 where the database has
+// none (the GPU's operations only, or bytes only).
 int overview_metric(const Experiment& e, size_t metric);
+
+// hpcrun -e MEMLEAK's databases: per allocating function, the bytes allocated and not freed
+// (Bytes Allocated less Bytes Freed, exclusive), the `top` largest; empty without both.
+struct LeakRow {
+  std::string name;
+  double leaked = 0, allocated = 0;
+};
+std::vector<LeakRow> leak_rows(const Experiment& e, size_t top);
 void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os);
 
 }  // namespace hpc::present

@@ -646,6 +646,19 @@ TEST(Sources, MemleakFindsWhatWasNotFreed) {
             << cc;
         EXPECT_EQ(freed, (std::map<std::string, double>{{"tidy", 200000}, {"grower", 127500}, {"producer", 50000}}))
             << cc;
+        // hpcprof keeps both metrics; hpcreport lists what was not freed.
+        const std::string bin = std::string(HPC_BINARY_DIR) + "/bin/";
+        const fs::path db = scratch / (cc + ".d");
+        Outcome prof = run(bin + "hpcprof -o " + db.string() + " " + meas.string(), scratch / "prof");
+        ASSERT_EQ(prof.status, 0) << prof.err;
+        Outcome rep = run(bin + "hpcreport " + db.string(), scratch / "rep");
+        const size_t from = rep.out.find("# Not freed");
+        ASSERT_NE(from, std::string::npos) << rep.out;
+        const std::string notFreed = rep.out.substr(from, rep.out.find("#\n#", from) - from);
+        EXPECT_NE(notFreed.find("        100000       100000  leaker"), std::string::npos) << notFreed;
+        for (const char* fn : {"tidy", "grower", "producer"})
+          EXPECT_EQ(notFreed.find(fn), std::string::npos) << fn << " freed in full: " << notFreed;
+        EXPECT_EQ(rep.out.find("Where the time went"), std::string::npos) << "bytes only: no time to break down";
       } else {
         EXPECT_GT(allocated["tidy"], 0.2 * 200000) << cc;  // binomial(100, 1/2) of 2,000 bytes
         EXPECT_LT(allocated["tidy"], 0.8 * 200000) << cc;
