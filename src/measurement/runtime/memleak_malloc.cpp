@@ -1,6 +1,7 @@
 // The MEMLEAK source's wrappers (memleak.hpp), in libhpcrun_memleak.so, which the launcher
-// preloads beside libhpcrun.so only with -e MEMLEAK: malloc, calloc, realloc, free,
-// posix_memalign, aligned_alloc and memalign (C++'s new and delete call these), each passing
+// preloads beside libhpcrun.so only with -e MEMLEAK: malloc, calloc, realloc, reallocarray,
+// free, posix_memalign, aligned_alloc, memalign, valloc and pvalloc (C++'s new and delete call
+// these), each passing
 // its block to libhpcrun.so's hooks. The real functions are looked up at their first call;
 // dlsym may allocate meanwhile, served from a static buffer of this library's (its blocks
 // are never freed to the real free).
@@ -23,6 +24,8 @@ void (*real_free)(void*);
 int (*real_posix_memalign)(void**, size_t, size_t);
 void* (*real_aligned_alloc)(size_t, size_t);
 void* (*real_memalign)(size_t, size_t);
+void* (*real_valloc)(size_t);
+void* (*real_pvalloc)(size_t);
 
 alignas(16) char gBoot[64 << 10];
 std::atomic<size_t> gBootUsed{0};
@@ -99,3 +102,18 @@ HPC_EXPORT void* aligned_alloc(size_t align, size_t n) {
 }
 
 HPC_EXPORT void* memalign(size_t align, size_t n) { return tracked(resolve(real_memalign, "memalign")(align, n), n); }
+
+HPC_EXPORT void* valloc(size_t n) { return tracked(resolve(real_valloc, "valloc")(n), n); }
+
+HPC_EXPORT void* pvalloc(size_t n) { return tracked(resolve(real_pvalloc, "pvalloc")(n), n); }
+
+// glibc's reallocarray calls its realloc inside, past this library: through ours instead, so
+// that the block's old address is let go of.
+HPC_EXPORT void* reallocarray(void* p, size_t k, size_t n) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(k, n, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, bytes);
+}
