@@ -1117,8 +1117,8 @@ TEST(Processes, AFractionOfThemIsMeasured) {
 // takes up its state, so threads that do not overlap make one profile and one trace: 800
 // threads one after another, 2 profiles (main's and theirs) where there were 801, the same
 // CPU time seen; 20 timer callbacks, 2 (a few more where callbacks overlap); 504 threads
-// partly at once, fewer profiles than
-// threads, every path complete, the same total. hpcprof reads the merged traces.
+// partly at once, fewer profiles than threads, every path complete, the same total. hpcprof
+// reads the merged traces.
 TEST(Threads, MergedThreadsShareProfiles) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-merge-threads";
   fs::remove_all(scratch);
