@@ -30,6 +30,12 @@ int (*real_aio_write64)(struct aiocb64*);
 int (*real_lio_listio)(int, struct aiocb* const[], int, struct sigevent*);
 int (*real_lio_listio64)(int, struct aiocb64* const[], int, struct sigevent*);
 
+// A request's bytes, in direction dir, where it was queued (rc 0).
+template <class Cb> int queued(int dir, int rc, const Cb* cb) {
+  if (rc == 0) hpcrun_io_count(dir, long(cb->aio_nbytes));
+  return rc;
+}
+
 // Each queued request's bytes, by its direction (a list's requests as lio_listio queued them:
 // all of them where it returned 0).
 template <class Cb> int listed(int rc, Cb* const list[], int n) {
@@ -84,29 +90,13 @@ int countedChar(int dir, int r) {
 
 }  // namespace
 
-HPC_EXPORT int aio_read(struct aiocb* cb) {
-  const int rc = REAL(aio_read)(cb);
-  if (rc == 0) hpcrun_io_count(0, long(cb->aio_nbytes));
-  return rc;
-}
+HPC_EXPORT int aio_read(struct aiocb* cb) { return queued(0, REAL(aio_read)(cb), cb); }
 
-HPC_EXPORT int aio_write(struct aiocb* cb) {
-  const int rc = REAL(aio_write)(cb);
-  if (rc == 0) hpcrun_io_count(1, long(cb->aio_nbytes));
-  return rc;
-}
+HPC_EXPORT int aio_write(struct aiocb* cb) { return queued(1, REAL(aio_write)(cb), cb); }
 
-HPC_EXPORT int aio_read64(struct aiocb64* cb) {
-  const int rc = REAL(aio_read64)(cb);
-  if (rc == 0) hpcrun_io_count(0, long(cb->aio_nbytes));
-  return rc;
-}
+HPC_EXPORT int aio_read64(struct aiocb64* cb) { return queued(0, REAL(aio_read64)(cb), cb); }
 
-HPC_EXPORT int aio_write64(struct aiocb64* cb) {
-  const int rc = REAL(aio_write64)(cb);
-  if (rc == 0) hpcrun_io_count(1, long(cb->aio_nbytes));
-  return rc;
-}
+HPC_EXPORT int aio_write64(struct aiocb64* cb) { return queued(1, REAL(aio_write64)(cb), cb); }
 
 HPC_EXPORT int lio_listio(int mode, struct aiocb* const list[], int n, struct sigevent* sev) {
   return listed(REAL(lio_listio)(mode, list, n, sev), list, n);
