@@ -317,11 +317,8 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
     if (k != size_t(WorkKind::Idle) && o.kinds[k].value > o.kinds[top].value) top = k;
   const double compute = o.kinds[0].value;
   const double other = o.kinds[top].value;
-  const double gpuOps = [&] {
-    double s = 0;
-    for (auto& g : o.gpu) s += g.second;
-    return s;
-  }();
+  double gpuOps = 0;
+  for (const auto& g : o.gpu) gpuOps += g.second;
   if (o.total <= 0) {
     o.verdict = "no data";
     o.reason = "the metric's total is 0";
@@ -360,12 +357,11 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
                 " profiles: load imbalance, the ranks with less to compute wait for the others";
   if (idle > 0 && o.verdict != "no data")
     o.reason += "; shares leave out the idle threads' time";
-  if (gpuOps > 0 && o.verdict != "no data")
-    o.reason += "; the GPU's operations took " + [&] {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.6g s", gpuOps);
-      return std::string(b);
-    }();
+  if (gpuOps > 0 && o.verdict != "no data") {
+    char b[64];
+    std::snprintf(b, sizeof b, "; the GPU's operations took %.6g s", gpuOps);
+    o.reason += b;
+  }
   return o;
 }
 
