@@ -63,7 +63,9 @@ void usage(FILE* to) {
       "                       (hpctoolkit.h, -lhpctoolkit; hpctoolkit_sampling_stop() pauses)\n"
       "  -nu, --no-unwind     a flat profile: each sample at the interrupted function alone\n"
       "  -tt, --ttrace        as -t\n"
-      "  -r, --retain-recursion  accepted: recursive call chains are always kept whole\n"
+      "  -r, --retain-recursion  keep every frame of a simple recursion (by default a call\n"
+      "                       of a function to itself is folded into one level, whose\n"
+      "                       costs include all of the recursion's)\n"
       "  -m, --merge-threads 0|1  1: a thread that starts after another ended takes up its\n"
       "                       profile and trace (fewer files where threads come and go); 0,\n"
       "                       the default here: a profile per thread\n"
@@ -285,6 +287,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> events;
   std::string out, defaultCount, gpu, streamsPerTracer, fraction, memleakProb;
   bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false, merge = false;
+  bool retainRecursion = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
     if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
@@ -319,7 +322,8 @@ int main(int argc, char** argv) {
     else if (a == "-ds" || a == "--delay-sampling") delay = true;
     else if (a == "-nu" || a == "--no-unwind") noUnwind = true;
     else if (a == "-d" || a == "--debug") debugWait = true;
-    else if (a == "-r" || a == "--retain-recursion" || a == "--disable-gprof" || a == "-md" || a == "--monitor-debug") {
+    else if (a == "-r" || a == "--retain-recursion") retainRecursion = true;
+    else if (a == "--disable-gprof" || a == "-md" || a == "--monitor-debug") {
     }
     else if (a == "-m" || a == "--merge-threads") {
       const std::string v = needArg(a.c_str());
@@ -417,6 +421,7 @@ int main(int argc, char** argv) {
   };
   flag("HPCRUN_DELAY_SAMPLING", delay);
   flag("HPCRUN_NO_UNWIND", noUnwind);
+  flag("HPCRUN_RETAIN_RECURSION", retainRecursion);
   flag("HPCRUN_DEBUG_WAIT", debugWait);
   flag("HPCRUN_MERGE_THREADS", merge);
   if (!fraction.empty()) {

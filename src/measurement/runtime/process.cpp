@@ -65,6 +65,7 @@ void parseConfig() {
   }
   if (const char* d = getenv("HPCRUN_DELAY_SAMPLING"); d && d[0] == '1') gAppSampling.store(false);
   if (const char* nu = getenv("HPCRUN_NO_UNWIND"); nu && nu[0] == '1') gConfig.noUnwind = true;
+  if (const char* r = getenv("HPCRUN_RETAIN_RECURSION"); r && r[0] == '1') gConfig.retainRecursion = true;
   if (const char* m = getenv("HPCRUN_MERGE_THREADS"); m && m[0] == '1') gConfig.mergeThreads = true;
   if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
     gConfig.unwindCache = uc[0] == '0'   ? UnwindCacheMode::Off
@@ -234,6 +235,7 @@ void threadEnd(ThreadState* ts) {
     if (!ts->gpu && !memleakMeasured()) {
       ts->unwindCache = nullptr;  // these lie in the arena
       ts->hereCache = nullptr;
+      ts->functionCache = nullptr;
       ts->arena.release();
     }
   }

@@ -67,10 +67,70 @@ bool agreesWithLibunwind(ThreadState& ts, void* uc, UnwindEnd end) {
 // Such frames are left out of the path, which then reads as it would unmeasured.
 inline bool isRuntimeCaller(const uintptr_t* frames, size_t i) { return i > 0 && loadmapIsSelf(frames[i] - 1); }
 
+// The functions (their CFI's ranges) a thread's frames lay in, sorted by start: a sample's
+// frames are found here by a binary search, whatever instruction of the function they are
+// at; libunwind's search of the modules' CFI indexes (some microseconds) is for a function not
+// met before. Forgotten when full, and when the load map changes.
+struct FunctionCache {
+  static constexpr size_t kMost = 1024;
+  uintptr_t generation;
+  size_t n;
+  uintptr_t start[kMost], end[kMost];
+};
+
+// The start of the function holding code address `at`, 0 where unknown.
+uintptr_t functionOf(ThreadState& ts, uintptr_t at) {
+  auto* c = static_cast<FunctionCache*>(ts.functionCache);
+  if (!c) {
+    c = static_cast<FunctionCache*>(ts.arena.alloc(sizeof(FunctionCache)));
+    if (!c) return 0;
+    ts.functionCache = c;
+  }
+  if (c->generation != loadmapGeneration()) c->n = 0, c->generation = loadmapGeneration();
+  size_t lo = 0, hi = c->n;  // the first range starting above `at`
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (c->start[mid] <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && at < c->end[lo - 1]) return c->start[lo - 1];
+  volatile uintptr_t start = 0, end = 0;
+  if (!guarded(ts, [&] {
+        uintptr_t e = 0;
+        start = functionStart(at, e);
+        end = e;
+      }))
+    start = 0;
+  if (!start) return 0;
+  if (c->n == FunctionCache::kMost) c->n = 0, lo = 0;
+  for (size_t k = c->n; k > lo; --k) c->start[k] = c->start[k - 1], c->end[k] = c->end[k - 1];
+  c->start[lo] = start;
+  c->end[lo] = end;
+  ++c->n;
+  return start;
+}
+
+// The code address frame i stands for: the interrupted pc, or a caller's call instruction.
+inline uintptr_t frameAddress(const uintptr_t* frames, size_t i) { return i > 0 ? frames[i] - 1 : frames[i]; }
+
+// Simple recursion folded, as the reference's hpcrun does unless -r: a caller's frame in the
+// function its callee's frame is in (a function that called itself) is left out, so that a
+// recursion of any depth is one level, at its innermost call, with all of its costs below.
+inline bool isRecursiveCaller(ThreadState& ts, const uintptr_t* frames, size_t i, size_t innermost = 0) {
+  if (gConfig.retainRecursion || i <= innermost) return false;
+  const uintptr_t f = functionOf(ts, frameAddress(frames, i));
+  return f && f == functionOf(ts, frameAddress(frames, i - 1));
+}
+
+// Frames that get no node of the path.
+inline bool leftOut(ThreadState& ts, const uintptr_t* frames, size_t i) {
+  return isRuntimeCaller(frames, i) || isRecursiveCaller(ts, frames, i);
+}
+
 // Whether the path from node up is the frames' (outermost at the fence), as inserted afresh.
-bool pathMatchesFrames(const ThreadState& ts, const CctNode* node) {
+bool pathMatchesFrames(ThreadState& ts, const CctNode* node) {
   for (size_t i = 0; i < ts.nFrames; ++i) {
-    if (isRuntimeCaller(ts.frames, i)) continue;  // left out as the path was inserted
+    if (leftOut(ts, ts.frames, i)) continue;  // as the path was inserted
     ModuleRef m = loadmapLookupOrAnonymous(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
     const uint16_t module = m.id ? m.id : kPlaceholderModule;
     const uint64_t offset = m.id ? m.offset : kUnnormalized;
@@ -125,6 +185,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     if (path->generation != generation) path->count = 0;
     const size_t most = path->count < ts.nFrames - 1 ? path->count : ts.nFrames - 1;
     while (shared < most && ts.frames[ts.nFrames - 1 - shared] == path->ip[shared]) ++shared;
+    // Whether the innermost frame shared is a recursive caller depends on its callee, which
+    // may have changed: it is looked at again.
+    if (shared && !gConfig.retainRecursion) --shared;
     if (shared) node = path->node[shared - 1];
     ts.unwindStats.nodesReused += shared;
   }
@@ -132,9 +195,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
   for (size_t i = pyLeaf ? 0 : ts.nFrames - shared; i-- > 0 && node;) {
     // Callers are recorded at their call instruction (return address - 1), as the
     // reference does, so the call maps to its own source line. A runtime wrapper's frame
-    // gets no node: the path cache keeps its parent's for it.
-    if (!isRuntimeCaller(ts.frames, i)) {
-      ModuleRef m = loadmapLookupOrAnonymous(i > 0 ? ts.frames[i] - 1 : ts.frames[i]);
+    // gets no node, nor does a recursive caller: the path cache keeps its parent's for it.
+    if (!leftOut(ts, ts.frames, i)) {
+      ModuleRef m = loadmapLookupOrAnonymous(frameAddress(ts.frames, i));
       node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
     }
     if (path && i > 0) {
@@ -287,6 +350,7 @@ CctNode* contextHere(ThreadState& ts) {
     return py;
   CctNode* node = complete ? ts.fence : ts.cct.partialRoot();
   for (size_t i = ts.nFrames; i-- > first && node;) {
+    if (isRecursiveCaller(ts, ts.frames, i, first)) continue;
     ModuleRef m = loadmapLookupOrAnonymous(ts.frames[i] - 1);
     node = m.id ? ts.cct.child(node, m.id, m.offset) : ts.cct.child(node, kPlaceholderModule, kUnnormalized);
   }

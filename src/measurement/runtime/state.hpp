@@ -48,6 +48,9 @@ struct Config {
   bool selected = true;
   bool noUnwind = false;  // hpcrun -nu: the interrupted function alone, no calling context
   bool mergeThreads = false;  // hpcrun -m 1: a thread that starts takes up a parked state
+  // hpcrun -r: every frame of a simple recursion kept (by default a caller in the same
+  // function as its callee is left out of the path, as the reference does; sample.cpp).
+  bool retainRecursion = false;
 };
 
 // Whether process `pid` is measured under hpcrun -f (its draw from the run's seed: the same
@@ -88,6 +91,7 @@ struct ThreadState {
   uintptr_t* frames;  // unwind scratch, kMaxFrames entries
   UnwindCache* unwindCache;  // allocated once the thread's stack was deep (unwind_cache.hpp)
   void* hereCache;           // contextHere's last path (sample.cpp), allocated at its first use
+  void* functionCache;       // functions of return addresses (sample.cpp), allocated at its first use
   UnwindCacheStats unwindStats;
   size_t lastDepth;          // frames of the last complete unwind
   // sources

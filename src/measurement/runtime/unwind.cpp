@@ -32,6 +32,7 @@ using FlushCache = void (*)(unw_addr_space_t, unw_word_t, unw_word_t);
 using GetContext = int (*)(unw_context_t*);
 using IsSignalFrame = int (*)(unw_cursor_t*);
 using GetAccessors = unw_accessors_t* (*)(unw_addr_space_t);
+using ProcInfoByIp = int (*)(unw_addr_space_t, unw_word_t, unw_proc_info_t*, void*);
 
 InitLocal2 pInit = nullptr;
 Step pStep = nullptr;
@@ -40,6 +41,7 @@ FlushCache pFlush = nullptr;
 GetContext pGetContext = nullptr;
 IsSignalFrame pIsSignalFrame = nullptr;
 unw_addr_space_t* pAddrSpace = nullptr;
+ProcInfoByIp pProcInfoByIp = nullptr;
 }  // namespace
 
 bool isTrampoline(uintptr_t pc) {
@@ -149,6 +151,7 @@ bool unwindInit() {
   pGetContext = reinterpret_cast<GetContext>(dlsym(h, "_Ux86_64_getcontext"));
   pIsSignalFrame = reinterpret_cast<IsSignalFrame>(dlsym(h, "_ULx86_64_is_signal_frame"));
   pAddrSpace = reinterpret_cast<unw_addr_space_t*>(dlsym(h, "_ULx86_64_local_addr_space"));
+  pProcInfoByIp = reinterpret_cast<ProcInfoByIp>(dlsym(h, "_ULx86_64_get_proc_info_by_ip"));
   auto setCaching = reinterpret_cast<SetCaching>(dlsym(h, "_ULx86_64_set_caching_policy"));
   if (!pInit || !pStep || !pGetReg) return false;
   // Without our reader in its place, libunwind's would take the application's descriptors:
@@ -163,6 +166,14 @@ bool unwindInit() {
   // Per-thread caches: no lock is taken in the signal handler.
   if (setCaching && pAddrSpace) setCaching(*pAddrSpace, UNW_CACHE_PER_THREAD);
   return true;
+}
+
+uintptr_t functionStart(uintptr_t ip, uintptr_t& end) {
+  if (!pProcInfoByIp || !pAddrSpace) return 0;
+  unw_proc_info_t pi{};
+  if (pProcInfoByIp(*pAddrSpace, unw_word_t(ip), &pi, nullptr) < 0 || pi.start_ip > ip || ip >= pi.end_ip) return 0;
+  end = uintptr_t(pi.end_ip);
+  return uintptr_t(pi.start_ip);
 }
 
 void unwindFlushCache() {

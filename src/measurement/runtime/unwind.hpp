@@ -31,6 +31,11 @@ UnwindEnd unwindFromSignal(void* ucontext, uintptr_t* frames, size_t cap, size_t
 // frames[k] stepped to by a plain step was read from sps[k] - 8).
 UnwindEnd unwindHere(uintptr_t* frames, size_t cap, size_t& n, uintptr_t* sps = nullptr, size_t spsCap = 0);
 
+// The start of the function (its CFI's range, to end) that holds ip; 0 where none is known
+// (code without CFI). MT: async-signal-safe as unwindFromSignal (it reads the modules' CFI index;
+// callers guard it against a module unmapped meanwhile).
+uintptr_t functionStart(uintptr_t ip, uintptr_t& end);
+
 // Code address range of the trampolines (section hpcrun_tramp): a frame whose pc is inside
 // is the runtime's main wrapper or thread start, and the unwind stops there.
 bool isTrampoline(uintptr_t pc);

@@ -514,6 +514,76 @@ TEST(Paths, TheRuntimesWrappersAreLeftOut) {
   fs::remove_all(scratch);
 }
 
+// Simple recursion folded, as the reference's hpcrun does unless -r: a frame whose function
+// called itself is left out, so each recursion is one level of the path. `recursion`'s deep()
+// calls itself 6,000 deep (4 levels with -r's profile at some 12,000 contexts, the folded one
+// at some 400); ping and pong call each other (not simple recursion: kept, 200 levels). The
+// paths built at a wrapped call fold alike (-e MEMLEAK: `memleak`'s nested() allocates 30
+// calls deep in itself). The time is the same either way.
+TEST(Paths, SimpleRecursionIsFoldedUnlessRetained) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-recursion-folded";
+  fs::remove_all(scratch);
+  Symbolizer sym;
+  auto fnOf = [&](ProfileView& p, const hpc::hpcrun::CctNode* f) {
+    return f->lm_id ? sym.name(p.lm[f->lm_id], f->lm_ip) : std::string("?");
+  };
+  std::uintmax_t bytes[2] = {0, 0};
+  for (const bool retain : {false, true}) {
+    const fs::path meas = scratch / (retain ? "r" : "folded");
+    Outcome r = run(kBin + (retain ? " -r" : "") + " -e CPUTIME@1000 -o " + meas.string() + " " + kWl +
+                        "recursion-gcc 0.3",
+                    scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    size_t mostDeep = 0, mostPing = 0, selfCalls = 0;
+    double total = 0, inDeep = 0;
+    forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+      total += v;
+      size_t deep = 0, ping = 0;
+      std::string below;
+      for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = p.byId[f->parent_id]) {
+        const std::string fn = fnOf(p, f);
+        deep += fn == "deep";
+        ping += fn == "ping";
+        selfCalls += fn == below && fn != "?";
+        below = fn;
+      }
+      if (deep) inDeep += v;
+      mostDeep = std::max(mostDeep, deep);
+      mostPing = std::max(mostPing, ping);
+    });
+    EXPECT_NEAR(total, r.cpu, 0.25 * r.cpu) << retain;
+    EXPECT_GT(inDeep, 0.15 * total) << retain;  // deep() has a third of the time
+    EXPECT_GT(mostPing, 90u) << retain << ": mutual recursion is kept";
+    if (retain) {
+      EXPECT_GT(mostDeep, 5000u);
+      EXPECT_GT(selfCalls, 5000u);
+    } else {
+      EXPECT_EQ(mostDeep, 1u) << "deep() one level";
+      EXPECT_EQ(selfCalls, 0u) << "no frame in the function it calls";
+    }
+    for (auto& e : fs::directory_iterator(meas))
+      if (e.path().extension() == ".hpcrun") bytes[retain] += e.file_size();
+
+    const fs::path leak = scratch / (retain ? "leak-r" : "leak");
+    r = run(kBin + (retain ? " -r" : "") + " -e MEMLEAK -mp 1 -o " + leak.string() + " " + kWl + "memleak-gcc",
+            scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    size_t nested = 0;
+    double bytesNested = 0;
+    forEachValuedNode(leak, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+      if (fnOf(p, &n) != "nested") return;
+      bytesNested += v;
+      size_t k = 0;
+      for (const hpc::hpcrun::CctNode* f = &n; f && f->parent_id; f = p.byId[f->parent_id]) k += fnOf(p, f) == "nested";
+      nested = std::max(nested, k);
+    }, "Bytes Allocated");
+    EXPECT_EQ(bytesNested, 7000) << retain;
+    EXPECT_EQ(nested, retain ? 31u : 1u);
+  }
+  EXPECT_LT(bytes[0] * 4, bytes[1]) << "the folded profile is the smaller";
+  fs::remove_all(scratch);
+}
+
 // Code outside every module, as a JIT compiler's (`jit.c`: two frames of it, under callers
 // built with frame pointers), keeps its exact callers, and is recorded against the module
 // jit/<app>-<pid>-<gen>.map at its own addresses. A JIT frame reached by a frame pointer, at
