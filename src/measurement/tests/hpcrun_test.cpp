@@ -1234,8 +1234,9 @@ TEST(Threads, MergedThreadsShareProfiles) {
   fs::remove_all(scratch);
 }
 
-// The reference's other options are accepted (its scripts run): -r (recursion is always kept
-// whole here), -tt (as -t), -m, -mp, and -ms, -lm, --disable-gprof, -dd, -md (without effect);
+// The reference's other options are accepted (its scripts run): -r (simple recursion kept
+// whole: Paths.SimpleRecursionIsFoldedUnlessRetained), -tt (as -t), -m, -mp, and -ms, -lm,
+// --disable-gprof, -dd, -md (without effect);
 // bad values are refused before the program starts; PAPI events are named as missing.
 // Before, every one was "unknown option".
 TEST(Launcher, AcceptsTheReferencesOptions) {
