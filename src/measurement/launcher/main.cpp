@@ -30,9 +30,13 @@ void usage(FILE* to) {
       "\n"
       "Profiling options:\n"
       "  -e, --event EVENT[@PERIOD|@fFREQ]  sample EVENT (repeatable). EVENT is CPUTIME or\n"
-      "                       REALTIME (period in microseconds, default 5000) or perf::NAME\n"
-      "                       (period in events, or @fFREQ samples/s; default @f300).\n"
-      "                       Default: CPUTIME@5000.\n"
+      "                       REALTIME (period in microseconds, default 5000) or a perf\n"
+      "                       event, perf::NAME or NAME (period in events, or @fFREQ\n"
+      "                       samples/s; default @f300). Default: CPUTIME@5000.\n"
+      "  -e LEADER[@RATE],MEMBER...  a counter group of perf events: LEADER is sampled, and\n"
+      "                       at each of its samples every MEMBER's count since the last is\n"
+      "                       added where the sample lands (e.g. cycles@f1000,instructions:\n"
+      "                       instructions per cycle by calling context)\n"
       "  -e IO                bytes read and written by each read/write call (and pread,\n"
       "                       pwrite, readv, writev, preadv, pwritev, fread, fwrite, the\n"
       "                       printf family, fputs, puts, fgets, getline; their _FORTIFY_SOURCE\n"
@@ -263,8 +267,13 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
     if (text.rfind(missing, 0) == 0)
       fail("event '" + typed + "': this hpcrun has no " + (text[0] == 'P' ? std::string("PAPI") : std::string(missing)) +
            " source (see hpcrun -L)");
-  if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0)
-    fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME, IO or perf::NAME; see hpcrun -L)");
+  if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0) {
+    // A perf event named as the reference's hpcrun takes it, without the prefix (cycles,
+    // page-faults, a libpfm4 name): its metric is named with it (perf::cycles), as there.
+    if (!hm::resolvePerfEvent(text.substr(0, text.find('@'))))
+      fail("unknown event '" + typed + "' (expected CPUTIME, REALTIME, IO, MEMLEAK or a perf event; see hpcrun -L)");
+    text = "perf::" + text;
+  }
   if (text.rfind("perf::", 0) == 0 && text.find('@') == std::string::npos && !defaultCount.empty())
     text += "@" + defaultCount;
   hm::EventSpec ev;
@@ -366,6 +375,35 @@ int main(int argc, char** argv) {
   std::string list;
   size_t nEvents = 0;
   for (const std::string& e : events) {
+    if (e.find(',') != std::string::npos) {
+      // A counter group, as the reference's hpcrun takes it: LEADER[@RATE],MEMBER...: the
+      // leader is sampled; at each of its samples every member's count since the last is
+      // added where the sample lands.
+      std::vector<std::string> parts;
+      for (size_t at = 0;;) {
+        const size_t comma = e.find(',', at);
+        parts.push_back(e.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+      const std::string leader = validateEvent(parts[0], defaultCount);
+      if (leader.rfind("perf::", 0) != 0)
+        fail("event group '" + e + "': its first event, the one sampled, must be a perf event");
+      const size_t leaderIndex = nEvents;
+      list += (list.empty() ? "" : ";") + leader;
+      ++nEvents;
+      for (size_t k = 1; k < parts.size(); ++k) {
+        if (parts[k].find('@') != std::string::npos)
+          fail("event group '" + e + "': '" + parts[k] + "' takes no period: it is read at each sample of '" +
+               parts[0] + "'");
+        std::string v = validateEvent(parts[k], "");
+        if (v.rfind("perf::", 0) != 0) fail("event group '" + e + "': '" + parts[k] + "' is not a perf event");
+        v = v.substr(0, v.rfind('@')) + "@=" + std::to_string(leaderIndex);
+        list += ";" + v;
+        ++nEvents;
+      }
+      continue;
+    }
     const std::string v = validateEvent(e, defaultCount);
     const bool pair = v.rfind("IO::", 0) == 0 || v.rfind("MEMLEAK::", 0) == 0;
     if (list.find(v) != std::string::npos && pair) continue;  // -e IO or -e MEMLEAK twice

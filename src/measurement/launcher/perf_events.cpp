@@ -104,7 +104,8 @@ void listEvents() {
   std::printf("  %-28s %s\n", "IO", "bytes read and written by read/write, stdio's fread/fwrite/printf/fgets and kin, at each call");
   std::printf("\nHeap (no period: -mp PROB draws the allocations, default 0.1):\n");
   std::printf("  %-28s %s\n", "MEMLEAK", "bytes allocated by malloc and kin at each drawn call, and freed again: what leaked where");
-  std::printf("\nLinux perf events (perf::NAME[@PERIOD|@fFREQ], default @f300):\n");
+  std::printf("\nLinux perf events (perf::NAME[@PERIOD|@fFREQ], default @f300; the perf:: may be left out;\n"
+              "LEADER[@RATE],MEMBER... samples LEADER and reads each MEMBER at its samples):\n");
   for (const Builtin& b : kBuiltins) {
     PerfAttr a{b.type, b.config, 0, 0};
     int fd = openCounter(a, true, 300);

@@ -142,7 +142,7 @@ bool encodeCctProfile(int fd, const ProfileSpec& spec) {
     m.name = name;
     m.description = name;
     m.flags.val_fmt = isRealMetric(ev) ? 2 : 1;
-    m.period = ev.frequency ? 1 : ev.value;
+    m.period = ev.frequency || ev.member ? 1 : ev.value;  // a member's values are its counts
     m.is_frequency_metric = ev.frequency;
     m.format = "";
     m.formula = "";

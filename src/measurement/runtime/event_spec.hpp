@@ -1,5 +1,7 @@
 // The event list as the launcher hands it to libhpcrun.so through HPCRUN_EVENT_LIST:
 //   EVENT[;EVENT]...   EVENT = NAME[#type,config,config1,config2]@[f]NUMBER
+// or, for a member of a counter group (hpcrun -e LEADER,MEMBER...), NAME#...@=K where K is
+// its leader's index in the list: counted, not sampled, read at each of the leader's samples.
 // The '#' part carries a perf_event attr already resolved by the launcher (with libpfm4), so
 // the runtime needs no event tables. Header-only and allocation-free: the runtime parses it
 // in its constructor, the launcher uses the same code to validate what the user typed.
@@ -28,6 +30,8 @@ struct EventSpec {
   bool frequency = false;    // @fN: N samples/s (perf only)
   bool explicitRate = false; // the user wrote @...
   uint64_t value = 0;        // period (µs for timers, events for perf) or frequency
+  bool member = false;       // a counter group's member (perf only): read at its leader's samples
+  uint8_t leader = 0;        // the leader's index, where member
   bool resolved = false;     // perf attr fields below are valid
   uint32_t perfType = 0;
   uint64_t perfConfig = 0, perfConfig1 = 0, perfConfig2 = 0;
@@ -109,6 +113,15 @@ inline const char* parseEvent(const char* s, size_t n, EventSpec& ev) {
   const char* r = s + at + 1;
   size_t rn = n - at - 1;
   ev.explicitRate = true;
+  if (rn > 0 && r[0] == '=') {
+    uint64_t k = 0;
+    if (ev.kind != SourceKind::Perf) return "only perf:: events can be members of a counter group";
+    if (!detail::parseU64(r + 1, rn - 1, k) || k >= kMaxEvents) return "bad counter group leader";
+    ev.member = true;
+    ev.leader = uint8_t(k);
+    ev.value = 1;
+    return nullptr;
+  }
   if (rn > 0 && r[0] == 'f') {
     if (ev.kind != SourceKind::Perf) return "@f (frequency) is only valid for perf:: events";
     ev.frequency = true;

@@ -177,7 +177,8 @@ bool outputInit() {
   t.str("hpcrun: measuring ").str(gConfig.appPath).str(" pid ").dec(uint64_t(gConfig.pid)).str(" events:");
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {
     const EventSpec& ev = gConfig.events[i];
-    t.ch(' ').str(ev.name).ch('@').str(ev.frequency ? "f" : "").dec(ev.value);
+    if (ev.member) t.ch(' ').str(ev.name).str(" (read at each sample of ").str(gConfig.events[ev.leader].name).ch(')');
+    else t.ch(' ').str(ev.name).ch('@').str(ev.frequency ? "f" : "").dec(ev.value);
   }
   t.str(gConfig.trace ? " trace\n" : "\n");
   logText(buf);

@@ -55,6 +55,16 @@ void parseConfig() {
       complain(t.c_str());
       return;
     }
+    // A member's leader: a sampled perf event before it (an event ignored above shifts the
+    // indices: then the member is ignored too).
+    if (ev.member && (ev.leader >= gConfig.nEvents || gConfig.events[ev.leader].kind != SourceKind::Perf ||
+                      gConfig.events[ev.leader].member)) {
+      char buf[256];
+      Text t(buf, sizeof buf);
+      t.str("ignoring event '").str(e, n).str("': its counter group's leader is not a sampled perf event");
+      complain(t.c_str());
+      return;
+    }
     ++gConfig.nEvents;
   });
   const char* tr = getenv("HPCRUN_TRACE");

@@ -140,7 +140,8 @@ bool pathMatchesFrames(ThreadState& ts, const CctNode* node) {
   return node == ts.fence;
 }
 
-void record(ThreadState& ts, void* uc, int ev, double value) {
+// members: the counts of ev's counter group's members since its last sample (nullptr: none).
+void record(ThreadState& ts, void* uc, int ev, double value, const double* members) {
   ts.nFrames = 0;
   UnwindCache* cache = cacheFor(ts);
   const uintptr_t generation = cache ? loadmapGeneration() : 0;
@@ -219,6 +220,9 @@ void record(ThreadState& ts, void* uc, int ev, double value) {
     return;
   }
   node->metrics()[ev] += value;
+  if (members)
+    for (unsigned i = 0; i < gConfig.nEvents; ++i)
+      if (gConfig.events[i].member && gConfig.events[i].leader == unsigned(ev)) node->metrics()[i] += members[i];
   node->hasValue = 1;
   if (complete) ++ts.recorded;
   else {
@@ -249,6 +253,10 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   int ev = sourcesIdentify(*ts, si, value);
   if (ev >= 0) {
     ++ts->samples;
+    // A counter group's members are read at each of its leader's samples, also one dropped
+    // below (their counts since the last go with it, as the leader's own do).
+    double memberCounts[kMaxEvents];
+    const bool members = sourcesReadMembers(*ts, ev, memberCounts);
     // A sample that arrives within a quarter period of its event's previous one's end, or
     // sooner after it than the last sample took, means samples cost more than the period
     // (very deep stacks, or a perf event that counts the handler's own time and queues a
@@ -273,11 +281,12 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
         void* uc;
         int ev;
         double value;
-      } work{ts, uc, ev, value};
+        const double* members;
+      } work{ts, uc, ev, value, members ? memberCounts : nullptr};
       // On the application's small signal stack (Rust's: 8 KiB), the sample is taken on ours.
       signalsOnRoomyStack(ts, [](void* p) {
         Work& w = *static_cast<Work*>(p);
-        record(*w.ts, w.uc, w.ev, w.value);
+        record(*w.ts, w.uc, w.ev, w.value, w.members);
         if (w.ts->gpu) gpu::onSample(*w.ts);
       }, &work);
       ts->lastSampleEnd[ev] = monotonicNs();

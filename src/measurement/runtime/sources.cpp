@@ -65,7 +65,38 @@ uint64_t fixedPeriod(const EventSpec& ev) {
   return ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
 }
 
+// A counter group's member: counting only, in its leader's group (the kernel schedules the
+// group's events together, so that where hardware counters are multiplexed a member counts
+// exactly while its leader does). Its owner and signal set as the leader's, though it never
+// signals: ownPerfFd tells it from a file of the application's on the same number.
+bool startMember(ThreadState& ts, unsigned i, const EventSpec& ev) {
+  const int leaderFd = ts.perfFd[ev.leader];
+  if (!ev.resolved || leaderFd < 0) return false;
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = ev.perfType;
+  attr.config = ev.perfConfig;
+  attr.config1 = ev.perfConfig1;
+  attr.config2 = ev.perfConfig2;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  int fd = int(syscall(SYS_perf_event_open, &attr, ts.tid, -1, leaderFd, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0) return false;
+  fd = keptMoveHigh(fd);
+  f_owner_ex owner{F_OWNER_TID, ts.tid};
+  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, gConfig.sampleSignal) != 0) {
+    close(fd);
+    return false;
+  }
+  ts.perfFd[i] = fd;
+  ts.perfLast[i] = 0;
+  ts.perfPeriod[i] = 0;
+  ts.perfArmed[i] = 0;
+  return true;
+}
+
 bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
+  if (ev.member) return startMember(ts, i, ev);
   if (!ev.resolved) return false;
   perf_event_attr attr{};
   attr.size = sizeof attr;
@@ -203,6 +234,24 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
     return int(i);
   }
   return -1;
+}
+
+bool sourcesReadMembers(ThreadState& ts, int leader, double* values) {
+  bool any = false;
+  for (unsigned i = 0; i < gConfig.nEvents; ++i) {
+    const EventSpec& ev = gConfig.events[i];
+    if (!ev.member || ev.leader != unsigned(leader)) continue;
+    any = true;
+    values[i] = 0;
+    const int fd = ts.perfFd[i];
+    // Not read where the application closed it and opened a file of its own on the number.
+    if (fd < 0 || fcntl(fd, F_GETSIG) != gConfig.sampleSignal) continue;
+    uint64_t count = 0;
+    if (read(fd, &count, sizeof count) != sizeof count) continue;
+    values[i] = double(count - ts.perfLast[i]);
+    ts.perfLast[i] = count;
+  }
+  return any;
 }
 
 void sourcesRearm(ThreadState& ts, int event) {

@@ -1,5 +1,6 @@
 // Sample sources: CPUTIME/REALTIME (per-thread POSIX timers) and perf:: events
-// (perf_event_open). All deliver gConfig.sampleSignal to the thread they measure; the
+// (perf_event_open), alone or as counter groups (a sampled leader whose members are read at
+// each of its samples). All deliver gConfig.sampleSignal to the thread they measure; the
 // handler tells them apart by si_code (SI_TIMER carries the event index) and si_fd.
 #pragma once
 
@@ -19,5 +20,9 @@ void sourcesStopThread(ThreadState& ts);    // MT: may be called from another th
 constexpr int kAppTimer = -2;
 int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value);
 void sourcesRearm(ThreadState& ts, int event);
+// The members of event `leader`'s counter group (hpcrun -e LEADER,MEMBER...): each one's
+// count since its last read into values[member] (the others' left alone); false where the
+// leader has none. Async-signal-safe: a read of each member.
+bool sourcesReadMembers(ThreadState& ts, int leader, double* values);
 
 }  // namespace hpc::rt

@@ -740,6 +740,62 @@ TEST(Sources, MemleakFindsWhatWasNotFreed) {
   fs::remove_all(scratch);
 }
 
+// A counter group, as the reference's hpcrun takes it (-e LEADER,MEMBER...): the leader is
+// sampled, and at each of its samples each member's count since the last is added where the
+// sample lands. `grouped` touches 131,072 new pages in toucher and none in spinner, which has
+// most of the time: sampled by cpu-clock, the page faults read at its samples land in toucher
+// (all but those between toucher's last sample and spinner's first). The perf:: prefix may
+// be left out, as there (the metric is named with it). Before, such an -e was refused.
+TEST(Sources, CounterGroupMembersAreReadAtTheLeadersSamples) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-groups";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "grouped-gcc";
+  Outcome bare = run(cmd, scratch / "bare");
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  const double touched = std::stod(bare.out.substr(bare.out.find(": ") + 2));
+  ASSERT_EQ(touched, 131072);
+  Symbolizer sym;
+  for (const char* group : {"perf::cpu-clock@f1000,perf::page-faults", "cpu-clock@f1000,page-faults"}) {
+    const fs::path meas = scratch / "m";
+    fs::remove_all(meas);
+    Outcome r = run(kBin + " -e " + group + " -o " + meas.string() + " " + cmd, scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, bare.out);
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpcrun") continue;
+      auto p = hpc::hpcrun::read_profile(e.path());
+      ASSERT_TRUE(p.ok());
+      ASSERT_EQ(p->metrics.size(), 2u);
+      EXPECT_EQ(p->metrics[0].name, "perf::cpu-clock");
+      EXPECT_EQ(p->metrics[1].name, "perf::page-faults");
+      EXPECT_EQ(p->metrics[1].period, 1u) << "a member's values are its counts";
+    }
+    std::map<std::string, double> faults, clock;
+    for (auto [metric, into] : {std::pair{"perf::page-faults", &faults}, std::pair{"perf::cpu-clock", &clock}})
+      forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+        (*into)[n.lm_id ? sym.name(p.lm[n.lm_id], n.lm_ip) : "?"] += v;
+      }, metric);
+    double allFaults = 0, allClock = 0;
+    for (auto& [fn, v] : faults) allFaults += v;
+    for (auto& [fn, v] : clock) allClock += v;
+    EXPECT_GT(faults["toucher"], 0.9 * touched) << group;
+    EXPECT_LT(allFaults, 1.1 * touched) << group;
+    EXPECT_LT(faults["spinner"], 0.05 * touched) << group;
+    EXPECT_GT(clock["spinner"], 0.5 * allClock) << group << ": the leader's samples are its own";
+  }
+  // What a group cannot be.
+  for (auto [group, why] : {std::pair{"CPUTIME,perf::page-faults", "must be a perf event"},
+                            std::pair{"perf::cpu-clock,page-faults@10", "takes no period"},
+                            std::pair{"perf::cpu-clock,REALTIME", "is not a perf event"},
+                            std::pair{"perf::cpu-clock,no-such-event", "unknown event"}}) {
+    Outcome r = run(kBin + " -e " + group + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
+    EXPECT_EQ(r.status, 2) << group;
+    EXPECT_NE(r.err.find(why), std::string::npos) << group << ": " << r.err;
+    EXPECT_EQ(r.out, "") << "the program did not start";
+  }
+  fs::remove_all(scratch);
+}
+
 // Processes that end by a signal whose default action ends them, or that fork inside glibc.
 TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-processes";
