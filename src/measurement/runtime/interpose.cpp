@@ -3,6 +3,7 @@
 // disposition. Each one resolves the next definition lazily with dlsym(RTLD_NEXT).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,6 +51,7 @@ void (*real__exit)(int);
 void (*real__Exit)(int);
 long (*real_syscall)(long, ...);
 int (*real_timer_create)(clockid_t, struct sigevent*, timer_t*);
+int (*real_mq_notify)(mqd_t, const struct sigevent*);
 void* (*real_dlopen)(const char*, int);
 int (*real_dlclose)(void*);
 int (*real_sigprocmask)(int, const sigset_t*, sigset_t*);
@@ -125,9 +127,10 @@ int createThread(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
   return rc;
 }
 
-// glibc runs a SIGEV_THREAD timer's callback on a thread it creates inside libc, past the
-// pthread_create wrapper: such threads went unmeasured (20 callbacks of 8 ms: no sample at
-// all). timer_create hands glibc this trampoline instead, with a record of the callback as
+// glibc runs a SIGEV_THREAD timer's callback (and a message queue's notification, mq_notify)
+// on a thread it creates inside libc, past the pthread_create wrapper: such threads went
+// unmeasured (20 callbacks of 8 ms: no sample at all). timer_create and mq_notify hand glibc
+// this trampoline instead, with a record of the callback as
 // its value; the trampoline measures the thread as threadTrampoline does. Records stay (a
 // callback may run after its timer was deleted): a fixed table, one record per callback
 // and value alike, so that timers made again and again with the same ones reuse it; where
@@ -190,6 +193,19 @@ HPC_EXPORT int timer_create(clockid_t clock, struct sigevent* sev, timer_t* id) 
       return REAL(timer_create)(clock, &ours, id);
     }
   return REAL(timer_create)(clock, sev, id);
+}
+
+// A message queue's SIGEV_THREAD notification runs on a thread glibc creates the same way:
+// measured through the same trampoline.
+HPC_EXPORT int mq_notify(mqd_t q, const struct sigevent* sev) {
+  if (sev && sev->sigev_notify == SIGEV_THREAD && sev->sigev_notify_function)
+    if (TimerCallback* c = timerCallback(reinterpret_cast<uintptr_t>(sev->sigev_notify_function), sigvalBits(sev->sigev_value))) {
+      struct sigevent ours = *sev;
+      ours.sigev_notify_function = timerTrampoline;
+      ours.sigev_value.sival_ptr = c;
+      return REAL(mq_notify)(q, &ours);
+    }
+  return REAL(mq_notify)(q, sev);
 }
 
 int hpc::rt::realPthreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {

@@ -1391,6 +1391,36 @@ TEST(Threads, TimerCallbackThreadsAreMeasured) {
   fs::remove_all(scratch);
 }
 
+// A message queue's SIGEV_THREAD notifications (mq_notify) run on threads glibc creates inside
+// libc as a timer's callbacks do: before, unmeasured (one profile). Each now has its profile,
+// with samples; under CPUTIME at least half of the callbacks' CPU time (the kernel's tick, as
+// above).
+TEST(Threads, MessageQueueNotificationThreadsAreMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-mq-threads";
+  fs::remove_all(scratch);
+  const std::string cmd = kWl + "mq_thread-gcc 20";
+  Outcome bare = run(cmd, scratch / "bare");
+  if (bare.status == 77) GTEST_SKIP() << "no POSIX message queues here: " << bare.err;
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  const fs::path meas = scratch / "m";
+  Outcome r = run(kBin + " -e CPUTIME@1000 -o " + meas.string() + " " + cmd, scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, bare.out);
+  auto at = r.err.find("callbacks: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const int callbacks = std::stoi(r.err.substr(at + 11));
+  at = r.err.find("callback cpu us: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const double used = std::stod(r.err.substr(at + 17)) * 1e-6;
+  Analysis a = analyze(meas);
+  EXPECT_EQ(callbacks, 20);
+  EXPECT_EQ(a.profiles, 1 + callbacks);
+  EXPECT_GT(logCount(meas, "recorded: "), uint64_t(callbacks) / 4) << "samples in the callbacks";
+  EXPECT_GT(a.others, 0.5 * used) << "callbacks used " << used << " s";
+  EXPECT_LT(a.others, 1.25 * used) << "callbacks used " << used << " s";
+  fs::remove_all(scratch);
+}
+
 // CPUTIME's timers advance at the kernel's tick: at a period shorter than the tick each signal
 // stands for several periods (its overruns), each sample weighs them all, and the log says
 // so. Where the tick is as short as the period (HZ=1000) there is no such line to check, and
