@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # hpcstruct as a tool: the content-keyed cache (--cache, --nocache, $HPCTOOLKIT_HPCSTRUCT_CACHE),
-# measurement-directory mode (CPU binaries and the directory's gpubins/, -j1 = -j2), and
-# malformed binaries named in the error while the other binaries are still analysed.
+# measurement-directory mode (CPU binaries and the directory's gpubins/, -j1 = -j2; --cpu and
+# --gpu), malformed binaries named in the error while the other binaries are still analysed,
+# and the reference's other options (-v, --time, --pretty-print, and those accepted without
+# effect).
 set -euo pipefail
 hs=$1 conf=$2
 tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
@@ -79,6 +81,40 @@ if "$hs" --nocache -j2 "$tmp/mb" 2>"$tmp/errmb"; then fail "directory with a mal
 grep -q "$gpubin" "$tmp/errmb" || fail "error does not name $gpubin: $(cat "$tmp/errmb")"
 grep -q '1 of .* binaries could not be analysed' "$tmp/errmb" || fail "no summary: $(cat "$tmp/errmb")"
 [ -s "$tmp/mb/structs/libc.so.6.hpcstruct" ] || fail "other binaries not analysed after a failure"
+# The reference's options. --cpu no / --gpu no: a directory's binaries of one kind alone;
+# both no, nothing to do (exit 0, said).
+cp -r "$conf/meas/loops-cuda-nvidia-t.m" "$tmp/mk"; chmod -R u+w "$tmp/mk"; rm -rf "$tmp/mk/structs"
+mark_libc_used "$tmp/mk"
+"$hs" --nocache --gpu no "$tmp/mk" 2>"$tmp/errk1" || fail "--gpu no: $(cat "$tmp/errk1")"
+[ "$(ls "$tmp/mk/structs")" = libc.so.6.hpcstruct ] || fail "--gpu no wrote: $(ls "$tmp/mk/structs")"
+rm -rf "$tmp/mk/structs"
+"$hs" --nocache --cpu no "$tmp/mk" 2>"$tmp/errk2" || fail "--cpu no: $(cat "$tmp/errk2")"
+[ "$(ls "$tmp/mk/structs")" = "$(basename "$(ls "$tmp/mk/gpubins"/*.gpubin)").hpcstruct" ] \
+  || fail "--cpu no wrote: $(ls "$tmp/mk/structs")"
+rm -rf "$tmp/mk/structs"
+"$hs" --nocache --cpu no --gpu no "$tmp/mk" 2>"$tmp/errk3" || fail "--cpu no --gpu no failed"
+[ -z "$(ls "$tmp/mk/structs" 2>/dev/null)" ] && grep -q "no binary to analyse (--cpu no --gpu no)" "$tmp/errk3" || fail "--cpu no --gpu no: $(cat "$tmp/errk3")"
+# -v 0: no line per structure file; --time (and -v 2): each binary's time and the run's.
+rm -rf "$tmp/mk/structs"
+"$hs" --nocache -v 0 "$tmp/mk" 2>"$tmp/errk4" || fail "-v 0 failed"
+[ -s "$tmp/errk4" ] && fail "-v 0 said: $(cat "$tmp/errk4")"
+[ "$(ls "$tmp/mk/structs" | wc -l)" = 2 ] || fail "-v 0 wrote: $(ls "$tmp/mk/structs")"
+for opt in --time "-v 2"; do
+  "$hs" --nocache $opt -o "$tmp/t.hpcstruct" "$bin" 2>"$tmp/errt"
+  grep -q "^hpcstruct: $bin: [0-9.]* s$" "$tmp/errt" && grep -q "^hpcstruct: [0-9.]* s, [0-9.]* s CPU, peak memory [0-9.]* MiB$" "$tmp/errt" \
+    || fail "$opt: $(cat "$tmp/errt")"
+done
+# --pretty-print: each element indented by its depth, the same file otherwise.
+"$hs" --nocache --pretty-print -o "$tmp/pretty.hpcstruct" "$bin"
+grep -q '^  <LM ' "$tmp/pretty.hpcstruct" && grep -q '^    <F ' "$tmp/pretty.hpcstruct" && grep -q '^      <P ' "$tmp/pretty.hpcstruct" \
+  && grep -q '^</HPCToolkitStructure>' "$tmp/pretty.hpcstruct" || fail "--pretty-print: not indented"
+diff <(sed 's/^ *//' "$tmp/pretty.hpcstruct") <(sed 's/^ *//' "$tmp/a.hpcstruct") >/dev/null \
+  || fail "--pretty-print changed more than the indentation"
+# Tuning and developer options the reference's scripts pass: accepted, the same structure.
+"$hs" --nocache --psize 1000 -s 32M --jobs-struct 2 --jobs-parse 2 --jobs-symtab 1 --show-gaps -M "$tmp/mk" \
+  -o "$tmp/opts.hpcstruct" "$bin" 2>"$tmp/erro" || fail "the reference's options refused: $(cat "$tmp/erro")"
+cmp "$tmp/opts.hpcstruct" "$tmp/a.hpcstruct" || fail "the reference's options changed the structure"
+
 # --gpucfg=yes: loops from nvdisasm's control-flow graph (a fake nvdisasm prints a fixture
 # for f3_2, symbol 47, and an empty graph for the others); without it, our own reading of
 # the SASS (below).
@@ -177,4 +213,4 @@ PATH="$tmp/nopath" "$hs" --nocache --gpucfg=yes -o "$tmp/nogpu.hpcstruct" "$tmp/
 grep -q "<L " "$tmp/nogpu.hpcstruct" && fail "loops without nvdisasm on sm_100"
 grep -q 'n="f3_2()"' "$tmp/nogpu.hpcstruct" || fail "functions lost without nvdisasm"
 fi
-echo "hpcstruct: cache, directory mode, -j, malformed binaries and --gpucfg behave"
+echo "hpcstruct: cache, directory mode, -j, malformed binaries, --gpucfg and the reference's options behave"

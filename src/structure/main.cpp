@@ -4,12 +4,14 @@
 #include <oneapi/tbb/parallel_for_each.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -71,6 +73,58 @@ private:
   std::chrono::steady_clock::time_point last_{};
 };
 
+int gVerbose = 1;  // -v: 0 errors and warnings only, 1 each file written, 2 times too
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Whether a measured binary is a GPU binary (hpcstruct --cpu / --gpu): one the directory's
+// gpubins/ holds, or an ELF file for NVIDIA's or AMD's GPUs.
+bool is_gpu_binary(const std::string& path) {
+  if (std::filesystem::path(path).parent_path().filename() == "gpubins") return true;
+  unsigned char h[20] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  const bool elf = std::fread(h, 1, sizeof h, f) == sizeof h && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F';
+  std::fclose(f);
+  const unsigned machine = h[5] == 2 ? unsigned(h[18]) << 8 | h[19] : unsigned(h[19]) << 8 | h[18];
+  return elf && (machine == 190 || machine == 224);  // EM_CUDA, EM_AMDGPU
+}
+
+// hpcstruct --pretty-print: the structure file again with each element indented by its depth
+// (two spaces a level; the DTD before the document as it was), through a temporary file
+// renamed into place. Our writer puts one element on a line.
+bool pretty_print(const std::string& path) {
+  const std::string tmp = path + ".pretty-tmp";
+  {
+    std::ifstream in(path);
+    std::ofstream out(tmp);
+    if (!in || !out) return false;
+    std::string line;
+    size_t depth = 0;
+    bool body = false;
+    while (std::getline(in, line)) {
+      body = body || line.rfind("<HPCToolkitStructure", 0) == 0;
+      if (!body || line.empty() || line[0] != '<') {
+        out << line << '\n';
+        continue;
+      }
+      const bool closing = line.rfind("</", 0) == 0;
+      if (closing && depth > 0) --depth;
+      out << std::string(2 * depth, ' ') << line << '\n';
+      if (!closing && line.back() == '>' && line[line.size() - 2] != '/') ++depth;
+    }
+    if (!out.flush()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
 // Analyses one binary into `output`, through the cache when it is enabled.
 // `progress` shows this binary's procedures when `perProcedure`. MT: thread-safe.
 int analyse_one(const std::string& binary, const std::string& output, hpc::structure::Options opt,
@@ -82,7 +136,7 @@ int analyse_one(const std::string& binary, const std::string& output, hpc::struc
       return 1;
     }
     if (*hit && cache.copy_out(**hit, output)) {
-      std::fprintf(stderr, "hpcstruct: %s: copied from cache\n", binary.c_str());
+      if (gVerbose >= 1) std::fprintf(stderr, "hpcstruct: %s: copied from cache\n", binary.c_str());
       return 0;
     }
   }
@@ -112,8 +166,9 @@ int main(int argc, char** argv) {
   CLI::App app{"hpcstruct: recover functions, inlined code, loops and source lines from a binary,\n"
                "or from every binary the profiles of a measurement directory used"};
   int jobs = 0;
-  std::string output, cacheDir, gpucfg = "no", binary;
-  bool nocache = false;
+  std::string output, cacheDir, gpucfg = "no", binary, cpu = "yes", gpu = "yes";
+  bool nocache = false, pretty = false, timing = false;
+  int verbose = 1;
   size_t dwarfCacheMb = 128;
   app.add_option("-j,--jobs", jobs, "threads to use (default: half the CPUs this process may run on)");
   app.add_option("-o,--output", output, "structure file to write (default: ./BINARY.hpcstruct)");
@@ -123,6 +178,27 @@ int main(int argc, char** argv) {
   app.add_option("--dwarf-cache", dwarfCacheMb,
                  "MiB of DWARF line tables and inline trees kept in memory per binary; units beyond it\n"
                  "are read again when needed (default: 128)");
+  app.add_option("--cpu", cpu, "in a measurement directory, analyse its CPU binaries (yes|no, default yes)")
+      ->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("--gpu", gpu, "in a measurement directory, analyse its GPU binaries (yes|no, default yes)")
+      ->check(CLI::IsMember({"yes", "no"}));
+  app.add_option("-v,--verbose", verbose,
+                 "messages on stderr: 0 errors and warnings only, 1 (default) also each structure file\n"
+                 "written, 2 or more also the times and peak memory (as --time)");
+  app.add_flag("--time", timing, "print each binary's analysis time, and the run's time and peak memory");
+  app.add_flag("--pretty-print", pretty, "indent the structure file's elements by their depth");
+  // The reference's tuning and developer options, accepted so that its scripts run: oneTBB
+  // shares -j's threads among binaries and procedures as they come, with no stack to size.
+  std::string ignored;
+  app.add_option("--psize", ignored, "accepted, without effect (the reference's size of a large binary)");
+  app.add_option("-s,--stack", ignored, "accepted, without effect (the reference's OpenMP stack size)");
+  std::string ignoredJobs[3];
+  app.add_option("--jobs-struct", ignoredJobs[0], "accepted, without effect: -j sets every phase's threads");
+  app.add_option("--jobs-parse", ignoredJobs[1], "accepted, without effect: -j sets every phase's threads");
+  app.add_option("--jobs-symtab", ignoredJobs[2], "accepted, without effect: -j sets every phase's threads");
+  bool showGaps = false;
+  app.add_flag("--show-gaps", showGaps, "accepted, without effect: no gaps file is written");
+  app.add_option("-M", ignored, "accepted, without effect (the reference's scripts pass the measurement directory)");
   app.add_option("binary", binary,
                  "binary to analyse, or a measurement directory: each binary its profiles used\n"
                  "is analysed into DIR/structs/<name>.hpcstruct")->required();
@@ -130,6 +206,34 @@ int main(int argc, char** argv) {
       "Separate debug files (-dbgsym packages, objcopy --only-keep-debug) are found by build ID and\n"
       ".gnu_debuglink under $HPCTOOLKIT_DEBUG_DIRS (colon-separated directories) and /usr/lib/debug.");
   CLI11_PARSE(app, argc, argv);
+
+  gVerbose = verbose;
+  timing = timing || verbose >= 2;
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [](std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  };
+  // --time: the run's wall and CPU time and peak memory, at its end.
+  auto report = [&](int rc) {
+    if (timing) {
+      rusage u{};
+      getrusage(RUSAGE_SELF, &u);
+      std::fprintf(stderr, "hpcstruct: %.2f s, %.2f s CPU, peak memory %.1f MiB\n", seconds(start), cpu_seconds(),
+                   double(u.ru_maxrss) / 1024.0);
+    }
+    return rc;
+  };
+  // After a structure file is written: --pretty-print, and -v's line.
+  auto finish = [&](const std::string& b, const std::string& out, std::chrono::steady_clock::time_point since,
+                    bool dirMode) {
+    if (pretty && !pretty_print(out)) {
+      std::fprintf(stderr, "hpcstruct: %s: cannot indent it (--pretty-print)\n", out.c_str());
+      return 1;
+    }
+    if (timing) std::fprintf(stderr, "hpcstruct: %s: %.2f s\n", b.c_str(), seconds(since));
+    if (dirMode && gVerbose >= 1) std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
+    return 0;
+  };
 
   if (jobs <= 0) jobs = int(std::max(1u, hpc::usable_cpus() / 2));
   if (cacheDir.empty())
@@ -156,6 +260,14 @@ int main(int argc, char** argv) {
                    binary.c_str());
       return 1;
     }
+    // --cpu no, --gpu no: the binaries of one kind alone.
+    std::erase_if(*binaries, [&](const std::string& b) { return (is_gpu_binary(b) ? gpu : cpu) == "no"; });
+    if (binaries->empty()) {
+      if (gVerbose >= 1)
+        std::fprintf(stderr, "hpcstruct: %s: no binary to analyse (--cpu %s --gpu %s)\n", binary.c_str(), cpu.c_str(),
+                     gpu.c_str());
+      return report(0);
+    }
     std::filesystem::path structs = std::filesystem::path(binary) / "structs";
     std::filesystem::create_directories(structs);
     // Binaries concurrently, each one's procedures too; one pool of `jobs` threads in all.
@@ -168,19 +280,20 @@ int main(int argc, char** argv) {
     arena.execute([&] {
       tbb::parallel_for_each(binaries->begin(), binaries->end(), [&](const std::string& b) {
         std::string out = (structs / (std::filesystem::path(b).filename().string() + ".hpcstruct")).string();
+        const auto since = std::chrono::steady_clock::now();
         if (analyse_one(b, out, nested, cache, progress, false) != 0) {
           failed.fetch_add(1);
         } else {
           progress.clear();
-          std::fprintf(stderr, "hpcstruct: %s -> %s\n", b.c_str(), out.c_str());
+          if (finish(b, out, since, true) != 0) failed.fetch_add(1);
         }
         progress.update("binaries", done.fetch_add(1) + 1, binaries->size());
       });
     });
     progress.clear();
-    if (!failed) return 0;
+    if (!failed) return report(0);
     std::fprintf(stderr, "hpcstruct: %d of %zu binaries could not be analysed\n", failed.load(), binaries->size());
-    return 1;
+    return report(1);
   }
   if (output.empty()) output = std::filesystem::path(binary).filename().string() + ".hpcstruct";
   // A directory is never replaced by a structure file: said before the analysis, not after.
@@ -189,5 +302,6 @@ int main(int argc, char** argv) {
                  output.c_str());
     return 1;
   }
-  return analyse_one(binary, output, opt, cache, progress, true);
+  if (const int rc = analyse_one(binary, output, opt, cache, progress, true); rc != 0) return report(rc);
+  return report(finish(binary, output, start, false));
 }
