@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "presentation/experiment.hpp"
 #include "presentation/server/api.hpp"
@@ -89,6 +91,17 @@ int main(int argc, char** argv) {
   app.add_option("--web", web, "folder of the web viewer's static files");
 #ifdef HPC_VIEWER
   app.add_flag("!--no-open", open, "do not open a browser");
+  // The reference's viewer is a Java program: its scripts pass a heap size (-jh 3G), which
+  // means nothing to this one (no JVM; the database is mapped, not loaded).
+  std::string javaHeap;
+  app.add_option("--java-heap", javaHeap, "(-jh) accepted, without effect: the reference viewer's JVM heap size");
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& a : args)
+    if (a == "-jh") a = "--java-heap";
+  std::vector<char*> argvOwn;
+  for (std::string& a : args) argvOwn.push_back(a.data());
+  argc = int(argvOwn.size());
+  argv = argvOwn.data();
 #else
   open = false;
 #endif

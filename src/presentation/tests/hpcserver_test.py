@@ -472,10 +472,12 @@ if len(pipeline) == 2:
     finally:
         shutil.rmtree(tmp)
 
-# ---- hpcviewer: a free port, the URL printed.
-v = Server(viewer, f"{dbase}/small.d", "--no-open")
-check(v.ok("info")["title"] == "testmeas-small", "hpcviewer serves the API")
-v.stop()
+# ---- hpcviewer: a free port, the URL printed; the reference viewer's -jh SIZE (its JVM's
+# heap) accepted, as its users' scripts pass it.
+for extra in ([], ["-jh", "3G"], ["--java-heap", "3076M"]):
+    v = Server(viewer, f"{dbase}/small.d", "--no-open", *extra)
+    check(v.ok("info")["title"] == "testmeas-small", f"hpcviewer {extra} serves the API")
+    v.stop()
 
 print("hpcserver: all checks passed" if not failures else f"hpcserver: {failures} failures")
 sys.exit(1 if failures else 0)
