@@ -1,6 +1,7 @@
 #include "process.hpp"
 
 #include <dlfcn.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -67,6 +68,23 @@ void parseConfig() {
     }
     ++gConfig.nEvents;
   });
+  {
+    auto timeBased = [](const EventSpec& ev) {
+      if (ev.kind == SourceKind::CpuTime || ev.kind == SourceKind::RealTime) return true;
+      if (ev.kind != SourceKind::Perf || ev.member) return false;
+      return (ev.perfType == PERF_TYPE_SOFTWARE &&
+              (ev.perfConfig == PERF_COUNT_SW_CPU_CLOCK || ev.perfConfig == PERF_COUNT_SW_TASK_CLOCK)) ||
+             (ev.perfType == PERF_TYPE_HARDWARE &&
+              (ev.perfConfig == PERF_COUNT_HW_CPU_CYCLES || ev.perfConfig == PERF_COUNT_HW_REF_CPU_CYCLES));
+    };
+    unsigned sampled = gConfig.nEvents, timed = gConfig.nEvents;
+    for (unsigned i = gConfig.nEvents; i-- > 0;) {
+      const EventSpec& ev = gConfig.events[i];
+      if (!isCounted(ev.kind) && !ev.member) sampled = i;
+      if (timeBased(ev)) timed = i;
+    }
+    gConfig.traceEvent = timed < gConfig.nEvents ? timed : sampled < gConfig.nEvents ? sampled : 0;
+  }
   const char* tr = getenv("HPCRUN_TRACE");
   gConfig.trace = tr && tr[0] == '1';
   if (const char* f = getenv("HPCRUN_PROCESS_FRACTION"); f && *f) {

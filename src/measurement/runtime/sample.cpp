@@ -230,7 +230,7 @@ void record(ThreadState& ts, void* uc, int ev, double value, const double* membe
     if (end == UnwindEnd::Truncated) ++ts.truncated;
     else ++ts.unwindFailures;
   }
-  if (gConfig.trace && ev == 0) traceAppend(ts, deferred && ts.waitSince ? ts.waitSince : nowNs(), node->id);
+  if (gConfig.trace && unsigned(ev) == gConfig.traceEvent) traceAppend(ts, deferred && ts.waitSince ? ts.waitSince : nowNs(), node->id);
 }
 
 }  // namespace

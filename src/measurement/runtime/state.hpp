@@ -51,6 +51,10 @@ struct Config {
   // hpcrun -r: every frame of a simple recursion kept (by default a caller in the same
   // function as its callee is left out of the path, as the reference does; sample.cpp).
   bool retainRecursion = false;
+  // With -t, the event whose samples make the trace: the first time-based one (CPUTIME,
+  // REALTIME, perf's cpu-clock, task-clock or cycles), as the reference traces, else the
+  // first sampled one.
+  unsigned traceEvent = 0;
 };
 
 // Whether process `pid` is measured under hpcrun -f (its draw from the run's seed: the same

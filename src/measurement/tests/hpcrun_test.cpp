@@ -796,6 +796,37 @@ TEST(Sources, CounterGroupMembersAreReadAtTheLeadersSamples) {
   fs::remove_all(scratch);
 }
 
+// With -t the trace is made of a time-based event's samples (CPUTIME, REALTIME, cpu-clock,
+// task-clock or cycles), as the reference traces, whatever order the events were given in:
+// with page faults first (`grouped` touches pages in toucher only), the trace showed toucher
+// alone, for a program that spends most of its time in spinner.
+TEST(Sampling, TheTraceFollowsTheTimeBasedEvent) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-trace-event";
+  fs::remove_all(scratch);
+  const fs::path meas = scratch / "m";
+  Outcome r = run(kBin + " -t -e perf::page-faults@512 -e CPUTIME@1000 -o " + meas.string() + " " + kWl + "grouped-gcc",
+                  scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  Symbolizer sym;
+  std::map<std::string, size_t> records;
+  size_t all = 0;
+  for (auto& e : fs::directory_iterator(meas)) {
+    if (e.path().extension() != ".hpctrace") continue;
+    fs::path profile = e.path();
+    auto p = hpc::hpcrun::read_profile(profile.replace_extension(".hpcrun"));
+    auto tr = hpc::hpcrun::read_trace(e.path());
+    ASSERT_TRUE(p.ok() && tr.ok());
+    std::map<uint16_t, std::string> lm;
+    for (auto& m : p->load_modules) lm[m.id] = m.name;
+    std::map<uint32_t, std::string> leaf;
+    for (auto& n : p->nodes) leaf[n.id] = n.lm_id ? sym.name(lm[n.lm_id], n.lm_ip) : "";
+    for (auto& rec : tr->records) ++records[leaf[rec.cct_id]], ++all;
+  }
+  ASSERT_GT(all, 100u);
+  EXPECT_GT(records["spinner"], all / 2) << "trace records in spinner, of " << all;
+  fs::remove_all(scratch);
+}
+
 // Processes that end by a signal whose default action ends them, or that fork inside glibc.
 TEST(Processes, EndedBySigpipeOrForkedByDaemonAreMeasured) {
   fs::path scratch = fs::temp_directory_path() / "hpcrun-test-processes";
