@@ -4,7 +4,7 @@ reader (shared/conformance/hpctesttool) and against hpcreport, on the kit's data
 one of our own pipeline (hpcrun -t on a threaded workload, hpcprof -M stats): every context's
 parent, kind and summary values, every profile's identifiers and values (profile.db), every
 context's values by profile (cct.db), every trace line (trace.db), the flat view by function
-as hpcreport computes it, statistics consistent with the values they summarise; errors name
+and the overview (kinds of work, verdict) as hpcreport computes them, statistics consistent with the values they summarise; errors name
 the file. Usage: python_api_test.py PYTHON_DIR SHARED_DIR BIN_DIR WORKLOADS_DIR"""
 import json
 import math
@@ -169,7 +169,45 @@ def against_hpcreport(name, path, db, mname):
           f"{[(b['name'], db.contexts.at[int(b['id']), 'name']) for b in bad[:3]]}")
 
 
+def overview_against_hpcreport(name, path, expect_kinds=()):
+    """db.overview() says what hpcreport --view overview says: the metric, each kind of work's
+    value and its five places, the GPU's operations, the verdict and its reason; and the
+    kinds named in expect_kinds have time ("waiting|idle": one of them)."""
+    r = subprocess.run([str(bindir / "hpcreport"), str(path), "--format", "json", "--top", "5", "--view", "overview"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: hpcreport --view overview failed: {r.stderr}")
+    if r.returncode != 0:
+        return
+    theirs = json.loads(r.stdout)
+    ours = hpctoolkit.open(path).overview()
+    check(ours["metric"] == theirs["metric"], f"{name}: overview of {ours['metric']}, hpcreport's of {theirs['metric']}")
+    check((ours["verdict"], ours["reason"]) == (theirs["verdict"], theirs["reason"]),
+          f"{name}: verdict {ours['verdict']}: {ours['reason']!r} against {theirs['verdict']}: {theirs['reason']!r}")
+    rows = {}
+    for k, kind in ours["kinds"].items():
+        rows[("overview", k)] = kind["value"]
+        for where, v in kind["where"]:
+            rows[("overview", f"{k}/{where}")] = v
+    for what, v in ours["gpu"]:
+        rows[("gpu-operations", what)] = v
+    want = {(row["section"], row["id"]): row["inclusive"] for row in theirs["rows"]}
+    if not any(sec == "overview" for sec, _ in want):  # no time metric: hpcreport lists no kinds
+        rows = {key: v for key, v in rows.items() if key[0] != "overview"}
+    check(set(rows) == set(want), f"{name}: overview rows in one only: {sorted(set(rows) ^ set(want))[:5]}")
+    bad = [key for key in rows if key in want and not close(rows[key], want[key])]
+    check(not bad, f"{name}: overview values differ: {[(k, rows[k], want[k]) for k in bad[:3]]}")
+    check(("instructions_per_cycle" in theirs) == (ours["ipc"] is not None), f"{name}: instructions per cycle")
+    if "mpi_share_by_profile" in theirs:
+        sp = ours["mpi_spread"] or {}
+        check(all(sp.get(k) == v for k, v in theirs["mpi_share_by_profile"].items()),
+              f"{name}: MPI's shares {sp} against {theirs['mpi_share_by_profile']}")
+    for k in expect_kinds:  # "a|b": either
+        check(any(ours["kinds"][x]["value"] > 0 for x in k.split("|")), f"{name}: no time in {k}: {ours['kinds']}")
+
+
 dbase = shared / "conformance" / "dbase"
+for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d", "loops-cuda-nvidiapc-t.d"):
+    overview_against_hpcreport(name, dbase / name)
 for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
     db, mname = against_reference(name, dbase / name)
     if name != "loops-cuda-nvidia-t.d":
@@ -217,6 +255,22 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True, text=True)
     check(r.returncode == 0, f"hpcprof: {r.stderr}")
     db, mname = against_reference("threads (ours)", dbdir)
+    # (The main thread joining its workers: waiting, or idle where that is 95 % of its time.)
+    overview_against_hpcreport("threads (ours)", dbdir, ["compute", "waiting|idle"])
+    # Kinds of work from our own measurements: the OpenMP runtime, waits, I/O (cat copying
+    # 64 MiB: its reads and writes).
+    big = tmp / "big"
+    big.write_bytes(os.urandom(1 << 20) * 64)
+    for wl, cmd, kinds in (("omp", [str(workloads / "omp-gcc"), "0.3"], ["compute", "openmp"]),
+                           ("waits", [str(workloads / "waits-gcc"), "0.3"], ["waiting|idle"]),
+                           ("cat", ["cat", str(big)], ["io"])):
+        m, d = tmp / f"{wl}.m", tmp / f"{wl}.d"
+        r = subprocess.run([str(bindir / "hpcrun"), "-e", "REALTIME@1000", "-o", str(m), *cmd],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
+        check(r.returncode == 0, f"hpcrun {wl}: {r.stderr}")
+        r = subprocess.run([str(bindir / "hpcprof"), "-o", str(d), str(m)], capture_output=True, text=True)
+        check(r.returncode == 0, f"hpcprof {wl}: {r.stderr}")
+        overview_against_hpcreport(f"{wl} (ours)", d, kinds)
     same_trees("threads (ours)", dbdir)
     against_hpcreport("threads (ours)", dbdir, db, mname)
     check(len(db.profiles) > 100, f"threads: {len(db.profiles)} profiles")

@@ -14,6 +14,7 @@
     db.profile_values(1, "CPUTIME (sec)")     # one profile's contexts (profile.db)
     db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
     db.trace(1)                    # one profile's trace: time (ns) and context
+    db.overview()                  # where the time went by kind of work, and a verdict
 
 Inclusive values are the "execution" scope (a context and everything below it); exclusive
 values the "function" scope (a context and what lies lexically inside it, calls excluded), as
@@ -118,6 +119,7 @@ class Database:
             if ok:
                 self._function_of[cid] = first.setdefault(f[:5], f[5])
         self._function_name = {f[5]: _function_name(f) for f in meta["functions"]}
+        self._functions = meta["functions"]
         self._children = None
 
         prow = []
@@ -295,6 +297,26 @@ class Database:
         vals = np.concatenate(parts_val)
         return pd.DataFrame({"ctx": np.concatenate(parts_ctx), "profile": vals["profile"].astype(np.int64),
                              "value": vals["value"].astype(np.float64)})
+
+    def profile_label(self, profile):
+        """A profile as hpcreport names it: its identifiers' kinds and logical ids ("RANK 1
+        THREAD 0"), or "summary"."""
+        _, ids, summary = self._profiles[profile]
+        if summary:
+            return "summary"
+        return " ".join(f"{self._id_names[k] if k < len(self._id_names) else f'KIND{k}'} {logical}"
+                        for k, logical, _ in ids)
+
+    def overview(self, metric=None, where=5):
+        """Where the time went, by kind of work, as hpcreport --view overview: a dict with the
+        time metric used ("metric", by default the first with a value) and its "total"; "kinds"
+        (computation, MPI, OpenMP runtime, GPU runtime, I/O, waiting, idle threads: each its
+        "value" and the `where` places it was spent, hottest first); "gpu" (the GPU's operations,
+        (what, seconds)); "ipc" (instructions per cycle, where both counters were measured);
+        "mpi_spread" (MPI's lowest and highest share of a profile's time); a "verdict"
+        (compute-bound, communication-bound, ...) and the "reason" for it."""
+        from ._overview import overview
+        return overview(self, metric, where)
 
     # -- the tree -----------------------------------------------------------------------------
     def children(self, ctx):
