@@ -24,6 +24,7 @@
 #include "process.hpp"
 #include "signals.hpp"
 #include "unwind.hpp"
+#include "waits.hpp"
 
 using namespace hpc::rt;
 
@@ -513,7 +514,14 @@ HPC_EXPORT long syscall(long number, ...) {
   const long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
   va_end(ap);
   if (number == SYS_exit_group) processFinalize("exit_group");
-  return REAL(syscall)(number, a, b, c, d, e, f);
+  auto* real = REAL(syscall);
+  // A wait that a sample would end with EINTR (under REALTIME), kept whole as waits.cpp keeps
+  // the libc wrappers' (before, libaio's io_getevents and a raw nanosleep failed with EINTR).
+  if (number != SYS_rt_sigprocmask && rawWaitBlocks(number, a, b, c, d, e)) {
+    QuietWait q(true, reinterpret_cast<const void*>(real));
+    return q.done(real(number, a, b, c, d, e, f));
+  }
+  return real(number, a, b, c, d, e, f);
 }
 
 HPC_EXPORT void* dlopen(const char* file, int flags) {

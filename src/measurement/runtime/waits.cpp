@@ -19,7 +19,8 @@
 // SO_RCVTIMEO and SO_SNDTIMEO, and such a socket's number marked (never unmarked: a socket
 // closed and its number reused only costs its calls the two mask changes). Without a timeout
 // SA_RESTART restarts those socket calls, so the sockets of every other program go straight
-// through. recvmmsg with a timeout of its own is kept whole on any socket.
+// through. recvmmsg with a timeout of its own is kept whole on any socket. The same waits made
+// through syscall(2) (libaio's io_getevents is) are kept whole by the interposed syscall.
 #include <dlfcn.h>
 #include <aio.h>
 #include <poll.h>
@@ -123,6 +124,23 @@ bool quietWaits() {
     gQuiet.store(q, std::memory_order_relaxed);
   }
   return q != 0;
+}
+
+bool rawWaitBlocks(long number, long a, long, long c, long d, long e) {
+  auto endless = [](long ts) { return !zero(reinterpret_cast<const timespec*>(ts)); };
+  switch (number) {
+  case SYS_io_getevents: return endless(e);
+  case SYS_nanosleep: return endless(a);
+  case SYS_clock_nanosleep: return endless(c);
+  case SYS_poll: return int(c) != 0;
+  case SYS_epoll_wait: return int(d) != 0;
+  case SYS_select: {
+    const timeval* t = reinterpret_cast<const timeval*>(e);
+    return !(t && t->tv_sec == 0 && t->tv_usec == 0);
+  }
+  case SYS_pause: return true;
+  default: return false;
+  }
 }
 
 void waitsCreditUnfinished(ThreadState& t) {

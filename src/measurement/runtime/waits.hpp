@@ -19,6 +19,12 @@ namespace hpc::rt {
 // True where a REALTIME event is measured: its timer runs on while a thread waits.
 bool quietWaits();
 
+// Whether syscall(number, a, b, c, d, e) is a wait Linux never restarts after a handler, one
+// that may last (not a zero timeout): io_getevents (libaio's, made through syscall(2)),
+// nanosleep, clock_nanosleep, poll, epoll_wait, select, pause. The interposed syscall keeps
+// those whole as the libc wrappers below do.
+bool rawWaitBlocks(long number, long a, long b, long c, long d, long e);
+
 // Whether fd is a socket the application gave a receive or send timeout (SO_RCVTIMEO,
 // SO_SNDTIMEO): Linux then ends its blocking calls, read and write included, with EINTR
 // after any signal handler, SA_RESTART or not.

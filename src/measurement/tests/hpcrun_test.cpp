@@ -413,6 +413,29 @@ TEST(Signals, WaitsAreNotEndedBySamples) {
   fs::remove_all(scratch);
 }
 
+// The same waits made by raw system calls through syscall(2), as libaio makes io_getevents
+// (workload raw_waits.c: io_getevents, nanosleep, clock_nanosleep, poll, epoll_wait and
+// select, ten of 20 ms each): under REALTIME every one failed with EINTR (-1) where bare it
+// timed out (0). Each now returns what it returns unmeasured, and its time is in syscall,
+// the function waited in.
+TEST(Signals, RawSystemCallWaitsAreNotEndedBySamples) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-raw-waits";
+  fs::remove_all(scratch);
+  const std::string exe = kWl + "raw_waits-gcc";
+  Outcome bare = run(exe, scratch / "bare");
+  if (bare.status == 77) GTEST_SKIP() << "no AIO contexts here: " << bare.err;
+  ASSERT_EQ(bare.status, 0) << bare.err;
+  ASSERT_EQ(bare.out, "io_getevents: 0 x10\nnanosleep: 0 x10\nclock_nanosleep: 0 x10\npoll: 0 x10\n"
+                      "epoll_wait: 0 x10\nselect: 0 x10\n");
+  const fs::path meas = scratch / "m";
+  Outcome prof = run(kBin + " -o " + meas.string() + " -e REALTIME@1000 " + exe, scratch / "prof");
+  EXPECT_EQ(prof.status, 0) << prof.err;
+  EXPECT_EQ(prof.out, bare.out);
+  Analysis a = analyze(meas);
+  EXPECT_GT(a.byLeaf["syscall"], 0.9 * 1.2) << "seconds in the waits (1.2 s of them)";
+  fs::remove_all(scratch);
+}
+
 // Handlers the application installed without SA_RESTART: a blocking read that SIGALRM or
 // SIGINT interrupts fails with EINTR, as unmeasured. Our handler sits in front of both
 // signals and must be installed as the application's was (with SA_RESTART the read was

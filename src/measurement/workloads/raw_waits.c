@@ -1,0 +1,58 @@
+/* Waits made by raw system calls through syscall(2), as libaio makes its io_getevents: each
+ * one Linux never restarts after a signal handler. Ten each of io_getevents (an AIO context
+ * with nothing queued, 20 ms timeout), nanosleep, clock_nanosleep, poll and epoll_wait (no
+ * descriptor ready) and select, 20 ms each: 1.2 s of waiting. Prints what each kind of call
+ * returned; unmeasured, every one times out (0). Test Signals.RawSystemCallWaitsAreNotEnded. */
+#define _GNU_SOURCE
+#include <linux/aio_abi.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static void report(const char* what, long rc) {
+  static const char* last;
+  static long lastRc, times;
+  if (what == last && rc == lastRc) {
+    times++;
+    return;
+  }
+  if (last) printf("%s: %ld x%ld\n", last, lastRc, times);
+  last = what, lastRc = rc, times = 1;
+}
+
+int main(void) {
+  aio_context_t ctx = 0;
+  if (syscall(SYS_io_setup, 8, &ctx) != 0) {
+    perror("io_setup");
+    return 77;
+  }
+  struct io_event ev[1];
+  int ep = epoll_create1(0);
+  for (int i = 0; i < 10; i++) {
+    struct timespec t = {0, 20000000};
+    report("io_getevents", syscall(SYS_io_getevents, ctx, 1, 1, ev, &t));
+  }
+  for (int i = 0; i < 10; i++) {
+    struct timespec t = {0, 20000000};
+    report("nanosleep", syscall(SYS_nanosleep, &t, NULL));
+  }
+  for (int i = 0; i < 10; i++) {
+    struct timespec t = {0, 20000000};
+    report("clock_nanosleep", syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &t, NULL));
+  }
+  for (int i = 0; i < 10; i++) report("poll", syscall(SYS_poll, NULL, 0, 20));
+  for (int i = 0; i < 10; i++) {
+    struct epoll_event e;
+    report("epoll_wait", syscall(SYS_epoll_wait, ep, &e, 1, 20));
+  }
+  for (int i = 0; i < 10; i++) {
+    struct timeval t = {0, 20000};
+    report("select", syscall(SYS_select, 0, NULL, NULL, NULL, &t));
+  }
+  report(NULL, 0);
+  syscall(SYS_io_destroy, ctx);
+  return 0;
+}
