@@ -65,13 +65,8 @@ uint64_t fixedPeriod(const EventSpec& ev) {
   return ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
 }
 
-// A counter group's member: counting only, in its leader's group (the kernel schedules the
-// group's events together, so that where hardware counters are multiplexed a member counts
-// exactly while its leader does). Its owner and signal set as the leader's, though it never
-// signals: ownPerfFd tells it from a file of the application's on the same number.
-bool startMember(ThreadState& ts, unsigned i, const EventSpec& ev) {
-  const int leaderFd = ts.perfFd[ev.leader];
-  if (!ev.resolved || leaderFd < 0) return false;
+// The event's attributes as the launcher resolved them, counting in user mode only.
+perf_event_attr userAttr(const EventSpec& ev) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = ev.perfType;
@@ -80,6 +75,17 @@ bool startMember(ThreadState& ts, unsigned i, const EventSpec& ev) {
   attr.config2 = ev.perfConfig2;
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
+  return attr;
+}
+
+// A counter group's member: counting only, in its leader's group (the kernel schedules the
+// group's events together, so that where hardware counters are multiplexed a member counts
+// exactly while its leader does). Its owner and signal set as the leader's, though it never
+// signals: ownPerfFd tells it from a file of the application's on the same number.
+bool startMember(ThreadState& ts, unsigned i, const EventSpec& ev) {
+  const int leaderFd = ts.perfFd[ev.leader];
+  if (!ev.resolved || leaderFd < 0) return false;
+  perf_event_attr attr = userAttr(ev);
   int fd = int(syscall(SYS_perf_event_open, &attr, ts.tid, -1, leaderFd, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return false;
   fd = keptMoveHigh(fd);
@@ -98,12 +104,7 @@ bool startMember(ThreadState& ts, unsigned i, const EventSpec& ev) {
 bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   if (ev.member) return startMember(ts, i, ev);
   if (!ev.resolved) return false;
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = ev.perfType;
-  attr.config = ev.perfConfig;
-  attr.config1 = ev.perfConfig1;
-  attr.config2 = ev.perfConfig2;
+  perf_event_attr attr = userAttr(ev);
   const uint64_t fixed = fixedPeriod(ev);
   const bool frequency = fixed == 0 && ev.frequency;
   const uint64_t period = ev.frequency ? (ev.value ? 1000000000ull / ev.value : 0) : ev.value;
@@ -117,8 +118,6 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
   if (frequency) attr.sample_freq = ev.value;
   else attr.sample_period = first;
   attr.disabled = 1;
-  attr.exclude_kernel = 1;
-  attr.exclude_hv = 1;
   int fd = int(syscall(SYS_perf_event_open, &attr, ts.tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return false;
   // Above the numbers the application's own opens get (sys.hpp).

@@ -337,6 +337,31 @@ TEST(Signals, TheSamplingSignalSentByTheApplicationReachesIt) {
   fs::remove_all(scratch);
 }
 
+// A thread's trace (an .hpctrace file beside its profile): each record's time and leaf
+// function, in the file's order, and the thread's end (trace-max-time).
+struct TraceLeaves {
+  bool ok = false;
+  std::vector<std::pair<uint64_t, std::string>> records;
+  uint64_t end = 0;
+};
+TraceLeaves traceLeaves(const fs::path& trace, Symbolizer& sym) {
+  TraceLeaves out;
+  fs::path profile = trace;
+  auto p = hpc::hpcrun::read_profile(profile.replace_extension(".hpcrun"));
+  auto tr = hpc::hpcrun::read_trace(trace);
+  if (!p.ok() || !tr.ok()) return out;
+  const std::string* end = p->header_value("trace-max-time");
+  if (!end) return out;
+  std::map<uint16_t, std::string> lm;
+  for (auto& m : p->load_modules) lm[m.id] = m.name;
+  std::map<uint32_t, std::string> leaf;
+  for (auto& n : p->nodes) leaf[n.id] = n.lm_id ? sym.name(lm[n.lm_id], n.lm_ip) : "";
+  for (auto& r : tr->records) out.records.emplace_back(r.time, leaf[r.cct_id]);
+  out.end = std::stoull(*end);
+  out.ok = true;
+  return out;
+}
+
 // Waits Linux never restarts after a handler (nanosleep, poll, select, epoll_wait, their
 // p-forms, pause, sigtimedwait, ...): REALTIME's signal ended each with EINTR after one period
 // (a 0.1 s sleep returned at once, -1 EINTR). Now only the application's own signal ends one
@@ -383,24 +408,16 @@ TEST(Signals, WaitsAreNotEndedBySamples) {
   double shownWaiting = 0, shownWorking = 0;
   for (auto& e : fs::directory_iterator(meas)) {
     if (e.path().extension() != ".hpctrace" || e.path().filename().string().find("-000-") == std::string::npos) continue;
-    fs::path profile = e.path();
-    auto p = hpc::hpcrun::read_profile(profile.replace_extension(".hpcrun"));
-    auto tr = hpc::hpcrun::read_trace(e.path());
-    ASSERT_TRUE(p.ok() && tr.ok());
-    std::map<uint16_t, std::string> lm;
-    for (auto& m : p->load_modules) lm[m.id] = m.name;
-    std::map<uint32_t, std::string> leaf;
-    for (auto& n : p->nodes) leaf[n.id] = n.lm_id ? sym.name(lm[n.lm_id], n.lm_ip) : "";
+    TraceLeaves tr = traceLeaves(e.path(), sym);
+    ASSERT_TRUE(tr.ok);
     // A record shows until the next one, the last until the thread's end (trace-max-time).
-    const std::string* end = p->header_value("trace-max-time");
-    ASSERT_TRUE(end);
-    for (size_t i = 0; i < tr->records.size(); ++i) {
-      const uint64_t until = i + 1 < tr->records.size() ? tr->records[i + 1].time : std::stoull(*end);
-      const std::string& fn = leaf[tr->records[i].cct_id];
-      if (fn == "work") shownWorking += double(until - tr->records[i].time) * 1e-9;
+    for (size_t i = 0; i < tr.records.size(); ++i) {
+      const uint64_t until = i + 1 < tr.records.size() ? tr.records[i + 1].first : tr.end;
+      const std::string& fn = tr.records[i].second;
+      if (fn == "work") shownWorking += double(until - tr.records[i].first) * 1e-9;
       for (const char* w : {"sleep", "poll", "select", "epoll_", "sigtimedwait", "pause", "recv", "send", "accept", "semtimedop", "sem_timedwait", "sem_clockwait", "aio_suspend", "__libc_read", "__libc_write"})
         if (fn.find(w) != std::string::npos) {
-          shownWaiting += double(until - tr->records[i].time) * 1e-9;
+          shownWaiting += double(until - tr.records[i].first) * 1e-9;
           break;
         }
     }
@@ -507,6 +524,14 @@ template <class Fn> void forEachValuedNode(const fs::path& dir, Fn fn, const std
       if (v != 0) fn(view, n, v);
     }
   }
+}
+
+// hpcrun refuses `opts` before the program starts: exit status 2, `why` in its message.
+void expectRefused(const std::string& opts, const std::string& why, const std::string& cmd, const fs::path& scratch) {
+  Outcome r = run(kBin + " " + opts + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
+  EXPECT_EQ(r.status, 2) << opts;
+  EXPECT_NE(r.err.find(why), std::string::npos) << opts << ": " << r.err;
+  EXPECT_EQ(r.out, "") << opts << ": the program did not start";
 }
 
 // The runtime's wrappers stay out of the application's paths: `threads` creates 504 threads,
@@ -810,12 +835,8 @@ TEST(Sources, CounterGroupMembersAreReadAtTheLeadersSamples) {
   for (auto [group, why] : {std::pair{"CPUTIME,perf::page-faults", "must be a perf event"},
                             std::pair{"perf::cpu-clock,page-faults@10", "takes no period"},
                             std::pair{"perf::cpu-clock,REALTIME", "is not a perf event"},
-                            std::pair{"perf::cpu-clock,no-such-event", "unknown event"}}) {
-    Outcome r = run(kBin + " -e " + group + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
-    EXPECT_EQ(r.status, 2) << group;
-    EXPECT_NE(r.err.find(why), std::string::npos) << group << ": " << r.err;
-    EXPECT_EQ(r.out, "") << "the program did not start";
-  }
+                            std::pair{"perf::cpu-clock,no-such-event", "unknown event"}})
+    expectRefused(std::string("-e ") + group, why, cmd, scratch);
   fs::remove_all(scratch);
 }
 
@@ -835,15 +856,9 @@ TEST(Sampling, TheTraceFollowsTheTimeBasedEvent) {
   size_t all = 0;
   for (auto& e : fs::directory_iterator(meas)) {
     if (e.path().extension() != ".hpctrace") continue;
-    fs::path profile = e.path();
-    auto p = hpc::hpcrun::read_profile(profile.replace_extension(".hpcrun"));
-    auto tr = hpc::hpcrun::read_trace(e.path());
-    ASSERT_TRUE(p.ok() && tr.ok());
-    std::map<uint16_t, std::string> lm;
-    for (auto& m : p->load_modules) lm[m.id] = m.name;
-    std::map<uint32_t, std::string> leaf;
-    for (auto& n : p->nodes) leaf[n.id] = n.lm_id ? sym.name(lm[n.lm_id], n.lm_ip) : "";
-    for (auto& rec : tr->records) ++records[leaf[rec.cct_id]], ++all;
+    TraceLeaves tr = traceLeaves(e.path(), sym);
+    ASSERT_TRUE(tr.ok);
+    for (auto& [time, fn] : tr.records) ++records[fn], ++all;
   }
   ASSERT_GT(all, 100u);
   EXPECT_GT(records["spinner"], all / 2) << "trace records in spinner, of " << all;
@@ -1371,12 +1386,8 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
                            std::pair{"-f 2", "--process-fraction needs a number from 0 to 1"},
                            std::pair{"-mp x", "--memleak-prob needs a number"},
                            std::pair{"-e MEMLEAK@10", "event 'MEMLEAK' takes no period"},
-                           std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"}}) {
-    Outcome r = run(kBin + " " + opts + " -o " + (scratch / "bad").string() + " " + cmd, scratch / "run");
-    EXPECT_EQ(r.status, 2) << opts;
-    EXPECT_NE(r.err.find(why), std::string::npos) << opts << ": " << r.err;
-    EXPECT_EQ(r.out, "") << "the program did not start";
-  }
+                           std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"}})
+    expectRefused(opts, why, cmd, scratch);
   fs::remove_all(scratch);
 }
 
