@@ -1,7 +1,8 @@
-/* Page faults in one function, none in the other (test
- * Sources.CounterGroupMembersAreReadAtTheLeadersSamples): spinner computes; toucher maps 64 MiB
- * and writes a byte of each page, 8 times (131,072 first touches), then spinner again. Prints
- * the pages touched. */
+/* Page faults in one function, none in the other (tests
+ * Sources.CounterGroupMembersAreReadAtTheLeadersSamples, Sampling.TheTraceFollowsTheTimeBasedEvent):
+ * spinner computes; toucher maps 64 MiB and writes a byte of each page, 8 times (131,072 first
+ * touches), computing a little after each (its own time is not all the kernel's, where
+ * user-mode samples cannot land), then spinner again. Prints the pages touched. */
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -19,16 +20,20 @@ __attribute__((noinline)) long toucher(int rounds) {
     char* p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return -1;
     madvise(p, size, MADV_NOHUGEPAGE); /* a fault a page, whatever the machine's THP setting */
-    for (size_t o = 0; o < size; o += 4096, touched++) p[o] = 1;
+    for (size_t o = 0; o < size; o += 4096, touched++) {
+      p[o] = 1;
+      for (int k = 0; k < 400; k++) /* user time beside each fault's kernel time, in toucher */
+        acc = acc * 6364136223846793005ULL + (uint64_t)k;
+    }
     munmap(p, size);
   }
   return touched;
 }
 
 int main(void) {
-  spinner(200000000);
+  spinner(300000000);
   long touched = toucher(8);
-  spinner(100000000);
+  spinner(150000000);
   printf("pages touched: %ld\n", touched);
   return 0;
 }
