@@ -517,10 +517,7 @@ HPC_EXPORT long syscall(long number, ...) {
   auto* real = REAL(syscall);
   // A wait that a sample would end with EINTR (under REALTIME), kept whole as waits.cpp keeps
   // the libc wrappers' (before, libaio's io_getevents and a raw nanosleep failed with EINTR).
-  if (number != SYS_rt_sigprocmask && rawWaitBlocks(number, a, b, c, d, e)) {
-    QuietWait q(true, reinterpret_cast<const void*>(real));
-    return q.done(real(number, a, b, c, d, e, f));
-  }
+  if (long result; number != SYS_rt_sigprocmask && rawWait(real, number, {a, b, c, d, e, f}, result)) return result;
   return real(number, a, b, c, d, e, f);
 }
 

@@ -20,7 +20,8 @@
 // closed and its number reused only costs its calls the two mask changes). Without a timeout
 // SA_RESTART restarts those socket calls, so the sockets of every other program go straight
 // through. recvmmsg with a timeout of its own is kept whole on any socket. The same waits made
-// through syscall(2) (libaio's io_getevents is) are kept whole by the interposed syscall.
+// through syscall(2) (libaio's io_getevents is) are kept whole by the interposed syscall
+// (rawWait), a mask they take given the sampling signal.
 #include <dlfcn.h>
 #include <aio.h>
 #include <poll.h>
@@ -32,6 +33,7 @@
 #include <sys/sem.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,21 +128,70 @@ bool quietWaits() {
   return q != 0;
 }
 
-bool rawWaitBlocks(long number, long a, long, long c, long d, long e) {
+namespace {
+
+// A kernel signal set (64 bits here) read from the application's memory without faulting: a
+// bad pointer stays the kernel's to refuse (EFAULT), as unmeasured.
+bool readKernelMask(long at, uint64_t& mask) {
+  iovec local{&mask, sizeof mask}, remote{reinterpret_cast<void*>(at), sizeof mask};
+  const int saved = errno;
+  const bool ok = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == long(sizeof mask);
+  errno = saved;
+  return ok;
+}
+
+}  // namespace
+
+bool rawWait(RawSyscall real, long number, const long (&args)[6], long& result) {
+  long x[6] = {args[0], args[1], args[2], args[3], args[4], args[5]};
   auto endless = [](long ts) { return !zero(reinterpret_cast<const timespec*>(ts)); };
+  bool blocking = false;
+  int maskAt = -1;  // the argument holding a kernel mask (its size follows it)
+  int pairAt = -1;  // the argument holding {mask, size} (pselect6, io_pgetevents)
   switch (number) {
-  case SYS_io_getevents: return endless(e);
-  case SYS_nanosleep: return endless(a);
-  case SYS_clock_nanosleep: return endless(c);
-  case SYS_poll: return int(c) != 0;
-  case SYS_epoll_wait: return int(d) != 0;
+  case SYS_io_getevents: blocking = endless(x[4]); break;
+  case SYS_io_pgetevents: blocking = endless(x[4]), pairAt = 5; break;
+  case SYS_nanosleep: blocking = endless(x[0]); break;
+  case SYS_clock_nanosleep: blocking = endless(x[2]); break;
+  case SYS_poll: blocking = int(x[2]) != 0; break;
+  case SYS_ppoll: blocking = endless(x[2]), maskAt = 3; break;
+  case SYS_epoll_wait: blocking = int(x[3]) != 0; break;
+  case SYS_epoll_pwait: blocking = int(x[3]) != 0, maskAt = 4; break;
+  case SYS_epoll_pwait2: blocking = endless(x[3]), maskAt = 4; break;
   case SYS_select: {
-    const timeval* t = reinterpret_cast<const timeval*>(e);
-    return !(t && t->tv_sec == 0 && t->tv_usec == 0);
+    const timeval* t = reinterpret_cast<const timeval*>(x[4]);
+    blocking = !(t && t->tv_sec == 0 && t->tv_usec == 0);
+    break;
   }
-  case SYS_pause: return true;
+  case SYS_pselect6: blocking = endless(x[4]), pairAt = 5; break;
+  case SYS_pause: blocking = true; break;
   default: return false;
   }
+  if (!blocking) return false;
+  QuietWait q(true, reinterpret_cast<const void*>(real));
+  const uint64_t ours = uint64_t(1) << (gConfig.sampleSignal - 1);
+  uint64_t mask = 0;
+  struct {
+    long mask;
+    long size;
+  } pair{};
+  if (q.on() && maskAt >= 0 && x[maskAt] && x[maskAt + 1] == long(sizeof mask) && readKernelMask(x[maskAt], mask)) {
+    mask |= ours;
+    x[maskAt] = reinterpret_cast<long>(&mask);
+  }
+  if (q.on() && pairAt >= 0 && x[pairAt]) {
+    iovec local{&pair, sizeof pair}, remote{reinterpret_cast<void*>(x[pairAt]), sizeof pair};
+    const int saved = errno;
+    const bool read = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == long(sizeof pair);
+    errno = saved;
+    if (read && pair.mask && pair.size == long(sizeof mask) && readKernelMask(pair.mask, mask)) {
+      mask |= ours;
+      pair.mask = reinterpret_cast<long>(&mask);
+      x[pairAt] = reinterpret_cast<long>(&pair);
+    }
+  }
+  result = q.done(real(number, x[0], x[1], x[2], x[3], x[4], x[5]));
+  return true;
 }
 
 void waitsCreditUnfinished(ThreadState& t) {

@@ -19,11 +19,14 @@ namespace hpc::rt {
 // True where a REALTIME event is measured: its timer runs on while a thread waits.
 bool quietWaits();
 
-// Whether syscall(number, a, b, c, d, e) is a wait Linux never restarts after a handler, one
-// that may last (not a zero timeout): io_getevents (libaio's, made through syscall(2)),
-// nanosleep, clock_nanosleep, poll, epoll_wait, select, pause. The interposed syscall keeps
-// those whole as the libc wrappers below do.
-bool rawWaitBlocks(long number, long a, long b, long c, long d, long e);
+// syscall(number, args...) by `real` where it is a wait Linux never restarts after a handler,
+// one that may last (not a zero timeout), kept whole as the libc wrappers below keep theirs:
+// io_getevents and io_pgetevents (libaio's, made through syscall(2)), nanosleep,
+// clock_nanosleep, poll, ppoll, epoll_wait, epoll_pwait, epoll_pwait2, select, pselect6,
+// pause. A mask the wait takes gets the sampling signal added (a copy). Returns false, having
+// done nothing, for any other call.
+using RawSyscall = long (*)(long, ...);
+bool rawWait(RawSyscall real, long number, const long (&args)[6], long& result);
 
 // Whether fd is a socket the application gave a receive or send timeout (SO_RCVTIMEO,
 // SO_SNDTIMEO): Linux then ends its blocking calls, read and write included, with EINTR
@@ -65,6 +68,7 @@ public:
   }
   QuietWait(const QuietWait&) = delete;
   QuietWait& operator=(const QuietWait&) = delete;
+  bool on() const { return on_; }  // the sampling signal is blocked over the wait
   // The mask a p-form wait takes, with the sampling signal added (the caller's, where it
   // gave none or waits are not kept whole).
   const sigset_t* with(const sigset_t* mask) {
