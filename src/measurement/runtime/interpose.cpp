@@ -517,7 +517,8 @@ HPC_EXPORT long syscall(long number, ...) {
   auto* real = REAL(syscall);
   // A wait that a sample would end with EINTR (under REALTIME), kept whole as waits.cpp keeps
   // the libc wrappers' (before, libaio's io_getevents and a raw nanosleep failed with EINTR).
-  if (long result; number != SYS_rt_sigprocmask && rawWait(real, number, {a, b, c, d, e, f}, result)) return result;
+  if (isRawWait(number))
+    if (long result; rawWait(real, number, {a, b, c, d, e, f}, result)) return result;
   return real(number, a, b, c, d, e, f);
 }
 

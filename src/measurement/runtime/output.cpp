@@ -193,14 +193,14 @@ void outputChildAfterFork() {
   logText("hpcrun: forked child\n");
 }
 
-void outputResumeAfterExec(int err, unsigned lostThreads) {
+void outputResumeAfterExec(int err, unsigned others) {
   if (!gConfig.selected) return;
   openLog();
   setAnonymousPath();
   char buf[256];
   Text t(buf, sizeof buf);
   t.str("hpcrun: exec failed (errno ").dec(uint64_t(err)).str("): measuring again from here");
-  if (lostThreads) t.str("; ").dec(lostThreads).str(" other thread(s) no longer measured");
+  if (others) t.str("; ").dec(others).str(" other thread(s) measured again where alive");
   t.ch('\n');
   logText(buf);
 }

@@ -11,7 +11,7 @@ namespace hpc::rt {
 
 bool outputInit();                                 // constructor: names, log, vdso
 void outputChildAfterFork();                       // new pid: new log, fresh counters
-void outputResumeAfterExec(int err, unsigned lostThreads);  // a failed exec: the next generation's log
+void outputResumeAfterExec(int err, unsigned others);  // a failed exec: the next generation's log
 bool outputOpenTrace(ThreadState& ts);             // on the thread, before sampling starts
 void traceAppend(ThreadState& ts, uint64_t timeNs, uint32_t node);  // async-signal-safe
 void outputWriteThread(ThreadState& ts);           // profile (and trace end); async-signal-safe

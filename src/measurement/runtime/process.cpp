@@ -295,18 +295,21 @@ void processFinalize(const char* reason) {
 
 // An exec that failed returns to the program, whose measurement was written for the new
 // image: the calling thread's goes on in a new generation of files (log, profile, trace), as
-// an exec'd image's would. Threads it had created stay unmeasured: their sources were stopped
-// and their profiles written, and only a thread itself can take up new state. A process that
-// had GPU work stays unmeasured too, its tracers being gone.
+// an exec'd image's would. So do the other threads still alive: each gets a new state from
+// here, its sources started for it (a timer or perf event may target any thread of the
+// process), and its old state points to the new one, which the thread binds at its next
+// currentThread() (before, they stayed unmeasured: their sources stopped, their profiles
+// written). A process that had GPU work stays unmeasured, its tracers being gone.
 void processResumeAfterFailedExec(int err) {
   ThreadState* old = currentThread();
   if (!gReady || !gFinalized.load() || !old) return;
   unsigned others = 0;
-  for (ThreadState* t = registryHead(); t; t = t->next) {
+  ThreadState* oldHead = registryHead();
+  for (ThreadState* t = oldHead; t; t = t->next) {
     if (t->gpu) return;
     others += t != old;
   }
-  registryReset();
+  registryReset();  // the old states' links stay: walked again below
   outputResumeAfterExec(err, others);
   ThreadState* ts = newThreadState(old->isMain);
   if (!ts) return;
@@ -321,6 +324,26 @@ void processResumeAfterFailedExec(int err) {
   gFinalized.store(false, std::memory_order_release);
   sourcesStartThread(*ts);
   ts->cpuAtStart = threadCpuNs(ts->tid);
+  // The other threads alive (a parked state's thread, or one that ended since, is not).
+  const int pid = getpid();
+  for (ThreadState* t = oldHead; t; t = t->next) {
+    if (t == old || t->phase.load(std::memory_order_acquire) != ThreadPhase::Done || t->successor.load() ||
+        syscall(SYS_tgkill, pid, t->tid, 0) != 0)
+      continue;
+    ThreadState* n = newThreadStateFor(t->tid, t->isMain);
+    if (!n) break;
+    n->core = t->core;
+    n->altStack = t->altStack;
+    n->appAltStack = t->appAltStack;
+    n->startRoutine = t->startRoutine;
+    n->py = t->py;
+    t->py = nullptr;
+    t->altStack = nullptr;
+    if (gConfig.trace) outputOpenTrace(*n);
+    t->successor.store(n, std::memory_order_release);  // before its sources can signal it
+    sourcesStartThread(*n);
+    n->cpuAtStart = threadCpuNs(n->tid);
+  }
   gSampling.store(true, std::memory_order_release);
   --ts->suspend;
 }

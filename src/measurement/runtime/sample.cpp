@@ -239,8 +239,9 @@ void onSampleSignal(int sig, siginfo_t* si, void* uc) {
   int savedErrno = errno;
   ThreadState* ts = currentThread();
   if (!ts) {
-    // Our timers signal measured threads only: a timer's signal here is the application's.
-    signalsForward(sig, si, uc, si->si_code == SI_TIMER);
+    // Our timers signal measured threads only: a timer's signal here is the application's,
+    // unless one of ours queued before this thread's state was reset (a failed exec).
+    signalsForward(sig, si, uc, si->si_code == SI_TIMER && !sourcesRecentTimer(si->si_timerid));
     errno = savedErrno;
     return;
   }

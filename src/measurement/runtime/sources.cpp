@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "sys.hpp"
 
 namespace hpc::rt {
@@ -25,6 +27,19 @@ uint64_t firstInterval(const ThreadState& ts, unsigned i, uint64_t n) {
   return n == 0 ? 0 : 1 + z % n;
 }
 
+// The kernel ids of the timers made lately (the last 256): a signal of one of ours queued
+// before its timer was deleted can come after its thread took up new state (a failed exec:
+// the thread's new timer has another id), and must not be taken for the application's.
+constexpr unsigned kRecentTimers = 256;
+std::atomic<int> gRecentTimers[kRecentTimers];
+std::atomic<unsigned> gRecentNext{0};
+
+void rememberTimer(int id) {
+  gRecentTimers[gRecentNext.fetch_add(1, std::memory_order_relaxed) % kRecentTimers].store(id + 1,
+                                                                                       std::memory_order_relaxed);
+}
+
+
 bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -35,6 +50,7 @@ bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   // By the system call, not glibc's timer_create: the kernel's id is what each of its signals
   // carries (si_timerid), which tells ours from an application's timer on the same signal.
   if (syscall(SYS_timer_create, clock, &sev, &ts.timers[i]) != 0) return false;
+  rememberTimer(ts.timers[i]);
   itimerspec its{};
   its.it_interval.tv_sec = time_t(ev.value / 1000000);
   its.it_interval.tv_nsec = long(ev.value % 1000000) * 1000;
@@ -144,6 +160,12 @@ bool startPerf(ThreadState& ts, unsigned i, const EventSpec& ev) {
 
 }  // namespace
 
+bool sourcesRecentTimer(int id) {
+  for (const auto& t : gRecentTimers)
+    if (t.load(std::memory_order_relaxed) == id + 1) return true;
+  return false;
+}
+
 namespace {
 
 // Whether fd is still this thread's perf event, as set up above: the application may have
@@ -200,7 +222,7 @@ int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value) {
         isCounted(gConfig.events[i].kind))
       return kAppTimer;
     if (!ts.timerLive[i]) return -1;
-    if (si->si_timerid != ts.timers[i]) return kAppTimer;
+    if (si->si_timerid != ts.timers[i]) return sourcesRecentTimer(si->si_timerid) ? -1 : kAppTimer;
     // An overrun means the timer expired more often than it was delivered (CPUTIME only
     // advances on the kernel tick): credit the time it stands for, not one period.
     double periods = 1.0 + (si->si_overrun > 0 ? si->si_overrun : 0);

@@ -20,6 +20,9 @@ void sourcesStopThread(ThreadState& ts);    // MT: may be called from another th
 constexpr int kAppTimer = -2;
 int sourcesIdentify(ThreadState& ts, const siginfo_t* si, double& value);
 void sourcesRearm(ThreadState& ts, int event);
+// Whether a timer id is one of the timers the runtime made lately (the last 256): a signal of
+// one deleted since is ours, never the application's.
+bool sourcesRecentTimer(int id);
 // The members of event `leader`'s counter group (hpcrun -e LEADER,MEMBER...): each one's
 // count since its last read into values[member] (the others' left alone); false where the
 // leader has none. Async-signal-safe: a read of each member.

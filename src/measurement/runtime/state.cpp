@@ -19,7 +19,17 @@ std::atomic<ThreadState*> gHead{nullptr};
 std::atomic<uint32_t> gNextIndex{1};
 }  // namespace
 
-ThreadState* currentThread() { return tlsState; }
+ThreadState* currentThread() {
+  ThreadState* ts = tlsState;
+  if (ts) {
+    ThreadState* next = ts->successor.load(std::memory_order_acquire);
+    if (__builtin_expect(next != nullptr, 0)) {
+      while (ThreadState* later = next->successor.load(std::memory_order_acquire)) next = later;
+      tlsState = ts = next;
+    }
+  }
+  return ts;
+}
 
 // Set by a vfork child in the thread-local storage it shares with its waiting parent thread,
 // cleared by that parent as it resumes (interpose.cpp's vfork).
@@ -29,15 +39,17 @@ void setVforkChild(bool child) { tlsVforkChild = child; }
 ThreadState* registryHead() { return gHead.load(std::memory_order_acquire); }
 void bindThread(ThreadState* ts) { tlsState = ts; }
 
-ThreadState* newThreadState(bool isMain) {
+namespace {
+
+// A new state for thread `tid`, registered; bound to the calling thread where it is that one.
+ThreadState* makeThreadState(bool isMain, int tid, int core, bool bind) {
   auto* ts = static_cast<ThreadState*>(pageAlloc(sizeof(ThreadState)));
   if (!ts) return nullptr;
   new (ts) ThreadState();
   ts->index = isMain ? 0 : gNextIndex.fetch_add(1, std::memory_order_relaxed);
   ts->isMain = isMain;
-  ts->tid = sysGettid();
-  ts->core = sched_getcpu();
-  if (ts->core < 0) ts->core = 0;
+  ts->tid = tid;
+  ts->core = core < 0 ? 0 : core;
   ts->trace = KeptFile{};
   for (unsigned i = 0; i < gConfig.nEvents; ++i) {  // each event's sampling period, in ns
     const EventSpec& ev = gConfig.events[i];
@@ -58,8 +70,16 @@ ThreadState* newThreadState(bool isMain) {
   ThreadState* head = gHead.load(std::memory_order_relaxed);
   do ts->next = head;
   while (!gHead.compare_exchange_weak(head, ts, std::memory_order_release, std::memory_order_relaxed));
-  tlsState = ts;
+  if (bind) tlsState = ts;
   return ts;
+}
+
+}  // namespace
+
+ThreadState* newThreadState(bool isMain) { return makeThreadState(isMain, sysGettid(), sched_getcpu(), true); }
+
+ThreadState* newThreadStateFor(int tid, bool isMain) {
+  return makeThreadState(isMain, tid, tlsState ? tlsState->core : 0, false);
 }
 
 ThreadState* takeParkedThreadState() {

@@ -134,6 +134,9 @@ struct ThreadState {
   void* altStack;       // the signal stack the runtime gave this thread (signals.hpp); nullptr: none
   stack_t appAltStack{};  // the application's, while it has set one in place of ours (ss_size 0: none)
   PyStack* py;          // the thread's Python frames (python.hpp); nullptr: no profile hook
+  // Set where another thread gave this one new state (a failed exec: processResumeAfterFailedExec)
+  // while this state was written and done; currentThread() follows it and binds the new one.
+  std::atomic<ThreadState*> successor;
 };
 
 constexpr size_t kMaxFrames = 32768;
@@ -143,6 +146,9 @@ ThreadState* currentThread();                 // MT: async-signal-safe; nullptr 
 bool inVforkChild();  // this thread is a vfork child running in its parent's memory (interpose.cpp)
 void setVforkChild(bool child);
 ThreadState* newThreadState(bool isMain);     // allocates, registers and binds to this thread
+// The same for another live thread of the process (tid), bound by nothing: the caller sets it
+// as that thread's old state's successor.
+ThreadState* newThreadStateFor(int tid, bool isMain);
 // A parked state (hpcrun -m 1) taken up by this thread and bound to it; nullptr if none.
 ThreadState* takeParkedThreadState();
 ThreadState* registryHead();

@@ -27,6 +27,18 @@ bool quietWaits();
 // done nothing, for any other call.
 using RawSyscall = long (*)(long, ...);
 bool rawWait(RawSyscall real, long number, const long (&args)[6], long& result);
+// The numbers rawWait looks at: every other system call goes straight on, without entering
+// its frame (the runtime's own raw calls run on the application's small signal stacks too).
+inline bool isRawWait(long number) {
+  switch (number) {
+  case SYS_io_getevents: case SYS_io_pgetevents: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_poll:
+  case SYS_ppoll: case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_epoll_pwait2: case SYS_select:
+  case SYS_pselect6: case SYS_pause:
+    return true;
+  default:
+    return false;
+  }
+}
 
 // Whether fd is a socket the application gave a receive or send timeout (SO_RCVTIMEO,
 // SO_SNDTIMEO): Linux then ends its blocking calls, read and write included, with EINTR

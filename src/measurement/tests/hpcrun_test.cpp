@@ -952,11 +952,16 @@ TEST(Processes, WorkAfterAFailedExecIsMeasured) {
   EXPECT_EQ(finalizedAtExec, 2);
   EXPECT_EQ(resumed, 2);
   Analysis a = analyze(meas);
-  EXPECT_EQ(a.profiles, 4);  // main in each generation, the thread in the last
-  EXPECT_EQ(a.traces, 4);
+  // main and the thread alive across the execs in each generation, the thread after them in
+  // the last.
+  EXPECT_EQ(a.profiles, 7);
+  EXPECT_EQ(a.traces, 7);
   EXPECT_GT(a.byLeaf["work_before"], 0.02);
   EXPECT_GT(a.byLeaf["work_after"], 0.02);
   EXPECT_GT(a.byLeaf["thread_work"], 0.02);
+  // The thread started before the execs works after them: measured (before, its state was
+  // written at the first exec and never taken up again).
+  EXPECT_GT(a.byLeaf["across_after"], 0.02);
   EXPECT_GT(a.others, 0.02);  // thread_work on a thread of its own
   ASSERT_GT(a.total, 0);
   EXPECT_GE(a.complete / a.total, 0.99);
