@@ -62,7 +62,7 @@ TEST(DefaultDatabase, NamedAsTheReferenceNamesIt) {
   fs::path tmp = fs::temp_directory_path() / ("hpc-default-db-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   for (const char* d : {"hpctoolkit-my-app-measurements", "hpctoolkit-my-app-measurements-1234", "runs",
-                        "hpctoolkit-x-measurements-12a"})
+                        "hpctoolkit-x-measurements-12a", "hpctoolkit-my-app-measurements-77.pbs01"})
     fs::create_directories(tmp / d);
   const fs::path profile = "my-app-000000-001-7f000101-4242-0.hpcrun";
   EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements"}, profile),
@@ -71,6 +71,9 @@ TEST(DefaultDatabase, NamedAsTheReferenceNamesIt) {
             tmp / "hpctoolkit-my-app-database");
   EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements-1234"}, profile),
             tmp / "hpctoolkit-my-app-database-1234");
+  // A PBS job id (hpcrun appends the batch system's, as the reference's does).
+  EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-my-app-measurements-77.pbs01"}, profile),
+            tmp / "hpctoolkit-my-app-database-77.pbs01");
   EXPECT_EQ(defaultDatabase({tmp / "hpctoolkit-x-measurements-12a"}, profile),
             tmp / "hpctoolkit-x-measurements-12a-database");
   EXPECT_EQ(defaultDatabase({tmp / "runs"}, profile), tmp / "runs-database");

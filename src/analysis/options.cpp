@@ -178,8 +178,15 @@ fs::path defaultDatabase(const std::vector<fs::path>& measurements, const fs::pa
     const std::string head = "hpctoolkit-", tail = "-measurements";
     const size_t at = name.rfind(tail);
     const std::string after = at == std::string::npos ? std::string() : name.substr(at + tail.size());
-    const bool numbered = after.empty() || (after.size() > 1 && after[0] == '-' &&
-                                            after.find_first_not_of("0123456789", 1) == std::string::npos);
+    // A job id as hpcrun appends it: digits, and after a dot anything a PBS server's name
+    // holds (1234, 1234.pbs01); not "12a".
+    const size_t digitsEnd = after.find_first_not_of("0123456789", 1);
+    const bool numbered =
+        after.empty() || (after.size() > 1 && after[0] == '-' && digitsEnd != 1 &&
+                          (digitsEnd == std::string::npos ||
+                           (after[digitsEnd] == '.' && digitsEnd + 1 < after.size() &&
+                            after.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._-",
+                                                    digitsEnd) == std::string::npos)));
     if (name.rfind(head, 0) == 0 && at != std::string::npos && at >= head.size() && numbered)
       name = name.substr(0, at) + "-database" + after;
     else

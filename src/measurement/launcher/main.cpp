@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -59,7 +60,8 @@ void usage(FILE* to) {
       "                       in place of the interpreter's, with the C code they call below\n"
       "                       them (CPython 3.9 or later; its profile hook costs each\n"
       "                       Python call: up to 3x on code that only calls)\n"
-      "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements)\n"
+      "  -o, --output DIR     measurement directory (default hpctoolkit-COMMAND-measurements,\n"
+      "                       with -JOBID in a batch job: SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, ...)\n"
       "  -f, -fp, --process-fraction FRAC  measure each process with probability FRAC (0.1\n"
       "                       or 1/10); the others are sampled alike, to be slowed alike, and\n"
       "                       write nothing\n"
@@ -236,6 +238,22 @@ std::string sanitizerRuntime(const std::string& file) {
   }
   std::fclose(f);
   return found;
+}
+
+// The batch system's id of the job this run is part of (SLURM, PBS/Torque, LSF, Cobalt, Flux,
+// Grid Engine, LoadLeveler), as the reference's hpcrun names its default directory with it;
+// characters other than letters, digits, '.', '_' and '-' become '_'. Empty outside a job.
+std::string jobId() {
+  for (const char* var : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "COBALT_JOBID", "FLUX_JOB_ID", "JOB_ID",
+                          "LOAD_STEP_ID"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    std::string id(v);
+    for (char& c : id)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    return id;
+  }
+  return "";
 }
 
 // "0.1" or "1/10"; NaN where it is neither.
@@ -422,7 +440,8 @@ int main(int argc, char** argv) {
                    "hpcrun: warning: '%s' cannot be measured: %s, so libhpcrun.so cannot be loaded into "
                    "it; only the dynamically linked programs it starts are measured\n",
                    app.c_str(), why.c_str());
-  if (out.empty()) out = "hpctoolkit-" + baseName(app) + "-measurements";
+  const std::string job = jobId();
+  if (out.empty()) out = "hpctoolkit-" + baseName(app) + "-measurements" + (job.empty() ? "" : "-" + job);
   if (!makeDirs(out)) fail("cannot create measurement directory '" + out + "': " + std::strerror(errno));
   char real[PATH_MAX];
   if (!realpath(out.c_str(), real)) fail("cannot resolve '" + out + "'");
@@ -460,6 +479,8 @@ int main(int argc, char** argv) {
   flag("HPCRUN_DELAY_SAMPLING", delay);
   flag("HPCRUN_NO_UNWIND", noUnwind);
   flag("HPCRUN_RETAIN_RECURSION", retainRecursion);
+  if (!job.empty()) setenv("HPCRUN_JOB_ID", job.c_str(), 1);  // each profile's job-id
+  else unsetenv("HPCRUN_JOB_ID");
   flag("HPCRUN_DEBUG_WAIT", debugWait);
   flag("HPCRUN_MERGE_THREADS", merge);
   if (!fraction.empty()) {

@@ -101,7 +101,7 @@ bool encodeCctProfile(int fd, const ProfileSpec& spec) {
   const char* path = getenv("PATH");
   enc::NvPair pairs[] = {
       {"program-name", gConfig.appName}, {"program-path", gConfig.appPath}, {"env-path", path ? path : ""},
-      {"job-id", ""}, {"mpi-rank", rank}, {"thread-id", tid}, {"host-id", host}, {"process-id", pid},
+      {"job-id", gConfig.jobId}, {"mpi-rank", rank}, {"thread-id", tid}, {"host-id", host}, {"process-id", pid},
       {"trace-min-time", tmin}, {"trace-max-time", tmax}, {"trace-disorder", spec.disorder ? "1" : "0"}};
   e.header(pairs, spec.traced ? 11 : 8);
 

@@ -94,6 +94,8 @@ void parseConfig() {
   if (const char* d = getenv("HPCRUN_DELAY_SAMPLING"); d && d[0] == '1') gAppSampling.store(false);
   if (const char* nu = getenv("HPCRUN_NO_UNWIND"); nu && nu[0] == '1') gConfig.noUnwind = true;
   if (const char* r = getenv("HPCRUN_RETAIN_RECURSION"); r && r[0] == '1') gConfig.retainRecursion = true;
+  if (const char* j = getenv("HPCRUN_JOB_ID"))
+    for (size_t k = 0; j[k] && k + 1 < sizeof gConfig.jobId; ++k) gConfig.jobId[k] = j[k];
   if (const char* m = getenv("HPCRUN_MERGE_THREADS"); m && m[0] == '1') gConfig.mergeThreads = true;
   if (const char* uc = getenv("HPCRUN_UNWIND_CACHE"))
     gConfig.unwindCache = uc[0] == '0'   ? UnwindCacheMode::Off

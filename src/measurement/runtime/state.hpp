@@ -33,6 +33,7 @@ struct Config {
   char outDir[kPathMax] = {};
   char appName[256] = {};
   char appPath[kPathMax] = {};
+  char jobId[64] = {};  // the batch job's id (the launcher's HPCRUN_JOB_ID), for each profile's header
   uint32_t hostId = 0;
   uint32_t rank = 0;
   bool ranked = false;  // launched as an MPI rank (a launcher's rank variable set)

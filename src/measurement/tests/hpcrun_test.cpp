@@ -1403,6 +1403,49 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
   fs::remove_all(scratch);
 }
 
+// In a batch job hpcrun names its default directory with the job's id, as the reference's
+// does (hpctoolkit-COMMAND-measurements-JOBID), and writes the id in each profile's header;
+// hpcprof names the database alike. Before, every job's run went into the same directory.
+TEST(Launcher, DefaultDirectoryNamesTheBatchJob) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-job-id";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch / "cwd");
+  const std::string bin = std::string(HPC_BINARY_DIR) + "/bin/";
+  const std::string clean = "env -u SLURM_JOB_ID -u PBS_JOBID -u LSB_JOBID -u COBALT_JOBID -u FLUX_JOB_ID -u JOB_ID "
+                            "-u LOAD_STEP_ID ";
+  for (auto [var, id, named] : {std::tuple{"SLURM_JOB_ID", "4242", "4242"},
+                                std::tuple{"PBS_JOBID", "77.pbs01.example", "77.pbs01.example"},
+                                std::tuple{"LSB_JOBID", "9 9/x", "9_9_x"}}) {
+    Outcome r = run("cd " + (scratch / "cwd").string() + " && " + clean + var + "='" + id + "' " + kBin + " " + kWl +
+                        "short_main-gcc",
+                    scratch / "run");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const fs::path meas = scratch / "cwd" / (std::string("hpctoolkit-short_main-gcc-measurements-") + named);
+    ASSERT_TRUE(fs::is_directory(meas)) << var;
+    size_t profiles = 0;
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpcrun") continue;
+      auto p = hpc::hpcrun::read_profile(e.path());
+      ASSERT_TRUE(p.ok());
+      const std::string* job = p->header_value("job-id");
+      ASSERT_TRUE(job);
+      EXPECT_EQ(*job, named);
+      ++profiles;
+    }
+    EXPECT_EQ(profiles, 1u);
+  }
+  Outcome prof = run("cd " + (scratch / "cwd").string() + " && " + bin + "hpcprof hpctoolkit-short_main-gcc-measurements-4242",
+                     scratch / "prof");
+  ASSERT_EQ(prof.status, 0) << prof.err;
+  EXPECT_TRUE(fs::is_directory(scratch / "cwd" / "hpctoolkit-short_main-gcc-database-4242"));
+  // Outside a job: no id.
+  Outcome r = run("cd " + (scratch / "cwd").string() + " && " + clean + kBin + " " + kWl + "short_main-gcc",
+                  scratch / "run");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_directory(scratch / "cwd" / "hpctoolkit-short_main-gcc-measurements"));
+  fs::remove_all(scratch);
+}
+
 // Rust-like signal stacks of 8 KiB (workload `small_altstack.c`): a sample that came while
 // the application's stack-overflow handler ran on it pushed its signal frame (some 3.5 KiB
 // with AVX-512 state) over the fault's and the handler's, past the stack's end: the process
