@@ -34,7 +34,8 @@ void usage(FILE* to) {
       "                       REALTIME (period in microseconds, default 5000) or a perf\n"
       "                       event, perf::NAME or NAME (period in events, or @fFREQ\n"
       "                       samples/s; default @f300). Default: CPUTIME@5000.\n"
-      "  -e LEADER[@RATE],MEMBER...  a counter group of perf events: LEADER is sampled, and\n"
+      "  -e LEADER[@RATE],MEMBER... or {LEADER,MEMBER...}[@RATE]  a counter group of perf\n"
+      "                       events: LEADER is sampled, and\n"
       "                       at each of its samples every MEMBER's count since the last is\n"
       "                       added where the sample lands (e.g. cycles@f1000,instructions:\n"
       "                       instructions per cycle by calling context)\n"
@@ -281,9 +282,9 @@ std::string validateEvent(const std::string& typed, const std::string& defaultCo
   if (text == "MEMLEAK") return "MEMLEAK::alloc@1;MEMLEAK::free@1";  // both metrics, drawn allocations
   if (text.rfind("MEMLEAK@", 0) == 0) fail("event 'MEMLEAK' takes no period: -mp PROB draws the allocations");
   if (text.rfind("IO@", 0) == 0) fail("event 'IO' takes no period: every I/O call counts");
-  for (const char* missing : {"RETCNT", "PAPI_"})
+  for (const char* missing : {"RETCNT", "PAPI_", "papi::"})
     if (text.rfind(missing, 0) == 0)
-      fail("event '" + typed + "': this hpcrun has no " + (text[0] == 'P' ? std::string("PAPI") : std::string(missing)) +
+      fail("event '" + typed + "': this hpcrun has no " + (text[0] == 'R' ? std::string("RETCNT") : std::string("PAPI")) +
            " source (see hpcrun -L)");
   if (text.rfind("perf::", 0) != 0 && text.rfind("CPUTIME", 0) != 0 && text.rfind("REALTIME", 0) != 0) {
     // A perf event named as the reference's hpcrun takes it, without the prefix (cycles,
@@ -394,15 +395,27 @@ int main(int argc, char** argv) {
   size_t nEvents = 0;
   for (const std::string& e : events) {
     if (e.find(',') != std::string::npos) {
-      // A counter group, as the reference's hpcrun takes it: LEADER[@RATE],MEMBER...: the
-      // leader is sampled; at each of its samples every member's count since the last is
-      // added where the sample lands.
+      // A counter group, as the reference's hpcrun takes it: LEADER[@RATE],MEMBER... or
+      // {LEADER,MEMBER...}[@RATE]: the leader is sampled; at each of its samples every
+      // member's count since the last is added where the sample lands.
+      std::string inner = e, rate;
+      if (!e.empty() && e[0] == '{') {
+        const size_t close = e.find('}');
+        if (close == std::string::npos || (close + 1 < e.size() && e[close + 1] != '@'))
+          fail("event group '" + e + "': expected {EVENT,EVENT...}[@RATE]");
+        inner = e.substr(1, close - 1);
+        rate = e.substr(close + 1);
+      }
       std::vector<std::string> parts;
       for (size_t at = 0;;) {
-        const size_t comma = e.find(',', at);
-        parts.push_back(e.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        const size_t comma = inner.find(',', at);
+        parts.push_back(inner.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
         if (comma == std::string::npos) break;
         at = comma + 1;
+      }
+      if (!rate.empty()) {
+        if (parts[0].find('@') != std::string::npos) fail("event group '" + e + "': two rates for its leader");
+        parts[0] += rate;
       }
       const std::string leader = validateEvent(parts[0], defaultCount);
       if (leader.rfind("perf::", 0) != 0)

@@ -23,6 +23,8 @@
 // hpcrun -d: a debugger attached to the waiting process sets this to 0 to let it go on.
 extern "C" {
 __attribute__((visibility("default"), used)) volatile int hpcrunDebugWait = 1;
+// What the reference's manual tells a debugger to call to let the process go on (hpcrun -d).
+__attribute__((visibility("default"), used, noinline)) void hpcrun_continue() { hpcrunDebugWait = 0; }
 }
 
 namespace hpc::rt {
@@ -109,7 +111,7 @@ void parseConfig() {
   if (const char* d = getenv("HPCRUN_DEBUG_WAIT"); d && d[0] == '1') {
     char buf[96];
     Text t(buf, sizeof buf);
-    t.str("waiting for a debugger: pid ").dec(uint64_t(gConfig.pid)).str(" (set hpcrunDebugWait = 0)");
+    t.str("waiting for a debugger: pid ").dec(uint64_t(gConfig.pid)).str(" (call hpcrun_continue() or set hpcrunDebugWait = 0)");
     complain(t.c_str());
     while (hpcrunDebugWait) sleep(1);
   }

@@ -805,7 +805,8 @@ TEST(Sources, CounterGroupMembersAreReadAtTheLeadersSamples) {
   const double touched = std::stod(bare.out.substr(bare.out.find(": ") + 2));
   ASSERT_EQ(touched, 131072);
   Symbolizer sym;
-  for (const char* group : {"perf::cpu-clock@f1000,perf::page-faults", "cpu-clock@f1000,page-faults"}) {
+  for (const char* group : {"perf::cpu-clock@f1000,perf::page-faults", "cpu-clock@f1000,page-faults",
+                            "'{cpu-clock,page-faults}@f1000'"}) {
     const fs::path meas = scratch / "m";
     fs::remove_all(meas);
     Outcome r = run(kBin + " -e " + group + " -o " + meas.string() + " " + cmd, scratch / "run");
@@ -840,7 +841,9 @@ TEST(Sources, CounterGroupMembersAreReadAtTheLeadersSamples) {
   for (auto [group, why] : {std::pair{"CPUTIME,perf::page-faults", "must be a perf event"},
                             std::pair{"perf::cpu-clock,page-faults@10", "takes no period"},
                             std::pair{"perf::cpu-clock,REALTIME", "is not a perf event"},
-                            std::pair{"perf::cpu-clock,no-such-event", "unknown event"}})
+                            std::pair{"perf::cpu-clock,no-such-event", "unknown event"},
+                            std::pair{"'{cpu-clock@f100,page-faults}@f1000'", "two rates for its leader"},
+                            std::pair{"'{cpu-clock,page-faults'", "expected {EVENT,EVENT...}[@RATE]"}})
     expectRefused(std::string("-e ") + group, why, cmd, scratch);
   fs::remove_all(scratch);
 }
@@ -1398,8 +1401,36 @@ TEST(Launcher, AcceptsTheReferencesOptions) {
                            std::pair{"-f 2", "--process-fraction needs a number from 0 to 1"},
                            std::pair{"-mp x", "--memleak-prob needs a number"},
                            std::pair{"-e MEMLEAK@10", "event 'MEMLEAK' takes no period"},
-                           std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"}})
+                           std::pair{"-e PAPI_TOT_CYC", "this hpcrun has no PAPI source"},
+                           std::pair{"-e papi::CYCLES", "this hpcrun has no PAPI source"}})
     expectRefused(opts, why, cmd, scratch);
+  fs::remove_all(scratch);
+}
+
+// hpcrun -d: each process waits for a debugger, which lets it go on by calling
+// hpcrun_continue(), as the reference's manual says (or by setting hpcrunDebugWait to 0).
+// Skipped without gdb.
+TEST(Launcher, DebugWaitEndsAtHpcrunContinue) {
+  if (std::system("command -v gdb >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gdb";
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-debug-wait";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  const std::string err = (scratch / "err").string(), out = (scratch / "out").string();
+  {
+    std::ofstream sh(scratch / "attach.sh");
+    sh << "(" << kBin << " -d -o " << (scratch / "m").string() << " " << kWl << "short_main-gcc >" << out << " 2>"
+       << err << "; echo status=$? >>" << out << ") &\n"
+       << "for i in $(seq 200); do grep -q 'waiting for a debugger' " << err << " && break; sleep 0.05; done\n"
+       << "pid=$(sed -n 's/.*waiting for a debugger: pid \\([0-9]*\\).*/\\1/p' " << err << " | head -1)\n"
+       << "gdb -q -batch -p \"$pid\" -ex 'call (void)hpcrun_continue()' -ex detach >/dev/null 2>&1\n"
+       // Still waiting 10 s on: killed, so that the test fails rather than hangs.
+       << "for i in $(seq 100); do kill -0 \"$pid\" 2>/dev/null || break; sleep 0.1; done\n"
+       << "kill -9 \"$pid\" 2>/dev/null; wait\n";
+  }
+  Outcome r = run("bash " + (scratch / "attach.sh").string(), scratch / "run");
+  EXPECT_NE(slurp(err).find("call hpcrun_continue()"), std::string::npos) << slurp(err);
+  EXPECT_NE(slurp(out).find("status=0"), std::string::npos) << slurp(out) << r.err;
+  EXPECT_EQ(analyze(scratch / "m").profiles, 1);
   fs::remove_all(scratch);
 }
 
