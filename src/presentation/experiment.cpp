@@ -322,6 +322,11 @@ std::string Experiment::name(uint32_t ctx) const {
   }
 }
 
+double Experiment::profile_value(size_t prof, uint32_t ctx, uint16_t metricId) const {
+  if (metricId == kNoMetric || prof >= profiles_.size()) return 0;
+  return prof_->value(uint32_t(prof), ctx, metricId);
+}
+
 double Experiment::summary(uint32_t ctx, uint16_t statId) const {
   if (statId == kNoMetric) return 0;
   return prof_->value(0, ctx, statId);

@@ -86,6 +86,9 @@ public:
 
   // Summary-profile value of a context for a statistic id, 0 when absent.
   double summary(uint32_t ctx, uint16_t statId) const;
+  // Value of a context in one profile's row of profile.db (a propagated metric id, incProp
+  // or excProp), 0 when absent.
+  double profile_value(size_t prof, uint32_t ctx, uint16_t metricId) const;
   double inclusive(uint32_t ctx, const MetricView& m) const { return summary(ctx, m.inc.sum); }
   double exclusive(uint32_t ctx, const MetricView& m) const { return summary(ctx, m.exc.sum); }
   StatValues stats(uint32_t ctx, const MetricView::Stats& s) const;

@@ -233,23 +233,94 @@ Reply Api::info() {
   return json_reply(j);
 }
 
+namespace {
+
+// `profiles`: profile.db rows (1 and up; the summary is 0), as "1,3,5-8"; empty when absent.
+Expected<std::vector<uint32_t>> profile_list(const Experiment& e, const Params& q) {
+  std::vector<uint32_t> out;
+  const std::string s = text(q, "profiles", "");
+  const size_t n = e.profiles().size();
+  for (size_t at = 0; at < s.size();) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(at, end - at);
+    const size_t dash = item.find('-');
+    uint64_t lo = 0, hi = 0;
+    auto parse = [](const std::string& t, uint64_t& v) {
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return ec == std::errc() && p == t.data() + t.size() && !t.empty();
+    };
+    if (!(dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
+                                    : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi)) ||
+        lo < 1 || hi < lo || hi >= n)
+      return Status::error("parameter 'profiles': '" + item.substr(0, 40) + "' is not a profile or range of 1 to " +
+                           std::to_string(n - 1));
+    if (out.size() + (hi - lo + 1) > 100000) return Status::error("parameter 'profiles': more than 100,000 profiles");
+    for (uint64_t p = lo; p <= hi; ++p) out.push_back(uint32_t(p));
+    at = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A context's value summed over some profiles (a propagated metric id).
+double over_profiles(const Experiment& e, const std::vector<uint32_t>& profiles, uint32_t ctx, uint16_t id) {
+  double v = 0;
+  for (uint32_t p : profiles) v += e.profile_value(p, ctx, id);
+  return v;
+}
+
+}  // namespace
+
 Reply Api::children(const Params& q) {
   auto ctx = number(q, "ctx", 0, UINT32_MAX);
   auto ms = metric_list(e_, q);
   auto top = number(q, "top", kMaxRows, kMaxRows);
+  auto profs = profile_list(e_, q);
   if (!ctx.ok()) return error(400, ctx.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
+  if (!profs.ok()) return error(400, profs.status().message());
   if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
   const MetricView* sortBy = ms->empty() ? nullptr : &e_.metrics()[ms->front()];
-  auto kids = std::make_shared<std::vector<uint32_t>>(sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy)
-                                                             : e_.children(uint32_t(*ctx)));
-  json head{{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)}, {"total", kids->size()}};
+  auto kids = std::make_shared<std::vector<uint32_t>>();
+  auto selected = std::make_shared<std::vector<uint32_t>>(std::move(*profs));
+  json head{{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)}};
+  if (selected->empty()) {
+    *kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.children(uint32_t(*ctx));
+  } else {
+    // The thread view: values of the chosen profiles alone, summed (hpcviewer's), and their
+    // totals for the percentages.
+    std::vector<std::pair<double, uint32_t>> v;
+    for (uint32_t k : e_.children(uint32_t(*ctx)))
+      v.push_back({sortBy ? over_profiles(e_, *selected, k, sortBy->incProp) : 0.0, k});
+    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (auto& [_, k] : v) kids->push_back(k);
+    json totals = json::array();
+    for (size_t m : *ms) {
+      double t = over_profiles(e_, *selected, 0, e_.metrics()[m].incProp);
+      if (t == 0)
+        for (uint32_t k : e_.children(0)) t += over_profiles(e_, *selected, k, e_.metrics()[m].incProp);
+      totals.push_back(t);
+    }
+    head["profiles"] = *selected;
+    head["totals"] = totals;
+  }
+  head["total"] = kids->size();
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
-                      [&e = e_, kids, ms = *ms](size_t i) {
+                      [&e = e_, kids, ms = *ms, selected](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
-                        for (size_t m : ms) inc.push_back(e.inclusive(k, e.metrics()[m])), exc.push_back(e.exclusive(k, e.metrics()[m]));
+                        for (size_t m : ms) {
+                          const MetricView& mv = e.metrics()[m];
+                          if (selected->empty()) {
+                            inc.push_back(e.inclusive(k, mv)), exc.push_back(e.exclusive(k, mv));
+                          } else {
+                            inc.push_back(over_profiles(e, *selected, k, mv.incProp));
+                            exc.push_back(over_profiles(e, *selected, k, mv.excProp));
+                          }
+                        }
                         auto [file, line] = e.source_of(k);
                         json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", e.has_children(k)}, {"inc", inc}, {"exc", exc}};
                         if (file != db::kNone) r["file"] = file, r["line"] = line;

@@ -170,6 +170,19 @@ profs = s.ok("profiles")["profiles"]
 check(len(profs) == 5 and "THREAD" in profs[1]["label"], f"profiles {profs[:2]}")
 pv = s.ok("profile-values", ctx=0, metric=0)
 check(len(pv["values"]) == 4 and near(sum(v for _, v in pv["values"]), 3.973308), f"profile-values {pv}")
+# The thread view: children with the values of chosen profiles alone, summed, and their
+# totals; all four give the summary's values; a bad list is refused.
+byProfile = dict(pv["values"])
+for chosen in ([1], [2, 3], [1, 2, 3, 4]):
+    j = s.ok("children", ctx=0, profiles=",".join(map(str, chosen)))
+    want = sum(byProfile.get(p, 0.0) for p in chosen)
+    check(j["profiles"] == chosen and near(j["totals"][0], want) and near(sum(c["inc"][0] for c in j["children"]), want),
+          f"children of profiles {chosen}: {j}")
+whole = s.ok("children", ctx=0)["children"]
+check([c["inc"] for c in s.ok("children", ctx=0, profiles="1-4")["children"]] == [c["inc"] for c in whole],
+      "children of all profiles differ from the summary's")
+for bad in ("0", "5", "2-1", "x", "1,,2"):
+    s.bad(400, "children", f"profiles={bad}", ctx=0, profiles=bad)
 flat = s.ok("flat", by="function", top=2)["rows"]
 # test_separated_loops_helper is listed twice in meta.db (inlined at two sites): one row,
 # its instances summed, now above func2 (0.96945).

@@ -87,8 +87,16 @@ const table = {
   visible: [],
   selected: null,
   search: '',
+  profiles: null,      // the thread view: profile.db rows whose values alone are shown (top-down)
+  totals: null,        // their totals by metric, for the percentages
 
-  metricTotal(m) { return hpc.info.metrics[m]?.total || 0; },
+  metricTotal(m) {
+    if (this.profiles && this.totals && this.view === 'top-down') return this.totals[m] || 0;
+    return hpc.info.metrics[m]?.total || 0;
+  },
+  childParams(ctx) {
+    return this.profiles ? { ctx, profiles: this.profiles.join(',') } : { ctx };
+  },
   value(node, col, exc) {
     const vals = exc ? node.exc : node.inc;
     if (col.derived) { const r = col.derived.f(vals); return Number.isFinite(r) ? r : NaN; }
@@ -149,8 +157,9 @@ const table = {
     hpc.status('loading…');
     let rows;
     if (this.view === 'top-down') {
-      const j = await hpc.api('children', { ctx: 0 });
+      const j = await hpc.api('children', this.childParams(0));
       rows = j.children;
+      this.totals = j.totals || null;
     } else if (this.view === 'bottom-up') {
       rows = (await hpc.api('bottom-up', { top: 5000 })).rows;
     } else {
@@ -167,7 +176,7 @@ const table = {
     if (!node.hasChildren) return;
     if (!node.children) {
       const rows = this.view === 'top-down'
-        ? (await hpc.api('children', { ctx: node.ctx })).children
+        ? (await hpc.api('children', this.childParams(node.ctx))).children
         : (await hpc.api('bottom-up', { path: node.path, top: 5000 })).rows;
       node.children = this.makeNodes(rows, node.depth + 1, node);
       this.sortKids(node.children);
@@ -283,6 +292,79 @@ const table = {
 };
 
 function showError(e) { hpc.status(String(e.message || e), true); }
+
+// ---- The thread view (hpcviewer's): the top-down tree with the values of chosen execution
+// contexts alone, summed; and the rows shown saved as CSV.
+const threads = {
+  list: null,  // [{index, label}] of the measured profiles
+  async open() {
+    if (!this.list) this.list = (await hpc.api('profiles')).profiles.filter((p) => !p.summary);
+    const chosen = new Set(table.profiles || this.list.map((p) => p.index));
+    const box = $('threads-list');
+    box.textContent = '';
+    for (const p of this.list) {
+      const l = document.createElement('label');
+      const c = document.createElement('input');
+      c.type = 'checkbox';
+      c.value = p.index;
+      c.checked = chosen.has(p.index);
+      l.append(c, document.createTextNode(` ${p.label || 'profile ' + p.index}`));
+      box.append(l);
+    }
+    $('threads-filter').value = '';
+    $('threads-dialog').hidden = false;
+    $('threads-filter').focus();
+  },
+  filter(text) {
+    const t = text.trim().toLowerCase();
+    for (const l of $('threads-list').children) l.hidden = t !== '' && !l.textContent.toLowerCase().includes(t);
+  },
+  mark(on) {
+    for (const l of $('threads-list').children) if (!l.hidden) l.firstChild.checked = on;
+  },
+  async apply() {
+    const picked = [...$('threads-list').querySelectorAll('input:checked')].map((c) => Number(c.value));
+    $('threads-dialog').hidden = true;
+    this.set(picked.length && picked.length < this.list.length ? picked : null);
+    if (table.view !== 'top-down') $('view-top-down').click();  // loads the tree
+    else await table.load();
+  },
+  set(profiles) {
+    table.profiles = profiles;
+    table.totals = null;
+    const b = $('threads-badge');
+    b.hidden = !profiles;
+    b.textContent = profiles ? `thread view: ${profiles.length} of ${this.list.length}` : '';
+    if (profiles) {
+      const x = document.createElement('span');
+      x.className = 'x'; x.textContent = '×'; x.title = 'all execution contexts again';
+      x.onclick = () => { this.set(null); table.load().catch(showError); };
+      b.append(x);
+    }
+  },
+};
+
+function saveCsv() {
+  const q = (v) => (/[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+  const head = ['depth', 'name'];
+  for (const c of table.columns) head.push(`${c.label} (I)`, `${c.label} (E)`);
+  const lines = [head.map(q).join(',')];
+  for (const n of table.visible) {
+    const row = [String(n.depth), q(n.name)];
+    for (const c of table.columns) for (const exc of [false, true]) {
+      const v = table.value(n, c, exc);
+      row.push(v === undefined || Number.isNaN(v) ? '' : String(v));
+    }
+    lines.push(row.join(','));
+  }
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([lines.join('\n') + '\n'], { type: 'text/csv' }));
+  a.download = `${hpc.info.title || 'hpcviewer'}-${table.view}.csv`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
 
 // ---- Side pane: the context's path, its values across profiles, its source.
 async function details(n) {
@@ -405,12 +487,20 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const b of document.querySelectorAll('.views button')) b.onclick = () => {
     for (const x of document.querySelectorAll('.views button')) x.classList.toggle('active', x === b);
     table.view = b.dataset.view;
+    if (table.view !== 'top-down' && table.profiles) threads.set(null);  // the thread view is a top-down tree
     table.sortExc = table.view !== 'top-down';  // bottom-up and flat rank by self cost
     $('flat-by').hidden = table.view !== 'flat';
     $('hot-path').disabled = table.view === 'flat';
     table.load().catch(showError);
   };
   $('flat-by').onchange = () => table.load().catch(showError);
+  $('threads').onclick = () => threads.open().catch(showError);
+  $('threads-filter').addEventListener('input', (ev) => threads.filter(ev.target.value));
+  $('threads-all').onclick = () => threads.mark(true);
+  $('threads-none').onclick = () => threads.mark(false);
+  $('threads-ok').onclick = () => threads.apply().catch(showError);
+  $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
+  $('csv').onclick = saveCsv;
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);
   $('table-body').addEventListener('scroll', () => table.render());
   $('table-body').addEventListener('keydown', (ev) => table.key(ev));

@@ -1,6 +1,7 @@
 // hpcviewer in real headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core): profile view, hot path to the known hot function and its value,
-// bottom-up, flat, a derived metric, the trace view and the call stack under the cursor.
+// bottom-up, flat, a derived metric, the thread view, CSV, the trace view and the call stack
+// under the cursor.
 // With BIN_DIR and DEMO, also a database from our own pipeline (hpcrun -t on the demo
 // program, then hpcprof). Any console error or page error fails the test. Screenshots go
 // to OUT.
@@ -52,7 +53,10 @@ async function openViewer(name) {
     if (m.type() === 'error' && !/\/api\/source\?/.test(m.location().url)) errors.push(`${m.text()} (${m.location().url})`);
   });
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('request', (r) => { if (!r.url().startsWith(srv.url.split('/?')[0])) errors.push(`external request ${r.url()}`); });
+  page.on('request', (r) => {
+    // blob: URLs are the page's own (the CSV it saves).
+    if (!r.url().startsWith(srv.url.split('/?')[0]) && !r.url().startsWith('blob:')) errors.push(`external request ${r.url()}`);
+  });
   await page.goto(srv.url);
   await page.waitForSelector('#table-body .row');
   return { srv, page, errors };
@@ -171,6 +175,35 @@ async function step(page, label, fn) {
     // test_separated_loops_helper, inlined at two sites (two entries in meta.db), is one row.
     check(rows[1].startsWith('test_separated_loops_helper 0.992777'), `loops flat second row: ${rows[1]}`);
     check(rows[2].startsWith('func2 0.96945'), `loops flat third row: ${rows[2]}`);
+  });
+  // The thread view: profile 1's values alone (application thread 0.992704 of its 0.992704),
+  // then back to all four.
+  await step(page, 'loops-2b-thread-view', async () => {
+    await page.click('#threads');
+    await page.waitForSelector('#threads-list label');
+    const labels = await page.$$eval('#threads-list label', (ls) => ls.map((l) => l.textContent.trim()));
+    check(labels.length === 4, `execution contexts listed: ${labels}`);
+    await page.fill('#threads-filter', labels[1]);
+    const shown = await page.$$eval('#threads-list label', (ls) => ls.filter((l) => !l.hidden).length);
+    check(shown === 1, `the filter '${labels[1]}' shows ${shown} contexts`);
+    await page.fill('#threads-filter', '');
+    await page.click('#threads-none');
+    await page.check('#threads-list input[value="1"]');
+    await page.click('#threads-ok');
+    await page.waitForFunction(() => !document.querySelector('#threads-badge').hidden);
+    check((await page.textContent('#threads-badge')).startsWith('thread view: 1 of 4'), 'thread view badge');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('0.992704'));
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /application thread 0\.992704 100\.0%/.test(r)), `thread view rows: ${rows.join(' | ')}`);
+  });
+  await step(page, 'loops-2c-csv', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv')]);
+    const text = readFileSync(await download.path(), 'utf8').split('\n');
+    check(text[0] === 'depth,name,CPUTIME (sec) (I),CPUTIME (sec) (E)', `CSV header: ${text[0]}`);
+    check(text.some((l) => l.startsWith('0,application thread,0.99270')), `CSV rows: ${text.slice(0, 3).join(' | ')}`);
+    await page.click('#threads-badge .x');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('2.97914'));
+    check(await page.$eval('#threads-badge', (b) => b.hidden), 'thread view cleared');
   });
   await step(page, 'loops-3-trace', async () => {
     await page.click('#tab-trace');
