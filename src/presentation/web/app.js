@@ -87,6 +87,8 @@ const table = {
   visible: [],
   selected: null,
   search: '',
+  zoom: [],            // zoomed in: the {roots, baseDepth} to go back to, innermost last
+  baseDepth: 0,        // the depth of the rows shown outermost (zoomed in: the zoomed row's)
   profiles: null,      // the thread view: profile.db rows whose values alone are shown (top-down)
   totals: null,        // their totals by metric, for the percentages
 
@@ -152,8 +154,33 @@ const table = {
       key: this.view === 'top-down' ? 'c' + r.ctx : this.view === 'bottom-up' ? r.path : 'k' + r.key }));
   },
 
+  // hpcviewer's zoom: the selected row and what lies below it alone, and back.
+  zoomIn() {
+    const n = this.selected;
+    if (!n || (this.roots.length === 1 && this.roots[0] === n)) return;
+    this.zoom.push({ roots: this.roots, baseDepth: this.baseDepth });
+    this.roots = [n];
+    this.baseDepth = n.depth;
+    $('zoom-out').disabled = false;
+    this.refresh();
+    this.select(n, true);
+  },
+  zoomOut() {
+    const z = this.zoom.pop();
+    if (!z) return;
+    this.roots = z.roots;
+    this.baseDepth = z.baseDepth;
+    $('zoom-out').disabled = this.zoom.length === 0;
+    this.sortKids(this.roots);
+    this.refresh();
+    if (this.selected) this.select(this.selected, true);
+  },
+
   async load() {
     this.selected = null;
+    this.zoom = [];
+    this.baseDepth = 0;
+    $('zoom-out').disabled = true;
     hpc.status('loading…');
     let rows;
     if (this.view === 'top-down') {
@@ -237,7 +264,7 @@ const table = {
     r.setAttribute('role', 'treeitem');
     const name = document.createElement('div');
     name.className = 'name';
-    name.style.paddingLeft = `${4 + 14 * n.depth}px`;
+    name.style.paddingLeft = `${4 + 14 * (n.depth - this.baseDepth)}px`;
     const tw = document.createElement('span');
     tw.className = 'twist';
     tw.textContent = n.hasChildren ? (n.expanded ? '▾' : '▸') : '';
@@ -282,7 +309,10 @@ const table = {
       case 'ArrowDown': i = Math.min(this.visible.length - 1, i + 1); break;
       case 'ArrowUp': i = Math.max(0, i - 1); break;
       case 'ArrowRight': if (n && !n.expanded) this.expand(n).catch(showError); return ev.preventDefault();
-      case 'ArrowLeft': if (n && n.expanded) this.collapse(n); else if (n?.parent) this.select(n.parent, true); return ev.preventDefault();
+      case 'ArrowLeft':
+        if (n && n.expanded) this.collapse(n);
+        else if (n?.parent && this.visible.includes(n.parent)) this.select(n.parent, true);
+        return ev.preventDefault();
       case 'Enter': if (n) this.toggle(n).catch(showError); return ev.preventDefault();
       default: return;
     }
@@ -501,6 +531,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('threads-ok').onclick = () => threads.apply().catch(showError);
   $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
   $('csv').onclick = saveCsv;
+  $('zoom-in').onclick = () => table.zoomIn();
+  $('zoom-out').onclick = () => table.zoomOut();
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);
   $('table-body').addEventListener('scroll', () => table.render());
   $('table-body').addEventListener('keydown', (ev) => table.key(ev));

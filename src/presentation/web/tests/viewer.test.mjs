@@ -168,6 +168,15 @@ async function step(page, label, fn) {
     check(rows.some((r) => /main\._omp_fn\.0 2\.97914 75\.0%/.test(r)), `loops hot path: ${rows.join(' | ')}`);
     await page.waitForFunction(() => document.querySelector('#plot-stats').textContent.includes('mean'));
   });
+  await step(page, 'loops-1b-zoom', async () => {
+    const sel = await page.$eval('#table-body .row.selected', (r) => r.innerText.replace(/\s+/g, ' ').trim());
+    await page.click('#zoom-in');
+    let rows = await rowTexts(page);
+    check(rows[0] === sel && !rows.some((r) => r.includes('main thread')), `zoomed in on ${sel}: ${rows.join(' | ')}`);
+    await page.click('#zoom-out');
+    rows = await rowTexts(page);
+    check(rows.some((r) => r.includes('main thread')) && rows.some((r) => r.includes(sel)), `zoomed out: ${rows.join(' | ')}`);
+  });
   await step(page, 'loops-2-flat', async () => {
     await page.click('#view-flat');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
