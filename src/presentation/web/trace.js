@@ -3,14 +3,18 @@
 // /api/trace?encoding=binary at the canvas's pixel width, several in flight, and each band
 // is painted as it arrives (pixels written into ImageData: work proportional to pixels).
 // Hovering asks /api/trace-sample for the call stack; the "GPU idle blame" tab asks
-// /api/trace-blame for the CPU functions running while every GPU stream is idle.
+// /api/trace-blame for the CPU functions running while every GPU stream is idle. Time and
+// trace lines zoom and pan apart (hpcviewer's horizontal and vertical zoom), and every view
+// change can be undone and redone.
 'use strict';
 
 window.traceView = (() => {
   const cv = () => document.getElementById('trace-canvas');
   const $t = (id) => document.getElementById(id);
   const st = { t0: 0, t1: 0, min: 0, max: 0, lines: 0, rows: [], nrows: 0, width: 0, names: {}, loaded: false,
-    seq: 0, hoverSeq: 0, blameSeq: 0, side: 'stats', share: new Map(), painted: 0 };
+    seq: 0, hoverSeq: 0, blameSeq: 0, side: 'stats', share: new Map(), painted: 0,
+    l0: 0, l1: 0,           // the trace lines shown, [l0, l1) (zoomed in the process dimension)
+    undo: [], redo: [] };   // earlier and undone views: {t0, t1, l0, l1}
   const BAND = 128, IN_FLIGHT = 4;
 
   function hue(k) { return (k * 137.508) % 360; }  // golden-angle hues: neighbours differ
@@ -120,8 +124,11 @@ window.traceView = (() => {
       tr.insertCell().textContent = `${(100 * n / total).toFixed(1)}%`;
     }
     const secs = (Number(st.t1 - st.t0) / 1e9).toPrecision(4);
+    const part = st.l1 - st.l0 < st.lines ? ` (lines ${st.l0 + 1}-${st.l1})` : '';
     $t('trace-range').textContent =
-      `${st.nrows} of ${st.lines} lines · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
+      `${st.nrows} of ${st.lines} lines${part} · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
+    $t('trace-undo').disabled = st.undo.length === 0;
+    $t('trace-redo').disabled = st.redo.length === 0;
     cv().dataset.painted = String(st.seq);
     hpc.status('');
   }
@@ -135,7 +142,8 @@ window.traceView = (() => {
     g.fillStyle = '#fff';
     g.fillRect(0, 0, c.width, c.height);
     const seq = ++st.seq;
-    st.nrows = Math.min(st.lines, c.height, 4096), st.width = c.width;
+    const shown = st.l1 - st.l0;
+    st.nrows = Math.min(shown, c.height, 4096), st.width = c.width;
     st.rows = new Array(st.nrows), st.share = new Map(), st.painted = 0;
     hpc.status('trace…');
     const q = { t0: st.t0.toString(), t1: st.t1.toString(), width: c.width,
@@ -144,7 +152,7 @@ window.traceView = (() => {
     const bands = [];
     for (let r0 = 0; r0 < st.nrows; r0 += BAND) {
       const r1 = Math.min(st.nrows, r0 + BAND);
-      bands.push([r0, r1, Math.floor(r0 * st.lines / st.nrows), Math.floor(r1 * st.lines / st.nrows)]);
+      bands.push([r0, r1, st.l0 + Math.floor(r0 * shown / st.nrows), st.l0 + Math.floor(r1 * shown / st.nrows)]);
     }
     let next = 0;
     const worker = async () => {
@@ -186,7 +194,40 @@ window.traceView = (() => {
     if (which === 'blame') fetchBlame().catch(showError);
   }
 
+  // Every change of view is kept for Undo (hpcviewer's undo and redo).
+  function remember() {
+    st.undo.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1 });
+    st.redo = [];
+  }
+  function back(from, to) {
+    const v = from.pop();
+    if (!v) return;
+    to.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1 });
+    st.t0 = v.t0, st.t1 = v.t1, st.l0 = v.l0, st.l1 = v.l1;
+    fetchScreen().catch(showError);
+  }
+  // The process dimension: fewer or more trace lines around `at` (a fraction of the height),
+  // and up or down by a fraction of those shown.
+  function zoomLines(f, at = 0.5) {
+    const n = st.l1 - st.l0, m = Math.max(1, Math.min(st.lines, Math.round(n * f)));
+    if (m === n) return;
+    remember();
+    let l0 = Math.round(st.l0 + (n - m) * at);
+    l0 = Math.max(0, Math.min(st.lines - m, l0));
+    st.l0 = l0, st.l1 = l0 + m;
+    fetchScreen().catch(showError);
+  }
+  function panLines(f) {
+    const n = st.l1 - st.l0, d = Math.max(1, Math.round(n * Math.abs(f))) * Math.sign(f);
+    const l0 = Math.max(0, Math.min(st.lines - n, st.l0 + d));
+    if (l0 === st.l0) return;
+    remember();
+    st.l0 = l0, st.l1 = l0 + n;
+    fetchScreen().catch(showError);
+  }
+
   function zoom(f, at = 0.5) {
+    remember();
     const span = Number(st.t1 - st.t0);
     const ns = Math.max(1000, Math.min(Number(st.max - st.min) + 1, span * f));
     let t0 = st.t0 + big((span - ns) * at);
@@ -196,7 +237,8 @@ window.traceView = (() => {
     st.t0 = t0, st.t1 = t1;
     fetchScreen().catch(showError);
   }
-  function pan(f) {
+  function pan(f, quiet = false) {
+    if (!quiet) remember();
     const d = big(Number(st.t1 - st.t0) * f);
     let t0 = st.t0 + d, t1 = st.t1 + d;
     if (t0 < st.min) t1 += st.min - t0, t0 = st.min;
@@ -245,12 +287,13 @@ window.traceView = (() => {
       st.min = j.minTime, st.max = j.maxTime, st.lines = j.lineCount;
       cv().dataset.minTime = String(st.min), cv().dataset.maxTime = String(st.max);
       st.t0 = st.min, st.t1 = st.max + 1n;
+      st.l0 = 0, st.l1 = st.lines;
       st.loaded = true;
       const c = cv();
       c.addEventListener('mousemove', (ev) => {
         if (drag) {
           const dx = (ev.clientX - drag.x) / c.getBoundingClientRect().width;
-          if (Math.abs(dx) > 0.01) { drag.x = ev.clientX; pan(-dx); }
+          if (Math.abs(dx) > 0.01) { drag.x = ev.clientX; pan(-dx, drag.moved); drag.moved = true; }
           return;
         }
         hover(ev).catch(showError);
@@ -266,7 +309,17 @@ window.traceView = (() => {
       document.getElementById('trace-zoom-out').onclick = () => zoom(2);
       document.getElementById('trace-left').onclick = () => pan(-0.25);
       document.getElementById('trace-right').onclick = () => pan(0.25);
-      document.getElementById('trace-reset').onclick = () => { st.t0 = st.min; st.t1 = st.max + 1n; fetchScreen().catch(showError); };
+      document.getElementById('trace-reset').onclick = () => {
+        remember();
+        st.t0 = st.min; st.t1 = st.max + 1n; st.l0 = 0; st.l1 = st.lines;
+        fetchScreen().catch(showError);
+      };
+      $t('trace-lines-in').onclick = () => zoomLines(0.5);
+      $t('trace-lines-out').onclick = () => zoomLines(2);
+      $t('trace-up').onclick = () => panLines(-0.25);
+      $t('trace-down').onclick = () => panLines(0.25);
+      $t('trace-undo').onclick = () => back(st.undo, st.redo);
+      $t('trace-redo').onclick = () => back(st.redo, st.undo);
       document.getElementById('trace-depth').onchange = () => fetchScreen().catch(showError);
       $t('trace-side-stats').onclick = () => side('stats');
       $t('trace-side-blame').onclick = () => side('blame');
@@ -276,6 +329,12 @@ window.traceView = (() => {
         else if (ev.key === '-') zoom(2);
         else if (ev.key === 'ArrowLeft') pan(-0.25);
         else if (ev.key === 'ArrowRight') pan(0.25);
+        else if (ev.key === 'ArrowUp') { ev.preventDefault(); panLines(-0.25); }
+        else if (ev.key === 'ArrowDown') { ev.preventDefault(); panLines(0.25); }
+        else if (ev.key === 'PageUp') { ev.preventDefault(); zoomLines(0.5); }
+        else if (ev.key === 'PageDown') { ev.preventDefault(); zoomLines(2); }
+        else if (ev.key === 'u') back(st.undo, st.redo);
+        else if (ev.key === 'U') back(st.redo, st.undo);
         else if (ev.key === '0') document.getElementById('trace-reset').click();
       });
       window.addEventListener('resize', () => { if (!document.getElementById('page-trace').hidden) fetchScreen().catch(showError); });

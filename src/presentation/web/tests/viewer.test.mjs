@@ -324,6 +324,23 @@ function denseTrace(src, dst) {
     });
     check(frames >= 2, `the screen's binary reply has several frames: ${frames}`);
   });
+  // The process dimension: half the lines around the middle, one line down, undone twice,
+  // redone once.
+  await step(page, 'dense-2-lines', async () => {
+    const range = (want) => page.waitForFunction((w) => document.querySelector('#trace-range').textContent.startsWith(w), want,
+      { timeout: 10000 });
+    await range('8 of 8 lines ·');
+    await page.click('#trace-lines-in');
+    await range('4 of 8 lines (lines 3-6)');
+    await page.click('#trace-down');
+    await range('4 of 8 lines (lines 4-7)');
+    await page.click('#trace-undo');
+    await range('4 of 8 lines (lines 3-6)');
+    await page.click('#trace-undo');
+    await range('8 of 8 lines ·');
+    await page.click('#trace-redo');
+    await range('4 of 8 lines (lines 3-6)');
+  });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
