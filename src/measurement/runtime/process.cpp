@@ -315,16 +315,21 @@ void processResumeAfterFailedExec(int err) {
   }
   registryReset();  // the old states' links stay: walked again below
   outputResumeAfterExec(err, others);
+  // What a thread's new state takes over from its written one: the Python frames on its
+  // stack and its signal stacks are still there, and so is the function it runs.
+  auto takeOver = [](ThreadState& n, ThreadState& from) {
+    n.py = from.py;
+    n.altStack = from.altStack;
+    n.appAltStack = from.appAltStack;
+    n.startRoutine = from.startRoutine;
+    from.py = nullptr;
+    from.altStack = nullptr;
+    if (gConfig.trace) outputOpenTrace(n);
+  };
   ThreadState* ts = newThreadState(old->isMain);
   if (!ts) return;
   ++ts->suspend;
-  ts->py = old->py;  // the Python frames on this thread's stack are still there
-  ts->altStack = old->altStack;
-  ts->appAltStack = old->appAltStack;
-  ts->startRoutine = old->startRoutine;
-  old->py = nullptr;
-  old->altStack = nullptr;
-  if (gConfig.trace) outputOpenTrace(*ts);
+  takeOver(*ts, *old);
   gFinalized.store(false, std::memory_order_release);
   sourcesStartThread(*ts);
   ts->cpuAtStart = threadCpuNs(ts->tid);
@@ -337,13 +342,7 @@ void processResumeAfterFailedExec(int err) {
     ThreadState* n = newThreadStateFor(t->tid, t->isMain);
     if (!n) break;
     n->core = t->core;
-    n->altStack = t->altStack;
-    n->appAltStack = t->appAltStack;
-    n->startRoutine = t->startRoutine;
-    n->py = t->py;
-    t->py = nullptr;
-    t->altStack = nullptr;
-    if (gConfig.trace) outputOpenTrace(*n);
+    takeOver(*n, *t);
     t->successor.store(n, std::memory_order_release);  // before its sources can signal it
     sourcesStartThread(*n);
     n->cpuAtStart = threadCpuNs(n->tid);

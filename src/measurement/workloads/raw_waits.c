@@ -14,6 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* pselect6's and io_pgetevents' mask argument: the mask and its size. */
+struct kernel_mask {
+  const unsigned long* mask;
+  size_t size;
+};
+
 static void report(const char* what, long rc) {
   static const char* last;
   static long lastRc, times;
@@ -66,18 +72,12 @@ int main(void) {
   }
   for (int i = 0; i < 10; i++) {
     struct timespec t = {0, 20000000};
-    struct {
-      const unsigned long* mask;
-      size_t size;
-    } m = {&none, sizeof none};
+    struct kernel_mask m = {&none, sizeof none};
     report("pselect6", syscall(SYS_pselect6, 0, NULL, NULL, NULL, &t, &m));
   }
   for (int i = 0; i < 10; i++) {
     struct timespec t = {0, 20000000};
-    struct {
-      const unsigned long* mask;
-      size_t size;
-    } m = {&none, sizeof none};
+    struct kernel_mask m = {&none, sizeof none};
     long rc = syscall(SYS_io_pgetevents, ctx, 1, 1, ev, &t, &m);
     report("io_pgetevents", rc < 0 && errno == ENOSYS ? -38 : rc); /* before Linux 4.18 */
   }
