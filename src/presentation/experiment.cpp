@@ -327,8 +327,27 @@ double Experiment::profile_value(size_t prof, uint32_t ctx, uint16_t metricId) c
   return prof_->value(uint32_t(prof), ctx, metricId);
 }
 
+void Experiment::select_profiles(std::vector<uint32_t> profiles) {
+  std::sort(profiles.begin(), profiles.end());
+  profiles.erase(std::unique(profiles.begin(), profiles.end()), profiles.end());
+  selected_ = std::move(profiles);
+  sumToProp_.clear();
+  for (const MetricView& m : metrics_) {
+    if (m.inc.sum != kNoMetric) sumToProp_.push_back({m.inc.sum, m.incProp});
+    if (m.exc.sum != kNoMetric) sumToProp_.push_back({m.exc.sum, m.excProp});
+  }
+  std::sort(sumToProp_.begin(), sumToProp_.end());
+}
+
 double Experiment::summary(uint32_t ctx, uint16_t statId) const {
   if (statId == kNoMetric) return 0;
+  if (!selected_.empty()) {
+    auto it = std::lower_bound(sumToProp_.begin(), sumToProp_.end(), std::pair<uint16_t, uint16_t>{statId, 0});
+    if (it == sumToProp_.end() || it->first != statId) return 0;
+    double v = 0;
+    for (uint32_t p : selected_) v += profile_value(p, ctx, it->second);
+    return v;
+  }
   return prof_->value(0, ctx, statId);
 }
 

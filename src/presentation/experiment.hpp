@@ -6,6 +6,8 @@
 // row. release_pages() drops what requests touched from the process (bounded memory).
 #pragma once
 
+#include <algorithm>
+
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -89,6 +91,14 @@ public:
   // Value of a context in one profile's row of profile.db (a propagated metric id, incProp
   // or excProp), 0 when absent.
   double profile_value(size_t prof, uint32_t ctx, uint16_t metricId) const;
+  // hpcreport --profiles: from here on every view sums these profiles' values (profile.db
+  // rows, 1 and up) instead of reading the summary's; statistics other than sums read 0.
+  // MT: not thread-safe; for a tool that analyses one selection (hpcserver never calls it).
+  void select_profiles(std::vector<uint32_t> profiles);
+  const std::vector<uint32_t>& selected_profiles() const { return selected_; }
+  bool profile_selected(size_t prof) const {
+    return selected_.empty() || std::binary_search(selected_.begin(), selected_.end(), uint32_t(prof));
+  }
   double inclusive(uint32_t ctx, const MetricView& m) const { return summary(ctx, m.inc.sum); }
   double exclusive(uint32_t ctx, const MetricView& m) const { return summary(ctx, m.exc.sum); }
   StatValues stats(uint32_t ctx, const MetricView::Stats& s) const;
@@ -130,6 +140,8 @@ private:
   static uint64_t shared_bytes();
   std::optional<db::LazyProfileDb> prof_;
   std::vector<db::Profile> profiles_;
+  std::vector<uint32_t> selected_;                 // select_profiles(), sorted; empty: the summary
+  std::vector<std::pair<uint16_t, uint16_t>> sumToProp_;  // (sum statistic id, propagated id), sorted
 
   template <typename T> struct Lazy {
     std::once_flag once;

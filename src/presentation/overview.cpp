@@ -272,7 +272,8 @@ Overview overview(const Experiment& e, size_t metric, size_t where) {
     auto add = [&](uint32_t ctx, std::unordered_map<uint32_t, double>& into) {
       auto v = profile_values(e, ctx, m.incProp);
       if (v)
-        for (const auto& pv : *v) into[pv.profIndex] += pv.value;
+        for (const auto& pv : *v)
+          if (e.profile_selected(pv.profIndex)) into[pv.profIndex] += pv.value;
     };
     for (uint32_t c : mpiEntries) add(c, mpi);
     add(0, all);

@@ -217,6 +217,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     }
     os << (rows.empty() ? "]" : "\n ]") << ",\n \"title\": " << str(e.meta().general.title)
        << ",\n \"total\": " << nlohmann::json(total).dump();
+    if (!e.selected_profiles().empty()) os << ",\n \"profiles\": " << nlohmann::json(e.selected_profiles()).dump();
     if (overviewView) {
       os << ",\n \"verdict\": " << str(ov->verdict) << ",\n \"reason\": " << str(ov->reason);
       if (ov->ipc) os << ",\n \"instructions_per_cycle\": " << nlohmann::json(*ov->ipc).dump();
@@ -239,6 +240,11 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   os << "# Database: " << e.dir().string() << " (" << e.meta().general.title << ")\n"
      << "# Metric:   " << m.name << ", total " << num(total) << "\n"
      << "# Profiles: " << (e.profiles().size() - 1) << ", contexts: " << e.num_contexts() << "\n";
+  if (!e.selected_profiles().empty()) {
+    os << "# Selected: " << e.selected_profiles().size() << " of them, their values alone:";
+    for (size_t i = 0; i < e.selected_profiles().size() && i < 8; ++i) os << (i ? ", " : " ") << e.profile_label(e.selected_profiles()[i]);
+    os << (e.selected_profiles().size() > 8 ? ", ...\n" : "\n");
+  }
   if (ov) {
     // Where the time went by kind of work; the places in each with --view overview.
     const double all = ov->total;

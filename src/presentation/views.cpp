@@ -1,5 +1,7 @@
 #include "presentation/views.hpp"
 
+#include <charconv>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,32 @@ std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const M
   std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::vector<uint32_t> out;
   for (auto& [_, k] : v) out.push_back(k);
+  return out;
+}
+
+Expected<std::vector<uint32_t>> parse_profile_list(const std::string& s, size_t n, const std::string& what) {
+  std::vector<uint32_t> out;
+  auto parse = [](const std::string& t, uint64_t& v) {
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc() && p == t.data() + t.size() && !t.empty();
+  };
+  for (size_t at = 0; at < s.size();) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(at, end - at);
+    const size_t dash = item.find('-');
+    uint64_t lo = 0, hi = 0;
+    const bool ok = dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
+                                              : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi);
+    if (!ok || lo < 1 || hi < lo || hi >= n)
+      return Status::error(what + ": '" + item.substr(0, 40) + "' is not a profile or range of 1 to " +
+                           std::to_string(n > 0 ? n - 1 : 0));
+    if (out.size() + (hi - lo + 1) > 100000) return Status::error(what + ": more than 100,000 profiles");
+    for (uint64_t p = lo; p <= hi; ++p) out.push_back(uint32_t(p));
+    at = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -14,6 +14,9 @@ namespace hpc::present {
 // ---- Top-down.
 // Children of `ctx`, hottest first by the metric's inclusive (or exclusive) value.
 std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const MetricView& m, bool byExclusive = false);
+// A list of profile.db rows as "1,3,5-8" (the summary, 0, excluded; at most 100,000), sorted,
+// each once; `what` names the option or parameter in the error.
+Expected<std::vector<uint32_t>> parse_profile_list(const std::string& text, size_t profiles, const std::string& what);
 // From `ctx` down, the chain of children each holding at least `threshold` (0..1) of
 // its parent's inclusive value; `ctx` itself first.
 std::vector<uint32_t> hot_path(const Experiment& e, uint32_t ctx, const MetricView& m, double threshold);

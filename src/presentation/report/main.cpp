@@ -5,6 +5,7 @@
 
 #include "presentation/experiment.hpp"
 #include "presentation/report.hpp"
+#include "presentation/views.hpp"
 
 using namespace hpc::present;
 
@@ -23,8 +24,13 @@ int main(int argc, char** argv) {
   app.add_option("--by", by, "flat view grouping: module, file, function or line")
       ->check(CLI::IsMember({"module", "file", "function", "line"}));
   app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
-  bool list = false;
+  bool list = false, listProfiles = false;
+  std::string profiles;
   app.add_flag("--list-metrics", list, "list the metrics and exit");
+  app.add_option("--profiles", profiles,
+                 "the values of these profiles alone, summed (as hpcviewer's thread view): indices as\n"
+                 "--list-profiles shows them, e.g. 1,3,5-8");
+  app.add_flag("--list-profiles", listProfiles, "list the profiles (index and identity: RANK, THREAD, ...) and exit");
   CLI11_PARSE(app, argc, argv);
 
   auto exp = Experiment::open(dir);
@@ -32,7 +38,19 @@ int main(int argc, char** argv) {
     std::cerr << "hpcreport: " << exp.status().message() << "\n";
     return 1;
   }
-  const Experiment& e = **exp;
+  Experiment& e = **exp;
+  if (listProfiles) {
+    for (size_t i = 1; i < e.profiles().size(); ++i) std::cout << i << "\t" << e.profile_label(i) << "\n";
+    return 0;
+  }
+  if (!profiles.empty()) {
+    auto chosen = parse_profile_list(profiles, e.profiles().size(), "--profiles");
+    if (!chosen.ok()) {
+      std::cerr << "hpcreport: " << chosen.status().message() << "\n";
+      return 2;
+    }
+    e.select_profiles(std::move(*chosen));
+  }
   if (list) {
     for (size_t i = 0; i < e.metrics().size(); ++i) std::cout << i << "\t" << e.metrics()[i].name << "\n";
     return 0;

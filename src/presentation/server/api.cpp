@@ -237,31 +237,7 @@ namespace {
 
 // `profiles`: profile.db rows (1 and up; the summary is 0), as "1,3,5-8"; empty when absent.
 Expected<std::vector<uint32_t>> profile_list(const Experiment& e, const Params& q) {
-  std::vector<uint32_t> out;
-  const std::string s = text(q, "profiles", "");
-  const size_t n = e.profiles().size();
-  for (size_t at = 0; at < s.size();) {
-    size_t end = s.find(',', at);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(at, end - at);
-    const size_t dash = item.find('-');
-    uint64_t lo = 0, hi = 0;
-    auto parse = [](const std::string& t, uint64_t& v) {
-      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      return ec == std::errc() && p == t.data() + t.size() && !t.empty();
-    };
-    if (!(dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
-                                    : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi)) ||
-        lo < 1 || hi < lo || hi >= n)
-      return Status::error("parameter 'profiles': '" + item.substr(0, 40) + "' is not a profile or range of 1 to " +
-                           std::to_string(n - 1));
-    if (out.size() + (hi - lo + 1) > 100000) return Status::error("parameter 'profiles': more than 100,000 profiles");
-    for (uint64_t p = lo; p <= hi; ++p) out.push_back(uint32_t(p));
-    at = end + 1;
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return parse_profile_list(text(q, "profiles", ""), e.profiles().size(), "parameter 'profiles'");
 }
 
 // A context's value summed over some profiles (a propagated metric id).

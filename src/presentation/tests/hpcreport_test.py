@@ -122,6 +122,27 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copy(shared / "conformance" / "dbase" / "small.d" / "meta.db", db / "meta.db")
     r = run(db)
     check(r.returncode != 0 and "profile.db" in r.stderr, f"missing profile.db: {r.stderr}")
+# --profiles: the values of chosen profiles alone, summed (hpcviewer's thread view). Each of
+# loops-cputime-t.d's four threads has its share; all four together are the summary.
+loops = shared / "conformance" / "dbase" / "loops-cputime-t.d"
+r = run(loops, "--list-profiles")
+listed = r.stdout.splitlines()
+check(r.returncode == 0 and len(listed) == 4 and all("THREAD" in l for l in listed), f"--list-profiles: {r.stdout}")
+totals = []
+for p in range(1, 5):
+    j = json.loads(run(loops, "--profiles", str(p), "--format", "json", "--view", "top-down").stdout)
+    check(j["profiles"] == [p], f"--profiles {p}: {j.get('profiles')}")
+    totals.append(j["total"])
+whole = json.loads(run(loops, "--format", "json", "--view", "flat").stdout)
+check(abs(sum(totals) - whole["total"]) < 1e-9 and all(t > 0 for t in totals), f"per-profile totals {totals} vs {whole['total']}")
+every = json.loads(run(loops, "--profiles", "1-4", "--format", "json", "--view", "flat").stdout)
+check(all(abs(a["exclusive"] - b["exclusive"]) < 1e-9 and a["name"] == b["name"] for a, b in zip(every["rows"], whole["rows"]))
+      and len(every["rows"]) == len(whole["rows"]), "--profiles 1-4 is not the summary's flat view")
+r = run(loops, "--profiles", "1,2")
+check(r.returncode == 0 and "# Selected: 2 of them, their values alone: " + listed[0].split("\t")[1] in r.stdout,
+      f"--profiles header: {r.stdout[:400]}")
+r = run(loops, "--profiles", "9")
+check(r.returncode == 2 and "--profiles: '9' is not a profile or range of 1 to 4" in r.stderr, f"--profiles 9: {r.stderr}")
 r = run(shared / "conformance" / "dbase" / "small.d", "--metric", "NOPE")
 check(r.returncode != 0 and "CPUTIME (sec)" in r.stderr, f"unknown metric lists metrics: {r.stderr}")
 
