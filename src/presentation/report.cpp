@@ -21,6 +21,7 @@ const char* section_of(FlatBy by) {
   case FlatBy::File: return "flat-file";
   case FlatBy::Function: return "flat-function";
   case FlatBy::Line: return "flat-line";
+  case FlatBy::Loop: return "flat-loop";
   }
   return "flat";
 }
@@ -103,7 +104,8 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
   sort_rows(rows, o.metric, /*byExclusive=*/true);
   for (size_t i = 0; i < rows.size() && i < o.top; ++i) {
     auto& r = rows[i];
-    std::string id = by == FlatBy::Line ? std::to_string(r.file) + ":" + std::to_string(r.line) : std::to_string(r.key);
+    std::string id = by == FlatBy::Line || by == FlatBy::Loop ? std::to_string(r.file) + ":" + std::to_string(r.line)
+                                                              : std::to_string(r.key);
     out.push_back({section_of(by), 0, id, r.name, r.inc[o.metric], r.exc[o.metric]});
   }
 }

@@ -329,6 +329,7 @@ bool parse_flat_by(const std::string& s, FlatBy& out) {
   else if (s == "file") out = FlatBy::File;
   else if (s == "function") out = FlatBy::Function;
   else if (s == "line") out = FlatBy::Line;
+  else if (s == "loop") out = FlatBy::Loop;
   else return false;
   return true;
 }
@@ -380,15 +381,17 @@ FlatTable in_key_order(const FlatTable& t) {
   return select_rows(t, order);
 }
 
-// Calls f(key, ctx, outermost) for every line context (lexical type 2; key file << 32 |
-// line), depth-first over meta.db (outermost_walk).
-template <typename F> void line_anchors(const Experiment& e, F&& f) {
+// Calls f(key, ctx, outermost) for every line context (lexical type 2), or with `loops`
+// every loop context (lexical type 1); key file << 32 | line; depth-first over meta.db
+// (outermost_walk).
+template <typename F> void line_anchors(const Experiment& e, F&& f, bool loops = false) {
+  const uint16_t type = loops ? 1 : 2;
   outermost_walk(
       e,
       [&](uint32_t c) {
         if (c == 0 || e.kind(c) != NodeKind::Context) return UINT64_MAX;
         const db::Context x = e.context(c);
-        return x.lexicalType == 2 ? uint64_t(x.file) << 32 | x.line : UINT64_MAX;
+        return x.lexicalType == type ? uint64_t(x.file) << 32 | x.line : UINT64_MAX;
       },
       f);
 }
@@ -406,9 +409,11 @@ void add_values(const Experiment& e, const std::vector<size_t>& ms, uint32_t c, 
 FlatTable flat_table(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics) {
   const auto& meta = e.meta();
   const std::vector<size_t> ms = all_if_empty(e, metrics);
-  if (by == FlatBy::Line) {
+  if (by == FlatBy::Line || by == FlatBy::Loop) {
     FlatBuilder b(ms.size(), 0, false);
-    line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) { add_values(e, ms, c, outer, b.values(b.row(key))); });
+    line_anchors(
+        e, [&](uint64_t key, uint32_t c, bool outer) { add_values(e, ms, c, outer, b.values(b.row(key))); },
+        by == FlatBy::Loop);
     return in_key_order(b.t);
   }
   // Anchors are function contexts and keys follow from the function: one scan over the
@@ -440,7 +445,7 @@ FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& me
   const std::vector<size_t> ms = all_if_empty(e, metrics);
   const size_t rowBytes = 64 + 16 * ms.size();  // a hash-map row: node, key, values
   size_t bound = 0;                             // line contexts are among those without a function
-  if (by == FlatBy::Line)
+  if (by == FlatBy::Line || by == FlatBy::Loop)
     for (uint32_t c = 1; c < e.id_limit(); ++c) bound += e.has(c) && e.function_of(c) == db::kNone;
   const size_t parts = std::min<size_t>(256, bound * rowBytes / std::max<size_t>(budget, 1) + 1);
   std::vector<std::FILE*> files;
@@ -457,12 +462,15 @@ FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& me
   // hottest rows kept. Memory: one file's keys, the n rows kept, the files' buffers.
   const size_t recBytes = 8 + 16 * ms.size();
   std::vector<double> rec(2 * ms.size());
-  line_anchors(e, [&](uint64_t key, uint32_t c, bool outer) {
-    std::fill(rec.begin(), rec.end(), 0.0);
-    add_values(e, ms, c, outer, rec.data());
-    std::FILE* f = files[(key * 0x9e3779b97f4a7c15ull >> 40) % files.size()];
-    std::fwrite(&key, 8, 1, f), std::fwrite(rec.data(), 8, rec.size(), f);
-  });
+  line_anchors(
+      e,
+      [&](uint64_t key, uint32_t c, bool outer) {
+        std::fill(rec.begin(), rec.end(), 0.0);
+        add_values(e, ms, c, outer, rec.data());
+        std::FILE* f = files[(key * 0x9e3779b97f4a7c15ull >> 40) % files.size()];
+        std::fwrite(&key, 8, 1, f), std::fwrite(rec.data(), 8, rec.size(), f);
+      },
+      by == FlatBy::Loop);
   FlatTable best;
   best.nm = ms.size();
   total = 0;
@@ -531,8 +539,9 @@ FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i) {
     break;
   }
   case FlatBy::Line:
+  case FlatBy::Loop:
     r.file = uint32_t(r.key >> 32), r.line = uint32_t(r.key);
-    r.name = base_name(fileName(r.file)) + ":" + std::to_string(r.line);
+    r.name = (by == FlatBy::Loop ? "loop at " : "") + base_name(fileName(r.file)) + ":" + std::to_string(r.line);
     break;
   }
   return r;

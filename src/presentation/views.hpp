@@ -72,7 +72,7 @@ private:
 };
 
 // ---- Flat.
-enum class FlatBy { Module, File, Function, Line };
+enum class FlatBy { Module, File, Function, Line, Loop };
 bool parse_flat_by(const std::string& s, FlatBy& out);
 
 struct FlatRow {

@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
                  "(where the time went by kind of work: computation, MPI, OpenMP runtime, GPU runtime, I/O, "
                  "waiting; the GPU's operations; a verdict)")
       ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview"}));
-  app.add_option("--by", by, "flat view grouping: module, file, function or line")
-      ->check(CLI::IsMember({"module", "file", "function", "line"}));
+  app.add_option("--by", by, "flat view grouping: module, file, function, line or loop (each loop's source line)")
+      ->check(CLI::IsMember({"module", "file", "function", "line", "loop"}));
   app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
   bool list = false, listProfiles = false;
   std::string profiles;

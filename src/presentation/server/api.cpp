@@ -366,7 +366,7 @@ Reply Api::bottom_up(const Params& q) {
 Reply Api::flat(const Params& q) {
   FlatBy by = FlatBy::Function;
   std::string bys = text(q, "by", "function");
-  if (!parse_flat_by(bys, by)) return error(400, "parameter 'by' must be module, file, function or line");
+  if (!parse_flat_by(bys, by)) return error(400, "parameter 'by' must be module, file, function, line or loop");
   auto ms = metric_list(e_, q);
   auto top = number(q, "top", kMaxRows, kMaxRows);
   if (!ms.ok()) return error(400, ms.status().message());

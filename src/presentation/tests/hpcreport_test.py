@@ -141,6 +141,11 @@ check(all(abs(a["exclusive"] - b["exclusive"]) < 1e-9 and a["name"] == b["name"]
 r = run(loops, "--profiles", "1,2")
 check(r.returncode == 0 and "# Selected: 2 of them, their values alone: " + listed[0].split("\t")[1] in r.stdout,
       f"--profiles header: {r.stdout[:400]}")
+# Flat by loop (each loop's source line; the reference viewer ranks loops by flattening its
+# flat view): loops-cputime-t.d's outermost loop holds all the time.
+j = json.loads(run(loops, "--format", "json", "--view", "flat", "--by", "loop").stdout)
+check(j["rows"] and j["rows"][0]["name"] == "loop at loops.c:1010" and abs(j["rows"][0]["inclusive"] - whole["total"]) < 1e-9
+      and all(r["name"].startswith("loop at ") and r["section"] == "flat-loop" for r in j["rows"]), f"flat by loop: {j['rows'][:3]}")
 r = run(loops, "--profiles", "9")
 check(r.returncode == 2 and "--profiles: '9' is not a profile or range of 1 to 4" in r.stderr, f"--profiles 9: {r.stderr}")
 r = run(shared / "conformance" / "dbase" / "small.d", "--metric", "NOPE")

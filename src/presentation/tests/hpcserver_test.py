@@ -187,6 +187,8 @@ flat = s.ok("flat", by="function", top=2)["rows"]
 # test_separated_loops_helper is listed twice in meta.db (inlined at two sites): one row,
 # its instances summed, now above func2 (0.96945).
 check(flat[1]["name"] == "test_separated_loops_helper" and near(flat[1]["exc"][0], 0.992777), f"flat top 2 {flat}")
+loopsFlat = s.ok("flat", by="loop", top=1)["rows"]
+check(loopsFlat and loopsFlat[0]["name"] == "loop at loops.c:1010", f"flat by loop {loopsFlat}")
 names = [r["name"] for r in s.ok("flat", by="function")["rows"]]
 check(len(names) == len(set(names)), f"flat by function lists a name twice: {sorted(names)}")
 # Where the time went: all of it computation, main._omp_fn.0 first; the verdict.

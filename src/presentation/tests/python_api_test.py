@@ -129,7 +129,7 @@ def against_reference(name, path):
 def against_hpcreport(name, path, db, mname):
     """The flat views (by function, module, file and line) and the top-down values equal
     hpcreport's."""
-    for by in ("function", "module", "file", "line"):
+    for by in ("function", "module", "file", "line", "loop"):
         r = subprocess.run([str(bindir / "hpcreport"), str(path), "--format", "json", "--top", "1000000", "--view",
                             "flat", "--by", by, "--metric", mname], capture_output=True, text=True)
         check(r.returncode == 0, f"{name}: hpcreport failed: {r.stderr}")
@@ -142,7 +142,7 @@ def against_hpcreport(name, path, db, mname):
                 continue  # hpcreport lists contexts without values too; the API leaves them out
             i, e = theirs.get(row["name"], (0.0, 0.0))  # lines of two files alike in base name
             theirs[row["name"]] = (i + row["inclusive"], e + row["exclusive"])
-        if by == "line":  # ours keeps such lines apart: sum them for the comparison
+        if by in ("line", "loop"):  # ours keeps such lines apart: sum them for the comparison
             merged = {}
             for n, (i, e) in zip(flat["name"], zip(flat["inclusive"], flat["exclusive"])):
                 a, b = merged.get(n, (0.0, 0.0))

@@ -353,13 +353,13 @@ class Database:
             ctx = k
 
     def flat(self, metric, by="function", stat="sum"):
-        """Inclusive and exclusive values by function, module, file or line, hottest exclusive
-        first, as hpcreport's flat view: functions, modules and files sum the function
+        """Inclusive and exclusive values by function, module, file, line or loop, hottest
+        exclusive first, as hpcreport's flat view: functions, modules and files sum the function
         contexts of the function, of the functions in the module or defined in the file; lines
-        sum the line contexts. An inclusive value counts each call chain once (a recursive
+        and loops sum the line or loop contexts at each source line. An inclusive value counts each call chain once (a recursive
         function's nested instances are inside its outermost one's)."""
-        if by not in ("function", "module", "file", "line"):
-            raise ValueError(f"flat: by must be function, module, file or line, not '{by}'")
+        if by not in ("function", "module", "file", "line", "loop"):
+            raise ValueError(f"flat: by must be function, module, file, line or loop, not '{by}'")
         inc = self.inclusive(metric, stat)
         exc = self.exclusive(metric, stat)
         ctxs = self.contexts
@@ -372,10 +372,11 @@ class Database:
             col = ctxs[by]
             group = {c: col[c] or f"<unknown {by}>" for c in self._function_of}
             keys = group
-        else:
-            lines = ctxs[ctxs["kind"] == "line"]
+        else:  # line or loop contexts, by file and line
+            lines = ctxs[ctxs["kind"] == by]
             group = {c: (x, ln) for c, x, ln in zip(lines.index, lines["file"], lines["line"])}
-            keys = {c: f"{_base(x)}:{ln}" for c, (x, ln) in group.items()}
+            prefix = "loop at " if by == "loop" else ""
+            keys = {c: f"{prefix}{_base(x)}:{ln}" for c, (x, ln) in group.items()}
         # Each context's nearest ancestor that belongs to a group (contexts are listed parents
         # first), so that a nested instance is found by following grouped ancestors only.
         near = {}
