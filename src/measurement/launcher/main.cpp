@@ -69,7 +69,9 @@ void usage(FILE* to) {
       "  -ds, --delay-sampling  no sample until the program calls hpctoolkit_sampling_start()\n"
       "                       (hpctoolkit.h, -lhpctoolkit; hpctoolkit_sampling_stop() pauses)\n"
       "  -nu, --no-unwind     a flat profile: each sample at the interrupted function alone\n"
-      "  -tt, --ttrace        as -t\n"
+      "  -tt, --ttrace        as -t, and each GPU operation's launch is a record of the\n"
+      "                       launching thread's trace too (at its <gpu kernel>, <gpu copy>\n"
+      "                       ... context), beside the samples\n"
       "  -r, --retain-recursion  keep every frame of a simple recursion (by default a call\n"
       "                       of a function to itself is folded into one level, whose\n"
       "                       costs include all of the recursion's)\n"
@@ -315,7 +317,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> events;
   std::string out, defaultCount, gpu, streamsPerTracer, fraction, memleakProb;
   bool trace = false, python = false, delay = false, noUnwind = false, debugWait = false, merge = false;
-  bool retainRecursion = false;
+  bool retainRecursion = false, ttrace = false;
   int i = 1;
   auto needArg = [&](const char* opt) -> std::string {
     if (i + 1 >= argc) fail(std::string("option ") + opt + " needs an argument");
@@ -340,7 +342,8 @@ int main(int argc, char** argv) {
           std::stoul(streamsPerTracer) == 0)
         fail("--streams-per-tracing-thread needs a positive integer");
     }
-    else if (a == "-t" || a == "--trace" || a == "-tt" || a == "--ttrace") trace = true;
+    else if (a == "-t" || a == "--trace") trace = true;
+    else if (a == "-tt" || a == "--ttrace") trace = ttrace = true;
     else if (a == "-f" || a == "-fp" || a == "--process-fraction" || a.rfind("--process-fraction=", 0) == 0) {
       const std::string v = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : needArg(a.c_str());
       const double f = parseFraction(v);
@@ -484,7 +487,7 @@ int main(int argc, char** argv) {
 
   setenv("HPCRUN_EVENT_LIST", list.c_str(), 1);
   setenv("HPCRUN_OUT_PATH", real, 1);
-  setenv("HPCRUN_TRACE", trace ? "1" : "0", 1);
+  setenv("HPCRUN_TRACE", ttrace ? "2" : trace ? "1" : "0", 1);
   auto flag = [](const char* name, bool on) {
     if (on) setenv(name, "1", 1);
     else unsetenv(name);

@@ -88,7 +88,8 @@ void parseConfig() {
     gConfig.traceEvent = timed < gConfig.nEvents ? timed : sampled < gConfig.nEvents ? sampled : 0;
   }
   const char* tr = getenv("HPCRUN_TRACE");
-  gConfig.trace = tr && tr[0] == '1';
+  gConfig.trace = tr && (tr[0] == '1' || tr[0] == '2');
+  gConfig.launchTrace = tr && tr[0] == '2';
   if (const char* f = getenv("HPCRUN_PROCESS_FRACTION"); f && *f) {
     gConfig.processFraction = strtod(f, nullptr);
     if (const char* s = getenv("HPCRUN_FRACTION_SEED")) gConfig.fractionSeed = strtoull(s, nullptr, 16);

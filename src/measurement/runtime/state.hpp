@@ -30,6 +30,7 @@ struct Config {
   EventSpec events[kMaxEvents];
   unsigned nEvents = 0;
   bool trace = false;
+  bool launchTrace = false;  // hpcrun -tt: GPU operations' launches are trace records too
   char outDir[kPathMax] = {};
   char appName[256] = {};
   char appPath[kPathMax] = {};

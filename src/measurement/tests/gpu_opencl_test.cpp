@@ -374,6 +374,42 @@ TEST_F(OpenCL, HpcprofDatabaseHasGpuMetricsAtLaunchSitesAndStreamTraces) {
 }
 
 // One tracing thread per stream: the same traces as with one thread for both.
+// hpcrun -tt (the reference's --ttrace): each GPU operation's launch is a record of the
+// launching thread's own trace too, at its <gpu kernel> (<gpu copy>, ...) context; with -t
+// and no CPU event the application threads' traces have no record at all.
+TEST_F(OpenCL, LaunchesAreRecordsOfTheLaunchingThreadsTraceWithTT) {
+  ASSERT_EQ(bare_.status, 0) << bare_.err;
+  for (const std::string opt : {"-t", "-tt"}) {
+    fs::path meas = scratch_ / ("m" + opt);
+    Outcome prof = run(kBin + "hpcrun -e gpu=opencl " + opt + " -o " + meas.string() + " " + exe_, scratch_ / "prof");
+    ASSERT_EQ(prof.status, 0) << prof.err;
+    EXPECT_EQ(prof.out, bare_.out);
+    double kernels = 0, kernelRecords = 0, records = 0;
+    for (auto& e : fs::directory_iterator(meas)) {
+      if (e.path().extension() != ".hpcrun") continue;
+      auto p = hr::read_profile(e.path());
+      ASSERT_TRUE(p.ok());
+      View v(std::move(*p));
+      if (v.index() >= 500) continue;  // the GPU streams' own
+      for (auto& n : v.p.nodes)
+        if (n.lm_id == 0 && n.lm_ip == tag("GPUKernl")) kernels += v.value(n, "GKER:COUNT");
+      auto tr = hr::read_trace(fs::path(e.path()).replace_extension(".hpctrace"));
+      ASSERT_TRUE(tr.ok()) << e.path();
+      for (auto& r : tr->records) {
+        ++records;
+        const hr::CctNode* n = v.byId.at(r.cct_id);
+        kernelRecords += n->lm_id == 0 && n->lm_ip == tag("GPUKernl");
+      }
+    }
+    ASSERT_GT(kernels, 0) << opt;
+    if (opt == "-t") {
+      EXPECT_EQ(records, 0) << "no CPU event: no record in the application threads' traces";
+    } else {
+      EXPECT_EQ(kernelRecords, kernels) << "a record per kernel launched";
+    }
+  }
+}
+
 TEST_F(OpenCL, OneStreamPerTracingThread) {
   fs::path meas = scratch_ / "t1";
   Outcome prof = run(kBin + "hpcrun -e gpu=opencl -t --streams-per-tracing-thread 1 -o " + meas.string() + " " + exe_,

@@ -1375,7 +1375,7 @@ TEST(Threads, MergedThreadsShareProfiles) {
 }
 
 // The reference's other options are accepted (its scripts run): -r (simple recursion kept
-// whole: Paths.SimpleRecursionIsFoldedUnlessRetained), -tt (as -t), -m, -mp, and -ms, -lm,
+// whole: Paths.SimpleRecursionIsFoldedUnlessRetained), -tt (-t with GPU launches traced: OpenCL.LaunchesAre...), -m, -mp, and -ms, -lm,
 // --disable-gprof, -dd, -md (without effect);
 // bad values are refused before the program starts; PAPI events are named as missing.
 // Before, every one was "unknown option".

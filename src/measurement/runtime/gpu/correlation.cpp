@@ -9,6 +9,7 @@
 #include "measurement/runtime/gpu/metrics.hpp"
 #include "measurement/runtime/gpu/thread_gpu.hpp"
 #include "measurement/runtime/loadmap.hpp"
+#include "measurement/runtime/output.hpp"
 #include "measurement/runtime/sample.hpp"
 #include "measurement/runtime/sys.hpp"
 
@@ -82,6 +83,9 @@ Activity* beginOperation(ThreadState& ts, OpKind kind, uint64_t tag, Stream* str
   // As the reference: with tracing, the launch context also holds a GPUTrace placeholder,
   // the node the stream traces' copies of this context end in.
   if (gConfig.trace) ts.cct.child(ctx, kPlaceholderModule, kTagTrace);
+  // hpcrun -tt: the launch in the launching thread's own trace, at the operation's context
+  // (samples are suspended here: the handler never appends meanwhile).
+  if (gConfig.launchTrace && ts.traceBuf) traceAppend(ts, nowNs(), ph->id);
   Activity* a = g->free;
   if (a) g->free = a->nextFree;
   else if ((a = static_cast<Activity*>(ts.arena.alloc(sizeof(Activity))))) ++g->allocated;
