@@ -343,10 +343,7 @@ double Experiment::summary(uint32_t ctx, uint16_t statId) const {
   if (statId == kNoMetric) return 0;
   if (!selected_.empty()) {
     auto it = std::lower_bound(sumToProp_.begin(), sumToProp_.end(), std::pair<uint16_t, uint16_t>{statId, 0});
-    if (it == sumToProp_.end() || it->first != statId) return 0;
-    double v = 0;
-    for (uint32_t p : selected_) v += profile_value(p, ctx, it->second);
-    return v;
+    return it == sumToProp_.end() || it->first != statId ? 0 : profiles_value(selected_, ctx, it->second);
   }
   return prof_->value(0, ctx, statId);
 }

@@ -91,6 +91,12 @@ public:
   // Value of a context in one profile's row of profile.db (a propagated metric id, incProp
   // or excProp), 0 when absent.
   double profile_value(size_t prof, uint32_t ctx, uint16_t metricId) const;
+  // The same summed over some profiles (hpcviewer's thread view).
+  double profiles_value(const std::vector<uint32_t>& profiles, uint32_t ctx, uint16_t metricId) const {
+    double v = 0;
+    for (uint32_t p : profiles) v += profile_value(p, ctx, metricId);
+    return v;
+  }
   // hpcreport --profiles: from here on every view sums these profiles' values (profile.db
   // rows, 1 and up) instead of reading the summary's; statistics other than sums read 0.
   // MT: not thread-safe; for a tool that analyses one selection (hpcserver never calls it).

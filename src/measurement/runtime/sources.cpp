@@ -39,7 +39,6 @@ void rememberTimer(int id) {
                                                                                        std::memory_order_relaxed);
 }
 
-
 bool startTimer(ThreadState& ts, unsigned i, const EventSpec& ev) {
   sigevent sev{};
   sev.sigev_notify = SIGEV_THREAD_ID;

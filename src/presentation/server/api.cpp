@@ -240,13 +240,6 @@ Expected<std::vector<uint32_t>> profile_list(const Experiment& e, const Params& 
   return parse_profile_list(text(q, "profiles", ""), e.profiles().size(), "parameter 'profiles'");
 }
 
-// A context's value summed over some profiles (a propagated metric id).
-double over_profiles(const Experiment& e, const std::vector<uint32_t>& profiles, uint32_t ctx, uint16_t id) {
-  double v = 0;
-  for (uint32_t p : profiles) v += e.profile_value(p, ctx, id);
-  return v;
-}
-
 }  // namespace
 
 Reply Api::children(const Params& q) {
@@ -270,14 +263,14 @@ Reply Api::children(const Params& q) {
     // totals for the percentages.
     std::vector<std::pair<double, uint32_t>> v;
     for (uint32_t k : e_.children(uint32_t(*ctx)))
-      v.push_back({sortBy ? over_profiles(e_, *selected, k, sortBy->incProp) : 0.0, k});
+      v.push_back({sortBy ? e_.profiles_value(*selected, k, sortBy->incProp) : 0.0, k});
     std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
     for (auto& [_, k] : v) kids->push_back(k);
     json totals = json::array();
     for (size_t m : *ms) {
-      double t = over_profiles(e_, *selected, 0, e_.metrics()[m].incProp);
+      double t = e_.profiles_value(*selected, 0, e_.metrics()[m].incProp);
       if (t == 0)
-        for (uint32_t k : e_.children(0)) t += over_profiles(e_, *selected, k, e_.metrics()[m].incProp);
+        for (uint32_t k : e_.children(0)) t += e_.profiles_value(*selected, k, e_.metrics()[m].incProp);
       totals.push_back(t);
     }
     head["profiles"] = *selected;
@@ -293,8 +286,8 @@ Reply Api::children(const Params& q) {
                           if (selected->empty()) {
                             inc.push_back(e.inclusive(k, mv)), exc.push_back(e.exclusive(k, mv));
                           } else {
-                            inc.push_back(over_profiles(e, *selected, k, mv.incProp));
-                            exc.push_back(over_profiles(e, *selected, k, mv.excProp));
+                            inc.push_back(e.profiles_value(*selected, k, mv.incProp));
+                            exc.push_back(e.profiles_value(*selected, k, mv.excProp));
                           }
                         }
                         auto [file, line] = e.source_of(k);
