@@ -272,6 +272,72 @@ TEST_F(ViewsDeepTree, FlatAndBottomUp) {
   EXPECT_TRUE(pp.hasChildren);
 }
 
+// The outline over the recursion: each row counts its outermost instance's inclusive value
+// once (ping's line 5 lies below 75,000 ping frames, each a path through that row).
+TEST_F(ViewsDeepTree, StaticStructure) {
+  const Experiment& e = *e_;
+  StaticTree st(e);
+  auto mods = st.rows({});
+  ASSERT_EQ(mods.size(), 2u);
+  for (const StaticRow& r : mods) EXPECT_EQ(r.inc[0], kLeafValue) << r.name;
+  EXPECT_EQ(mods[0].name, "libleaf.so");  // ties on inclusive: the exclusive decides
+  EXPECT_EQ(mods[0].exc[0], kLeafValue);
+  auto fns = st.rows({}, 3);
+  ASSERT_EQ(fns.size(), 5u);
+  for (const StaticRow& r : fns) {
+    SCOPED_TRACE(r.name);
+    EXPECT_EQ(r.inc[0], r.name == "tick" ? 0.0 : kLeafValue);
+    EXPECT_EQ(r.exc[0], r.name == "leaf" ? kLeafValue : 0.0);
+  }
+  auto ping = std::find_if(fns.begin(), fns.end(), [](auto& r) { return r.name == "ping"; });
+  ASSERT_NE(ping, fns.end());
+  auto body = st.rows(ping->path);
+  ASSERT_EQ(body.size(), 1u);
+  EXPECT_EQ(body[0].name, "pingpong.c:5");
+  EXPECT_EQ(body[0].inc[0], kLeafValue);
+  auto calls = st.rows(body[0].path);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].name, "-> pong");
+  EXPECT_EQ(calls[0].inc[0], kLeafValue);
+  EXPECT_EQ(calls[1].name, "-> tick");
+  EXPECT_EQ(calls[1].inc[0], 0.0);
+  // Flattened to the call sites: every function's body, four levels down.
+  auto sites = st.rows({}, 5);
+  std::map<std::string, double> inc;
+  for (const StaticRow& r : sites) inc[r.name] += r.inc[0];
+  EXPECT_EQ(inc["-> pong"], kLeafValue);
+  EXPECT_EQ(inc["-> ping"], 2 * kLeafValue);  // two rows: main's call site and pong's
+  EXPECT_EQ(inc["-> leaf"], kLeafValue);
+  EXPECT_EQ(inc["leaf.c:7"], kLeafValue);  // a leaf above the depth asked
+
+  Api api(e);
+  std::string text;
+  std::string path;
+  for (uint64_t k : ping->path) path += (path.empty() ? "" : "/") + static_key_string(k);
+  Reply r = get(api, "structure", {{"path", path}}, text);
+  ASSERT_EQ(r.status, 200) << text.substr(0, 200);
+  auto j = nlohmann::json::parse(text);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["name"], "pingpong.c:5");
+  EXPECT_EQ(j["rows"][0]["kind"], "line");
+  EXPECT_EQ(j["rows"][0]["line"], 5);
+  EXPECT_EQ(j["rows"][0]["inc"][0], kLeafValue);
+  r = get(api, "structure", {{"path", j["rows"][0]["path"]}}, text);
+  ASSERT_EQ(r.status, 200);
+  j = nlohmann::json::parse(text);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["kind"], "call");
+  EXPECT_FALSE(j["rows"][0]["hasChildren"]);
+  r = get(api, "structure", {{"depth", "3"}, {"top", "2"}}, text);
+  ASSERT_EQ(r.status, 200);
+  j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["total"], 5);
+  EXPECT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(get(api, "structure", {{"path", "f1"}}, text).status, 400);
+  EXPECT_EQ(get(api, "structure", {{"depth", "0"}}, text).status, 400);
+  EXPECT_EQ(get(api, "structure", {{"depth", "9"}}, text).status, 400);
+}
+
 TEST_F(ViewsDeepTree, TraceColoursAndStacks) {
   const Experiment& e = *e_;
   auto tr = e.trace();

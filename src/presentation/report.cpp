@@ -110,6 +110,56 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
   }
 }
 
+// hpcviewer's flat view (the static structure: modules, files, functions, loops, lines,
+// inlined code, call sites), best-first by inclusive value: a row's children are looked at
+// once it is chosen, and printed as a forest, siblings hottest first.
+void structure(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  StaticTree st(e, {o.metric});
+  struct Item {
+    double v;
+    size_t seq;  // ties: the order rows came (hottest first, then path)
+    StaticRow r;
+    bool operator<(const Item& b) const { return v != b.v ? v < b.v : seq > b.seq; }
+  };
+  std::priority_queue<Item> frontier;
+  size_t seq = 0;
+  for (auto& r : st.rows({})) {
+    const double v = r.inc[0];
+    frontier.push({v, seq++, std::move(r)});
+  }
+  std::vector<StaticRow> chosen;
+  while (!frontier.empty() && chosen.size() < o.top) {
+    Item it = frontier.top();
+    frontier.pop();
+    if (it.v <= 0) break;
+    if (it.r.hasChildren)
+      for (auto& k : st.rows(it.r.path)) {
+        const double v = k.inc[0];
+        frontier.push({v, seq++, std::move(k)});
+      }
+    chosen.push_back(std::move(it.r));
+  }
+  std::map<std::vector<uint64_t>, std::vector<size_t>> kids;
+  for (size_t i = 0; i < chosen.size(); ++i)
+    kids[std::vector<uint64_t>(chosen[i].path.begin(), chosen[i].path.end() - 1)].push_back(i);
+  std::vector<size_t> stack;
+  auto pushKids = [&](const std::vector<uint64_t>& parent) {
+    auto it = kids.find(parent);
+    if (it == kids.end()) return;
+    for (auto r = it->second.rbegin(); r != it->second.rend(); ++r) stack.push_back(*r);
+  };
+  pushKids({});
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    const StaticRow& r = chosen[i];
+    std::string id;
+    for (uint64_t k : r.path) id += (id.empty() ? "" : "/") + static_key_string(k);
+    out.push_back({"structure", uint32_t(r.path.size() - 1), id, r.name, r.inc[0], r.exc[0]});
+    pushKids(r.path);
+  }
+}
+
 bool gpu_metric(const std::string& n) {
   for (const char* p : {"GKER", "GMEM", "GMSET", "GXCOPY", "GICOPY", "GSYNC", "GPUOP", "GINS", "GSAMP"})
     if (n.rfind(p, 0) == 0) return true;
@@ -184,6 +234,7 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
   case ReportView::TopDown: top_down(e, o, out); break;
   case ReportView::BottomUp: bottom_up(e, o, out); break;
   case ReportView::Flat: flat(e, o, o.by, out); break;
+  case ReportView::Structure: structure(e, o, out); break;
   case ReportView::Overview: overview_rows(e, o, out); break;
   }
   return out;
@@ -310,7 +361,9 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
       section = r.section;
       const char* title = section == "top-down" ? "Hottest call paths (top-down, by inclusive)"
                           : section == "bottom-up" ? "Hottest functions and their callers (bottom-up, by exclusive)"
-                                                   : nullptr;
+                          : section == "structure"
+                              ? "Static structure (hpcviewer's flat view: modules, files, functions, loops, lines; by inclusive)"
+                              : nullptr;
       os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"
          << "#    Inclusive        %     Exclusive        %  " << (section == "bottom-up" ? "Function <- callers" : "Name")
          << "\n";

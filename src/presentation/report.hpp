@@ -13,7 +13,8 @@ namespace hpc::present {
 
 // Summary: the overview's kinds of work and verdict (text), top-down and flat functions.
 // Overview: where the time went by kind of work, in detail (overview.hpp).
-enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview };
+// Structure: hpcviewer's flat view, the static structure as a tree (views.hpp: StaticTree).
+enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview, Structure };
 enum class ReportFormat { Text, Csv, Json };
 
 struct ReportOptions {
@@ -27,7 +28,7 @@ struct ReportOptions {
 struct ReportRow {
   std::string section;  // "top-down", "bottom-up", "flat-function", ...
   uint32_t depth = 0;   // tree depth within the section (0 for flat rows)
-  std::string id;       // ctxId; bottom-up key path "f3/f1/e6"; flat key
+  std::string id;       // ctxId; bottom-up key path "f3/f1/e6"; flat key; structure key path
   std::string name;
   double inc = 0, exc = 0;
 };

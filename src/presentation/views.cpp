@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 namespace hpc::present {
@@ -563,6 +564,367 @@ Expected<std::vector<ProfileValue>> profile_values(const Experiment& e, uint32_t
   size_t k = size_t(it - cv.key.begin());
   for (uint64_t i = cv.start[k]; i < cv.start[k + 1]; ++i) out.push_back({cv.sub[i], cv.value[i]});
   return out;
+}
+
+// ---- The static structure (hpcviewer's flat view).
+
+const char* static_kind_name(StaticKind k) {
+  switch (k) {
+  case StaticKind::Module: return "module";
+  case StaticKind::File: return "file";
+  case StaticKind::Function: return "function";
+  case StaticKind::Loop: return "loop";
+  case StaticKind::Line: return "line";
+  case StaticKind::Inlined: return "inlined";
+  case StaticKind::Call: return "call";
+  case StaticKind::Instruction: return "instruction";
+  }
+  return "?";
+}
+
+std::string static_key_string(uint64_t key) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "s%llx", static_cast<unsigned long long>(key));
+  return buf;
+}
+
+Expected<std::vector<uint64_t>> parse_static_path(const std::string& text) {
+  std::vector<uint64_t> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('/', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    uint64_t v = 0;
+    auto [p, ec] = item.size() > 1 ? std::from_chars(item.data() + 1, item.data() + item.size(), v, 16)
+                                   : std::from_chars_result{item.data(), std::errc::invalid_argument};
+    if (item.size() < 2 || item.size() > 17 || item[0] != 's' || ec != std::errc() || p != item.data() + item.size())
+      return Status::error("structure path element '" + item.substr(0, 40) + "' must be s and hex digits");
+    if (out.size() >= 256) return Status::error("structure path longer than 256 keys");
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
+
+namespace {
+// Keys below the file level: a tag in the top 4 bits, then what names the row within its
+// parent. A function is its meta.db index (tag 0), or, without one, its module and offset.
+enum : uint64_t {
+  kTagFunction = 0, kTagAddress = 1, kTagLoop = 2, kTagLine = 3, kTagInlined = 4, kTagCall = 5,
+  kTagCallAddress = 6, kTagInstruction = 7
+};
+constexpr uint64_t tagged(uint64_t tag, uint64_t payload) { return tag << 60 | (payload & ((uint64_t(1) << 60) - 1)); }
+constexpr uint64_t tag_of(uint64_t key) { return key >> 60; }
+uint64_t address_key(uint32_t module, uint64_t offset) {
+  return uint64_t(module & 0xfffff) << 40 | (offset & ((uint64_t(1) << 40) - 1));
+}
+uint64_t line_key(uint32_t file, uint32_t line) { return uint64_t(file & 0xfffffff) << 32 | line; }
+
+}  // namespace
+
+// A context as the static tree sees it: its key within the function body it lies in, and
+// whether it is itself an instance of a function (root), whose rows start at the top.
+struct StaticTree::Step {
+  uint64_t key = UINT64_MAX;  // UINT64_MAX: not in the tree (the root, entry points)
+  StaticKind kind = StaticKind::Instruction;
+  bool root = false;  // a function's instance: its own rows start from its module
+  bool leaf = false;  // a call site: nothing below it belongs to the body it is in
+  uint32_t module = db::kNone, file = db::kNone;  // a root's module and file
+  uint64_t function = 0;                          // a root's function key
+};
+
+StaticTree::Step StaticTree::step(uint32_t c) const {
+  Step s;
+  if (c == 0 || !e_.has(c) || e_.kind(c) != NodeKind::Context) return s;
+  const db::Context x = e_.context(c);
+  const uint32_t fn = e_.function_of(c);
+  const auto& fns = e_.meta().functions;
+  if (x.lexicalType == 0 && fn != db::kNone) {
+    s.root = true;
+    s.function = tagged(kTagFunction, fn);
+    if (fn < fns.size()) s.module = fns[fn].module, s.file = fns[fn].file;
+    if (x.relation == 2) s.key = tagged(kTagInlined, fn), s.kind = StaticKind::Inlined;
+    else s.key = tagged(kTagCall, fn), s.kind = StaticKind::Call, s.leaf = true;
+    return s;
+  }
+  if (x.lexicalType == 1 || x.lexicalType == 2) {
+    s.key = tagged(x.lexicalType == 1 ? kTagLoop : kTagLine, line_key(x.file, x.line));
+    s.kind = x.lexicalType == 1 ? StaticKind::Loop : StaticKind::Line;
+    return s;
+  }
+  const uint64_t at = address_key(x.module, x.offset);
+  if (x.relation != 0) {  // a call without a function (no structure): the callee is its address
+    s.root = s.leaf = true;
+    s.key = tagged(kTagCallAddress, at), s.kind = StaticKind::Call;
+    s.function = tagged(kTagAddress, at), s.module = x.module;
+    return s;
+  }
+  s.key = tagged(kTagInstruction, at);
+  return s;
+}
+
+StaticTree::StaticTree(const Experiment& e, std::vector<size_t> metrics) : e_(e), ms_(all_if_empty(e, std::move(metrics))) {}
+
+std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uint32_t depth, size_t limit,
+                                        size_t* total) const {
+  const size_t want = prefix.size() + std::max<uint32_t>(depth, 1);  // the rows' depth (modules: 1)
+  const auto& meta = e_.meta();
+  const size_t nm = ms_.size();
+  // The rows' paths as a trie: node 0 is the empty path, each other one its parent's path
+  // and one key; a row is a node that took values. 8 + 16 per metric bytes a node besides
+  // the index entry, and no path copied as the walk goes.
+  struct Node {
+    uint32_t parent;
+    uint32_t ctx;  // a context of the row, for its name and source
+    uint64_t key;
+    StaticKind kind;
+    bool row, hasChildren;
+  };
+  std::vector<Node> nodes{{UINT32_MAX, 0, 0, StaticKind::Module, false, false}};
+  std::vector<double> vals(2 * nm, 0.0);  // by node: inclusive [0, nm), exclusive [nm, 2 nm)
+  // (parent, key) -> node: open addressing over node indices (0: empty slot; node 0, the
+  // empty path, is no one's child), at most half full.
+  std::vector<uint32_t> slots(1024, 0);
+  auto slotOf = [&](uint32_t parent, uint64_t key) {
+    uint64_t h = (key ^ (uint64_t(parent) << 32 | parent)) * 0x9e3779b97f4a7c15ull;
+    return size_t(h ^ h >> 29);
+  };
+  auto child = [&](uint32_t parent, uint64_t key, StaticKind kind, uint32_t ctx) {
+    const size_t mask = slots.size() - 1;
+    for (size_t i = slotOf(parent, key) & mask;; i = (i + 1) & mask) {
+      const uint32_t at = slots[i];
+      if (at == 0) break;
+      if (nodes[at].parent == parent && nodes[at].key == key) return at;
+    }
+    const uint32_t node = uint32_t(nodes.size());
+    nodes.push_back({parent, ctx, key, kind, false, false});
+    vals.resize(vals.size() + 2 * nm, 0.0);
+    if (2 * nodes.size() > slots.size()) {  // grow, every node placed again
+      slots.assign(2 * slots.size(), 0);
+    } else {
+      for (size_t i = slotOf(parent, key) & mask;; i = (i + 1) & mask)
+        if (slots[i] == 0) {
+          slots[i] = node;
+          return node;
+        }
+    }
+    const size_t m = slots.size() - 1;
+    for (uint32_t x = 1; x < nodes.size(); ++x)
+      for (size_t i = slotOf(nodes[x].parent, nodes[x].key) & m;; i = (i + 1) & m)
+        if (slots[i] == 0) {
+          slots[i] = x;
+          break;
+        }
+    return node;
+  };
+  std::unordered_map<uint32_t, uint32_t> active;  // each row's instances on the current path
+
+  // Adds context c's values to row `node`; c is its outermost instance when no context above
+  // it on its path had that row (counted in `active` until the walk leaves c).
+  auto add = [&](uint32_t node, uint32_t c, bool hasChildren, bool withExc) {
+    Node& r = nodes[node];
+    r.row = true;
+    r.hasChildren |= hasChildren;
+    const bool outer = active[node]++ == 0;
+    double* v = &vals[size_t(node) * 2 * nm];
+    for (size_t i = 0; i < nm; ++i) {
+      const MetricView& m = e_.metrics()[ms_[i]];
+      if (outer) v[i] += e_.inclusive(c, m);
+      if (withExc) v[nm + i] += e_.exclusive(c, m);
+    }
+    return node;
+  };
+  struct Open {
+    uint32_t node;  // an instance's path so far: module, file, function, the body's keys
+    uint32_t size;
+  };
+  struct Emit {
+    uint32_t node;
+    bool hasChildren, withExc;
+  };
+  struct Frame {
+    uint32_t ctx;
+    bool leaving;
+    std::vector<Open> open;        // instances the children continue
+    std::vector<Emit> emits;       // rows this context adds to, when entered
+    std::vector<uint32_t> counted;  // rows this context entered in `active`
+  };
+  // Whether a path of `size` keys ending at trie node `node` lies along `prefix`: its key at
+  // each position within the prefix equal the prefix's (checked as each key is added).
+  auto along = [&](uint32_t size, uint64_t key) { return size > prefix.size() || prefix[size - 1] == key; };
+  // A root's top rows (module, file, function), as far as they lie along the prefix; the trie
+  // node at `upto` keys, or UINT32_MAX where the root is not along the prefix.
+  auto topNode = [&](const Step& s, uint32_t ctx, size_t upto) {
+    const uint64_t keys[3] = {s.module, s.file, s.function};
+    const StaticKind kinds[3] = {StaticKind::Module, StaticKind::File, StaticKind::Function};
+    uint32_t node = 0;
+    for (uint32_t k = 0; k < upto; ++k) {
+      if (!along(k + 1, keys[k])) return UINT32_MAX;
+      node = child(node, keys[k], kinds[k], ctx);
+    }
+    for (uint32_t k = uint32_t(upto); k < 3 && k < prefix.size(); ++k)
+      if (prefix[k] != keys[k]) return UINT32_MAX;
+    return node;
+  };
+
+  std::vector<Frame> stack;
+  const uint64_t fnKey = prefix.size() >= 3 ? prefix[2] : UINT64_MAX;
+  if (fnKey != UINT64_MAX && tag_of(fnKey) == kTagFunction && fnKey < meta.functions.size()) {
+    // Below a function: only its instances' bodies, from each outermost one (those below it
+    // are met in its walk, where they count as recursion); found by function index in
+    // memory, with whether a context has an instance above it remembered on the way up.
+    const uint32_t fn = uint32_t(fnKey);
+    const uint32_t n = uint32_t(e_.id_limit());
+    auto instance = [&](uint32_t c) { return c != 0 && e_.function_of(c) == fn && e_.kind(c) == NodeKind::Context; };
+    std::vector<uint8_t> above(n, 0);  // 1: no instance above, 2: one above
+    std::vector<uint32_t> walked, outermost;
+    for (uint32_t c = 1; c < n; ++c) {
+      if (!e_.has(c) || !instance(c)) continue;
+      uint8_t answer = 1;
+      for (uint32_t a = e_.parent(c); a != kNoCtx; a = e_.parent(a)) {
+        if (instance(a) || above[a] == 2) {
+          answer = 2;
+          break;
+        }
+        if (above[a] == 1 || a == 0) break;
+        walked.push_back(a);
+      }
+      for (uint32_t w : walked) above[w] = answer;
+      walked.clear();
+      above[c] = answer;
+      if (answer == 1) outermost.push_back(c);
+    }
+    for (auto it = outermost.rbegin(); it != outermost.rend(); ++it) {
+      const Step s = step(*it);
+      const uint32_t top = topNode(s, *it, 3);
+      if (top != UINT32_MAX && e_.has_children(*it)) stack.push_back({*it, false, {{top, 3}}, {}, {}});
+    }
+  } else {
+    stack.push_back({0, false, {}, {}, {}});
+  }
+  std::vector<uint32_t> kids;
+  size_t visited = 0;
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    if (f.leaving) {
+      for (uint32_t node : f.counted)
+        if (auto it = active.find(node); it != active.end() && --it->second == 0) active.erase(it);
+      continue;
+    }
+    // Entered: its rows take its values (siblings of one row are each outermost).
+    if (!f.emits.empty()) {
+      Frame leave{f.ctx, true, {}, {}, {}};
+      for (const Emit& x : f.emits) leave.counted.push_back(add(x.node, f.ctx, x.hasChildren, x.withExc));
+      stack.push_back(std::move(leave));
+    }
+    e_.children(f.ctx, kids);
+    for (uint32_t k : kids) {
+      const Step s = step(k);
+      Frame next{k, false, {}, {}, {}};
+      if (s.key != UINT64_MAX) {
+        const bool hasKids = !s.leaf && e_.has_children(k);
+        // Each open instance's body goes on with this context.
+        for (const Open& o : f.open) {
+          const uint32_t size = o.size + 1;
+          if (!along(size, s.key)) continue;
+          const uint32_t node = child(o.node, s.key, s.kind, k);
+          if (size == want || (size > prefix.size() && !hasKids)) {
+            next.emits.push_back({node, hasKids, s.kind != StaticKind::Call});
+            continue;
+          }
+          if (hasKids) next.open.push_back({node, size});
+        }
+        // An instance of a function starts its own rows.
+        if (s.root) {
+          if (want <= 3) {
+            const uint32_t node = topNode(s, k, want);
+            if (node != UINT32_MAX) next.emits.push_back({node, want < 3 || e_.has_children(k), true});
+          } else if (const uint32_t top = topNode(s, k, 3); top != UINT32_MAX) {
+            if (e_.has_children(k)) next.open.push_back({top, 3});
+            else if (prefix.size() < 3) next.emits.push_back({top, false, true});  // a function without a body: a leaf
+          }
+        }
+      }
+      stack.push_back(std::move(next));  // every context: an instance may start anywhere
+    }
+    if (++visited % kReleaseEvery == 0) e_.release_pages(false);
+  }
+
+  std::vector<uint32_t> order;
+  for (uint32_t i = 1; i < nodes.size(); ++i)
+    if (nodes[i].row) order.push_back(i);
+  if (total) *total = order.size();
+  auto pathOf = [&](uint32_t node) {
+    std::vector<uint64_t> p;
+    for (uint32_t x = node; x != 0; x = nodes[x].parent) p.push_back(nodes[x].key);
+    std::reverse(p.begin(), p.end());
+    return p;
+  };
+  // Hottest first by the first metric's inclusive, then exclusive value, then the order the
+  // walk met them (meta.db's, whatever the request).
+  auto hotter = [&](uint32_t a, uint32_t b) {
+    if (nm) {
+      const double ia = vals[size_t(a) * 2 * nm], ib = vals[size_t(b) * 2 * nm];
+      if (ia != ib) return ia > ib;
+      const double ea = vals[size_t(a) * 2 * nm + nm], eb = vals[size_t(b) * 2 * nm + nm];
+      if (ea != eb) return ea > eb;
+    }
+    return a < b;
+  };
+  const size_t n = std::min(limit, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
+  order.resize(n);
+  std::vector<StaticRow> out;
+  out.reserve(n);
+  for (uint32_t i : order) {
+    const Node& x = nodes[i];
+    StaticRow r;
+    r.path = pathOf(i);
+    r.kind = x.kind;
+    r.hasChildren = x.hasChildren;
+    r.inc.assign(vals.begin() + size_t(i) * 2 * nm, vals.begin() + size_t(i) * 2 * nm + nm);
+    r.exc.assign(vals.begin() + size_t(i) * 2 * nm + nm, vals.begin() + size_t(i + 1) * 2 * nm);
+    const uint64_t key = x.key;
+    switch (x.kind) {
+    case StaticKind::Module:
+      r.name = key < meta.modules.size() ? base_name(meta.modules[key].path) : std::string("<unknown module>");
+      break;
+    case StaticKind::File:
+      r.name = key < meta.files.size() ? base_name(meta.files[key].path) : std::string("<unknown file>");
+      if (key < meta.files.size()) r.file = uint32_t(key);
+      break;
+    case StaticKind::Function:
+      if (tag_of(key) == kTagFunction) {
+        r.name = e_.function_name(uint32_t(key));
+        if (key < meta.functions.size()) r.file = meta.functions[key].file, r.line = meta.functions[key].line;
+      } else {
+        r.name = e_.name(x.ctx);
+      }
+      break;
+    case StaticKind::Inlined:
+      r.name = "[I] " + e_.function_name(uint32_t(key));
+      std::tie(r.file, r.line) = e_.source_of(x.ctx);
+      break;
+    case StaticKind::Call:
+      r.name = "-> " + (tag_of(key) == kTagCall ? e_.function_name(uint32_t(key)) : e_.name(x.ctx));
+      std::tie(r.file, r.line) = e_.source_of(x.ctx);
+      break;
+    default:
+      r.name = e_.name(x.ctx);
+      std::tie(r.file, r.line) = e_.source_of(x.ctx);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<StaticRow> StaticTree::node(const std::vector<uint64_t>& path) const {
+  if (path.empty()) return std::nullopt;
+  std::vector<uint64_t> parent(path.begin(), path.end() - 1);
+  for (StaticRow& r : rows(parent, 1))
+    if (r.path == path) return std::move(r);
+  return std::nullopt;
 }
 
 }  // namespace hpc::present

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,51 @@ FlatTable flat_top(const Experiment& e, FlatBy by, const std::vector<size_t>& me
 FlatRow flat_row(const Experiment& e, FlatBy by, const FlatTable& t, size_t i);
 // Every row of flat_table(e, by, metrics), named.
 std::vector<FlatRow> flat_rows(const Experiment& e, FlatBy by, const std::vector<size_t>& metrics = {});
+
+// ---- The flat view as hpcviewer's outline: the program's static structure. Load modules,
+// then their source files, then the functions defined there; below a function what its body
+// holds: loops and lines nested as in the source, code inlined there (`[I] f`) with its own
+// body below, and call sites (`-> f`: the callee's cost from that place, no children). A
+// function is every context of it: called or inlined, on any path (a context without a
+// function, as without structure, is a function of its module's address). Exclusive values
+// are the contexts' own (function scope: a call site has none); inclusive ones count each
+// context whose path holds no other context of the same row (recursion counted once).
+enum class StaticKind : uint8_t { Module, File, Function, Loop, Line, Inlined, Call, Instruction };
+const char* static_kind_name(StaticKind k);
+// A key as text ("s" and hex digits) and back, for paths passed around ("s1/s2a/s5").
+std::string static_key_string(uint64_t key);
+Expected<std::vector<uint64_t>> parse_static_path(const std::string& text);
+
+struct StaticRow {
+  std::vector<uint64_t> path;  // keys from the top level down, this row's last
+  StaticKind kind = StaticKind::Module;
+  std::string name;
+  uint32_t file = db::kNone, line = 0;  // where its source is (a function: its definition)
+  bool hasChildren = false;
+  std::vector<double> inc, exc;  // per metric asked
+};
+
+// Computed per request in one depth-first pass over meta.db's tree; nothing is kept.
+// MT: const methods are thread-safe.
+class StaticTree {
+public:
+  explicit StaticTree(const Experiment& e, std::vector<size_t> metrics = {});
+  // The rows `depth` levels below `path` (1: its children; `path` empty: the load modules),
+  // with any that end above that depth (no children): hpcviewer's *Flatten*, which replaces
+  // each top-level row by its children, is rows({}, 2), then rows({}, 3)... Hottest first by
+  // the first metric's inclusive value, then exclusive, then as met; the first `limit` of them,
+  // and in `total` how many there are.
+  std::vector<StaticRow> rows(const std::vector<uint64_t>& path, uint32_t depth = 1, size_t limit = SIZE_MAX,
+                              size_t* total = nullptr) const;
+  // The row at `path`, if some context has it.
+  std::optional<StaticRow> node(const std::vector<uint64_t>& path) const;
+
+private:
+  struct Step;
+  Step step(uint32_t ctx) const;
+  const Experiment& e_;
+  std::vector<size_t> ms_;
+};
 
 // Sorts rows (Aggregate or FlatRow) hottest first by metric `m`.
 template <typename Row>

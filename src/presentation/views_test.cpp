@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "presentation/experiment.hpp"
@@ -133,6 +135,148 @@ TEST(Views, SmallFlatAndBottomUp) {
   EXPECT_NEAR(ci.node({it->key, callers[0].key}).exc[0], 0.605316, 1e-9);
 }
 
+// hpcviewer's flat view as an outline: small.d's module, file, functions, spinsleep's loop
+// and line, main's call sites; a call site has no exclusive value and no children.
+TEST(Views, SmallStaticStructure) {
+  auto e = open_db("small.d");
+  ASSERT_TRUE(e);
+  StaticTree st(*e);
+  auto mods = st.rows({});
+  ASSERT_EQ(mods.size(), 1u);
+  EXPECT_EQ(mods[0].name, "testmeas-small");
+  EXPECT_EQ(mods[0].kind, StaticKind::Module);
+  EXPECT_NEAR(mods[0].inc[0], 1.210259, 1e-6);
+  EXPECT_NEAR(mods[0].exc[0], 1.210259, 1e-6);
+  EXPECT_TRUE(mods[0].hasChildren);
+  auto files = st.rows(mods[0].path);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].name, "small.c");
+  EXPECT_EQ(files[0].kind, StaticKind::File);
+  auto fns = st.rows(files[0].path);
+  ASSERT_EQ(fns.size(), 3u);
+  EXPECT_EQ(fns[0].name, "spinsleep");  // ties on inclusive: the larger exclusive first
+  EXPECT_NEAR(fns[0].inc[0], 1.210259, 1e-6);
+  EXPECT_NEAR(fns[0].exc[0], 1.210259, 1e-6);
+  EXPECT_EQ(fns[1].name, "main");
+  EXPECT_NEAR(fns[1].exc[0], 0.0, 1e-12);
+  EXPECT_EQ(fns[2].name, "caller");
+  EXPECT_NEAR(fns[2].inc[0], 0.605316, 1e-9);
+  // Flattened twice from the top: the same functions.
+  auto flat3 = st.rows({}, 3);
+  ASSERT_EQ(flat3.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(flat3[i].path, fns[i].path);
+  auto body = st.rows(fns[0].path);
+  ASSERT_FALSE(body.empty());
+  EXPECT_EQ(body[0].name, "loop at small.c:3");
+  EXPECT_EQ(body[0].kind, StaticKind::Loop);
+  EXPECT_EQ(body[0].line, 3u);
+  EXPECT_NEAR(body[0].exc[0], 1.210259, 1e-6);
+  auto inLoop = st.rows(body[0].path);
+  ASSERT_EQ(inLoop.size(), 1u);
+  EXPECT_EQ(inLoop[0].name, "small.c:3");
+  EXPECT_EQ(inLoop[0].kind, StaticKind::Line);
+  EXPECT_NEAR(inLoop[0].inc[0], 1.210259, 1e-6);
+  auto mainBody = st.rows(fns[1].path);
+  ASSERT_EQ(mainBody.size(), 1u);
+  EXPECT_EQ(mainBody[0].name, "small.c:11");
+  auto calls = st.rows(mainBody[0].path);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].name, "-> caller");
+  EXPECT_EQ(calls[0].kind, StaticKind::Call);
+  EXPECT_NEAR(calls[0].inc[0], 0.605316, 1e-9);
+  EXPECT_EQ(calls[0].exc[0], 0.0);
+  EXPECT_FALSE(calls[0].hasChildren);
+  EXPECT_EQ(calls[1].name, "-> spinsleep");
+  EXPECT_NEAR(calls[1].inc[0], 0.604943, 1e-9);
+  EXPECT_TRUE(st.rows(calls[0].path).empty());
+  ASSERT_TRUE(st.node(calls[1].path));
+  EXPECT_EQ(st.node(calls[1].path)->name, "-> spinsleep");
+  EXPECT_FALSE(st.node({12345}));
+  // Keys as text and back; bad text is refused.
+  std::string text;
+  for (uint64_t k : calls[1].path) text += (text.empty() ? "" : "/") + static_key_string(k);
+  auto back = parse_static_path(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, calls[1].path);
+  for (const char* bad : {"x1", "s", "s1//s2", "s12345678901234567", "sg"}) EXPECT_FALSE(parse_static_path(bad).ok()) << bad;
+  EXPECT_TRUE(parse_static_path("").ok());
+}
+
+// Without structure every instruction a call reached is a function of its module's address:
+// the tree still has them, under `<unknown file>`, with the reference's values.
+TEST(Views, NostructStaticStructureByAddress) {
+  auto e = open_db("small.nostruct.d");
+  ASSERT_TRUE(e);
+  StaticTree st(*e);
+  auto fns = st.rows({}, 3);
+  double exc = 0;
+  for (const StaticRow& r : fns) exc += r.exc[0];
+  EXPECT_NEAR(exc, 1.210259, 1e-6);  // every sample once
+  ASSERT_FALSE(fns.empty());
+  EXPECT_EQ(fns[0].name, "testmeas-small+0x114c");
+  EXPECT_NEAR(fns[0].inc[0], 0.302391 + 0.403829, 1e-6);  // two instances, neither below the other
+  EXPECT_EQ(st.rows({})[0].inc[0], e->inclusive(0, e->metrics()[0]));
+}
+
+// The functions of the outline, flattened to them, are the flat view's by function; its
+// modules the flat view's by module; each row's exclusive value is its own and its
+// children's (call sites have none; inlined code is its own function).
+TEST(Views, StaticStructureAgreesWithFlatLists) {
+  for (const char* db : {"small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d", "loops-cuda-nvidiapc-t.d"}) {
+    SCOPED_TRACE(db);
+    auto e = open_db(db);
+    ASSERT_TRUE(e);
+    StaticTree st(*e);
+    // A module with code reached without a function (a thread's start in libgomp, as
+    // libgomp.so+0x1a86d) has more in the outline than the list, which counts functions only.
+    std::set<uint64_t> addressed;
+    for (const StaticRow& r : st.rows({}, 3))
+      if (r.path.back() >> 60 != 0) addressed.insert(r.path[0]);
+    for (auto [depth, by] : {std::pair{1u, FlatBy::Module}, std::pair{3u, FlatBy::Function}}) {
+      std::map<uint64_t, const FlatRow*> byKey;
+      auto flat = flat_rows(*e, by);
+      for (const FlatRow& r : flat) byKey[r.key] = &r;
+      size_t n = 0;
+      for (const StaticRow& r : st.rows({}, depth)) {
+        if (r.path.size() != depth || (depth == 3 && r.path.back() >> 60 != 0)) continue;  // addresses: not in the lists
+        ++n;
+        if (depth == 1 && addressed.count(r.path[0])) continue;
+        const uint64_t key = depth == 1 ? (r.path[0] == 0xffffffffull ? hpc::db::kNone : r.path[0]) : r.path.back();
+        ASSERT_TRUE(byKey.count(key)) << r.name;
+        for (size_t m = 0; m < e->metrics().size(); ++m) {
+          EXPECT_NEAR(r.inc[m], byKey[key]->inc[m], 1e-9 * (1 + std::abs(r.inc[m]))) << r.name << " metric " << m;
+          EXPECT_NEAR(r.exc[m], byKey[key]->exc[m], 1e-9 * (1 + std::abs(r.exc[m]))) << r.name << " metric " << m;
+        }
+      }
+      EXPECT_EQ(n, flat.size());
+    }
+    // loops.c's main._omp_fn.0: its outer loop holds the nested loop, its lines and call sites.
+    if (std::string(db) == "loops-cputime-t.d") {
+      auto fns = st.rows({}, 3);
+      auto omp = std::find_if(fns.begin(), fns.end(), [](auto& r) { return r.name == "main._omp_fn.0"; });
+      ASSERT_NE(omp, fns.end());
+      auto body = st.rows(omp->path);
+      ASSERT_FALSE(body.empty());
+      EXPECT_EQ(body[0].name, "loop at loops.c:1010");
+      EXPECT_NEAR(body[0].inc[0], 3.97331, 1e-5);  // both instances of the outlined function
+      auto helper = std::find_if(fns.begin(), fns.end(), [](auto& r) { return r.name == "test_separated_loops"; });
+      ASSERT_NE(helper, fns.end());
+      auto loop = st.rows(helper->path);  // hottest first
+      ASSERT_FALSE(loop.empty());
+      EXPECT_EQ(loop[0].name, "loop at loops.c:1000");
+      auto line = st.rows(loop[0].path);
+      ASSERT_FALSE(line.empty());
+      EXPECT_EQ(line[0].name, "loops.c:1001");
+      auto inl = st.rows(line[0].path);
+      ASSERT_FALSE(inl.empty());
+      EXPECT_EQ(inl[0].name, "[I] test_separated_loops_helper");
+      EXPECT_EQ(inl[0].kind, StaticKind::Inlined);
+      EXPECT_NEAR(inl[0].exc[0], 0.992777, 1e-6);
+      EXPECT_TRUE(inl[0].hasChildren);
+    }
+  }
+}
+
 // From its second query on a CallerIndex answers from an index (function contexts by
 // function, every context's caller): the same callers and values as a scan of every context,
 // which a fresh index's first query does.
@@ -201,6 +345,35 @@ TEST(Views, ProfileValuesFromCctDb) {
   for (auto& v : *pv) sum += v.value;
   EXPECT_NEAR(sum, e->inclusive(0, m), 1e-6);
   EXPECT_EQ(pv->size(), 4u);  // four threads
+}
+
+// hpcreport --view structure: the outline best-first, as a forest in tree order.
+TEST(Report, StructureViewIsTheOutline) {
+  auto e = open_db("small.d");
+  ASSERT_TRUE(e);
+  ReportOptions o;
+  o.view = ReportView::Structure;
+  o.top = 100;
+  auto rows = report_rows(*e, o);
+  ASSERT_GE(rows.size(), 10u);
+  EXPECT_EQ(rows[0].section, "structure");
+  EXPECT_EQ(rows[0].name, "testmeas-small");
+  EXPECT_EQ(rows[0].depth, 0u);
+  EXPECT_EQ(rows[1].name, "small.c");
+  EXPECT_EQ(rows[2].name, "spinsleep");
+  EXPECT_EQ(rows[3].name, "loop at small.c:3");
+  EXPECT_EQ(rows[3].depth, 3u);
+  auto call = std::find_if(rows.begin(), rows.end(), [](auto& r) { return r.name == "-> caller"; });
+  ASSERT_NE(call, rows.end());
+  EXPECT_EQ(call->depth, 4u);
+  EXPECT_NEAR(call->inc, 0.605316, 1e-9);
+  EXPECT_EQ(call->exc, 0.0);
+  EXPECT_EQ(std::prev(call)->name, "small.c:11");  // under main's line
+  EXPECT_EQ(call->id.substr(0, call->id.rfind('/')), std::prev(call)->id);
+  std::ostringstream os;
+  print_report(*e, o, os);
+  EXPECT_NE(os.str().find("Static structure"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("        -> caller"), std::string::npos) << os.str();
 }
 
 TEST(Report, TextNamesHotFunction) {

@@ -19,8 +19,9 @@ int main(int argc, char** argv) {
   app.add_option("-v,--view", view,
                  "summary (kinds of work, top-down and flat functions), top-down, bottom-up, flat, or overview "
                  "(where the time went by kind of work: computation, MPI, OpenMP runtime, GPU runtime, I/O, "
-                 "waiting; the GPU's operations; a verdict)")
-      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview"}));
+                 "waiting; the GPU's operations; a verdict), or structure (hpcviewer's flat view: load modules,\n"
+                 "files, functions, then loops, lines, inlined code [I] and call sites -> as nested in the source)")
+      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview", "structure"}));
   app.add_option("--by", by, "flat view grouping: module, file, function, line or loop (each loop's source line)")
       ->check(CLI::IsMember({"module", "file", "function", "line", "loop"}));
   app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   }
   o.top = top;
   o.view = view == "top-down" ? ReportView::TopDown : view == "bottom-up" ? ReportView::BottomUp
-           : view == "flat"   ? ReportView::Flat : view == "overview" ? ReportView::Overview : ReportView::Summary;
+           : view == "flat"   ? ReportView::Flat : view == "overview" ? ReportView::Overview
+           : view == "structure" ? ReportView::Structure : ReportView::Summary;
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
   print_report(e, o, std::cout);

@@ -202,6 +202,7 @@ Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "context") return context(q);
   if (endpoint == "bottom-up") return bottom_up(q);
   if (endpoint == "flat") return flat(q);
+  if (endpoint == "structure") return structure(q);
   if (endpoint == "overview") return overview(q);
   if (endpoint == "profiles") return profiles();
   if (endpoint == "profile-values") return profile_values(q);
@@ -373,6 +374,32 @@ Reply Api::flat(const Params& q) {
     FlatRow r = flat_row(e, by, *t, i);
     json j{{"key", r.key}, {"name", r.name}, {"inc", r.inc}, {"exc", r.exc}};
     if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
+    return j;
+  });
+}
+
+// hpcviewer's flat view: the static structure below `path` (empty: the load modules),
+// `depth` levels down (more than 1: the view flattened), for the asked metrics.
+Reply Api::structure(const Params& q) {
+  auto path = parse_static_path(text(q, "path"));
+  auto depth = number(q, "depth", 1, 8);
+  auto ms = metric_list(e_, q);
+  auto top = number(q, "top", kMaxRows, kMaxRows);
+  if (!path.ok()) return error(400, path.status().message());
+  if (!depth.ok()) return error(400, depth.status().message());
+  if (*depth < 1) return error(400, "parameter 'depth' must be 1 to 8");
+  if (!ms.ok()) return error(400, ms.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  size_t total = 0;
+  auto rows = std::make_shared<std::vector<StaticRow>>(StaticTree(e_, *ms).rows(*path, uint32_t(*depth), *top, &total));
+  json head{{"path", text(q, "path")}, {"depth", *depth}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
+  return stream_array(std::move(head), "rows", rows->size(), [rows](size_t i) {
+    const StaticRow& r = (*rows)[i];
+    std::string p;
+    for (uint64_t k : r.path) p += (p.empty() ? "" : "/") + static_key_string(k);
+    json j{{"key", static_key_string(r.path.back())}, {"path", p}, {"kind", static_kind_name(r.kind)},
+           {"name", r.name}, {"hasChildren", r.hasChildren}, {"inc", r.inc}, {"exc", r.exc}};
+    if (r.file != db::kNone) j["file"] = r.file, j["line"] = r.line;
     return j;
   });
 }

@@ -55,6 +55,7 @@ private:
   Reply context(const Params& q);
   Reply bottom_up(const Params& q);
   Reply flat(const Params& q);
+  Reply structure(const Params& q);
   Reply overview(const Params& q);
   Reply profiles();
   Reply profile_values(const Params& q);

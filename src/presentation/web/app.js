@@ -89,6 +89,7 @@ const table = {
   search: '',
   zoom: [],            // zoomed in: the {roots, baseDepth} to go back to, innermost last
   baseDepth: 0,        // the depth of the rows shown outermost (zoomed in: the zoomed row's)
+  flatDepth: 0,        // the static structure flattened this many times (hpcviewer's Flatten)
   profiles: null,      // the thread view: profile.db rows whose values alone are shown (top-down)
   totals: null,        // their totals by metric, for the percentages
 
@@ -99,6 +100,9 @@ const table = {
   childParams(ctx) {
     return this.profiles ? { ctx, profiles: this.profiles.join(',') } : { ctx };
   },
+  // The flat view as hpcviewer's outline: modules, files, functions, loops, lines, inlined
+  // code and call sites (/api/structure), rather than one list.
+  structured() { return this.view === 'flat' && $('flat-by').value === 'structure'; },
   value(node, col, exc) {
     const vals = exc ? node.exc : node.inc;
     if (col.derived) { const r = col.derived.f(vals); return Number.isFinite(r) ? r : NaN; }
@@ -151,7 +155,8 @@ const table = {
 
   makeNodes(rows, depth, parent) {
     return rows.map((r) => ({ ...r, depth, parent, children: null, expanded: false,
-      key: this.view === 'top-down' ? 'c' + r.ctx : this.view === 'bottom-up' ? r.path : 'k' + r.key }));
+      name: r.kind === 'call' ? r.name.replace(/^-> /, '→ ') : r.name,
+      key: this.view === 'top-down' ? 'c' + r.ctx : this.view === 'bottom-up' || r.path ? r.path : 'k' + r.key }));
   },
 
   // hpcviewer's zoom: the selected row and what lies below it alone, and back.
@@ -177,6 +182,8 @@ const table = {
   },
 
   async load() {
+    // A later load (another view or grouping chosen meanwhile) wins: this one's reply is dropped.
+    const seq = this.loadSeq = (this.loadSeq || 0) + 1;
     this.selected = null;
     this.zoom = [];
     this.baseDepth = 0;
@@ -189,9 +196,16 @@ const table = {
       this.totals = j.totals || null;
     } else if (this.view === 'bottom-up') {
       rows = (await hpc.api('bottom-up', { top: 5000 })).rows;
+    } else if (this.structured()) {
+      rows = (await hpc.api('structure', { depth: this.flatDepth + 1, top: 5000 })).rows;
     } else {
       rows = (await hpc.api('flat', { by: $('flat-by').value, top: 5000 })).rows;
     }
+    if (seq !== this.loadSeq) return;
+    const s = this.structured();
+    $('flatten').hidden = $('unflatten').hidden = !s;
+    $('unflatten').disabled = this.flatDepth === 0;
+    $('hot-path').disabled = this.view === 'flat' && !s;
     this.roots = this.makeNodes(rows, 0, null);
     this.sortKids(this.roots);
     this.header();
@@ -204,6 +218,7 @@ const table = {
     if (!node.children) {
       const rows = this.view === 'top-down'
         ? (await hpc.api('children', this.childParams(node.ctx))).children
+        : this.structured() ? (await hpc.api('structure', { path: node.path, top: 5000 })).rows
         : (await hpc.api('bottom-up', { path: node.path, top: 5000 })).rows;
       node.children = this.makeNodes(rows, node.depth + 1, node);
       this.sortKids(node.children);
@@ -518,12 +533,18 @@ document.addEventListener('DOMContentLoaded', () => {
     for (const x of document.querySelectorAll('.views button')) x.classList.toggle('active', x === b);
     table.view = b.dataset.view;
     if (table.view !== 'top-down' && table.profiles) threads.set(null);  // the thread view is a top-down tree
-    table.sortExc = table.view !== 'top-down';  // bottom-up and flat rank by self cost
+    // Bottom-up and flat lists rank by self cost, the trees (and the static structure) by inclusive.
+    table.sortExc = table.view !== 'top-down' && !table.structured();
     $('flat-by').hidden = table.view !== 'flat';
-    $('hot-path').disabled = table.view === 'flat';
     table.load().catch(showError);
   };
-  $('flat-by').onchange = () => table.load().catch(showError);
+  $('flat-by').onchange = () => {
+    table.sortExc = !table.structured();
+    table.flatDepth = 0;
+    table.load().catch(showError);
+  };
+  $('flatten').onclick = () => { table.flatDepth = Math.min(7, table.flatDepth + 1); table.load().catch(showError); };
+  $('unflatten').onclick = () => { table.flatDepth = Math.max(0, table.flatDepth - 1); table.load().catch(showError); };
   $('threads').onclick = () => threads.open().catch(showError);
   $('threads-filter').addEventListener('input', (ev) => threads.filter(ev.target.value));
   $('threads-all').onclick = () => threads.mark(true);

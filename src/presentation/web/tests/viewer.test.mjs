@@ -102,11 +102,32 @@ async function step(page, label, fn) {
     const kids = await rowTexts(page);
     check(kids[1].includes('← caller') && kids[1].includes('0.605316'), `callers of spinsleep: ${kids}`);
   });
+  // The flat view opens as hpcviewer's outline: the load module, flattened twice to its
+  // functions, spinsleep's loop below it, main's call sites; then the list by function.
   await step(page, 'small-4-flat', async () => {
     await page.click('#view-flat');
     await page.waitForFunction(() => !document.querySelector('#flat-by').hidden);
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('testmeas-small'));
+    let rows = await rowTexts(page);
+    check(rows.length === 1 && /^▸ ?testmeas-small 1\.21026 100\.0% 1\.21026 100\.0%/.test(rows[0]), `structure roots: ${rows}`);
+    await page.click('#flatten');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('small.c'));
+    await page.click('#flatten');
     await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length === 3);
-    const rows = await rowTexts(page);
+    rows = await rowTexts(page);
+    check(/^▸ ?spinsleep 1\.21026/.test(rows[0]) && rows.some((r) => /^▸ ?caller 0\.605316/.test(r)), `flattened to functions: ${rows.join(' | ')}`);
+    await page.click('#table-body .row .twist');
+    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length > 3);
+    rows = await rowTexts(page);
+    check(/loop at small\.c:3 1\.21026/.test(rows[1]), `spinsleep's loop: ${rows.join(' | ')}`);
+    await page.click('#unflatten');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('small.c'));
+    rows = await rowTexts(page);
+    check(rows.length === 1 && /^▸ ?small\.c 1\.21026/.test(rows[0]), `unflattened to files: ${rows}`);
+    await page.selectOption('#flat-by', 'function');
+    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length === 3 &&
+      document.querySelector('#flatten').hidden);
+    rows = await rowTexts(page);
     check(rows[0].startsWith('spinsleep 1.21026'), `flat first row: ${rows[0]}`);
     await page.selectOption('#flat-by', 'line');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('small.c:3'));
@@ -179,6 +200,7 @@ async function step(page, label, fn) {
   });
   await step(page, 'loops-2-flat', async () => {
     await page.click('#view-flat');
+    await page.selectOption('#flat-by', 'function');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
     const rows = await rowTexts(page);
     // test_separated_loops_helper, inlined at two sites (two entries in meta.db), is one row.
@@ -369,6 +391,7 @@ if (binDir && demo && [`${binDir}/hpcrun`, `${binDir}/hpcprof`, demo].every(runn
   });
   await step(page, 'pipeline-2-flat', async () => {
     await page.click('#view-flat');
+    await page.selectOption('#flat-by', 'function');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('stencil'));
     const rows = await rowTexts(page);
     check(/^stencil\b/.test(rows[0]), `stencil leads the flat view: ${rows.slice(0, 3).join(' | ')}`);
