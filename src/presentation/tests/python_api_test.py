@@ -4,7 +4,7 @@ reader (shared/conformance/hpctesttool) and against hpcreport, on the kit's data
 one of our own pipeline (hpcrun -t on a threaded workload, hpcprof -M stats): every context's
 parent, kind and summary values, every profile's identifiers and values (profile.db), every
 context's values by profile (cct.db), every trace line (trace.db), the flat view by function
-and the overview (kinds of work, verdict) as hpcreport computes them, statistics consistent with the values they summarise; errors name
+the overview (kinds of work, verdict) and the static structure (hpcviewer's flat view) as hpcreport computes them, statistics consistent with the values they summarise; errors name
 the file. Usage: python_api_test.py PYTHON_DIR SHARED_DIR BIN_DIR WORKLOADS_DIR"""
 import json
 import math
@@ -169,6 +169,32 @@ def against_hpcreport(name, path, db, mname):
           f"{[(b['name'], db.contexts.at[int(b['id']), 'name']) for b in bad[:3]]}")
 
 
+def structure_against_hpcreport(name, path, db, mname):
+    """db.structure() is hpcreport --view structure: every row with a value, by its path of
+    names, with the same inclusive and exclusive values, in tree order."""
+    r = subprocess.run([str(bindir / "hpcreport"), str(path), "--format", "json", "--top", "1000000", "--view",
+                        "structure", "--metric", mname], capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: hpcreport --view structure failed: {r.stderr}")
+    theirs, stack = {}, []
+    for row in json.loads(r.stdout)["rows"] if r.returncode == 0 else []:
+        del stack[row["depth"]:]
+        stack.append(row["name"])
+        theirs[tuple(stack)] = (row["inclusive"], row["exclusive"])
+    st = db.structure(mname)
+    ours, paths = {}, []
+    for parent, n, i, e in zip(st["parent"], st["name"], st["inclusive"], st["exclusive"]):
+        paths.append((paths[parent] if parent >= 0 else ()) + (n,))
+        check(parent < len(paths) - 1, f"{name}: structure row {n} before its parent")
+        if i > 0:  # hpcreport's best-first walk stops at rows without an inclusive value
+            ours[paths[-1]] = (i, e)
+    check(set(ours) == set(theirs), f"{name}: structure: {sorted(set(ours) ^ set(theirs))[:4]} in one only")
+    bad = [p for p in ours if p in theirs and not (close(ours[p][0], theirs[p][0]) and close(ours[p][1], theirs[p][1]))]
+    check(not bad, f"{name}: structure values differ for {[(p, ours[p], theirs[p]) for p in bad[:3]]}")
+    kinds = set(st["kind"])
+    check({"module", "file", "function"} <= kinds and ("line" in kinds) == ("nostruct" not in name),
+          f"{name}: structure kinds {kinds}")
+
+
 def overview_against_hpcreport(name, path, expect_kinds=()):
     """db.overview() says what hpcreport --view overview says: the metric, each kind of work's
     value and its five places, the GPU's operations, the verdict and its reason; and the
@@ -212,6 +238,10 @@ for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
     db, mname = against_reference(name, dbase / name)
     if name != "loops-cuda-nvidia-t.d":
         against_hpcreport(name, dbase / name, db, mname)
+    structure_against_hpcreport(name, dbase / name, db, mname)
+for name in ("small.nostruct.d", "loops-cputime-t.nostruct.d", "loops-cuda-nvidiapc-t.d"):
+    db = hpctoolkit.open(dbase / name)
+    structure_against_hpcreport(name, dbase / name, db, db.metrics.metric[0])
 
 check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CPUTIME (sec)>"),
       f"repr: {hpctoolkit.open(dbase / 'small.d')!r}")

@@ -398,6 +398,110 @@ class Database:
         df = pd.DataFrame(list(rows.values()), columns=["name", "inclusive", "exclusive"])
         return df.sort_values(["exclusive", "inclusive"], ascending=False, kind="stable").reset_index(drop=True)
 
+    def structure(self, metric, stat="sum"):
+        """hpcviewer's flat view, as hpcreport --view structure: the static structure as an
+        outline, one row per load module, file, function, and below a function its loops,
+        lines, inlined code ("[I] f", its body below) and call sites ("-> f": the callee's
+        inclusive cost from there, no exclusive value), nested as in the source. Columns:
+        parent (the parent row's index, -1 for a module), depth (0: modules), kind (module,
+        file, function, loop, line, inlined, call, instruction), name, inclusive, exclusive; in
+        tree order, siblings hottest first. A function is every context of it, called or
+        inlined; a context without one is a function of its module's address. Inclusive values
+        count a context only where none above it on its path has the same row (recursion
+        counts once)."""
+        inc = self.inclusive(metric, stat).to_dict()
+        exc = self.exclusive(metric, stat).to_dict()
+        ctxs = self.contexts
+        fns = self._functions
+        ids = ctxs.index.tolist()
+        cols = {k: ctxs[k].tolist() for k in ("parent", "relation", "kind", "name", "module", "offset", "file", "line")}
+        at = {c: i for i, c in enumerate(ids)}
+
+        def step(i):
+            """(key, kind, name, root top or None, leaf) of context row i."""
+            c = ids[i]
+            kind, rel = cols["kind"][i], cols["relation"][i]
+            if kind == "entry":
+                return None
+            f = self._function_of.get(c)
+            if kind == "function" and f is not None:
+                fn = fns[f] if f < len(fns) else None
+                top = ((("m", (fn[1] or None) if fn else None), ("f", (fn[3] or None) if fn else None), ("fn", f)),
+                       (_base(fn[1]) if fn and fn[1] else "<unknown module>",
+                        _base(fn[3]) if fn and fn[3] else "<unknown file>", self._function_name[f]))
+                if rel == "inlined call":
+                    return ("inlined", f), "inlined", "[I] " + self._function_name[f], top, False
+                return ("call", f), "call", "-> " + self._function_name[f], top, True
+            if kind in ("loop", "line"):
+                return (kind, cols["file"][i], cols["line"][i]), kind, cols["name"][i], None, False
+            addr = (cols["module"][i], cols["offset"][i])
+            if rel != "lexical":
+                m = cols["module"][i]
+                top = ((("m", m or None), ("f", None), ("addr",) + addr),
+                       (_base(m) if m else "<unknown module>", "<unknown file>", cols["name"][i]))
+                return ("calladdr",) + addr, "call", "-> " + cols["name"][i], top, True
+            return ("instruction",) + addr, "instruction", cols["name"][i], None, False
+
+        rows = {}  # path (tuple of keys) -> [name, kind, inclusive, exclusive]
+        active = {}
+
+        def add(path, name, kind, c, with_exc):
+            r = rows.setdefault(path, [name, kind, 0.0, 0.0])
+            if active.get(path, 0) == 0:
+                r[2] += inc.get(c, 0.0)
+            active[path] = active.get(path, 0) + 1
+            if with_exc:
+                r[3] += exc.get(c, 0.0)
+
+        kids = {}
+        for i, p in enumerate(cols["parent"]):
+            kids.setdefault(p, []).append(i)
+        # Depth-first, iteratively: each entry (row, open instances' paths, leaving, counted).
+        stack = [(i, [], False, None) for i in reversed(kids.get(0, []))]
+        while stack:
+            i, opened, leaving, counted = stack.pop()
+            if leaving:
+                for path in counted:
+                    active[path] -= 1
+                continue
+            st = step(i)
+            counted, mine = [], []
+            if st is not None:
+                key, kind, name, top, leaf = st
+                for path in opened:
+                    q = path + (key,)
+                    add(q, name, kind, ids[i], kind != "call")
+                    counted.append(q)
+                    if not leaf:
+                        mine.append(q)
+                if top is not None:
+                    keys, names = top
+                    for d, k in enumerate(("module", "file", "function")):
+                        q = keys[:d + 1]
+                        add(q, names[d], k, ids[i], True)
+                        counted.append(q)
+                    mine.append(keys)
+            stack.append((i, None, True, counted))
+            for k in reversed(kids.get(ids[i], [])):
+                stack.append((k, mine, False, None))
+
+        # Tree order, siblings hottest first (inclusive, then exclusive).
+        by_parent = {}
+        for path in rows:
+            by_parent.setdefault(path[:-1], []).append(path)
+        out = []
+        todo = [(q, -1) for q in reversed(sorted(by_parent.get((), []), key=lambda q: (-rows[q][2], -rows[q][3])))]
+        while todo:
+            q, prow = todo.pop()
+            name, kind, i_v, e_v = rows[q]
+            out.append({"parent": prow, "depth": len(q) - 1, "kind": kind, "name": name,
+                        "inclusive": i_v, "exclusive": e_v})
+            me = len(out) - 1
+            ch = sorted(by_parent.get(q, []), key=lambda x: (-rows[x][2], -rows[x][3]))
+            for x in reversed(ch):
+                todo.append((x, me))
+        return pd.DataFrame(out, columns=["parent", "depth", "kind", "name", "inclusive", "exclusive"])
+
     # -- traces -------------------------------------------------------------------------------
     def trace(self, profile):
         """One profile's trace (trace.db): time in ns since the epoch, and the context then
