@@ -6,13 +6,19 @@
 // getline/getdelim (glibc's inline getline calls __getdelim) count through libhpcrun.so's
 // hpcrun_io_count. glibc's stdio moves its buffers by internal calls no wrapper sees: these
 // count what the application asked for, and the system calls under them are not counted
-// again. fputc, putc, putchar, fgetc, getc and getchar count a byte each; the scanf family
-// (no byte count to return) and ungetc (a byte read again counts again) are not counted.
+// again. fputc, putc, putchar, fgetc, getc and getchar count a byte each; ungetc is not
+// counted (a byte read again counts again). The scanf family returns no byte count: a call
+// counts what it consumed of the stream, for a stream on a file where the file offset moved
+// plus what the buffer held before less what it holds after (exact, however often the call
+// refilled the buffer), else (a pipe, a terminal) from the buffer's pointers, taking a call
+// to have refilled the buffer at most once (tokens shorter than a buffer).
 // POSIX AIO's transfers run on glibc's own threads, past every wrapper: aio_read, aio_write
 // and lio_listio (and their 64 forms) count the bytes each request asks for (aio_nbytes)
 // where the program queued it, once queued.
 #include <aio.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -81,6 +87,51 @@ int (*real_fputc)(int, FILE*);
 int (*real_putc)(int, FILE*);
 int (*real__IO_putc)(int, FILE*);
 int (*real_putchar)(int);
+
+// Where a scanf call starts or ends in its stream: the file offset (-1 where there is none)
+// and the read buffer, taken without changing errno.
+struct ScanMark {
+  off_t pos;
+  const char *base, *ptr, *end;
+};
+ScanMark scanMark(FILE* f) {
+  const int saved = errno;
+  const int fd = f ? fileno_unlocked(f) : -1;
+  ScanMark m{fd >= 0 ? lseek(fd, 0, SEEK_CUR) : off_t(-1), f ? f->_IO_read_base : nullptr,
+             f ? f->_IO_read_ptr : nullptr, f ? f->_IO_read_end : nullptr};
+  errno = saved;
+  return m;
+}
+// What a scanf call consumed between two marks.
+long scanned(const ScanMark& a, const ScanMark& b) {
+  long n;
+  if (a.pos >= 0 && b.pos >= 0) {
+    n = long(b.pos - a.pos) + long(a.end - a.ptr) - long(b.end - b.ptr);
+  } else if (a.base == b.base && a.end == b.end && b.ptr >= a.ptr) {
+    n = long(b.ptr - a.ptr);  // the same buffer
+  } else {
+    n = long(a.end - a.ptr) + long(b.ptr - b.base);  // the rest of the last buffer, then the new one's
+  }
+  return n > 0 ? n : 0;
+}
+template <class Call> int scanCounted(FILE* f, Call&& call) {
+  const ScanMark before = scanMark(f);
+  const int r = call();
+  const long n = scanned(before, scanMark(f));
+  if (n > 0) {
+    const int saved = errno;
+    hpcrun_io_count(0, n);
+    errno = saved;
+  }
+  return r;
+}
+
+int (*real_vfscanf)(FILE*, const char*, va_list);
+int (*real_vscanf)(const char*, va_list);
+int (*real___isoc99_vfscanf)(FILE*, const char*, va_list);
+int (*real___isoc99_vscanf)(const char*, va_list);
+int (*real___isoc23_vfscanf)(FILE*, const char*, va_list);
+int (*real___isoc23_vscanf)(const char*, va_list);
 
 // A character call's result: one byte where it is not EOF.
 int countedChar(int dir, int r) {
@@ -221,3 +272,52 @@ HPC_EXPORT int fputc(int c, FILE* f) { return countedChar(1, REAL(fputc)(c, f));
 HPC_EXPORT int putc(int c, FILE* f) { return countedChar(1, REAL(putc)(c, f)); }
 HPC_EXPORT int _IO_putc(int c, FILE* f) { return countedChar(1, REAL(_IO_putc)(c, f)); }
 HPC_EXPORT int putchar(int c) { return countedChar(1, REAL(putchar)(c)); }
+
+// The scanf family: what each call consumed of its stream (stdin for scanf), the C99 and C23
+// names glibc's headers redirect to included. The plain names are defined under their own
+// symbols: <stdio.h> renames C++'s fscanf and the like to the C99 ones.
+HPC_EXPORT int hpc_vfscanf(FILE*, const char*, va_list) __asm__("vfscanf");
+HPC_EXPORT int hpc_vscanf(const char*, va_list) __asm__("vscanf");
+HPC_EXPORT int hpc_fscanf(FILE*, const char*, ...) __asm__("fscanf");
+HPC_EXPORT int hpc_scanf(const char*, ...) __asm__("scanf");
+HPC_EXPORT int hpc_vfscanf(FILE* f, const char* fmt, va_list ap) {
+  return scanCounted(f, [&] { return REAL(vfscanf)(f, fmt, ap); });
+}
+HPC_EXPORT int hpc_vscanf(const char* fmt, va_list ap) {
+  return scanCounted(stdin, [&] { return REAL(vscanf)(fmt, ap); });
+}
+HPC_EXPORT int __isoc99_vfscanf(FILE* f, const char* fmt, va_list ap) {
+  return scanCounted(f, [&] { return REAL(__isoc99_vfscanf)(f, fmt, ap); });
+}
+HPC_EXPORT int __isoc99_vscanf(const char* fmt, va_list ap) {
+  return scanCounted(stdin, [&] { return REAL(__isoc99_vscanf)(fmt, ap); });
+}
+// glibc 2.38's names: where the libc has none, the C99 form (a program built against a newer
+// glibc does not run on an older one, so this is never the program's call).
+HPC_EXPORT int __isoc23_vfscanf(FILE* f, const char* fmt, va_list ap) {
+  return scanCounted(f, [&] {
+    return REAL(__isoc23_vfscanf) ? real___isoc23_vfscanf(f, fmt, ap) : REAL(__isoc99_vfscanf)(f, fmt, ap);
+  });
+}
+HPC_EXPORT int __isoc23_vscanf(const char* fmt, va_list ap) {
+  return scanCounted(stdin, [&] {
+    return REAL(__isoc23_vscanf) ? real___isoc23_vscanf(fmt, ap) : REAL(__isoc99_vscanf)(fmt, ap);
+  });
+}
+#define HPC_SCAN(stream, call) \
+  va_list ap;                  \
+  va_start(ap, fmt);           \
+  const int r = scanCounted(stream, [&] { return (call); }); \
+  va_end(ap);                  \
+  return r
+HPC_EXPORT int hpc_fscanf(FILE* f, const char* fmt, ...) { HPC_SCAN(f, REAL(vfscanf)(f, fmt, ap)); }
+HPC_EXPORT int hpc_scanf(const char* fmt, ...) { HPC_SCAN(stdin, REAL(vscanf)(fmt, ap)); }
+HPC_EXPORT int __isoc99_fscanf(FILE* f, const char* fmt, ...) { HPC_SCAN(f, REAL(__isoc99_vfscanf)(f, fmt, ap)); }
+HPC_EXPORT int __isoc99_scanf(const char* fmt, ...) { HPC_SCAN(stdin, REAL(__isoc99_vscanf)(fmt, ap)); }
+HPC_EXPORT int __isoc23_fscanf(FILE* f, const char* fmt, ...) {
+  HPC_SCAN(f, REAL(__isoc23_vfscanf) ? real___isoc23_vfscanf(f, fmt, ap) : REAL(__isoc99_vfscanf)(f, fmt, ap));
+}
+HPC_EXPORT int __isoc23_scanf(const char* fmt, ...) {
+  HPC_SCAN(stdin, REAL(__isoc23_vscanf) ? real___isoc23_vscanf(fmt, ap) : REAL(__isoc99_vscanf)(fmt, ap));
+}
+#undef HPC_SCAN

@@ -708,13 +708,13 @@ TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
               {{"writer", 3 << 20}, {"pwriter", 512 << 10}, {"writevr", 512 << 10}, {"fwriter", 2 << 20},
                {"aio_writer", 256 << 10},
                {"pwritevr", 256 << 10}, {"unlocked_writer", 256 << 10}, {"printer", 80000}, {"putser", 100000},
-               {"emit", 8000}, {"char_writer", 3000}, {"main", double(bare.out.size())}}},
+               {"emit", 8000}, {"char_writer", 3000}, {"main", double(bare.out.size()) + 10000 /* into the pipe */}}},
              {"IO Bytes Read",
               {{"reader", 4 << 20}, {"preader", 1 << 20}, {"readvr", 512 << 10}, {"freader", 2 << 20},
                {"aio_reader", 128 << 10}, {"lio_reader", 128 << 10},
                {"chk_reader", 1 << 20}, {"chk_preader", 256 << 10}, {"chk_freader", 1 << 20},
                {"preadvr", 512 << 10}, {"unlocked_reader", 256 << 10}, {"fgetser", 188000}, {"getliner", 188000},
-               {"char_reader", 3000}}}}) {
+               {"char_reader", 3000}, {"scanner", 188000}, {"pipe_scanner", 10000}}}}) {
       std::map<std::string, double> got;
       forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
         // The call's own context: its leaf is the return address into the caller.

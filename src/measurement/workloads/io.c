@@ -8,7 +8,9 @@
  * _FORTIFY_SOURCE and sizes known only at run time: __read_chk, __pread_chk, __fread_chk),
  * preadvr 512 KiB (preadv), unlocked_reader 256 KiB (fread_unlocked), fgetser and getliner
  * 188,000 each (fgets, getline); emit 8,000 (fprintf: 2,672 from site_a, 5,328 from site_b).
- * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc). POSIX AIO: aio_writer 256 KiB
+ * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc); scanner 188,000 (fscanf's tokens
+ * and the whitespace between them: the file fgetser read), pipe_scanner 10,000 (fscanf from a
+ * pipe: no file offset). POSIX AIO: aio_writer 256 KiB
  * (aio_write), aio_reader 128 KiB (aio_read), lio_reader 128 KiB (lio_listio). Prints a
  * checksum of what was read. */
 #define _GNU_SOURCE
@@ -160,6 +162,18 @@ __attribute__((noinline)) long getliner(FILE* f) {
   free(line);
   return t;
 }
+__attribute__((noinline)) long scanner(FILE* f) {
+  char tok[128];
+  long t = 0;
+  while (fscanf(f, "%127s", tok) == 1) t += tok[0];
+  return t;
+}
+__attribute__((noinline)) long pipe_scanner(FILE* f) {
+  long t = 0;
+  int v;
+  while (fscanf(f, "%d", &v) == 1) t += v;
+  return t;
+}
 /* One line writer called from two callers of one frame size in turn: the same stack pointer
  * in emit each time, the caller's return address the only difference (site_a 334 lines of 8
  * bytes, site_b 666). */
@@ -232,6 +246,17 @@ int main(int argc, char** argv) {
   t += fgetser(f);
   rewind(f);
   t += getliner(f);
+  rewind(f);
+  t += scanner(f);
+  fclose(f);
+  int p[2];
+  if (pipe(p) != 0) return 1;
+  for (int i = 0; i < 2000; ++i)  /* 10,000 bytes: the pipe holds them all */
+    if (write(p[1], "1234\n", 5) != 5) return 1;
+  close(p[1]);
+  f = fdopen(p[0], "r");
+  if (!f) return 1;
+  t += pipe_scanner(f);
   fclose(f);
   f = fopen(a, "w");
   if (!f) return 1;
