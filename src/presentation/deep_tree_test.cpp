@@ -430,4 +430,24 @@ TEST_F(ViewsDeepTree, ServerApi) {
   r = get(api, "profile-values", {{"ctx", std::to_string(kDeepest)}}, body);
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(nlohmann::json::parse(body)["values"][0][1], kLeafValue);
+  // The depth view down the chain: as many rows as asked (every path is deeper), main on
+  // top, then ping and pong alternating; the last pixel is the deepest sample's.
+  r = get(api, "trace-depth", {{"line", "0"}, {"width", "512"}, {"depths", "512"}}, body);
+  ASSERT_EQ(r.status, 200) << body.substr(0, 200);
+  j = nlohmann::json::parse(body);
+  ASSERT_EQ(j["depths"].size(), 512u);
+  EXPECT_EQ(j["depths"][0].back()[0], kMain);
+  EXPECT_EQ(j["depths"][1].back()[0], kPing);
+  EXPECT_EQ(j["depths"][2].back()[0], kPong);
+  for (const auto& row : j["depths"]) {
+    uint64_t px = 0;
+    for (const auto& run : row) px += run[1].get<uint64_t>();
+    EXPECT_EQ(px, 512u);
+  }
+  EXPECT_EQ(j["functions"][std::to_string(kPing)], "ping");
+  EXPECT_EQ(j["profile"], 1);
+  EXPECT_EQ(get(api, "trace-depth", {{"width", "10"}}, body).status, 400);  // no line
+  EXPECT_EQ(get(api, "trace-depth", {{"line", "0"}}, body).status, 400);    // no width
+  EXPECT_EQ(get(api, "trace-depth", {{"line", "9"}, {"width", "10"}}, body).status, 400);
+  EXPECT_EQ(get(api, "trace-depth", {{"line", "0"}, {"width", "10"}, {"depths", "513"}}, body).status, 400);
 }

@@ -100,7 +100,9 @@ private:
 class DepthColours {
 public:
   static constexpr uint64_t kInnermost = UINT64_MAX;
-  DepthColours(const Experiment& e, uint64_t depth) : e_(e), want_(depth == kInnermost ? depth : depth + 1) {}
+  // `exact`: a context whose path is not that deep is idle (the depth view), not its innermost function.
+  DepthColours(const Experiment& e, uint64_t depth, bool exact = false)
+      : e_(e), want_(depth == kInnermost ? depth : depth + 1), exact_(exact) {}
   uint32_t operator()(uint32_t ctx) {
     if (ctx == 0) return kTraceIdle;
     return memo_.get(ctx, [&](uint32_t c) { return e_.has(c) ? walk(c) : kTraceUnknown; });
@@ -138,6 +140,7 @@ private:
     const uint64_t m = fns_.size(), cd = base.callDepth + m;
     const uint32_t key = base.callDepth >= want_ ? base.key  // the function at that depth is above the stop
                          : cd >= want_           ? key_of(fns_[cd - want_])
+                         : exact_                ? kTraceIdle
                          : m                     ? key_of(fns_[0])  // not that deep: the innermost
                                                  : base.key;
     if (steps >= kEvery) {  // a long walk: checkpoints on the way, at every kEvery-th tree depth
@@ -157,6 +160,7 @@ private:
 
   const Experiment& e_;
   uint64_t want_;  // the call depth (outermost 1) whose function is shown; kInnermost
+  bool exact_;
   KeyMemo memo_;
   std::vector<Point> points_ = std::vector<Point>(size_t(1) << kBits);
   std::vector<uint32_t> fns_;
@@ -230,6 +234,37 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
     if (!each(row)) break;
   }
   return Status();
+}
+
+Expected<TraceDepthRows> trace_depth_rows(const Experiment& e, uint32_t line, uint64_t t0, uint64_t t1, uint32_t width,
+                                          uint32_t maxDepths) {
+  const TraceQuery q{t0, t1, line, line + 1, 1, width, 0};
+  HPC_RETURN_IF_ERROR(check_trace_query(e, q));
+  if (maxDepths == 0 || maxDepths > kMaxTraceDepths)
+    return Status::error("depths must be between 1 and " + std::to_string(kMaxTraceDepths));
+  const db::LazyTraceDb* trace = *e.trace();
+  LineReader lines(e, *trace);
+  bool mapped = true;
+  const db::TraceLineView tr = lines.read(line, mapped);
+  TraceDepthRows out;
+  out.line = line, out.profIndex = tr.profIndex();
+  std::vector<uint32_t> ctxAt(width, 0);  // 0: idle (before the first record, or context 0)
+  sweep(tr, Instants(t0, t1, width), [](uint32_t) { return true; }, [&](uint32_t x, uint32_t ctx) { ctxAt[x] = ctx; });
+  if (mapped) db::release_pages(tr.data(), tr.bytes());
+  for (uint32_t d = 0; d < maxDepths; ++d) {
+    DepthColours colourOf(e, d, /*exact=*/true);
+    std::vector<std::pair<uint32_t, uint32_t>> runs;
+    bool any = false;
+    for (uint32_t x = 0; x < width; ++x) {
+      const uint32_t key = colourOf(ctxAt[x]);
+      any |= key != kTraceIdle;
+      if (!runs.empty() && runs.back().first == key) ++runs.back().second;
+      else runs.push_back({key, 1});
+    }
+    if (!any) break;  // no path this deep: none deeper either
+    out.depths.push_back(std::move(runs));
+  }
+  return out;
 }
 
 Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q) {

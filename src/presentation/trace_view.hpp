@@ -46,6 +46,18 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
 // All rows of the query (tests, benchmarks); errors for a bad range or no traces.
 Expected<std::vector<TraceRow>> trace_pixels(const Experiment& e, const TraceQuery& q);
 
+// hpcviewer's depth view: one trace line over [t0, t1) at `width` pixels, a row per call
+// depth from the outermost (0) down: the function at that depth on the path of the sample at
+// each pixel, idle where the path is not that deep. Rows stop at the first depth no pixel
+// reaches, or at maxDepths (at most kMaxTraceDepths).
+inline constexpr uint32_t kMaxTraceDepths = 512;
+struct TraceDepthRows {
+  uint32_t line = 0, profIndex = 0;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> depths;  // runs (colour key, pixels) by depth
+};
+Expected<TraceDepthRows> trace_depth_rows(const Experiment& e, uint32_t line, uint64_t t0, uint64_t t1, uint32_t width,
+                                          uint32_t maxDepths);
+
 // The function context (or entry, or the context itself if none) shown for `ctx` at call
 // `depth`: the function context at that depth on its path, else the deepest one.
 uint32_t context_at_depth(const Experiment& e, uint32_t ctx, uint32_t depth);

@@ -106,3 +106,64 @@ TEST(TraceView, GpuIdleBlame) {
   EXPECT_TRUE(b->rows.empty());
   EXPECT_FALSE(gpu_idle_blame(**e, 10, 5, 100).ok());
 }
+
+// The depth view of small.d's line: main at depth 0, then spinsleep (called from main) or
+// caller, then spinsleep below caller only; no fourth row: no path is that deep.
+TEST(TraceView, DepthViewOfOneLine) {
+  auto e = small();
+  ASSERT_TRUE(e);
+  const uint64_t t0 = (*e->trace())->minTimestamp(), t1 = (*e->trace())->maxTimestamp();
+  auto d = trace_depth_rows(*e, 0, t0, t1, 12, 64);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  using Runs = std::vector<std::pair<uint32_t, uint32_t>>;
+  ASSERT_EQ(d->depths.size(), 3u);
+  EXPECT_EQ(d->depths[0], (Runs{{kTraceIdle, 1}, {fn(*e, "main"), 11}}));
+  EXPECT_EQ(d->depths[1], (Runs{{kTraceIdle, 1}, {fn(*e, "spinsleep"), 6}, {fn(*e, "caller"), 5}}));
+  EXPECT_EQ(d->depths[2], (Runs{{kTraceIdle, 7}, {fn(*e, "spinsleep"), 5}}));  // idle where the path ends
+  EXPECT_EQ(d->profIndex, 1u);
+  d = trace_depth_rows(*e, 0, t0, t1, 12, 2);  // at most two rows
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->depths.size(), 2u);
+  EXPECT_FALSE(trace_depth_rows(*e, 1, t0, t1, 12, 8).ok());  // no such line
+  EXPECT_FALSE(trace_depth_rows(*e, 0, t1, t0, 12, 8).ok());
+  EXPECT_FALSE(trace_depth_rows(*e, 0, t0, t1, 12, 0).ok());
+  EXPECT_FALSE(trace_depth_rows(*e, 0, t0, t1, 12, kMaxTraceDepths + 1).ok());
+}
+
+// On every line of loops-cputime-t.d, each depth row agrees with the main view at that depth
+// wherever the path is that deep, and is idle exactly where the main view shows a shallower
+// path's innermost function (the same as at the depth above).
+TEST(TraceView, DepthViewAgreesWithTheMainView) {
+  auto e = Experiment::open(std::filesystem::path(HPC_SHARED_DIR) / "conformance/dbase/loops-cputime-t.d");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const Experiment& x = **e;
+  const auto* tr = *x.trace();
+  const uint32_t W = 300;
+  auto expand = [&](const std::vector<std::pair<uint32_t, uint32_t>>& runs) {
+    std::vector<uint32_t> px;
+    for (auto [k, n] : runs) px.insert(px.end(), n, k);
+    return px;
+  };
+  size_t deep = 0;
+  for (uint32_t line = 0; line < tr->size(); ++line) {
+    auto d = trace_depth_rows(x, line, tr->minTimestamp(), tr->maxTimestamp() + 1, W, 64);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    ASSERT_FALSE(d->depths.empty());
+    deep = std::max(deep, d->depths.size());
+    std::vector<uint32_t> above;
+    for (uint32_t depth = 0; depth <= d->depths.size(); ++depth) {
+      TraceQuery q{tr->minTimestamp(), tr->maxTimestamp() + 1, line, line + 1, 1, W, depth};
+      auto main = trace_pixels(x, q);
+      ASSERT_TRUE(main.ok());
+      const auto m = expand((*main)[0].runs);
+      const auto v = depth < d->depths.size() ? expand(d->depths[depth]) : std::vector<uint32_t>(W, kTraceIdle);
+      ASSERT_EQ(v.size(), W);
+      for (uint32_t px = 0; px < W; ++px) {
+        if (v[px] != kTraceIdle) EXPECT_EQ(v[px], m[px]) << "line " << line << " depth " << depth << " pixel " << px;
+        else if (depth > 0) EXPECT_EQ(m[px], above[px]) << "line " << line << " depth " << depth << " pixel " << px;
+      }
+      above = m;
+    }
+  }
+  EXPECT_GE(deep, 4u);
+}

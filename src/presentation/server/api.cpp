@@ -208,6 +208,7 @@ Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "profile-values") return profile_values(q);
   if (endpoint == "trace") return trace(q);
   if (endpoint == "trace-sample") return trace_sample(q);
+  if (endpoint == "trace-depth") return trace_depth(q);
   if (endpoint == "trace-blame") return trace_blame(q);
   if (endpoint == "source") return source(q);
   return error(404, "no endpoint /api/" + endpoint.substr(0, 60));
@@ -504,6 +505,32 @@ Reply Api::trace(const Params& q) {
     return binary || write("}");
   };
   return r;
+}
+
+// hpcviewer's depth view: one trace line, a row of runs per call depth (trace_depth_rows).
+Reply Api::trace_depth(const Params& q) {
+  TraceRange range;
+  if (auto err = trace_range(e_, q, range)) return *err;
+  if (!q.count("line")) return error(400, "parameter 'line' (a trace line) is required");
+  auto line = number(q, "line", 0, UINT32_MAX);
+  auto width = number(q, "width", 0, kMaxPixels);
+  auto depths = number(q, "depths", 64, kMaxTraceDepths);
+  for (auto* v : {&line, &width, &depths})
+    if (!v->ok()) return error(400, v->status().message());
+  if (*width == 0) return error(400, "parameter 'width' (pixels, 1.." + std::to_string(kMaxPixels) + ") is required");
+  auto d = trace_depth_rows(e_, uint32_t(*line), range.t0, range.t1, uint32_t(*width), uint32_t(*depths));
+  if (!d.ok()) return error(400, d.status().message());
+  json rows = json::array(), names = json::object();
+  for (const auto& runs : d->depths) {
+    json r = json::array();
+    for (const auto& [key, n] : runs) {
+      r.push_back(json::array({api_key(key), n}));
+      if (key < e_.meta().functions.size()) names[std::to_string(key)] = e_.function_name(key);
+    }
+    rows.push_back(std::move(r));
+  }
+  return json_reply({{"line", d->line}, {"profile", d->profIndex}, {"t0", range.t0}, {"t1", range.t1},
+                     {"width", *width}, {"depths", rows}, {"functions", names}});
 }
 
 Reply Api::trace_blame(const Params& q) {

@@ -61,6 +61,7 @@ private:
   Reply profile_values(const Params& q);
   Reply trace(const Params& q);
   Reply trace_sample(const Params& q);
+  Reply trace_depth(const Params& q);
   Reply trace_blame(const Params& q);
   Reply source(const Params& q);
 
