@@ -5,7 +5,11 @@
 // Hovering asks /api/trace-sample for the call stack; the "GPU idle blame" tab asks
 // /api/trace-blame for the CPU functions running while every GPU stream is idle. Time and
 // trace lines zoom and pan apart (hpcviewer's horizontal and vertical zoom), and every view
-// change can be undone and redone.
+// change can be undone and redone. A click places the crosshair (a time on a trace line): the
+// depth view below shows that line's call stacks over the time shown (/api/trace-depth), and
+// clicking it moves the crosshair and picks the depth; the summary shows each time's share of
+// every function among the lines shown; the mini map shows where the view lies in the whole
+// trace; a view (time range, lines, depth, crosshair) is saved to a file and loaded again.
 'use strict';
 
 window.traceView = (() => {
@@ -14,7 +18,10 @@ window.traceView = (() => {
   const st = { t0: 0, t1: 0, min: 0, max: 0, lines: 0, rows: [], nrows: 0, width: 0, names: {}, loaded: false,
     seq: 0, hoverSeq: 0, blameSeq: 0, side: 'stats', share: new Map(), painted: 0,
     l0: 0, l1: 0,           // the trace lines shown, [l0, l1) (zoomed in the process dimension)
-    undo: [], redo: [] };   // earlier and undone views: {t0, t1, l0, l1}
+    undo: [], redo: [],     // earlier and undone views: {t0, t1, l0, l1}
+    keys: null,             // the key at each pixel of each row shown (the summary's input)
+    cross: null,            // the crosshair: {t (BigInt ns), line (trace line)}
+    lower: 'depth', depthSeq: 0, depthRows: null };
   const BAND = 128, IN_FLIGHT = 4;
 
   function hue(k) { return (k * 137.508) % 360; }  // golden-angle hues: neighbours differ
@@ -95,6 +102,7 @@ window.traceView = (() => {
       for (let j = 0; j < line.runs; ++j, off += 8) {
         const k = dv.getInt32(off, true), m = dv.getUint32(off + 4, true);
         rowPx.fill(rgba(k), x, x + m);
+        if (st.keys) st.keys.fill(k, r * W + x, r * W + x + m);
         st.share.set(k, (st.share.get(k) || 0) + m);
         x += m;
       }
@@ -131,6 +139,169 @@ window.traceView = (() => {
     $t('trace-redo').disabled = st.redo.length === 0;
     cv().dataset.painted = String(st.seq);
     hpc.status('');
+    drawOverlay();
+    drawMinimap();
+    lowerView().catch(showError);
+  }
+
+  // ---- The crosshair, on the trace and in the depth view.
+  const depthNow = () => Number($t('trace-depth').value) || 0;
+  function crossX(width) {
+    if (!st.cross || st.cross.t < st.t0 || st.cross.t >= st.t1) return null;
+    return (Number(st.cross.t - st.t0) + 0.5) / Number(st.t1 - st.t0) * width;
+  }
+  function drawOverlay() {
+    const o = $t('trace-overlay'), c = cv();
+    o.width = c.width, o.height = c.height;
+    const g = o.getContext('2d');
+    g.clearRect(0, 0, o.width, o.height);
+    const x = crossX(o.width);
+    const r = st.cross ? st.rows.indexOf(st.cross.line) : -1;
+    if (x === null && r < 0) return;
+    g.lineWidth = 3; g.strokeStyle = 'rgba(0,0,0,0.6)';
+    const line = (x0, y0, x1, y1) => { g.beginPath(); g.moveTo(x0, y0); g.lineTo(x1, y1); g.stroke(); };
+    const y = r >= 0 ? (r + 0.5) * o.height / st.nrows : null;
+    for (const [w, colour] of [[3, 'rgba(0,0,0,0.6)'], [1, '#ffffff']]) {
+      g.lineWidth = w; g.strokeStyle = colour;
+      if (x !== null) line(x, 0, x, o.height);
+      if (y !== null) line(0, y, o.width, y);
+    }
+  }
+  async function setCross(t, line) {
+    st.cross = { t, line };
+    const secs = (Number(t - st.min) / 1e9).toFixed(6);
+    $t('trace-crosshair').textContent = `crosshair: line ${line + 1} at +${secs} s, depth ${depthNow()}`;
+    drawOverlay();
+    await Promise.all([stackAt(line, t), lowerView()]);
+  }
+
+  // ---- Below the trace: the depth view of the crosshair's line, or the summary.
+  async function lowerView() {
+    const dc = $t('trace-depth-canvas'), sc = $t('trace-summary-canvas');
+    dc.hidden = st.lower !== 'depth';
+    sc.hidden = st.lower !== 'summary';
+    if (st.lower === 'summary') return drawSummary();
+    return fetchDepth();
+  }
+  async function fetchDepth() {
+    const c = $t('trace-depth-canvas');
+    c.width = st.width || 1;
+    c.height = Math.max(1, Math.floor(c.clientHeight * (window.devicePixelRatio || 1)));
+    const g = c.getContext('2d');
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, c.width, c.height);
+    if (!st.cross) return;
+    const seq = ++st.depthSeq;
+    const j = await hpc.api('trace-depth', { line: st.cross.line, t0: st.t0.toString(), t1: st.t1.toString(),
+      width: c.width, depths: 128 });
+    if (seq !== st.depthSeq) return;
+    Object.assign(st.names, j.functions);
+    st.depthRows = j.depths;
+    const n = Math.max(1, j.depths.length), h = c.height / n;
+    const img = g.createImageData(c.width, c.height), px = new Uint32Array(img.data.buffer);
+    px.fill(0xffffffff);
+    j.depths.forEach((runs, d) => {
+      const y0 = Math.floor(d * h), y1 = Math.max(y0 + 1, Math.floor((d + 1) * h) - (h > 4 ? 1 : 0));
+      let x = 0;
+      for (const [k, m] of runs) {
+        if (k !== -1) for (let y = y0; y < y1; ++y) px.fill(rgba(k), y * c.width + x, y * c.width + x + m);
+        x += m;
+      }
+    });
+    g.putImageData(img, 0, 0);
+    // Its own crosshair: the time and the depth shown above.
+    const x = crossX(c.width), d = depthNow();
+    g.strokeStyle = '#000';
+    g.lineWidth = 1;
+    if (x !== null) { g.beginPath(); g.moveTo(x, 0); g.lineTo(x, c.height); g.stroke(); }
+    if (d < n) g.strokeRect(0.5, Math.floor(d * h) + 0.5, c.width - 1, Math.max(1, h - 1));
+    c.dataset.line = String(st.cross.line);
+    c.dataset.rows = String(j.depths.length);
+    c.dataset.done = String(seq);
+  }
+  // Each pixel column: the shares of the keys of the rows shown, stacked (hpcviewer's summary view).
+  function drawSummary() {
+    const c = $t('trace-summary-canvas');
+    const W = st.width || 1, n = st.nrows;
+    c.width = W;
+    c.height = Math.max(1, Math.floor(c.clientHeight * (window.devicePixelRatio || 1)));
+    const g = c.getContext('2d');
+    const img = g.createImageData(W, c.height), px = new Uint32Array(img.data.buffer);
+    px.fill(0xffffffff);
+    if (st.keys && n) {
+      const count = new Map();
+      for (let x = 0; x < W; ++x) {
+        count.clear();
+        for (let r = 0; r < n; ++r) { const k = st.keys[r * W + x]; count.set(k, (count.get(k) || 0) + 1); }
+        let y = c.height;
+        for (const k of [...count.keys()].sort((a, b) => a - b)) {
+          const top = Math.round(y - count.get(k) * c.height / n);
+          if (k !== -1) for (let yy = Math.max(0, top); yy < y; ++yy) px[yy * W + x] = rgba(k);
+          y = top;
+        }
+      }
+    }
+    g.putImageData(img, 0, 0);
+    c.dataset.painted = String(st.seq);
+  }
+
+  // ---- The mini map: the whole trace, and where the view lies in it.
+  function drawMinimap() {
+    const c = $t('trace-minimap'), g = c.getContext('2d');
+    g.fillStyle = '#eee';
+    g.fillRect(0, 0, c.width, c.height);
+    const span = Number(st.max - st.min) + 1;
+    const x0 = Number(st.t0 - st.min) / span * c.width, x1 = Number(st.t1 - st.min) / span * c.width;
+    const y0 = st.l0 / st.lines * c.height, y1 = st.l1 / st.lines * c.height;
+    g.fillStyle = 'rgba(42,99,199,0.35)';
+    g.fillRect(x0, y0, Math.max(2, x1 - x0), Math.max(2, y1 - y0));
+    g.strokeStyle = '#2a63c7';
+    g.strokeRect(x0 + 0.5, y0 + 0.5, Math.max(2, x1 - x0) - 1, Math.max(2, y1 - y0) - 1);
+    c.dataset.view = `${(x0 / c.width).toFixed(4)},${((x1 - x0) / c.width).toFixed(4)},${st.l0},${st.l1}`;
+  }
+  function minimapClick(ev) {
+    const c = $t('trace-minimap'), rect = c.getBoundingClientRect();
+    const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;
+    const span = st.t1 - st.t0, whole = st.max + 1n - st.min;
+    let t0 = st.min + big(Number(whole) * fx) - span / 2n;
+    if (t0 < st.min) t0 = st.min;
+    if (t0 + span > st.max + 1n) t0 = st.max + 1n - span;
+    const n = st.l1 - st.l0;
+    const l0 = Math.max(0, Math.min(st.lines - n, Math.round(fy * st.lines - n / 2)));
+    if (t0 === st.t0 && l0 === st.l0) return;
+    remember();
+    st.t0 = t0, st.t1 = t0 + span, st.l0 = l0, st.l1 = l0 + n;
+    fetchScreen().catch(showError);
+  }
+
+  // ---- A view saved to a file and loaded again (hpcviewer's view configurations).
+  function saveView() {
+    const v = { hpcviewerTraceView: 1, database: hpc.info.title, t0: st.t0.toString(), t1: st.t1.toString(),
+      l0: st.l0, l1: st.l1, depth: depthNow(),
+      crosshair: st.cross ? { t: st.cross.t.toString(), line: st.cross.line } : null };
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([JSON.stringify(v, null, 1) + '\n'], { type: 'application/json' }));
+    a.download = `${hpc.info.title || 'hpcviewer'}-trace-view.json`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  }
+  async function loadView(text) {
+    let v;
+    try { v = JSON.parse(text); } catch (e) { throw new Error(`not a saved trace view: ${e.message}`); }
+    const t0 = BigInt(v.t0 ?? 'x'), t1 = BigInt(v.t1 ?? 'x');
+    const l0 = Number(v.l0), l1 = Number(v.l1), depth = Number(v.depth);
+    if (!(v.hpcviewerTraceView === 1 && t0 >= st.min && t1 <= st.max + 1n && t1 > t0 && Number.isInteger(l0) &&
+          Number.isInteger(l1) && l0 >= 0 && l1 <= st.lines && l1 > l0 && depth >= 0))
+      throw new Error('the saved view does not fit this database\'s trace');
+    remember();
+    st.t0 = t0, st.t1 = t1, st.l0 = l0, st.l1 = l1;
+    $t('trace-depth').value = String(depth);
+    if (v.crosshair && Number.isInteger(v.crosshair.line) && v.crosshair.line < st.lines)
+      st.cross = { t: BigInt(v.crosshair.t), line: v.crosshair.line };
+    await fetchScreen();
+    if (st.cross) await setCross(st.cross.t, st.cross.line);
   }
 
   async function fetchScreen() {
@@ -145,6 +316,7 @@ window.traceView = (() => {
     const shown = st.l1 - st.l0;
     st.nrows = Math.min(shown, c.height, 4096), st.width = c.width;
     st.rows = new Array(st.nrows), st.share = new Map(), st.painted = 0;
+    st.keys = new Int32Array(st.nrows * st.width).fill(-1);
     hpc.status('trace…');
     const q = { t0: st.t0.toString(), t1: st.t1.toString(), width: c.width,
       depth: Number($t('trace-depth').value) || 0 };
@@ -183,6 +355,13 @@ window.traceView = (() => {
       tr.insertCell().textContent = `${(r.blame / 1e9).toPrecision(3)} s`;
     }
     tb.dataset.done = String(seq);
+  }
+
+  function lower(which) {
+    st.lower = which;
+    $t('trace-lower-depth').classList.toggle('active', which === 'depth');
+    $t('trace-lower-summary').classList.toggle('active', which === 'summary');
+    lowerView().catch(showError);
   }
 
   function side(which) {
@@ -253,8 +432,12 @@ window.traceView = (() => {
     const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;
     const line = st.rows[Math.min(st.nrows - 1, Math.max(0, Math.floor(fy * st.nrows)))];
     if (line === undefined) return;
-    const row = { line };
     const t = st.t0 + big(Number(st.t1 - st.t0) * Math.min(0.999999, Math.max(0, fx)));
+    if (ev.type === 'click') return setCross(t, line);
+    if (!st.cross) await stackAt(line, t);  // with a crosshair, the stack is the crosshair's
+  }
+  async function stackAt(line, t) {
+    const row = { line };
     const seq = ++st.hoverSeq;
     const s = await hpc.api('trace-sample', { line: row.line, t: t.toString() });
     if (seq !== st.hoverSeq) return;
@@ -299,7 +482,30 @@ window.traceView = (() => {
         hover(ev).catch(showError);
       });
       c.addEventListener('mousedown', (ev) => { drag = { x: ev.clientX }; });
-      window.addEventListener('mouseup', () => { drag = null; });
+      window.addEventListener('mouseup', (ev) => {
+        const click = drag && !drag.moved && ev.target === c;
+        drag = null;
+        if (click) hover({ type: 'click', clientX: ev.clientX, clientY: ev.clientY }).catch(showError);
+      });
+      $t('trace-depth-canvas').addEventListener('click', (ev) => {
+        if (!st.cross || !st.depthRows) return;
+        const dc = $t('trace-depth-canvas'), rect = dc.getBoundingClientRect();
+        const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;
+        const d = Math.max(0, Math.min(st.depthRows.length - 1, Math.floor(fy * st.depthRows.length)));
+        const t = st.t0 + big(Number(st.t1 - st.t0) * Math.min(0.999999, Math.max(0, fx)));
+        if (d !== depthNow()) { $t('trace-depth').value = String(d); fetchScreen().catch(showError); }
+        setCross(t, st.cross.line).catch(showError);
+      });
+      $t('trace-lower-depth').onclick = () => lower('depth');
+      $t('trace-lower-summary').onclick = () => lower('summary');
+      $t('trace-minimap').addEventListener('click', minimapClick);
+      $t('trace-save').onclick = saveView;
+      $t('trace-load').onclick = () => $t('trace-load-file').click();
+      $t('trace-load-file').onchange = async (ev) => {
+        const f = ev.target.files[0];
+        ev.target.value = '';
+        if (f) await loadView(await f.text()).catch(showError);
+      };
       c.addEventListener('wheel', (ev) => {
         ev.preventDefault();
         const rect = c.getBoundingClientRect();
@@ -341,5 +547,5 @@ window.traceView = (() => {
     }
     await fetchScreen();
   }
-  return { show };
+  return { show, loadView };
 })();

@@ -165,6 +165,45 @@ async function step(page, label, fn) {
     await page.click('#trace-zoom-in');
     await page.waitForFunction(() => document.querySelector('#trace-range').textContent.includes('0.6'));
   });
+  // The crosshair, the depth view of its line (main, then spinsleep or caller, then
+  // spinsleep below caller: three rows), the summary, the mini map, and a view saved and
+  // loaded again.
+  await step(page, 'small-7-depth-view', async () => {
+    await page.click('#trace-reset');
+    await page.waitForFunction(() => document.querySelector('#trace-range').textContent.startsWith('1 of 1 lines ·') &&
+      !document.querySelector('#trace-range').textContent.includes('(lines'));
+    const box = await (await page.$('#trace-canvas')).boundingBox();
+    await page.mouse.click(box.x + box.width * 0.85, box.y + box.height / 2);
+    await page.waitForFunction(() => document.querySelector('#trace-depth-canvas').dataset.rows === '3');
+    const cross = await page.textContent('#trace-crosshair');
+    check(/crosshair: line 1 at \+[0-9.]+ s, depth 1/.test(cross), `crosshair: ${cross}`);
+    const stack = await page.$eval('#trace-stack', (e) => e.innerText);
+    check(/main[\s\S]*caller[\s\S]*spinsleep/.test(stack), `the crosshair's call stack: ${stack}`);
+    // Click the depth view's top row: depth 0, the trace repainted at it.
+    const dbox = await (await page.$('#trace-depth-canvas')).boundingBox();
+    await page.mouse.click(dbox.x + dbox.width * 0.85, dbox.y + 2);
+    await page.waitForFunction(() => document.querySelector('#trace-depth').value === '0');
+    await page.waitForFunction(() => !document.querySelector('#trace-stats').innerText.includes('caller'));
+    await page.click('#trace-lower-summary');
+    await page.waitForFunction(() => document.querySelector('#trace-summary-canvas').dataset.painted);
+    check(await page.$eval('#trace-depth-canvas', (c) => c.hidden), 'summary replaces the depth view');
+    const mini = await page.$eval('#trace-minimap', (c) => c.dataset.view);
+    check(mini === '0.0000,1.0000,0,1', `mini map of the whole trace: ${mini}`);
+    await page.click('#trace-zoom-in');
+    await page.waitForFunction(() => document.querySelector('#trace-minimap').dataset.view.startsWith('0.2500,0.5000'));
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#trace-save')]);
+    const saved = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    check(saved.hpcviewerTraceView === 1 && saved.crosshair?.line === 0 && saved.depth === 0, `saved view: ${JSON.stringify(saved)}`);
+    await page.click('#trace-reset');
+    await page.waitForFunction(() => document.querySelector('#trace-minimap').dataset.view.startsWith('0.0000,1.0000'));
+    await page.setInputFiles('#trace-load-file', { name: 'view.json', mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify(saved)) });
+    await page.waitForFunction(() => document.querySelector('#trace-minimap').dataset.view.startsWith('0.2500,0.5000'));
+    await page.setInputFiles('#trace-load-file', { name: 'bad.json', mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify({ ...saved, t1: '1' })) });
+    await page.waitForFunction(() => document.querySelector('#status').textContent.includes('does not fit'));
+    await page.evaluate(() => { document.querySelector('#status').textContent = ''; document.querySelector('#status').className = ''; });
+  });
   // The status line must not show errors from any step.
   check(!(await page.$eval('#status', (e) => e.classList.contains('error') && !e.textContent.startsWith('formula:'))), 'status error');
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
