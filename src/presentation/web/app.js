@@ -431,26 +431,59 @@ async function details(n) {
   await source(n.file, n.line);
 }
 
+// hpcviewer's graphs of the selected context's metric across the profiles: by profile, the
+// values sorted, or a histogram of them (profiles without a value count as 0).
 async function plot(ctx) {
   const m = table.columns.find((c) => !c.derived)?.metric ?? hpc.info.defaultMetric;
   const cv = $('plot'), g = cv.getContext('2d');
   g.clearRect(0, 0, cv.width, cv.height);
   if (hpc.info.profiles < 1) return;
   const j = await hpc.api('profile-values', { ctx, metric: m, scope: 'inc' });
+  plot.last = { ctx, j };
+  drawPlot(j);
+}
+function drawPlot(j) {
+  const cv = $('plot'), g = cv.getContext('2d'), kind = $('plot-kind').value;
+  g.clearRect(0, 0, cv.width, cv.height);
   $('plot-stats').textContent = `min ${hpc.fmt(j.min)} · mean ${hpc.fmt(j.mean)} · max ${hpc.fmt(j.max)}`;
-  const n = j.profiles, hi = j.max || 1;
-  const x = (p) => 30 + (cv.width - 40) * (n > 1 ? (p - 1) / (n - 1) : 0.5);
-  const y = (v) => cv.height - 10 - (cv.height - 20) * (v / hi);
+  const n = j.profiles;
   g.strokeStyle = '#999';
   g.beginPath(); g.moveTo(30, 10); g.lineTo(30, cv.height - 10); g.lineTo(cv.width - 10, cv.height - 10); g.stroke();
   g.fillStyle = '#2a63c7';
-  for (const [p, v] of j.values) g.fillRect(x(p) - 1.5, y(v) - 1.5, 3, 3);
+  if (kind === 'histogram') {
+    // Ten bins from 0 to the largest value; the profiles without a value go in the first.
+    const bins = new Array(10).fill(0), hi = j.max || 1;
+    for (const [, v] of j.values) bins[Math.min(9, Math.floor(10 * v / hi))]++;
+    bins[0] += n - j.values.length;
+    const top = Math.max(...bins) || 1, w = (cv.width - 40) / 10;
+    bins.forEach((b, i) => {
+      const h = (cv.height - 20) * b / top;
+      g.fillRect(30 + i * w + 1, cv.height - 10 - h, w - 2, h);
+    });
+    g.fillStyle = '#333';
+    g.fillText(String(top), 2, 14);
+    g.fillText(hpc.fmt(hi), cv.width - 40, cv.height - 1);
+    cv.dataset.bins = bins.join(',');
+    return;
+  }
+  const hi = j.max || 1;
+  const x = (p) => 30 + (cv.width - 40) * (n > 1 ? (p - 1) / (n - 1) : 0.5);
+  const y = (v) => cv.height - 10 - (cv.height - 20) * (v / hi);
+  let points = j.values;
+  if (kind === 'sorted') {  // every profile, its value or 0, smallest first
+    const all = new Array(n).fill(0);
+    j.values.forEach(([, v], i) => { all[n - j.values.length + i] = v; });
+    all.sort((a, b) => a - b);
+    points = all.map((v, i) => [i + 1, v]);
+  }
+  for (const [p, v] of points) g.fillRect(x(p) - 1.5, y(v) - 1.5, 3, 3);
   g.strokeStyle = '#d0453a';
   g.setLineDash([4, 3]);
   g.beginPath(); g.moveTo(30, y(j.mean)); g.lineTo(cv.width - 10, y(j.mean)); g.stroke();
   g.setLineDash([]);
   g.fillStyle = '#333';
   g.fillText(hpc.fmt(hi), 2, 14);
+  delete cv.dataset.bins;
 }
 
 async function source(file, line) {
@@ -552,6 +585,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('threads-ok').onclick = () => threads.apply().catch(showError);
   $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
   $('csv').onclick = saveCsv;
+  $('plot-kind').onchange = () => { if (plot.last) drawPlot(plot.last.j); };
   $('zoom-in').onclick = () => table.zoomIn();
   $('zoom-out').onclick = () => table.zoomOut();
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);

@@ -169,9 +169,9 @@ async function step(page, label, fn) {
   // spinsleep below caller: three rows), the summary, the mini map, and a view saved and
   // loaded again.
   await step(page, 'small-7-depth-view', async () => {
+    const painted = await page.$eval('#trace-canvas', (c) => c.dataset.painted);
     await page.click('#trace-reset');
-    await page.waitForFunction(() => document.querySelector('#trace-range').textContent.startsWith('1 of 1 lines ·') &&
-      !document.querySelector('#trace-range').textContent.includes('(lines'));
+    await page.waitForFunction((p) => document.querySelector('#trace-canvas').dataset.painted !== p, painted);
     const box = await (await page.$('#trace-canvas')).boundingBox();
     await page.mouse.click(box.x + box.width * 0.85, box.y + box.height / 2);
     await page.waitForFunction(() => document.querySelector('#trace-depth-canvas').dataset.rows === '3');
@@ -227,6 +227,13 @@ async function step(page, label, fn) {
     const rows = await rowTexts(page);
     check(rows.some((r) => /main\._omp_fn\.0 2\.97914 75\.0%/.test(r)), `loops hot path: ${rows.join(' | ')}`);
     await page.waitForFunction(() => document.querySelector('#plot-stats').textContent.includes('mean'));
+    // The same values as a histogram: the four threads in ten bins; then sorted again.
+    await page.selectOption('#plot-kind', 'histogram');
+    const bins = await page.$eval('#plot', (c) => c.dataset.bins);
+    check(bins && bins.split(',').length === 10 && bins.split(',').reduce((a, b) => a + Number(b), 0) === 4,
+      `histogram of four profiles: ${bins}`);
+    await page.selectOption('#plot-kind', 'sorted');
+    check(!(await page.$eval('#plot', (c) => c.dataset.bins)), 'sorted plot drawn');
   });
   await step(page, 'loops-1b-zoom', async () => {
     const sel = await page.$eval('#table-body .row.selected', (r) => r.innerText.replace(/\s+/g, ' ').trim());
