@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/report.hpp"
 #include "presentation/views.hpp"
@@ -374,6 +375,60 @@ TEST(Report, StructureViewIsTheOutline) {
   print_report(*e, o, os);
   EXPECT_NE(os.str().find("Static structure"), std::string::npos) << os.str();
   EXPECT_NE(os.str().find("        -> caller"), std::string::npos) << os.str();
+}
+
+// Two databases compared by name: a database against itself changes nothing (the calling
+// contexts stop at the root); loops against small matches "main thread" and main across
+// databases whose ids differ, and finds what is new and what is gone.
+TEST(Report, CompareMatchesByName) {
+  auto s = open_db("small.d"), l = open_db("loops-cputime-t.d");
+  ASSERT_TRUE(s && l);
+  CompareOptions o;
+  o.top = 50;
+  auto same = compare_rows(*s, *s, o);
+  ASSERT_FALSE(same.empty());
+  for (const CompareRow& r : same) {
+    EXPECT_EQ(r.aInc, r.bInc) << r.name;
+    EXPECT_EQ(r.aExc, r.bExc) << r.name;
+  }
+  EXPECT_EQ(std::count_if(same.begin(), same.end(), [](auto& r) { return r.section == "top-down"; }), 1);
+  auto rows = compare_rows(*s, *l, o);
+  auto find = [&](const std::string& section, const std::string& name, uint32_t depth = 0) -> const CompareRow* {
+    for (const CompareRow& r : rows)
+      if (r.section == section && r.name == name && (section != "top-down" || r.depth == depth)) return &r;
+    return nullptr;
+  };
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].name, "main._omp_fn.0");  // the largest change of exclusive value: new
+  EXPECT_EQ(rows[0].aExc, 0.0);
+  EXPECT_NEAR(rows[0].bExc, 1.244893, 1e-6);
+  const CompareRow* spin = find("flat-function", "spinsleep");
+  ASSERT_TRUE(spin);
+  EXPECT_NEAR(spin->aExc, 1.210259, 1e-6);
+  EXPECT_EQ(spin->bExc, 0.0);
+  const CompareRow* root = find("top-down", "<program root>");
+  ASSERT_TRUE(root);
+  EXPECT_NEAR(root->aInc, 1.210259, 1e-6);
+  EXPECT_NEAR(root->bInc, 3.973308, 1e-6);
+  const CompareRow* mainThread = find("top-down", "main thread", 1);
+  ASSERT_TRUE(mainThread);
+  EXPECT_NEAR(mainThread->aInc, 1.210259, 1e-6);
+  EXPECT_NEAR(mainThread->bInc, 0.994165, 1e-6);
+  const CompareRow* mainFn = find("top-down", "main", 2);
+  ASSERT_TRUE(mainFn);
+  EXPECT_NEAR(mainFn->aInc, 1.210259, 1e-6);
+  EXPECT_NEAR(mainFn->bInc, 0.994165, 1e-6);
+  const CompareRow* app = find("top-down", "application thread", 1);
+  ASSERT_TRUE(app);
+  EXPECT_EQ(app->aInc, 0.0);
+  EXPECT_NEAR(app->bInc, 2.979143, 1e-6);
+  // The forest: a child right below its parent, siblings by the largest change.
+  EXPECT_LT(std::find_if(rows.begin(), rows.end(), [](auto& r) { return r.name == "application thread"; }),
+            std::find_if(rows.begin(), rows.end(), [](auto& r) { return r.name == "main thread"; }));
+  std::ostringstream os;
+  print_comparison(*s, *l, o, os);
+  EXPECT_NE(os.str().find("total 3.97331 against 1.21026 (+228.3%)"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("     gone  spinsleep\n"), std::string::npos) << os.str();
 }
 
 TEST(Report, TextNamesHotFunction) {

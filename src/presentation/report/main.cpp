@@ -1,8 +1,10 @@
 // hpcreport: the hottest call paths and functions of a database, for terminals and
 // scripts (text, CSV or JSON), like `perf report --stdio`.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
+#include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/report.hpp"
 #include "presentation/views.hpp"
@@ -32,6 +34,12 @@ int main(int argc, char** argv) {
                  "the values of these profiles alone, summed (as hpcviewer's thread view): indices as\n"
                  "--list-profiles shows them, e.g. 1,3,5-8");
   app.add_flag("--list-profiles", listProfiles, "list the profiles (index and identity: RANK, THREAD, ...) and exit");
+  std::string baseline;
+  app.add_option("--compare", baseline,
+                 "DB against a baseline database BASE (another run: before a change, another input or\n"
+                 "machine): the metric's values in both, the change, matched by name: flat rows by\n"
+                 "--by (exclusive) and calling contexts by their path (inclusive), largest change first")
+      ->option_text("BASE");
   CLI11_PARSE(app, argc, argv);
 
   auto exp = Experiment::open(dir);
@@ -77,6 +85,34 @@ int main(int argc, char** argv) {
            : view == "structure" ? ReportView::Structure : ReportView::Summary;
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
+  if (!baseline.empty()) {
+    auto base = Experiment::open(baseline);
+    if (!base) {
+      std::cerr << "hpcreport: " << base.status().message() << "\n";
+      return 1;
+    }
+    if (!profiles.empty()) {
+      std::cerr << "hpcreport: --profiles and --compare do not go together\n";
+      return 2;
+    }
+    CompareOptions c;
+    c.metricB = o.metric;
+    c.top = top;
+    c.by = o.by;
+    c.format = o.format;
+    const std::string& name = e.metrics()[o.metric].name;
+    const auto& bm = (*base)->metrics();
+    auto it = std::find_if(bm.begin(), bm.end(), [&](const MetricView& m) { return m.name == name; });
+    if (it == bm.end()) {
+      std::cerr << "hpcreport: " << ((*base)->dir() / "meta.db").string() << ": no metric '" << name
+                << "' to compare with; its metrics are:\n";
+      for (auto& mv : bm) std::cerr << "  " << mv.name << "\n";
+      return 2;
+    }
+    c.metricA = size_t(it - bm.begin());
+    print_comparison(**base, e, c, std::cout);
+    return std::cout.good() ? 0 : 1;
+  }
   print_report(e, o, std::cout);
   return std::cout.good() ? 0 : 1;
 }

@@ -37,4 +37,13 @@ bad 'cut.d/meta.db: offset 0x' "$tmp/cut.d"
 cp -r "$s" "$tmp/cutp.d"; chmod -R u+w "$tmp/cutp.d"; truncate -s 100 "$tmp/cutp.d/profile.db"
 bad 'cutp.d/profile.db' "$tmp/cutp.d"
 bad "no metric .* matches 'REALTIME'" "$s" --metric REALTIME
+# Two databases compared: loops against small as its baseline (names matched, ids differ).
+ok '^       1.21026        3.97331       +2.76305  +228.3%  <program root>$' "$l" --compare "$s"
+ok '^             0        1.24489       +1.24489      new  main._omp_fn.0$' "$l" --compare "$s"
+ok '^flat-function,0,spinsleep,1.21026,0,1.21026,0$' "$l" --compare "$s" --format csv
+"$report" "$l" --compare "$s" --format json --by module >"$tmp/out"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["section"]=="flat-module" and r["name"]=="testmeas-loops", r; assert abs(j["baseline_total"]-1.210259)<1e-6' "$tmp/out" \
+  || fail "compare json output"
+bad "small.d/meta.db: no metric 'GKER:BLK_SM_ACUMU' to compare with" "$dbase/loops-cuda-nvidia-t.d" --compare "$s" --metric 0
+bad 'no-such.d: not a database directory' "$s" --compare "$tmp/no-such.d"
 echo "hpcreport: all checks passed"

@@ -1,0 +1,214 @@
+#include "presentation/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <queue>
+#include <unordered_map>
+
+namespace hpc::present {
+
+namespace {
+
+const char* section_of(FlatBy by) {
+  switch (by) {
+  case FlatBy::Module: return "flat-module";
+  case FlatBy::File: return "flat-file";
+  case FlatBy::Function: return "flat-function";
+  case FlatBy::Line: return "flat-line";
+  case FlatBy::Loop: return "flat-loop";
+  }
+  return "flat";
+}
+
+// What names a flat row in any database: ids differ from one database to another.
+std::string row_key(const Experiment& e, FlatBy by, const FlatRow& r) {
+  const auto& meta = e.meta();
+  auto path = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
+  switch (by) {
+  case FlatBy::Module: return base_name(r.name);
+  case FlatBy::File: return r.name;
+  case FlatBy::Function:
+    return r.name + '\x1f' + (r.module < meta.modules.size() ? base_name(meta.modules[r.module].path) : std::string());
+  case FlatBy::Line:
+  case FlatBy::Loop: return path(r.file) + ':' + std::to_string(r.line);
+  }
+  return r.name;
+}
+
+double change(const CompareRow& r, bool exclusive) { return exclusive ? r.bExc - r.aExc : r.bInc - r.aInc; }
+
+// Larger change first, then larger value in either, then name: the same order every run.
+bool bigger(const CompareRow& x, const CompareRow& y, bool exclusive) {
+  const double dx = std::abs(change(x, exclusive)), dy = std::abs(change(y, exclusive));
+  if (dx != dy) return dx > dy;
+  const double ox = std::abs(change(x, !exclusive)), oy = std::abs(change(y, !exclusive));
+  if (ox != oy) return ox > oy;
+  return x.name < y.name;
+}
+
+void flat(const Experiment& a, const Experiment& b, const CompareOptions& o, std::vector<CompareRow>& out) {
+  std::map<std::string, CompareRow> rows;
+  for (int side = 0; side < 2; ++side) {
+    const Experiment& e = side ? b : a;
+    for (const FlatRow& r : flat_rows(e, o.by, {side ? o.metricB : o.metricA})) {
+      CompareRow& c = rows[row_key(e, o.by, r)];
+      if (c.name.empty()) c.name = o.by == FlatBy::Module ? base_name(r.name) : r.name;
+      (side ? c.bInc : c.aInc) += r.inc[0];
+      (side ? c.bExc : c.aExc) += r.exc[0];
+    }
+  }
+  std::vector<CompareRow> v;
+  for (auto& [_, r] : rows)
+    if (r.aInc != 0 || r.bInc != 0 || r.aExc != 0 || r.bExc != 0) v.push_back(std::move(r));
+  const size_t n = std::min(o.top, v.size());
+  std::partial_sort(v.begin(), v.begin() + n, v.end(), [](auto& x, auto& y) { return bigger(x, y, true); });
+  for (size_t i = 0; i < n; ++i) {
+    v[i].section = section_of(o.by);
+    out.push_back(std::move(v[i]));
+  }
+}
+
+// The calling context trees merged by the names on each context's path.
+struct Merged {
+  uint32_t parent = UINT32_MAX;
+  CompareRow row;
+  std::vector<uint32_t> kids;
+};
+
+void top_down(const Experiment& a, const Experiment& b, const CompareOptions& o, std::vector<CompareRow>& out) {
+  std::vector<Merged> nodes(1);
+  nodes[0].row.name = "<program root>";
+  std::map<std::pair<uint32_t, std::string>, uint32_t> index;
+  std::vector<uint32_t> kids;
+  for (int side = 0; side < 2; ++side) {
+    const Experiment& e = side ? b : a;
+    const MetricView& m = e.metrics()[side ? o.metricB : o.metricA];
+    std::vector<std::pair<uint32_t, uint32_t>> todo{{0, 0}};  // (context, merged node)
+    while (!todo.empty()) {
+      const auto [c, at] = todo.back();
+      todo.pop_back();
+      CompareRow& r = nodes[at].row;
+      (side ? r.bInc : r.aInc) += e.inclusive(c, m);
+      (side ? r.bExc : r.aExc) += e.exclusive(c, m);
+      e.children(c, kids);
+      for (uint32_t k : kids) {
+        std::string name = e.name(k);  // an inlined function's with its "[I] "
+        auto [it, fresh] = index.try_emplace({at, name}, uint32_t(nodes.size()));
+        if (fresh) {
+          Merged n;
+          n.parent = at;
+          n.row.name = std::move(name);
+          nodes.push_back(std::move(n));
+          nodes[at].kids.push_back(it->second);
+        }
+        todo.push_back({k, it->second});
+      }
+    }
+  }
+  // Best-first from the root by the change of inclusive value.
+  auto worse = [&](uint32_t x, uint32_t y) { return bigger(nodes[y].row, nodes[x].row, false); };
+  std::priority_queue<uint32_t, std::vector<uint32_t>, decltype(worse)> frontier(worse);
+  frontier.push(0);
+  std::vector<uint8_t> chosen(nodes.size(), 0);
+  for (size_t taken = 0; !frontier.empty() && taken < o.top; ++taken) {
+    const uint32_t x = frontier.top();
+    frontier.pop();
+    if (x != 0 && change(nodes[x].row, false) == 0) break;
+    chosen[x] = 1;
+    for (uint32_t k : nodes[x].kids) frontier.push(k);
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> stack{{0, 0}};  // (node, depth)
+  while (!stack.empty()) {
+    const auto [x, d] = stack.back();
+    stack.pop_back();
+    if (!chosen[x]) continue;
+    CompareRow r = nodes[x].row;
+    r.section = "top-down";
+    r.depth = d;
+    out.push_back(std::move(r));
+    std::vector<uint32_t> ks = nodes[x].kids;
+    std::sort(ks.begin(), ks.end(), [&](uint32_t p, uint32_t q) { return bigger(nodes[p].row, nodes[q].row, false); });
+    for (auto it = ks.rbegin(); it != ks.rend(); ++it) stack.push_back({*it, d + 1});
+  }
+}
+
+std::string num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// "+12.5%", "new", "gone" or "" (both zero).
+std::string percent(double a, double b) {
+  if (a == 0) return b == 0 ? "" : "new";
+  if (b == 0) return "gone";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * (b - a) / std::abs(a));
+  return buf;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::vector<CompareRow> compare_rows(const Experiment& a, const Experiment& b, const CompareOptions& o) {
+  std::vector<CompareRow> out;
+  if (o.metricA >= a.metrics().size() || o.metricB >= b.metrics().size()) return out;
+  flat(a, b, o, out);
+  top_down(a, b, o, out);
+  return out;
+}
+
+void print_comparison(const Experiment& a, const Experiment& b, const CompareOptions& o, std::ostream& os) {
+  const auto rows = compare_rows(a, b, o);
+  const std::string& metric = b.metrics().at(o.metricB).name;
+  const double ta = a.inclusive(0, a.metrics().at(o.metricA)), tb = b.inclusive(0, b.metrics().at(o.metricB));
+  if (o.format == ReportFormat::Json) {
+    nlohmann::json j{{"baseline", a.dir().string()}, {"database", b.dir().string()}, {"metric", metric},
+                     {"baseline_total", ta}, {"total", tb}, {"rows", nlohmann::json::array()}};
+    for (const CompareRow& r : rows)
+      j["rows"].push_back({{"section", r.section}, {"depth", r.depth}, {"name", r.name},
+                           {"baseline_inclusive", r.aInc}, {"inclusive", r.bInc},
+                           {"baseline_exclusive", r.aExc}, {"exclusive", r.bExc}});
+    os << j.dump(1) << "\n";
+    return;
+  }
+  if (o.format == ReportFormat::Csv) {
+    os << "section,depth,name,baseline_inclusive,inclusive,baseline_exclusive,exclusive\n";
+    for (const CompareRow& r : rows)
+      os << r.section << ',' << r.depth << ',' << csv_field(r.name) << ',' << num(r.aInc) << ',' << num(r.bInc) << ','
+         << num(r.aExc) << ',' << num(r.bExc) << '\n';
+    return;
+  }
+  os << "# Database: " << b.dir().string() << " (" << b.meta().general.title << ")\n"
+     << "# Baseline: " << a.dir().string() << " (" << a.meta().general.title << ")\n"
+     << "# Metric:   " << metric << ", total " << num(tb) << " against " << num(ta) << " ("
+     << (percent(ta, tb).empty() ? "the same" : percent(ta, tb)) << ")\n";
+  std::string section;
+  for (const CompareRow& r : rows) {
+    const bool flatRow = r.section != "top-down";
+    if (r.section != section) {
+      section = r.section;
+      os << "#\n# " << (flatRow ? "Flat view by " + section.substr(5) + " (exclusive), by the largest change"
+                                : std::string("Calling contexts (inclusive), by the largest change"))
+         << "\n#      Baseline           This         Change        %  Name\n";
+    }
+    const double va = flatRow ? r.aExc : r.aInc, vb = flatRow ? r.bExc : r.bInc;
+    char buf[128];
+    const std::string d = (vb - va > 0 ? "+" : "") + num(vb - va);
+    std::snprintf(buf, sizeof buf, "%14s %14s %14s %8s  ", num(va).c_str(), num(vb).c_str(), d.c_str(),
+                  percent(va, vb).c_str());
+    os << buf << std::string(2 * std::min<uint32_t>(r.depth, 1000), ' ') << r.name << "\n";
+  }
+}
+
+}  // namespace hpc::present

@@ -1,0 +1,39 @@
+// Two databases side by side, as hpcviewer shows merged databases: one metric's values in a
+// baseline (A) and in another run (B), matched by name, so that a change of code, input,
+// compiler or machine shows where the time moved. Flat rows match by what names them (a
+// function by its name and load module's file name, a module by its file name, a file by its
+// path, a line or loop by file path and line); calling contexts match by the names on their
+// path from the root (entry point, functions, loops, lines), whatever their ids.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "presentation/experiment.hpp"
+#include "presentation/report.hpp"
+#include "presentation/views.hpp"
+
+namespace hpc::present {
+
+struct CompareOptions {
+  size_t metricA = 0, metricB = 0;  // the same metric's index in each database
+  size_t top = 20;                  // rows per section
+  FlatBy by = FlatBy::Function;
+  ReportFormat format = ReportFormat::Text;
+};
+
+struct CompareRow {
+  std::string section;  // "flat-function" ... "flat-loop", "top-down"
+  uint32_t depth = 0;   // tree depth (top-down), else 0
+  std::string name;
+  double aInc = 0, bInc = 0, aExc = 0, bExc = 0;
+};
+
+// The flat rows by o.by, the `top` with the largest change of exclusive value (then of
+// inclusive), and the calling contexts best-first by the largest change of inclusive value,
+// printed as a forest (siblings by the largest change).
+std::vector<CompareRow> compare_rows(const Experiment& a, const Experiment& b, const CompareOptions& o);
+void print_comparison(const Experiment& a, const Experiment& b, const CompareOptions& o, std::ostream& os);
+
+}  // namespace hpc::present
