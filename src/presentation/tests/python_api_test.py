@@ -243,6 +243,19 @@ for name in ("small.nostruct.d", "loops-cputime-t.nostruct.d", "loops-cuda-nvidi
     db = hpctoolkit.open(dbase / name)
     structure_against_hpcreport(name, dbase / name, db, db.metrics.metric[0])
 
+# Two databases compared as hpcreport --compare compares them: loops against small.
+cmp = hpctoolkit.compare(hpctoolkit.open(dbase / "small.d"), hpctoolkit.open(dbase / "loops-cputime-t.d"), "CPUTIME")
+r = subprocess.run([str(bindir / "hpcreport"), str(dbase / "loops-cputime-t.d"), "--compare", str(dbase / "small.d"),
+                    "--format", "json", "--top", "1000"], capture_output=True, text=True)
+check(r.returncode == 0, f"hpcreport --compare: {r.stderr}")
+theirs = {x["name"]: (x["baseline_exclusive"], x["exclusive"]) for x in json.loads(r.stdout)["rows"]
+          if x["section"] == "flat-function"} if r.returncode == 0 else {}
+ours = {n: (a, b) for n, a, b in zip(cmp["name"], cmp["exclusive_base"], cmp["exclusive"])}
+check(set(ours) == set(theirs) and all(close(ours[n][0], theirs[n][0]) and close(ours[n][1], theirs[n][1]) for n in ours),
+      f"compare: {sorted(set(ours) ^ set(theirs))[:4]} in one only, or values differ")
+check(cmp["name"].iloc[0] == "main._omp_fn.0" and close(cmp["change"].iloc[0], 1.244893),
+      f"compare: largest change first: {cmp.head(2).to_dict('records')}")
+
 check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CPUTIME (sec)>"),
       f"repr: {hpctoolkit.open(dbase / 'small.d')!r}")
 

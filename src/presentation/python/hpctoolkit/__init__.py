@@ -15,6 +15,8 @@
     db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
     db.trace(1)                    # one profile's trace: time (ns) and context
     db.overview()                  # where the time went by kind of work, and a verdict
+    db.structure("CPUTIME (sec)")  # hpcviewer's flat view: modules, files, functions, loops, lines
+    hpctoolkit.compare(base, db, "CPUTIME (sec)")  # two runs' flat views side by side, the change
 
 Inclusive values are the "execution" scope (a context and everything below it); exclusive
 values the "function" scope (a context and what lies lexically inside it, calls excluded), as
@@ -525,6 +527,23 @@ class Database:
             if not path.exists():
                 raise KeyError(f"{self.directory}: no trace.db (the measurement was made without hpcrun -t)")
             self._traces = _files.read_traces(path)
+
+
+def compare(base, db, metric, by="function", stat="sum"):
+    """Two databases' flat views side by side (hpcreport DB --compare BASE): for each function
+    (module, file, line or loop) by name, its exclusive and inclusive values in the baseline
+    `base` and in `db`, and the change of exclusive value ("change": db's less base's); a row
+    for what only one of them has (0 in the other); largest change first. The metric is named
+    as in both."""
+    a, b = base.flat(metric, by=by, stat=stat), db.flat(metric, by=by, stat=stat)
+    a = a.groupby("name", sort=False)[["inclusive", "exclusive"]].sum()
+    b = b.groupby("name", sort=False)[["inclusive", "exclusive"]].sum()
+    j = a.join(b, how="outer", lsuffix="_base", rsuffix="").fillna(0.0)
+    j = j[["inclusive_base", "inclusive", "exclusive_base", "exclusive"]]
+    j["change"] = j["exclusive"] - j["exclusive_base"]
+    j = j.reset_index()
+    order = j["change"].abs().sort_values(ascending=False, kind="stable").index
+    return j.loc[order].reset_index(drop=True)
 
 
 def _base(path):
