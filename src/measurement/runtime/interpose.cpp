@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "arena.hpp"
+#include "deepbind.hpp"
 #include "gpu/gpu.hpp"
 #include "interpose.hpp"
 #include "loadmap.hpp"
@@ -522,9 +523,15 @@ HPC_EXPORT long syscall(long number, ...) {
   return real(number, a, b, c, d, e, f);
 }
 
+// A library opened with RTLD_DEEPBIND binds libc's functions ahead of the runtime's: its
+// interposed imports are pointed at the runtime's (deepbind.cpp), so that its threads are
+// measured and its calls counted as everyone else's.
 HPC_EXPORT void* dlopen(const char* file, int flags) {
   SuspendSampling guard;
+  std::vector<uintptr_t> before;
+  if (flags & RTLD_DEEPBIND) before = deepbindBefore();
   void* h = REAL(dlopen)(file, flags);
+  if (h && (flags & RTLD_DEEPBIND)) deepbindRebind(h, before);
   loadmapRefresh();
   return h;
 }

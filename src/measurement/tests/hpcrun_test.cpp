@@ -1572,6 +1572,38 @@ TEST(Threads, MessageQueueNotificationThreadsAreMeasured) {
   fs::remove_all(scratch);
 }
 
+// A library opened with RTLD_DEEPBIND binds libc's pthread_create and write ahead of the
+// preloaded runtime's: its thread went unmeasured (one profile) and its write uncounted. Its
+// interposed imports are now pointed at the runtime's, bound now or lazily: the worker has its
+// profile with deep_worker's time, and deep_writer's 12,345 bytes are counted.
+TEST(Threads, DeepBoundLibrariesAreMeasured) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-deepbind";
+  fs::remove_all(scratch);
+  Symbolizer sym;
+  for (const std::string cc : {"gcc", "clang"})
+    for (const char* mode : {"now", "lazy"}) {
+      SCOPED_TRACE(cc + " " + mode);
+      const std::string cmd = kWl + "deepbind-" + cc + " 0.5 " + kWl + "libdeep-" + cc + ".so " + mode;
+      Outcome bare = run(cmd, scratch / "bare");
+      ASSERT_EQ(bare.status, 0) << bare.err;
+      const fs::path meas = scratch / (cc + "-" + mode);
+      Outcome r = run(kBin + " -e CPUTIME@1000 -e IO -o " + meas.string() + " " + cmd, scratch / "run");
+      ASSERT_EQ(r.status, 0) << r.err;
+      EXPECT_EQ(r.out, bare.out);
+      Analysis a = analyze(meas);
+      EXPECT_EQ(a.profiles, 2);
+      std::map<std::string, double> time, written;
+      for (auto [metric, into] : {std::pair{"CPUTIME (sec)", &time}, std::pair{"IO Bytes Written", &written}})
+        forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
+          if (n.lm_id) (*into)[sym.name(p.lm[n.lm_id], n.lm_ip - 1)] += v;
+        }, metric);
+      EXPECT_EQ(written["deep_writer"], 12345);
+      double spun = time["deep_worker"] + time["spin"];
+      EXPECT_GT(spun, 0.5 * r.cpu) << "the deep-bound library's thread is measured";
+    }
+  fs::remove_all(scratch);
+}
+
 // CPUTIME's timers advance at the kernel's tick: at a period shorter than the tick each signal
 // stands for several periods (its overruns), each sample weighs them all, and the log says
 // so. Where the tick is as short as the period (HZ=1000) there is no such line to check, and
