@@ -13,17 +13,6 @@ namespace hpc::present {
 
 namespace {
 
-const char* section_of(FlatBy by) {
-  switch (by) {
-  case FlatBy::Module: return "flat-module";
-  case FlatBy::File: return "flat-file";
-  case FlatBy::Function: return "flat-function";
-  case FlatBy::Line: return "flat-line";
-  case FlatBy::Loop: return "flat-loop";
-  }
-  return "flat";
-}
-
 // What names a flat row in any database: ids differ from one database to another.
 std::string row_key(const Experiment& e, FlatBy by, const FlatRow& r) {
   const auto& meta = e.meta();
@@ -67,7 +56,7 @@ void flat(const Experiment& a, const Experiment& b, const CompareOptions& o, std
   const size_t n = std::min(o.top, v.size());
   std::partial_sort(v.begin(), v.begin() + n, v.end(), [](auto& x, auto& y) { return bigger(x, y, true); });
   for (size_t i = 0; i < n; ++i) {
-    v[i].section = section_of(o.by);
+    v[i].section = flat_section(o.by);
     out.push_back(std::move(v[i]));
   }
 }
@@ -136,11 +125,6 @@ void top_down(const Experiment& a, const Experiment& b, const CompareOptions& o,
   }
 }
 
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 // "+12.5%", "new", "gone" or "" (both zero).
 std::string percent(double a, double b) {
@@ -151,12 +135,6 @@ std::string percent(double a, double b) {
   return buf;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 }  // namespace
 
@@ -185,13 +163,13 @@ void print_comparison(const Experiment& a, const Experiment& b, const CompareOpt
   if (o.format == ReportFormat::Csv) {
     os << "section,depth,name,baseline_inclusive,inclusive,baseline_exclusive,exclusive\n";
     for (const CompareRow& r : rows)
-      os << r.section << ',' << r.depth << ',' << csv_field(r.name) << ',' << num(r.aInc) << ',' << num(r.bInc) << ','
-         << num(r.aExc) << ',' << num(r.bExc) << '\n';
+      os << r.section << ',' << r.depth << ',' << csv_field(r.name) << ',' << format_number(r.aInc) << ',' << format_number(r.bInc) << ','
+         << format_number(r.aExc) << ',' << format_number(r.bExc) << '\n';
     return;
   }
   os << "# Database: " << b.dir().string() << " (" << b.meta().general.title << ")\n"
      << "# Baseline: " << a.dir().string() << " (" << a.meta().general.title << ")\n"
-     << "# Metric:   " << metric << ", total " << num(tb) << " against " << num(ta) << " ("
+     << "# Metric:   " << metric << ", total " << format_number(tb) << " against " << format_number(ta) << " ("
      << (percent(ta, tb).empty() ? "the same" : percent(ta, tb)) << ")\n";
   std::string section;
   for (const CompareRow& r : rows) {
@@ -204,8 +182,8 @@ void print_comparison(const Experiment& a, const Experiment& b, const CompareOpt
     }
     const double va = flatRow ? r.aExc : r.aInc, vb = flatRow ? r.bExc : r.bInc;
     char buf[128];
-    const std::string d = (vb - va > 0 ? "+" : "") + num(vb - va);
-    std::snprintf(buf, sizeof buf, "%14s %14s %14s %8s  ", num(va).c_str(), num(vb).c_str(), d.c_str(),
+    const std::string d = (vb - va > 0 ? "+" : "") + format_number(vb - va);
+    std::snprintf(buf, sizeof buf, "%14s %14s %14s %8s  ", format_number(va).c_str(), format_number(vb).c_str(), d.c_str(),
                   percent(va, vb).c_str());
     os << buf << std::string(2 * std::min<uint32_t>(r.depth, 1000), ' ') << r.name << "\n";
   }

@@ -15,17 +15,6 @@ namespace hpc::present {
 
 namespace {
 
-const char* section_of(FlatBy by) {
-  switch (by) {
-  case FlatBy::Module: return "flat-module";
-  case FlatBy::File: return "flat-file";
-  case FlatBy::Function: return "flat-function";
-  case FlatBy::Line: return "flat-line";
-  case FlatBy::Loop: return "flat-loop";
-  }
-  return "flat";
-}
-
 std::string key_id(uint64_t key) {
   return (key & kEntryKey) ? "e" + std::to_string(uint32_t(key)) : "f" + std::to_string(key);
 }
@@ -106,7 +95,7 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
     auto& r = rows[i];
     std::string id = by == FlatBy::Line || by == FlatBy::Loop ? std::to_string(r.file) + ":" + std::to_string(r.line)
                                                               : std::to_string(r.key);
-    out.push_back({section_of(by), 0, id, r.name, r.inc[o.metric], r.exc[o.metric]});
+    out.push_back({flat_section(by), 0, id, r.name, r.inc[o.metric], r.exc[o.metric]});
   }
 }
 
@@ -179,6 +168,11 @@ void overview_rows(const Experiment& e, const ReportOptions& o, std::vector<Repo
   for (const auto& [what, v] : ov.gpu) out.push_back({"gpu-operations", 0, what, what, v, v});
 }
 
+constexpr uint32_t kMaxIndent = 1000;  // text rows: indentation levels at most
+
+
+}  // namespace
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -186,15 +180,11 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-constexpr uint32_t kMaxIndent = 1000;  // text rows: indentation levels at most
-
-std::string num(double v) {
+std::string format_number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
-
-}  // namespace
 
 std::vector<LeakRow> leak_rows(const Experiment& e, size_t top) {
   std::vector<LeakRow> out;
@@ -287,11 +277,11 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     os << "section,depth,id,name,inclusive,inclusive_percent,exclusive,exclusive_percent\n";
     for (auto& r : rows)
       os << r.section << ',' << r.depth << ',' << csv_field(r.id) << ',' << csv_field(r.name) << ','
-         << num(r.inc) << ',' << num(pct(r.inc)) << ',' << num(r.exc) << ',' << num(pct(r.exc)) << '\n';
+         << format_number(r.inc) << ',' << format_number(pct(r.inc)) << ',' << format_number(r.exc) << ',' << format_number(pct(r.exc)) << '\n';
     return;
   }
   os << "# Database: " << e.dir().string() << " (" << e.meta().general.title << ")\n"
-     << "# Metric:   " << m.name << ", total " << num(total) << "\n"
+     << "# Metric:   " << m.name << ", total " << format_number(total) << "\n"
      << "# Profiles: " << (e.profiles().size() - 1) << ", contexts: " << e.num_contexts() << "\n";
   if (!e.selected_profiles().empty()) {
     os << "# Selected: " << e.selected_profiles().size() << " of them, their values alone:";
@@ -309,13 +299,13 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
         const auto& kind = ov->kinds[k];
         if (kind.value == 0 && k != 0) continue;
         char buf[96];
-        std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", num(kind.value).c_str(), share(kind.value));
+        std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", format_number(kind.value).c_str(), share(kind.value));
         os << buf << work_kind_name(WorkKind(k))
            << (WorkKind(k) == WorkKind::Idle ? " (waits of MPI and GPU runtimes' threads, threads that only waited; not in the verdict)" : "")
            << "\n";
         if (!overviewView) continue;
         for (const auto& [where, v] : kind.where) {
-          std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", num(v).c_str(), share(v));
+          std::snprintf(buf, sizeof buf, "%14s %7.2f%%  ", format_number(v).c_str(), share(v));
           os << buf << "  " << where << "\n";
         }
       }
@@ -336,7 +326,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
       os << "#\n# The GPU's operations (seconds)\n";
       for (const auto& [what, v] : ov->gpu) {
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%14s  ", num(v).c_str());
+        std::snprintf(buf, sizeof buf, "%14s  ", format_number(v).c_str());
         os << buf << what << "\n";
       }
     }
@@ -349,7 +339,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
          << "#    Not freed    Allocated  Function\n";
       for (const LeakRow& l : leaks) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, "%14s %12s  ", num(l.leaked).c_str(), num(l.allocated).c_str());
+        std::snprintf(buf, sizeof buf, "%14s %12s  ", format_number(l.leaked).c_str(), format_number(l.allocated).c_str());
         os << buf << l.name << "\n";
       }
     }
@@ -369,7 +359,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
          << "\n";
     }
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", num(r.inc).c_str(), pct(r.inc), num(r.exc).c_str(), pct(r.exc));
+    std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", format_number(r.inc).c_str(), pct(r.inc), format_number(r.exc).c_str(), pct(r.exc));
     // Two spaces a level, down to kMaxIndent levels; deeper rows say their depth instead (down
     // a call chain hundreds of thousands deep the indentation made the text quadratic).
     os << buf << std::string(2 * std::min(r.depth, kMaxIndent), ' ');

@@ -48,5 +48,8 @@ struct LeakRow {
 };
 std::vector<LeakRow> leak_rows(const Experiment& e, size_t top);
 void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os);
+// Text for reports: a CSV field quoted where it must be; a number as %.6g.
+std::string csv_field(const std::string& s);
+std::string format_number(double v);
 
 }  // namespace hpc::present

@@ -335,6 +335,17 @@ bool parse_flat_by(const std::string& s, FlatBy& out) {
   return true;
 }
 
+const char* flat_section(FlatBy by) {
+  switch (by) {
+  case FlatBy::Module: return "flat-module";
+  case FlatBy::File: return "flat-file";
+  case FlatBy::Function: return "flat-function";
+  case FlatBy::Line: return "flat-line";
+  case FlatBy::Loop: return "flat-loop";
+  }
+  return "flat";
+}
+
 namespace {
 
 // A FlatTable's rows found by key: dense slots for small key spaces (function, module, file

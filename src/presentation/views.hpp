@@ -75,6 +75,8 @@ private:
 // ---- Flat.
 enum class FlatBy { Module, File, Function, Line, Loop };
 bool parse_flat_by(const std::string& s, FlatBy& out);
+// The report section of a flat view: "flat-module", "flat-file", "flat-function", ...
+const char* flat_section(FlatBy by);
 
 struct FlatRow {
   uint64_t key = 0;  // module/file/function index, or file<<32|line
