@@ -13,21 +13,6 @@ namespace hpc::present {
 
 namespace {
 
-// What names a flat row in any database: ids differ from one database to another.
-std::string row_key(const Experiment& e, FlatBy by, const FlatRow& r) {
-  const auto& meta = e.meta();
-  auto path = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
-  switch (by) {
-  case FlatBy::Module: return base_name(r.name);
-  case FlatBy::File: return r.name;
-  case FlatBy::Function:
-    return r.name + '\x1f' + (r.module < meta.modules.size() ? base_name(meta.modules[r.module].path) : std::string());
-  case FlatBy::Line:
-  case FlatBy::Loop: return path(r.file) + ':' + std::to_string(r.line);
-  }
-  return r.name;
-}
-
 double change(const CompareRow& r, bool exclusive) { return exclusive ? r.bExc - r.aExc : r.bInc - r.aInc; }
 
 // Larger change first, then larger value in either, then name: the same order every run.
@@ -44,7 +29,7 @@ void flat(const Experiment& a, const Experiment& b, const CompareOptions& o, std
   for (int side = 0; side < 2; ++side) {
     const Experiment& e = side ? b : a;
     for (const FlatRow& r : flat_rows(e, o.by, {side ? o.metricB : o.metricA})) {
-      CompareRow& c = rows[row_key(e, o.by, r)];
+      CompareRow& c = rows[flat_key(e, o.by, r)];
       if (c.name.empty()) c.name = o.by == FlatBy::Module ? base_name(r.name) : r.name;
       (side ? c.bInc : c.aInc) += r.inc[0];
       (side ? c.bExc : c.aExc) += r.exc[0];
@@ -137,6 +122,47 @@ std::string percent(double a, double b) {
 
 
 }  // namespace
+
+std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r) {
+  const auto& meta = e.meta();
+  auto path = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
+  switch (by) {
+  case FlatBy::Module: return base_name(r.name);
+  case FlatBy::File: return r.name;
+  case FlatBy::Function:
+    return r.name + '\x1f' + (r.module < meta.modules.size() ? base_name(meta.modules[r.module].path) : std::string());
+  case FlatBy::Line:
+  case FlatBy::Loop: return path(r.file) + ':' + std::to_string(r.line);
+  }
+  return r.name;
+}
+
+uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in) {
+  if (!from.has(ctx)) return kNoCtx;
+  std::vector<uint32_t> path;  // from ctx up, the root left out
+  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = from.parent(c)) path.push_back(c);
+  uint32_t at = 0;
+  std::vector<uint32_t> kids;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const std::string name = from.name(*it);
+    in.children(at, kids);
+    auto k = std::find_if(kids.begin(), kids.end(), [&](uint32_t x) { return in.name(x) == name; });
+    if (k == kids.end()) return kNoCtx;
+    at = *k;
+  }
+  return at;
+}
+
+std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
+  std::vector<int> out;
+  for (const MetricView& m : e.metrics()) {
+    int at = -1;
+    for (size_t i = 0; i < base.metrics().size() && at < 0; ++i)
+      if (base.metrics()[i].name == m.name) at = int(i);
+    out.push_back(at);
+  }
+  return out;
+}
 
 std::vector<CompareRow> compare_rows(const Experiment& a, const Experiment& b, const CompareOptions& o) {
   std::vector<CompareRow> out;

@@ -30,6 +30,14 @@ struct CompareRow {
   double aInc = 0, bInc = 0, aExc = 0, bExc = 0;
 };
 
+// What names a flat row in any database (its key: ids differ from one database to another).
+std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r);
+// The context of `in` with the path of names that `ctx` has in `from` (the root for 0), or
+// kNoCtx where `in` has none. Work: the path's length times its contexts' siblings.
+uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in);
+// Each metric of `e` as an index into `base`'s metrics, by name; -1 where base has none.
+std::vector<int> matching_metrics(const Experiment& e, const Experiment& base);
+
 // The flat rows by o.by, the `top` with the largest change of exclusive value (then of
 // inclusive), and the calling contexts best-first by the largest change of inclusive value,
 // printed as a forest (siblings by the largest change).

@@ -13,6 +13,7 @@
 #include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/report.hpp"
+#include "presentation/server/api.hpp"
 #include "presentation/views.hpp"
 
 namespace fs = std::filesystem;
@@ -429,6 +430,71 @@ TEST(Report, CompareMatchesByName) {
   print_comparison(*s, *l, o, os);
   EXPECT_NE(os.str().find("total 3.97331 against 1.21026 (+228.3%)"), std::string::npos) << os.str();
   EXPECT_NE(os.str().find("     gone  spinsleep\n"), std::string::npos) << os.str();
+}
+
+// hpcserver --compare: top-down children and flat rows carry the baseline's values of the
+// rows matching them by name (loops against small: main thread and main match; the
+// application thread and main._omp_fn.0 are new, 0 in the baseline).
+TEST(Report, ServerCarriesTheBaselinesValues) {
+  auto s = open_db("small.d"), l = open_db("loops-cputime-t.d");
+  ASSERT_TRUE(s && l);
+  Api api(*l, s.get());
+  auto get = [&](const std::string& endpoint, const Params& q) {
+    Reply r = api.handle(endpoint, q);
+    std::string body = r.body;
+    if (r.stream) {
+      EXPECT_TRUE(r.stream([&](std::string_view x) {
+        body += x;
+        return true;
+      }));
+      api.done();
+    }
+    EXPECT_EQ(r.status, 200) << body.substr(0, 200);
+    return nlohmann::json::parse(body);
+  };
+  auto info = get("info", {});
+  EXPECT_EQ(info["baseline"]["metrics"][0], 0);
+  EXPECT_NEAR(info["baseline"]["totals"][0].get<double>(), 1.210259, 1e-6);
+  auto find = [](const nlohmann::json& rows, const std::string& name) {
+    for (const auto& r : rows)
+      if (r["name"] == name) return r;
+    return nlohmann::json();
+  };
+  auto top = get("children", {{"ctx", "0"}});
+  auto mainThread = find(top["children"], "main thread"), app = find(top["children"], "application thread");
+  ASSERT_TRUE(mainThread.is_object() && app.is_object()) << top.dump();
+  EXPECT_NEAR(mainThread["inc"][0].get<double>(), 0.994165, 1e-6);
+  EXPECT_NEAR(mainThread["base"]["inc"][0].get<double>(), 1.210259, 1e-6);
+  EXPECT_EQ(app["base"]["inc"][0], 0.0);
+  auto below = get("children", {{"ctx", std::to_string(mainThread["ctx"].get<uint32_t>())}});
+  auto mainFn = find(below["children"], "main");
+  ASSERT_TRUE(mainFn.is_object()) << below.dump();
+  EXPECT_NEAR(mainFn["base"]["inc"][0].get<double>(), 1.210259, 1e-6);
+  // A function is matched with its load module's name: small's main is another program's.
+  auto flat = get("flat", {{"by", "function"}});
+  auto omp = find(flat["rows"], "main._omp_fn.0"), fmain = find(flat["rows"], "main");
+  ASSERT_TRUE(omp.is_object() && fmain.is_object());
+  EXPECT_EQ(omp["base"]["exc"][0], 0.0);
+  EXPECT_EQ(fmain["base"]["inc"][0], 0.0);
+  // Against itself every flat row has its own values as the baseline's.
+  Api same(*l, l.get());
+  Reply fr = same.handle("flat", {{"by", "line"}});
+  std::string body;
+  ASSERT_TRUE(fr.stream([&](std::string_view x) {
+    body += x;
+    return true;
+  }));
+  same.done();
+  auto lines = nlohmann::json::parse(body)["rows"];
+  ASSERT_GT(lines.size(), 5u);
+  for (const auto& r : lines) {
+    EXPECT_EQ(r["base"]["inc"], r["inc"]) << r.dump();
+    EXPECT_EQ(r["base"]["exc"], r["exc"]) << r.dump();
+  }
+  // Without a baseline, no such member.
+  Api alone(*l);
+  Reply r = alone.handle("info", {});
+  EXPECT_FALSE(nlohmann::json::parse(r.body).contains("baseline"));
 }
 
 TEST(Report, TextNamesHotFunction) {

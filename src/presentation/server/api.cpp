@@ -1,5 +1,7 @@
 #include "presentation/server/api.hpp"
 
+#include "presentation/compare.hpp"
+
 #include "presentation/overview.hpp"
 #include "presentation/report.hpp"
 
@@ -186,6 +188,9 @@ std::optional<Reply> trace_range(const Experiment& e, const Params& q, TraceRang
 
 }  // namespace
 
+Api::Api(const Experiment& e, const Experiment* base)
+    : e_(e), base_(base), baseMetric_(base ? matching_metrics(e, *base) : std::vector<int>()) {}
+
 Reply Api::handle(const std::string& endpoint, const Params& q) {
   Reply r = dispatch(endpoint, q);
   if (!r.stream) done();
@@ -232,6 +237,16 @@ Reply Api::info() {
          {"files", meta.files.size()}};
   std::error_code ec;
   j["hasTrace"] = fs::exists(e_.dir() / "trace.db", ec);
+  if (base_) {
+    json idx = json::array(), totals = json::array();
+    for (size_t i = 0; i < e_.metrics().size(); ++i) {
+      const int b = baseMetric_[i];
+      idx.push_back(b);
+      totals.push_back(b >= 0 ? json(base_->inclusive(0, base_->metrics()[size_t(b)])) : json(nullptr));
+    }
+    j["baseline"] = {{"title", base_->meta().general.title}, {"dir", base_->dir().string()}, {"metrics", idx},
+                     {"totals", totals}};
+  }
   return json_reply(j);
 }
 
@@ -279,8 +294,17 @@ Reply Api::children(const Params& q) {
     head["totals"] = totals;
   }
   head["total"] = kids->size();
+  // With a baseline: its context at the same path of names, and its children by name.
+  auto baseKids = std::make_shared<std::unordered_map<std::string, uint32_t>>();
+  const bool withBase = base_ && selected->empty();
+  if (withBase) {
+    const uint32_t at = matching_context(e_, uint32_t(*ctx), *base_);
+    if (at != kNoCtx)
+      for (uint32_t k : base_->children(at)) baseKids->try_emplace(base_->name(k), k);
+  }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
-                      [&e = e_, kids, ms = *ms, selected](size_t i) {
+                      [&e = e_, kids, ms = *ms, selected, base = withBase ? base_ : nullptr, baseKids,
+                       &baseMetric = baseMetric_](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
                         for (size_t m : ms) {
@@ -295,6 +319,17 @@ Reply Api::children(const Params& q) {
                         auto [file, line] = e.source_of(k);
                         json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", e.has_children(k)}, {"inc", inc}, {"exc", exc}};
                         if (file != db::kNone) r["file"] = file, r["line"] = line;
+                        if (base) {
+                          auto it = baseKids->find(e.name(k));
+                          json binc = json::array(), bexc = json::array();
+                          for (size_t m : ms) {
+                            const int bm = baseMetric[m];
+                            const bool has = it != baseKids->end() && bm >= 0;
+                            binc.push_back(has ? base->inclusive(it->second, base->metrics()[size_t(bm)]) : 0.0);
+                            bexc.push_back(has ? base->exclusive(it->second, base->metrics()[size_t(bm)]) : 0.0);
+                          }
+                          r["base"] = {{"inc", binc}, {"exc", bexc}};
+                        }
                         return r;
                       });
 }
@@ -371,10 +406,29 @@ Reply Api::flat(const Params& q) {
   size_t total = 0;
   auto t = std::make_shared<const FlatTable>(flat_top(e_, by, *ms, *top, total));
   json head{{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
-  return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, by](size_t i) {
+  // With a baseline: its rows by name, the asked metrics it has.
+  auto baseRows = std::make_shared<std::unordered_map<std::string, std::pair<std::vector<double>, std::vector<double>>>>();
+  if (base_) {
+    std::vector<size_t> bms, at(ms->size(), SIZE_MAX);
+    for (size_t i = 0; i < ms->size(); ++i)
+      if (const int b = baseMetric_[(*ms)[i]]; b >= 0) at[i] = bms.size(), bms.push_back(size_t(b));
+    if (!bms.empty())
+      for (const FlatRow& r : flat_rows(*base_, by, bms)) {
+        auto& [inc, exc] = (*baseRows)[flat_key(*base_, by, r)];
+        inc.resize(ms->size(), 0.0), exc.resize(ms->size(), 0.0);
+        for (size_t i = 0; i < ms->size(); ++i)
+          if (at[i] != SIZE_MAX) inc[i] += r.inc[at[i]], exc[i] += r.exc[at[i]];
+      }
+  }
+  return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, by, baseRows, nm = ms->size(), withBase = base_ != nullptr](size_t i) {
     FlatRow r = flat_row(e, by, *t, i);
     json j{{"key", r.key}, {"name", r.name}, {"inc", r.inc}, {"exc", r.exc}};
     if (r.file != UINT32_MAX) j["file"] = r.file, j["line"] = r.line;
+    if (withBase) {
+      auto it = baseRows->find(flat_key(e, by, r));
+      const std::vector<double> zero(nm, 0.0);
+      j["base"] = {{"inc", it != baseRows->end() ? it->second.first : zero}, {"exc", it != baseRows->end() ? it->second.second : zero}};
+    }
     return j;
   });
 }

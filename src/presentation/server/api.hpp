@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "presentation/experiment.hpp"
 #include "presentation/views.hpp"
@@ -37,7 +38,9 @@ inline constexpr uint64_t kMaxSourceBytes = 16u << 20;
 
 class Api {
 public:
-  explicit Api(const Experiment& e) : e_(e) {}
+  // With `base` (hpcserver --compare BASE), top-down children and flat rows also carry the
+  // baseline database's values of the contexts and rows that match them by name.
+  explicit Api(const Experiment& e, const Experiment* base = nullptr);
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
 
@@ -66,6 +69,8 @@ private:
   Reply source(const Params& q);
 
   const Experiment& e_;
+  const Experiment* base_;
+  std::vector<int> baseMetric_;  // each metric's index in base_, -1 where it has none
 };
 
 }  // namespace hpc::present

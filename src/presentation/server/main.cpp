@@ -89,6 +89,11 @@ int main(int argc, char** argv) {
   app.add_option("-p,--port", port, "TCP port (0: any free port)")->check(CLI::Range(0, 65535));
   app.add_option("--bind", bind, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--web", web, "folder of the web viewer's static files");
+  std::string baseline;
+  app.add_option("--compare", baseline,
+                 "a baseline database (another run): the views show its values beside DB's, matched by\n"
+                 "name, and the change")
+      ->option_text("BASE");
 #ifdef HPC_VIEWER
   app.add_flag("!--no-open", open, "do not open a browser");
   // The reference's viewer is a Java program: its scripts pass a heap size (-jh 3G), which
@@ -118,7 +123,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const Experiment& e = **exp;
-  Api api(e);
+  std::unique_ptr<Experiment> base;
+  if (!baseline.empty()) {
+    auto b = Experiment::open(baseline);
+    if (!b) {
+      std::cerr << tool << ": " << b.status().message() << "\n";
+      return 1;
+    }
+    base = std::move(*b);
+  }
+  Api api(e, base.get());
   std::error_code ec;
   const fs::path webRoot = fs::weakly_canonical(web, ec);
 
@@ -186,7 +200,8 @@ int main(int argc, char** argv) {
   }
   std::string host = bind == "0.0.0.0" ? "127.0.0.1" : bind;
   std::string url = "http://" + host + ":" + std::to_string(port) + "/?token=" + tok;
-  std::cout << tool << ": serving " << e.dir().string() << " at " << url << std::endl;
+  std::cout << tool << ": serving " << e.dir().string() << (base ? " against " + base->dir().string() : std::string())
+            << " at " << url << std::endl;
   if (open && std::getenv("DISPLAY") && std::system("command -v xdg-open >/dev/null 2>&1") == 0) {
     std::string cmd = "xdg-open '" + url + "' >/dev/null 2>&1 &";
     if (std::system(cmd.c_str()) != 0) std::cerr << tool << ": could not open a browser; use the URL above\n";

@@ -80,7 +80,7 @@ function compileFormula(src) {
 // ---- The tree table.
 const table = {
   view: 'top-down',
-  columns: [],         // {metric, label, derived?: {f, text}}
+  columns: [],         // {metric, label, derived?: {f, text}, baseline?, delta?} (the last two: hpcserver --compare)
   sortCol: 0,
   sortExc: false,
   roots: [],           // nodes: {key, name, inc[], exc[], hasChildren, children, expanded, depth, ctx?, path?, file?, line?}
@@ -105,6 +105,11 @@ const table = {
   structured() { return this.view === 'flat' && $('flat-by').value === 'structure'; },
   value(node, col, exc) {
     const vals = exc ? node.exc : node.inc;
+    if (col.baseline || col.delta) {  // the baseline database's value at the matching row, or the change
+      const b = node.base ? (exc ? node.base.exc : node.base.inc)[col.metric] : undefined;
+      if (b === undefined) return NaN;
+      return col.baseline ? b : vals[col.metric] - b;
+    }
     if (col.derived) { const r = col.derived.f(vals); return Number.isFinite(r) ? r : NaN; }
     return vals[col.metric];
   },
@@ -121,7 +126,9 @@ const table = {
         const d = document.createElement('div');
         d.className = 'num' + (this.sortCol === ci && this.sortExc === exc ? ' sorted' : '');
         d.textContent = `${c.label} (${exc ? 'E' : 'I'})`;
-        d.title = `sort by ${c.label} ${exc ? 'exclusive' : 'inclusive'}`;
+        const what = c.baseline ? `the baseline's ${hpc.info.metrics[c.metric]?.name}`
+          : c.delta ? `the change of ${hpc.info.metrics[c.metric]?.name} against the baseline` : c.label;
+        d.title = `sort by ${what} ${exc ? 'exclusive' : 'inclusive'}`;
         d.dataset.col = ci;
         d.dataset.exc = exc ? '1' : '';
         d.onclick = () => { this.sortCol = ci; this.sortExc = exc; this.resort(); };
@@ -295,8 +302,13 @@ const table = {
         d.textContent = hpc.fmt(v);
         const p = document.createElement('div');
         p.className = 'pct';
-        const total = c.derived ? 0 : this.metricTotal(c.metric);
-        p.textContent = total && v ? `${(100 * v / total).toFixed(1)}%` : '';
+        if (c.delta) {  // the change against the baseline's value
+          const b = this.value(n, { ...c, delta: false, baseline: true }, exc);
+          p.textContent = !v || Number.isNaN(v) ? '' : b ? `${v > 0 ? '+' : ''}${(100 * v / Math.abs(b)).toFixed(1)}%` : 'new';
+        } else {
+          const total = c.derived ? 0 : c.baseline ? hpc.info.baseline?.totals?.[c.metric] || 0 : this.metricTotal(c.metric);
+          p.textContent = total && v ? `${(100 * v / total).toFixed(1)}%` : '';
+        }
         r.append(d, p);
       }
     r.onclick = () => this.select(n);
@@ -549,11 +561,23 @@ async function main() {
   $('title').textContent = hpc.info.title || 'hpcviewer';
   const dm = hpc.info.defaultMetric;
   table.columns = [{ metric: dm, label: hpc.info.metrics[dm]?.name ?? 'metric' }];
+  const bl = hpc.info.baseline;  // hpcserver --compare: the baseline's value and the change
+  if (bl && bl.metrics[dm] >= 0)
+    table.columns.push({ metric: dm, label: `base $${dm}`, baseline: true },
+      { metric: dm, label: `Δ $${dm}`, delta: true });
+  if (bl) {
+    $('baseline-badge').hidden = false;
+    $('baseline-badge').textContent = `against ${bl.title || bl.dir}`;
+    $('baseline-badge').title = `baseline database: ${bl.dir}; top-down and flat views show its values`;
+  }
   hpc.info.metrics.forEach((m, i) => {
-    const o = document.createElement('option');
-    o.value = i;
-    o.textContent = `$${i} ${m.name}`;
-    $('metric-add').append(o);
+    for (const [value, text] of [[`${i}`, `$${i} ${m.name}`], ...(bl && bl.metrics[i] >= 0
+      ? [[`b${i}`, `baseline $${i} ${m.name}`], [`d${i}`, `change $${i} ${m.name}`]] : [])]) {
+      const o = document.createElement('option');
+      o.value = value;
+      o.textContent = text;
+      $('metric-add').append(o);
+    }
   });
   $('tab-trace').disabled = !hpc.info.hasTrace;
   showOverview().catch(showError);
@@ -598,8 +622,10 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('metric-add').onchange = (ev) => {
     if (ev.target.value === '') return;
-    const m = Number(ev.target.value);
-    table.columns.push({ metric: m, label: hpc.info.metrics[m].name });
+    const v = ev.target.value, m = Number(v.replace(/^[bd]/, ''));
+    const kind = v[0] === 'b' ? 'baseline' : v[0] === 'd' ? 'change' : '';
+    table.columns.push({ metric: m, label: kind === 'baseline' ? `base $${m}` : kind === 'change' ? `Δ $${m}` : hpc.info.metrics[m].name,
+      baseline: kind === 'baseline', delta: kind === 'change' });
     ev.target.value = '';
     table.resort();
   };

@@ -18,9 +18,9 @@ let failures = 0;
 const fail = (what) => { failures++; console.log(`FAIL: ${what}`); };
 const check = (cond, what) => { if (!cond) fail(what); };
 
-function startServer(db) {
+function startServer(db, extra = []) {
   return new Promise((resolve, reject) => {
-    const p = spawn(hpcserver, [db, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(hpcserver, [db, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     const timer = setTimeout(() => reject(new Error(`hpcserver printed no URL: ${text}`)), 20000);
     const onData = (d) => {
@@ -44,8 +44,8 @@ const browser = await chromium.launchPersistentContext(profile, {
          '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 
-async function openViewer(name) {
-  const srv = await startServer(name.startsWith('/') ? name : join(dbase, name));
+async function openViewer(name, extra = []) {
+  const srv = await startServer(name.startsWith('/') ? name : join(dbase, name), extra);
   const page = await browser.newPage();
   const errors = [];
   page.on('console', (m) => {
@@ -304,6 +304,31 @@ async function step(page, label, fn) {
     const summary = await page.$eval('#trace-blame-summary', (e) => e.textContent);
     check(/^GPU idle \d+\.\d% of the visible time \(1 GPU, 1 CPU lines\)/.test(summary), `blame summary: ${summary}`);
     check(!(await page.$eval('#trace-pane-blame', (e) => e.hidden)), 'blame pane shown');
+  });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+  srv.proc.kill();
+}
+
+// ---- hpcserver --compare: loops-cputime-t.d against small.d as its baseline. The baseline's
+// value and the change beside each row, matched by name: main thread 0.994165 against
+// 1.210259 (-0.216094, -17.9 %); main._omp_fn.0 new in the flat view.
+{
+  const { srv, page, errors } = await openViewer('loops-cputime-t.d', ['--compare', join(dbase, 'small.d')]);
+  await step(page, 'compare-1-top-down', async () => {
+    await page.waitForFunction(() => !document.querySelector('#baseline-badge').hidden);
+    const head = await page.$eval('#table-head', (e) => e.innerText);
+    check(/base \$0 \(I\)/.test(head) && /Δ \$0 \(I\)/.test(head), `compare columns: ${head}`);
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /main thread 0\.994165 25\.0% 0 1\.21026 100\.0% 0 -0\.216094 -17\.9%/.test(r)),
+      `main thread against the baseline: ${rows.join(' | ')}`);
+  });
+  await step(page, 'compare-2-flat', async () => {
+    await page.click('#view-flat');
+    await page.selectOption('#flat-by', 'function');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /^main\._omp_fn\.0 3\.97331 100\.0% 1\.24489 31\.3% 0 0 3\.97331 new 1\.24489 new/.test(r)), `new in the flat view: ${rows.slice(0, 3).join(' | ')}`);
   });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
