@@ -224,12 +224,29 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
       if (!row.runs.empty() && row.runs.back().first == key) row.runs.back().second += n;
       else row.runs.push_back({key, n});
     };
-    sweep(tr, at, [](uint32_t) { return true; }, [&](uint32_t x, uint32_t ctx) {
-      if (x > x0) put(kTraceIdle, x - x0);  // before the line's first record
-      put(colourOf(ctx), 1);
-      x0 = x + 1;
-    });
-    if (x0 < q.width) put(kTraceIdle, q.width - x0);
+    if (q.exposeGpu && is_gpu_profile(e, tr.profIndex())) {
+      // Each pixel's interval [start, end): the record in effect at its start, or, where that
+      // is idle (or there is none yet), the first operation that starts within it.
+      const unsigned __int128 span = q.t1 - q.t0;
+      uint64_t from = 0;
+      for (uint32_t x = 0; x < q.width; ++x) {
+        const uint64_t start = q.t0 + uint64_t(span * x / q.width), end = q.t0 + uint64_t(span * (x + 1) / q.width);
+        uint64_t i = tr.last_at_or_before(start, from);
+        uint32_t ctx = 0;
+        if (i != tr.size()) from = i, ctx = tr.ctx(i);
+        constexpr uint64_t kLook = 64;  // records looked at past the start: operations alternate with idle
+        const uint64_t j0 = i == tr.size() ? 0 : i + 1;
+        for (uint64_t j = j0; ctx == 0 && j < tr.size() && j < j0 + kLook && tr.time(j) < end; ++j) ctx = tr.ctx(j);
+        put(ctx == 0 ? kTraceIdle : colourOf(ctx), 1);
+      }
+    } else {
+      sweep(tr, at, [](uint32_t) { return true; }, [&](uint32_t x, uint32_t ctx) {
+        if (x > x0) put(kTraceIdle, x - x0);  // before the line's first record
+        put(colourOf(ctx), 1);
+        x0 = x + 1;
+      });
+      if (x0 < q.width) put(kTraceIdle, q.width - x0);
+    }
     if (mapped) pages.touched(tr.data(), tr.bytes());
     if (!each(row)) break;
   }

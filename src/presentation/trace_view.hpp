@@ -24,6 +24,10 @@ struct TraceQuery {
   uint32_t rows = 0;                // at most this many lines, evenly sampled
   uint32_t width = 0;               // pixels across
   uint32_t depth = 0;               // call depth: 0 is the outermost function
+  // hpcviewer's "expose GPU traces": on a GPU stream's line (is_gpu_profile) a pixel shows the
+  // first operation running at any time within it, not only at its middle, so that short
+  // kernels between long idle gaps stay visible (the shares of time are then overstated).
+  bool exposeGpu = false;
 };
 
 struct TraceRow {

@@ -159,11 +159,62 @@ TEST(TraceView, DepthViewAgreesWithTheMainView) {
       const auto v = depth < d->depths.size() ? expand(d->depths[depth]) : std::vector<uint32_t>(W, kTraceIdle);
       ASSERT_EQ(v.size(), W);
       for (uint32_t px = 0; px < W; ++px) {
-        if (v[px] != kTraceIdle) EXPECT_EQ(v[px], m[px]) << "line " << line << " depth " << depth << " pixel " << px;
-        else if (depth > 0) EXPECT_EQ(m[px], above[px]) << "line " << line << " depth " << depth << " pixel " << px;
+        if (v[px] != kTraceIdle) {
+          EXPECT_EQ(v[px], m[px]) << "line " << line << " depth " << depth << " pixel " << px;
+        } else if (depth > 0) {
+          EXPECT_EQ(m[px], above[px]) << "line " << line << " depth " << depth << " pixel " << px;
+        }
       }
       above = m;
     }
   }
   EXPECT_GE(deep, 4u);
+}
+
+// hpcviewer's "expose GPU traces" on loops-cuda-nvidia-t.d's GPU stream line (100 kernels of
+// about 0.3 ms with gaps of about 20 us): at widths whose pixels are about a kernel long, a
+// pixel whose middle falls in a gap is idle; exposed, every pixel within which some kernel
+// runs shows one, checked against the records themselves; the CPU line is drawn as before.
+TEST(TraceView, ExposedGpuOperations) {
+  auto e = Experiment::open(std::filesystem::path(HPC_SHARED_DIR) / "conformance/dbase/loops-cuda-nvidia-t.d");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const Experiment& x = **e;
+  const auto* tr = *x.trace();
+  auto busy = [](const TraceRow& r) {
+    uint32_t n = 0;
+    for (auto [k, c] : r.runs) n += k == kTraceIdle ? 0 : c;
+    return n;
+  };
+  uint32_t gained = 0;
+  for (uint32_t W : {40u, 97u, 101u, 150u, 199u, 1000u}) {
+    TraceQuery q{tr->minTimestamp(), tr->maxTimestamp() + 1, 0, uint32_t(tr->size()), 8, W, 0};
+    auto plain = trace_pixels(x, q);
+    q.exposeGpu = true;
+    auto exposed = trace_pixels(x, q);
+    ASSERT_TRUE(plain.ok() && exposed.ok());
+    for (size_t i = 0; i < plain->size(); ++i) {
+      const TraceRow &p = (*plain)[i], &x2 = (*exposed)[i];
+      if (!is_gpu_profile(x, p.profIndex)) {
+        EXPECT_EQ(p.runs, x2.runs) << "a CPU line is drawn as before";
+        continue;
+      }
+      EXPECT_GE(busy(x2), busy(p));
+      gained += busy(x2) - busy(p);
+      const hpc::db::TraceLineView& l = tr->line(p.line);
+      std::vector<uint32_t> px;
+      for (auto [k, c] : x2.runs) px.insert(px.end(), c, k);
+      ASSERT_EQ(px.size(), W);
+      const unsigned __int128 span = q.t1 - q.t0;
+      for (uint32_t at = 0; at < W; ++at) {
+        const uint64_t s = q.t0 + uint64_t(span * at / W), t = q.t0 + uint64_t(span * (at + 1) / W);
+        bool any = false;
+        for (uint64_t r = 0; r < l.size(); ++r) {
+          const bool inEffect = l.time(r) <= s && (r + 1 == l.size() || l.time(r + 1) > s);
+          if ((inEffect || (l.time(r) > s && l.time(r) < t)) && l.ctx(r) != 0) any = true;
+        }
+        EXPECT_EQ(px[at] != kTraceIdle, any) << "width " << W << " pixel " << at;
+      }
+    }
+  }
+  EXPECT_GT(gained, 0u) << "pixels whose middle fell in a gap";
 }

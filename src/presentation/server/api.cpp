@@ -541,8 +541,11 @@ Reply Api::trace(const Params& q) {
   if (*width == 0) return error(400, "parameter 'width' (pixels, 1.." + std::to_string(kMaxPixels) + ") is required");
   std::string enc = text(q, "encoding", "json");
   if (enc != "json" && enc != "binary") return error(400, "parameter 'encoding' must be json or binary");
+  const std::string expose = text(q, "expose", "0");
+  if (expose != "0" && expose != "1") return error(400, "parameter 'expose' must be 0 or 1");
   TraceQuery tq{range.t0, range.t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->size())), uint32_t(*rows),
                 uint32_t(*width), uint32_t(*depth)};
+  tq.exposeGpu = expose == "1";
   if (Status s = check_trace_query(e_, tq); !s.ok()) return error(400, s.message());
   // A screen holds about a million runs (~15 MB): written row by row as it is computed.
   std::string head = dump(json{{"t0", tq.t0}, {"t1", tq.t1}, {"minTime", t->minTimestamp()}, {"maxTime", t->maxTimestamp()},

@@ -277,7 +277,7 @@ window.traceView = (() => {
   // ---- A view saved to a file and loaded again (hpcviewer's view configurations).
   function saveView() {
     const v = { hpcviewerTraceView: 1, database: hpc.info.title, t0: st.t0.toString(), t1: st.t1.toString(),
-      l0: st.l0, l1: st.l1, depth: depthNow(),
+      l0: st.l0, l1: st.l1, depth: depthNow(), exposeGpu: $t('trace-expose').checked,
       crosshair: st.cross ? { t: st.cross.t.toString(), line: st.cross.line } : null };
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([JSON.stringify(v, null, 1) + '\n'], { type: 'application/json' }));
@@ -298,6 +298,7 @@ window.traceView = (() => {
     remember();
     st.t0 = t0, st.t1 = t1, st.l0 = l0, st.l1 = l1;
     $t('trace-depth').value = String(depth);
+    $t('trace-expose').checked = v.exposeGpu === true;
     if (v.crosshair && Number.isInteger(v.crosshair.line) && v.crosshair.line < st.lines)
       st.cross = { t: BigInt(v.crosshair.t), line: v.crosshair.line };
     await fetchScreen();
@@ -319,7 +320,7 @@ window.traceView = (() => {
     st.keys = new Int32Array(st.nrows * st.width).fill(-1);
     hpc.status('trace…');
     const q = { t0: st.t0.toString(), t1: st.t1.toString(), width: c.width,
-      depth: Number($t('trace-depth').value) || 0 };
+      depth: Number($t('trace-depth').value) || 0, expose: $t('trace-expose').checked ? 1 : 0 };
     // Bands of rows, each over its share of the trace lines; a few requests in flight.
     const bands = [];
     for (let r0 = 0; r0 < st.nrows; r0 += BAND) {
@@ -527,6 +528,7 @@ window.traceView = (() => {
       $t('trace-undo').onclick = () => back(st.undo, st.redo);
       $t('trace-redo').onclick = () => back(st.redo, st.undo);
       document.getElementById('trace-depth').onchange = () => fetchScreen().catch(showError);
+      $t('trace-expose').onchange = () => fetchScreen().catch(showError);
       $t('trace-side-stats').onclick = () => side('stats');
       $t('trace-side-blame').onclick = () => side('blame');
       document.addEventListener('keydown', (ev) => {

@@ -305,6 +305,21 @@ async function step(page, label, fn) {
     check(/^GPU idle \d+\.\d% of the visible time \(1 GPU, 1 CPU lines\)/.test(summary), `blame summary: ${summary}`);
     check(!(await page.$eval('#trace-pane-blame', (e) => e.hidden)), 'blame pane shown');
   });
+  // "Expose GPU ops": the GPU line's pixels whose middle falls in a 20 us gap between kernels
+  // show the kernel: less of the visible area is idle.
+  await step(page, 'cuda-2-expose-gpu', async () => {
+    await page.click('#trace-side-stats');
+    const idle = async () => {
+      const m = (await page.$eval('#trace-stats', (e) => e.innerText)).match(/\(idle\)\s+([\d.]+)%/);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await idle();
+    const painted = await page.$eval('#trace-canvas', (c) => c.dataset.painted);
+    await page.check('#trace-expose');
+    await page.waitForFunction((p) => document.querySelector('#trace-canvas').dataset.painted !== p, painted);
+    const after = await idle();
+    check(after < before, `idle share with GPU operations exposed: ${before}% -> ${after}%`);
+  });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
