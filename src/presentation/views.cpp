@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fnmatch.h>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -88,6 +89,47 @@ std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m,
     out.push_back(c);
     auto kids = sorted_children(e, c, m);
     for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
+  }
+  return out;
+}
+
+// ---- CCT filters.
+
+bool parse_filter_mode(const std::string& s, FilterMode& out) {
+  if (s == "self") out = FilterMode::Self;
+  else if (s == "descendants") out = FilterMode::Descendants;
+  else if (s == "all") out = FilterMode::SelfAndDescendants;
+  else return false;
+  return true;
+}
+
+std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, const std::vector<CctFilter>& filters,
+                                             size_t limit) {
+  std::vector<FilteredChild> out;
+  if (!e.has(ctx)) return out;
+  // Contexts still to look at, in order: a Self match's children take its place.
+  std::vector<uint32_t> todo = e.children(ctx), kids;
+  std::reverse(todo.begin(), todo.end());
+  while (!todo.empty() && out.size() < limit) {
+    const uint32_t k = todo.back();
+    todo.pop_back();
+    const FilterMode* mode = nullptr;
+    if (!filters.empty()) {
+      const std::string name = e.name(k);
+      for (const CctFilter& f : filters)
+        if (fnmatch(f.pattern.c_str(), name.c_str(), 0) == 0) {
+          mode = &f.mode;
+          break;
+        }
+    }
+    if (!mode) {
+      out.push_back({k, false});
+    } else if (*mode == FilterMode::Descendants) {
+      out.push_back({k, true});
+    } else if (*mode == FilterMode::Self) {
+      e.children(k, kids);
+      for (auto it = kids.rbegin(); it != kids.rend(); ++it) todo.push_back(*it);
+    }  // SelfAndDescendants: left out
   }
   return out;
 }

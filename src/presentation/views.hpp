@@ -25,6 +25,27 @@ std::vector<uint32_t> hot_path(const Experiment& e, uint32_t ctx, const MetricVi
 // (a child never exceeds its parent, so the set is closed under parents). Tree order.
 std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m, size_t n);
 
+// ---- hpcviewer's CCT filters: glob patterns (fnmatch) on contexts' names in the top-down
+// tree. A context matched in mode Self is replaced by its own children (filtered in turn);
+// in SelfAndDescendants it is left out with its subtree; in Descendants it stays, without
+// children. The first filter that matches decides. Values are the database's: an ancestor's
+// inclusive value still counts what is hidden below it.
+enum class FilterMode { Self, Descendants, SelfAndDescendants };
+struct CctFilter {
+  std::string pattern;
+  FilterMode mode = FilterMode::Self;
+};
+// "self", "descendants" or "all"; false for anything else.
+bool parse_filter_mode(const std::string& s, FilterMode& out);
+struct FilteredChild {
+  uint32_t ctx;
+  bool leaf;  // its children hidden (Descendants)
+};
+// The children of `ctx` as the filters show them, at most `limit` (contexts replaced by their
+// children are walked without recursion, however deep).
+std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, const std::vector<CctFilter>& filters,
+                                             size_t limit = SIZE_MAX);
+
 // ---- Bottom-up: a node is a path of keys, a function then its callers outward.
 // Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.
 inline constexpr uint64_t kEntryKey = 1ull << 32;

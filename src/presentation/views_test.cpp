@@ -279,6 +279,58 @@ TEST(Views, StaticStructureAgreesWithFlatLists) {
   }
 }
 
+// hpcviewer's CCT filters on small.d: main thread (1) -> main (4) -> small.c:11 (15) ->
+// caller (22), spinsleep (10).
+TEST(Views, CctFiltersHideSpliceOrCut) {
+  auto e = open_db("small.d");
+  ASSERT_TRUE(e);
+  auto names = [&](const std::vector<FilteredChild>& v) {
+    std::vector<std::string> out;
+    for (const FilteredChild& c : v) out.push_back(e->name(c.ctx) + (c.leaf ? "/leaf" : ""));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(filtered_children(*e, 1, {})), V{"main"});
+  EXPECT_EQ(names(filtered_children(*e, 1, {{"main", FilterMode::Self}})), V{"small.c:11"});
+  EXPECT_EQ(names(filtered_children(*e, 1, {{"ma*", FilterMode::Self}, {"small.c:*", FilterMode::Self}})),
+            (V{"caller", "spinsleep"}));
+  EXPECT_EQ(names(filtered_children(*e, 1, {{"main", FilterMode::Descendants}})), V{"main/leaf"});
+  EXPECT_TRUE(filtered_children(*e, 1, {{"main", FilterMode::SelfAndDescendants}}).empty());
+  EXPECT_TRUE(filtered_children(*e, 1, {{"*", FilterMode::Self}}).empty());  // everything spliced away
+  // The first filter that matches decides.
+  EXPECT_EQ(names(filtered_children(*e, 1, {{"main", FilterMode::Descendants}, {"main", FilterMode::Self}})),
+            V{"main/leaf"});
+  EXPECT_EQ(filtered_children(*e, 1, {{"ma*", FilterMode::Self}, {"small.c:*", FilterMode::Self}}, 1).size(), 1u);
+  FilterMode m;
+  EXPECT_TRUE(parse_filter_mode("all", m) && m == FilterMode::SelfAndDescendants);
+  EXPECT_FALSE(parse_filter_mode("some", m));
+  // The server's children: spliced and hottest first, a leaf without children; bad filters refused.
+  Api api(*e);
+  auto get = [&](const Params& q, int status = 200) {
+    Reply r = api.handle("children", q);
+    std::string body = r.body;
+    if (r.stream) {
+      EXPECT_TRUE(r.stream([&](std::string_view x) {
+        body += x;
+        return true;
+      }));
+      api.done();
+    }
+    EXPECT_EQ(r.status, status) << body.substr(0, 300);
+    return nlohmann::json::parse(body);
+  };
+  auto j = get({{"ctx", "1"}, {"filter", R"([{"pattern":"ma*","mode":"self"},{"pattern":"small.c:*","mode":"self"}])"}});
+  ASSERT_EQ(j["children"].size(), 2u);
+  EXPECT_EQ(j["children"][0]["name"], "caller");  // 0.605316 before spinsleep's 0.604943
+  EXPECT_EQ(j["children"][1]["name"], "spinsleep");
+  j = get({{"ctx", "1"}, {"filter", R"([{"pattern":"main","mode":"descendants"}])"}});
+  ASSERT_EQ(j["children"].size(), 1u);
+  EXPECT_FALSE(j["children"][0]["hasChildren"]);
+  for (const char* bad : {"[", R"({"pattern":"x"})", R"([{"pattern":"x","mode":"sometimes"}])", R"([{"mode":"self"}])"})
+    EXPECT_TRUE(get({{"ctx", "1"}, {"filter", bad}}, 400).contains("error")) << bad;
+}
+
 // From its second query on a CallerIndex answers from an index (function contexts by
 // function, every context's caller): the same callers and values as a scan of every context,
 // which a fresh index's first query does.

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace hpc::present {
 namespace fs = std::filesystem;
@@ -259,11 +260,38 @@ Expected<std::vector<uint32_t>> profile_list(const Experiment& e, const Params& 
 
 }  // namespace
 
+namespace {
+
+// `filter`: hpcviewer's CCT filters as JSON, [{"pattern": GLOB, "mode": "self" | "descendants"
+// | "all"}, ...]; none when absent.
+Expected<std::vector<CctFilter>> filter_list(const Params& q) {
+  std::vector<CctFilter> out;
+  const std::string text = q.count("filter") ? q.at("filter") : "";
+  if (text.empty()) return out;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.size() > 64)
+    return Status::error("parameter 'filter' must be a JSON array of at most 64 {\"pattern\", \"mode\"}");
+  for (const json& f : j) {
+    CctFilter c;
+    if (!f.is_object() || !f.contains("pattern") || !f["pattern"].is_string() || !f.contains("mode") ||
+        !f["mode"].is_string() || !parse_filter_mode(f["mode"].get<std::string>(), c.mode) ||
+        f["pattern"].get<std::string>().size() > 1024)
+      return Status::error("parameter 'filter': each filter is {\"pattern\": GLOB, \"mode\": \"self\" | \"descendants\" | \"all\"}");
+    c.pattern = f["pattern"].get<std::string>();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
 Reply Api::children(const Params& q) {
   auto ctx = number(q, "ctx", 0, UINT32_MAX);
   auto ms = metric_list(e_, q);
   auto top = number(q, "top", kMaxRows, kMaxRows);
   auto profs = profile_list(e_, q);
+  auto filters = filter_list(q);
+  if (!filters.ok()) return error(400, filters.status().message());
   if (!ctx.ok()) return error(400, ctx.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
@@ -271,18 +299,34 @@ Reply Api::children(const Params& q) {
   if (!e_.has(uint32_t(*ctx))) return error(404, "no context " + std::to_string(*ctx));
   const MetricView* sortBy = ms->empty() ? nullptr : &e_.metrics()[ms->front()];
   auto kids = std::make_shared<std::vector<uint32_t>>();
+  auto leaves = std::make_shared<std::unordered_set<uint32_t>>();  // children hidden by a filter
   auto selected = std::make_shared<std::vector<uint32_t>>(std::move(*profs));
   json head{{"ctx", *ctx}, {"name", e_.name(uint32_t(*ctx))}, {"metrics", metric_header(e_, *ms)}};
+  if (!filters->empty()) {
+    // The children as the filters show them, hottest first as below.
+    std::vector<std::pair<double, uint32_t>> v;
+    for (const FilteredChild& c : filtered_children(e_, uint32_t(*ctx), *filters, kMaxRows)) {
+      if (c.leaf) leaves->insert(c.ctx);
+      const double x = !sortBy ? 0.0
+                       : selected->empty() ? e_.inclusive(c.ctx, *sortBy)
+                                           : e_.profiles_value(*selected, c.ctx, sortBy->incProp);
+      v.push_back({x, c.ctx});
+    }
+    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (auto& [_, k] : v) kids->push_back(k);
+  }
   if (selected->empty()) {
-    *kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.children(uint32_t(*ctx));
+    if (filters->empty()) *kids = sortBy ? sorted_children(e_, uint32_t(*ctx), *sortBy) : e_.children(uint32_t(*ctx));
   } else {
     // The thread view: values of the chosen profiles alone, summed (hpcviewer's), and their
     // totals for the percentages.
-    std::vector<std::pair<double, uint32_t>> v;
-    for (uint32_t k : e_.children(uint32_t(*ctx)))
-      v.push_back({sortBy ? e_.profiles_value(*selected, k, sortBy->incProp) : 0.0, k});
-    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    for (auto& [_, k] : v) kids->push_back(k);
+    if (filters->empty()) {
+      std::vector<std::pair<double, uint32_t>> v;
+      for (uint32_t k : e_.children(uint32_t(*ctx)))
+        v.push_back({sortBy ? e_.profiles_value(*selected, k, sortBy->incProp) : 0.0, k});
+      std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first; });
+      for (auto& [_, k] : v) kids->push_back(k);
+    }
     json totals = json::array();
     for (size_t m : *ms) {
       double t = e_.profiles_value(*selected, 0, e_.metrics()[m].incProp);
@@ -303,7 +347,7 @@ Reply Api::children(const Params& q) {
       for (uint32_t k : base_->children(at)) baseKids->try_emplace(base_->name(k), k);
   }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
-                      [&e = e_, kids, ms = *ms, selected, base = withBase ? base_ : nullptr, baseKids,
+                      [&e = e_, kids, leaves, ms = *ms, selected, base = withBase ? base_ : nullptr, baseKids,
                        &baseMetric = baseMetric_](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
@@ -317,7 +361,8 @@ Reply Api::children(const Params& q) {
                           }
                         }
                         auto [file, line] = e.source_of(k);
-                        json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", e.has_children(k)}, {"inc", inc}, {"exc", exc}};
+                        json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", !leaves->count(k) && e.has_children(k)},
+                               {"inc", inc}, {"exc", exc}};
                         if (file != db::kNone) r["file"] = file, r["line"] = line;
                         if (base) {
                           auto it = baseKids->find(e.name(k));

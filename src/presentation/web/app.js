@@ -98,7 +98,10 @@ const table = {
     return hpc.info.metrics[m]?.total || 0;
   },
   childParams(ctx) {
-    return this.profiles ? { ctx, profiles: this.profiles.join(',') } : { ctx };
+    const p = this.profiles ? { ctx, profiles: this.profiles.join(',') } : { ctx };
+    const f = filters.active();
+    if (f.length) p.filter = JSON.stringify(f);
+    return p;
   },
   // The flat view as hpcviewer's outline: modules, files, functions, loops, lines, inlined
   // code and call sites (/api/structure), rather than one list.
@@ -401,6 +404,60 @@ const threads = {
   },
 };
 
+// ---- hpcviewer's CCT filters: globs on context names, applied to the top-down tree by the
+// server (children's `filter`), kept in this browser's storage across sessions.
+const filters = {
+  key: 'hpcviewer-cct-filters',
+  list() {
+    try {
+      const v = JSON.parse(localStorage.getItem(this.key) || '[]');
+      return Array.isArray(v) ? v.filter((f) => f && typeof f.pattern === 'string' && ['self', 'descendants', 'all'].includes(f.mode)) : [];
+    } catch { return []; }
+  },
+  active() { return this.list().filter((f) => f.enabled !== false && f.pattern).map(({ pattern, mode }) => ({ pattern, mode })); },
+  badge() {
+    const n = this.active().length, b = $('filters-badge');
+    b.hidden = n === 0;
+    b.textContent = n ? `${n} filter${n > 1 ? 's' : ''}` : '';
+  },
+  row(f) {
+    const d = document.createElement('div');
+    d.className = 'filter-row';
+    const on = document.createElement('input');
+    on.type = 'checkbox'; on.checked = f.enabled !== false; on.title = 'enabled';
+    const pat = document.createElement('input');
+    pat.type = 'text'; pat.value = f.pattern || ''; pat.placeholder = 'MPI_*'; pat.size = 24;
+    const mode = document.createElement('select');
+    for (const m of ['self', 'descendants', 'all']) {
+      const o = document.createElement('option');
+      o.value = m; o.textContent = m; o.selected = f.mode === m;
+      mode.append(o);
+    }
+    const x = document.createElement('button');
+    x.textContent = '×'; x.title = 'remove';
+    x.onclick = () => d.remove();
+    d.append(on, pat, mode, x);
+    $('filters-list').append(d);
+  },
+  open() {
+    $('filters-list').textContent = '';
+    for (const f of this.list()) this.row(f);
+    if (!this.list().length) this.row({ pattern: '', mode: 'self' });
+    $('filters-dialog').hidden = false;
+  },
+  async apply() {
+    const v = [...$('filters-list').children].map((d) => {
+      const [on, pat, mode] = d.children;
+      return { pattern: pat.value.trim(), mode: mode.value, enabled: on.checked };
+    }).filter((f) => f.pattern);
+    localStorage.setItem(this.key, JSON.stringify(v));
+    $('filters-dialog').hidden = true;
+    this.badge();
+    if (table.view !== 'top-down') $('view-top-down').click();
+    else await table.load();
+  },
+};
+
 function saveCsv() {
   const q = (v) => (/[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
   const head = ['depth', 'name'];
@@ -580,6 +637,7 @@ async function main() {
     }
   });
   $('tab-trace').disabled = !hpc.info.hasTrace;
+  filters.badge();
   showOverview().catch(showError);
   await table.load();
 }
@@ -609,6 +667,10 @@ document.addEventListener('DOMContentLoaded', () => {
   $('threads-ok').onclick = () => threads.apply().catch(showError);
   $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
   $('csv').onclick = saveCsv;
+  $('filters').onclick = () => filters.open();
+  $('filters-add').onclick = () => filters.row({ pattern: '', mode: 'self' });
+  $('filters-ok').onclick = () => filters.apply().catch(showError);
+  $('filters-cancel').onclick = () => { $('filters-dialog').hidden = true; };
   $('plot-kind').onchange = () => { if (plot.last) drawPlot(plot.last.j); };
   $('zoom-in').onclick = () => table.zoomIn();
   $('zoom-out').onclick = () => table.zoomOut();

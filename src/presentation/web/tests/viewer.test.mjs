@@ -91,6 +91,27 @@ async function step(page, label, fn) {
       .then(() => true, () => false);
     check(stats, 'per-profile plot statistics');
   });
+  // hpcviewer's CCT filters: main and its line hidden (self), their children in their place.
+  await step(page, 'small-2b-filters', async () => {
+    await page.click('#view-top-down');
+    await page.click('#filters');
+    await page.waitForSelector('#filters-dialog:not([hidden])');
+    await page.fill('#filters-list .filter-row:nth-child(1) input[type=text]', 'main');
+    await page.click('#filters-add');
+    await page.fill('#filters-list .filter-row:nth-child(2) input[type=text]', 'small.c:1?');
+    await page.click('#filters-ok');
+    await page.waitForFunction(() => document.querySelector('#filters-badge').textContent === '2 filters');
+    await page.waitForSelector('#table-body .row');
+    await page.click('#table-body .row .twist');
+    await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length === 3);
+    const rows = await rowTexts(page);
+    check(/caller 0\.605316/.test(rows[1]) && /spinsleep 0\.604943/.test(rows[2]), `filtered tree: ${rows.join(' | ')}`);
+    await page.click('#filters');
+    await page.click('#filters-list .filter-row:nth-child(1) button');
+    await page.click('#filters-list .filter-row:nth-child(1) button');
+    await page.click('#filters-ok');
+    await page.waitForFunction(() => document.querySelector('#filters-badge').hidden);
+  });
   await step(page, 'small-3-bottom-up', async () => {
     await page.click('#view-bottom-up');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('spinsleep'));
