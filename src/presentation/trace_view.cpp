@@ -199,8 +199,11 @@ Status check_trace_query(const Experiment& e, const TraceQuery& q) {
     return Status::error("width must be between 1 and " + std::to_string(kMaxTraceWidth));
   if (q.rows == 0 || q.rows > kMaxTraceRows)
     return Status::error("rows must be between 1 and " + std::to_string(kMaxTraceRows));
-  if (q.line1 <= q.line0 || q.line1 > trace->size())
-    return Status::error("trace lines must satisfy line0 < line1 <= " + std::to_string(trace->size()));
+  const size_t available = q.lines.empty() ? trace->size() : q.lines.size();
+  if (q.line1 <= q.line0 || q.line1 > available)
+    return Status::error("trace lines must satisfy line0 < line1 <= " + std::to_string(available));
+  for (uint32_t l : q.lines)
+    if (l >= trace->size()) return Status::error("trace line " + std::to_string(l) + " is not below " + std::to_string(trace->size()));
   return Status();
 }
 
@@ -215,6 +218,7 @@ Status trace_rows(const Experiment& e, const TraceQuery& q, const std::function<
   TraceRow row;
   for (uint32_t r = 0; r < nrows; ++r) {
     uint32_t li = q.line0 + uint32_t((uint64_t(2 * r + 1) * count) / (2 * uint64_t(nrows)));
+    if (!q.lines.empty()) li = q.lines[li];
     bool mapped = true;
     const db::TraceLineView tr = lines.read(li, mapped);
     row.line = li, row.profIndex = tr.profIndex();

@@ -28,6 +28,9 @@ struct TraceQuery {
   // first operation running at any time within it, not only at its middle, so that short
   // kernels between long idle gaps stay visible (the shares of time are then overstated).
   bool exposeGpu = false;
+  // hpcviewer's filter of execution contexts: where not empty, the trace lines shown are
+  // these (trace.db order, each below the line count), [line0, line1) indexing this list.
+  std::vector<uint32_t> lines = {};
 };
 
 struct TraceRow {

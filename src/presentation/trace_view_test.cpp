@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "presentation/server/api.hpp"
 #include "presentation/trace_view.hpp"
 
 using namespace hpc::present;
@@ -217,4 +218,57 @@ TEST(TraceView, ExposedGpuOperations) {
     }
   }
   EXPECT_GT(gained, 0u) << "pixels whose middle fell in a gap";
+}
+
+// hpcviewer's filter of execution contexts: lines 3 and 1 of loops-cputime-t.d alone, in that
+// order, each as it is drawn alone; through the API too, with the lines' labels listed.
+TEST(TraceView, ChosenLines) {
+  auto e = Experiment::open(std::filesystem::path(HPC_SHARED_DIR) / "conformance/dbase/loops-cputime-t.d");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const Experiment& x = **e;
+  const auto* tr = *x.trace();
+  ASSERT_EQ(tr->size(), 4u);
+  TraceQuery q{tr->minTimestamp(), tr->maxTimestamp() + 1, 0, 2, 8, 64, 1};
+  q.lines = {3, 1};
+  auto chosen = trace_pixels(x, q);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  ASSERT_EQ(chosen->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    TraceQuery one{q.t0, q.t1, q.lines[i], q.lines[i] + 1, 1, 64, 1};
+    auto alone = trace_pixels(x, one);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_EQ((*chosen)[i].line, q.lines[i]);
+    EXPECT_EQ((*chosen)[i].runs, (*alone)[0].runs);
+  }
+  q.line1 = 3;  // past the list
+  EXPECT_FALSE(trace_pixels(x, q).ok());
+  q.line1 = 2, q.lines = {1, 9};
+  EXPECT_FALSE(trace_pixels(x, q).ok());
+
+  Api api(x);
+  auto body = [&](const Params& p, int status) {
+    Reply r = api.handle(p.count("width") ? "trace" : "trace-lines", p);
+    std::string b = r.body;
+    if (r.stream) {
+      EXPECT_TRUE(r.stream([&](std::string_view s) {
+        b += s;
+        return true;
+      }));
+      api.done();
+    }
+    EXPECT_EQ(r.status, status) << b.substr(0, 300);
+    return b;
+  };
+  auto lines = nlohmann::json::parse(body({}, 200));
+  ASSERT_EQ(lines["lines"].size(), 4u);
+  EXPECT_EQ(lines["lines"][3]["line"], 3);
+  EXPECT_FALSE(lines["lines"][3]["label"].get<std::string>().empty());
+  EXPECT_EQ(lines["lines"][3]["label"], x.profile_label(lines["lines"][3]["profile"].get<uint32_t>()));
+  auto j = nlohmann::json::parse(body({{"width", "64"}, {"depth", "1"}, {"lines", "3,1"}}, 200));
+  ASSERT_EQ(j["lines"].size(), 2u);
+  EXPECT_EQ(j["lines"][0]["line"], 3);
+  EXPECT_EQ(j["lines"][1]["line"], 1);
+  j = nlohmann::json::parse(body({{"width", "64"}, {"lines", "0-3"}}, 200));
+  EXPECT_EQ(j["lines"].size(), 4u);
+  for (const char* bad : {"4", "2-1", "x", "1,,2"}) body({{"width", "64"}, {"lines", bad}}, 400);
 }

@@ -215,6 +215,7 @@ Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "trace") return trace(q);
   if (endpoint == "trace-sample") return trace_sample(q);
   if (endpoint == "trace-depth") return trace_depth(q);
+  if (endpoint == "trace-lines") return trace_lines();
   if (endpoint == "trace-blame") return trace_blame(q);
   if (endpoint == "source") return source(q);
   return error(404, "no endpoint /api/" + endpoint.substr(0, 60));
@@ -588,9 +589,34 @@ Reply Api::trace(const Params& q) {
   if (enc != "json" && enc != "binary") return error(400, "parameter 'encoding' must be json or binary");
   const std::string expose = text(q, "expose", "0");
   if (expose != "0" && expose != "1") return error(400, "parameter 'expose' must be 0 or 1");
-  TraceQuery tq{range.t0, range.t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, t->size())), uint32_t(*rows),
+  // `lines`: the trace lines chosen (hpcviewer's filter of execution contexts), "0,3,5-9";
+  // p0 and p1 then index that list.
+  std::vector<uint32_t> chosen;
+  if (const std::string ls = text(q, "lines", ""); !ls.empty()) {
+    for (size_t at = 0; at < ls.size();) {
+      size_t end = ls.find(',', at);
+      if (end == std::string::npos) end = ls.size();
+      const std::string item = ls.substr(at, end - at);
+      const size_t dash = item.find('-');
+      uint64_t lo = 0, hi = 0;
+      auto parse = [](const std::string& x, uint64_t& v) {
+        auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+        return ec == std::errc() && p == x.data() + x.size() && !x.empty();
+      };
+      const bool ok = dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
+                                                : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi);
+      if (!ok || hi < lo || hi >= t->size() || chosen.size() + (hi - lo + 1) > t->size())
+        return error(400, "parameter 'lines': '" + item.substr(0, 40) + "' is not a trace line or range below " +
+                              std::to_string(t->size()));
+      for (uint64_t l = lo; l <= hi; ++l) chosen.push_back(uint32_t(l));
+      at = end + 1;
+    }
+  }
+  const uint64_t available = chosen.empty() ? t->size() : chosen.size();
+  TraceQuery tq{range.t0, range.t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, available)), uint32_t(*rows),
                 uint32_t(*width), uint32_t(*depth)};
   tq.exposeGpu = expose == "1";
+  tq.lines = std::move(chosen);
   if (Status s = check_trace_query(e_, tq); !s.ok()) return error(400, s.message());
   // A screen holds about a million runs (~15 MB): written row by row as it is computed.
   std::string head = dump(json{{"t0", tq.t0}, {"t1", tq.t1}, {"minTime", t->minTimestamp()}, {"maxTime", t->maxTimestamp()},
@@ -607,6 +633,19 @@ Reply Api::trace(const Params& q) {
     return binary || write("}");
   };
   return r;
+}
+
+// The trace lines: each one's profile, its label ("RANK 1 THREAD 0") and whether it is a GPU
+// stream's (hpcviewer's filter of execution contexts chooses among them).
+Reply Api::trace_lines() {
+  auto tr = e_.trace();
+  if (!tr.ok()) return error(500, tr.status().message());
+  if (!*tr) return error(404, "the database has no trace.db");
+  const db::LazyTraceDb* t = *tr;
+  return stream_array(json{{"count", t->size()}}, "lines", t->size(), [&e = e_, t](size_t i) {
+    const uint32_t p = t->line(uint32_t(i)).profIndex();
+    return json{{"line", i}, {"profile", p}, {"label", e.profile_label(p)}, {"gpu", is_gpu_profile(e, p)}};
+  });
 }
 
 // hpcviewer's depth view: one trace line, a row of runs per call depth (trace_depth_rows).

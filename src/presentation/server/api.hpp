@@ -65,6 +65,7 @@ private:
   Reply trace(const Params& q);
   Reply trace_sample(const Params& q);
   Reply trace_depth(const Params& q);
+  Reply trace_lines();
   Reply trace_blame(const Params& q);
   Reply source(const Params& q);
 

@@ -21,6 +21,9 @@ window.traceView = (() => {
     undo: [], redo: [],     // earlier and undone views: {t0, t1, l0, l1}
     keys: null,             // the key at each pixel of each row shown (the summary's input)
     cross: null,            // the crosshair: {t (BigInt ns), line (trace line)}
+    all: 0,                 // trace lines in trace.db; st.lines counts those chosen (all of them unless chosen)
+    chosen: null,           // hpcviewer's filter of execution contexts: the trace lines shown, or null: all
+    lineInfo: null,         // [{line, profile, label, gpu}] (/api/trace-lines), once asked
     lower: 'depth', depthSeq: 0, depthRows: null };
   const BAND = 128, IN_FLIGHT = 4;
 
@@ -46,6 +49,17 @@ window.traceView = (() => {
     v = ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
     rgbaCache.set(k, v);
     return v;
+  }
+  // Trace lines as the API takes them: "0-3,7,9-12" (in the order given).
+  function ranges(lines) {
+    const out = [];
+    for (let i = 0; i < lines.length;) {
+      let j = i;
+      while (j + 1 < lines.length && lines[j + 1] === lines[j] + 1) ++j;
+      out.push(j > i ? `${lines[i]}-${lines[j]}` : `${lines[i]}`);
+      i = j + 1;
+    }
+    return out.join(',');
   }
   // Timestamps are nanoseconds near 2^60: BigInt keeps them exact in the URL.
   const big = (x) => BigInt(Math.round(x));
@@ -133,8 +147,9 @@ window.traceView = (() => {
     }
     const secs = (Number(st.t1 - st.t0) / 1e9).toPrecision(4);
     const part = st.l1 - st.l0 < st.lines ? ` (lines ${st.l0 + 1}-${st.l1})` : '';
+    const of = st.chosen ? ` chosen (of ${st.all})` : '';
     $t('trace-range').textContent =
-      `${st.nrows} of ${st.lines} lines${part} · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
+      `${st.nrows} of ${st.lines} lines${of}${part} · ${secs} s from +${(Number(st.t0 - st.min) / 1e9).toFixed(4)} s`;
     $t('trace-undo').disabled = st.undo.length === 0;
     $t('trace-redo').disabled = st.redo.length === 0;
     cv().dataset.painted = String(st.seq);
@@ -274,11 +289,36 @@ window.traceView = (() => {
     fetchScreen().catch(showError);
   }
 
+  // ---- hpcviewer's filter of execution contexts: the trace lines shown.
+  function setChosen(lines, redraw = true) {
+    st.chosen = lines && lines.length && lines.length < st.all ? [...lines].sort((a, b) => a - b) : null;
+    st.lines = st.chosen ? st.chosen.length : st.all;
+    st.l0 = 0, st.l1 = st.lines;
+    const b = $t('trace-lines-badge');
+    b.hidden = !st.chosen;
+    b.textContent = st.chosen ? `${st.chosen.length} of ${st.all} lines` : '';
+    if (redraw) fetchScreen().catch(showError);
+  }
+  async function chooseLines() {
+    if (!st.lineInfo) st.lineInfo = (await hpc.api('trace-lines')).lines;
+    const box = $t('trace-lines-list'), on = new Set(st.chosen || st.lineInfo.map((l) => l.line));
+    box.textContent = '';
+    for (const l of st.lineInfo) {
+      const lab = document.createElement('label');
+      const c = document.createElement('input');
+      c.type = 'checkbox'; c.value = l.line; c.checked = on.has(l.line);
+      lab.append(c, document.createTextNode(` ${l.line + 1}: ${l.label || 'profile ' + l.profile}${l.gpu ? ' (GPU)' : ''}`));
+      box.append(lab);
+    }
+    $t('trace-lines-filter').value = '';
+    $t('trace-lines-dialog').hidden = false;
+  }
+
   // ---- A view saved to a file and loaded again (hpcviewer's view configurations).
   function saveView() {
     const v = { hpcviewerTraceView: 1, database: hpc.info.title, t0: st.t0.toString(), t1: st.t1.toString(),
       l0: st.l0, l1: st.l1, depth: depthNow(), exposeGpu: $t('trace-expose').checked,
-      crosshair: st.cross ? { t: st.cross.t.toString(), line: st.cross.line } : null };
+      crosshair: st.cross ? { t: st.cross.t.toString(), line: st.cross.line } : null, lines: st.chosen };
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([JSON.stringify(v, null, 1) + '\n'], { type: 'application/json' }));
     a.download = `${hpc.info.title || 'hpcviewer'}-trace-view.json`;
@@ -292,14 +332,18 @@ window.traceView = (() => {
     try { v = JSON.parse(text); } catch (e) { throw new Error(`not a saved trace view: ${e.message}`); }
     const t0 = BigInt(v.t0 ?? 'x'), t1 = BigInt(v.t1 ?? 'x');
     const l0 = Number(v.l0), l1 = Number(v.l1), depth = Number(v.depth);
+    const chosen = Array.isArray(v.lines) && v.lines.length ? v.lines : null;
+    const count = chosen ? chosen.length : st.all;
     if (!(v.hpcviewerTraceView === 1 && t0 >= st.min && t1 <= st.max + 1n && t1 > t0 && Number.isInteger(l0) &&
-          Number.isInteger(l1) && l0 >= 0 && l1 <= st.lines && l1 > l0 && depth >= 0))
+          Number.isInteger(l1) && l0 >= 0 && l1 <= count && l1 > l0 && depth >= 0 &&
+          (!chosen || chosen.every((l) => Number.isInteger(l) && l >= 0 && l < st.all))))
       throw new Error('the saved view does not fit this database\'s trace');
     remember();
+    setChosen(chosen, false);
     st.t0 = t0, st.t1 = t1, st.l0 = l0, st.l1 = l1;
     $t('trace-depth').value = String(depth);
     $t('trace-expose').checked = v.exposeGpu === true;
-    if (v.crosshair && Number.isInteger(v.crosshair.line) && v.crosshair.line < st.lines)
+    if (v.crosshair && Number.isInteger(v.crosshair.line) && v.crosshair.line < st.all)
       st.cross = { t: BigInt(v.crosshair.t), line: v.crosshair.line };
     await fetchScreen();
     if (st.cross) await setCross(st.cross.t, st.cross.line);
@@ -331,7 +375,14 @@ window.traceView = (() => {
     const worker = async () => {
       while (next < bands.length && seq === st.seq) {
         const [r0, r1, p0, p1] = bands[next++];
-        await fetchBand(seq, q, r0, r1, p0, p1);
+        if (!st.chosen) {
+          await fetchBand(seq, q, r0, r1, p0, p1);
+          continue;
+        }
+        // Chosen lines: the band's rows' own lines, sampled as the server samples a range.
+        const lines = [];
+        for (let r = r0; r < r1; ++r) lines.push(st.chosen[st.l0 + Math.floor((2 * r + 1) * shown / (2 * st.nrows))]);
+        await fetchBand(seq, { ...q, lines: ranges(lines) }, r0, r1, 0, lines.length);
       }
     };
     await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, bands.length) }, worker));
@@ -376,13 +427,14 @@ window.traceView = (() => {
 
   // Every change of view is kept for Undo (hpcviewer's undo and redo).
   function remember() {
-    st.undo.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1 });
+    st.undo.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1, chosen: st.chosen });
     st.redo = [];
   }
   function back(from, to) {
     const v = from.pop();
     if (!v) return;
-    to.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1 });
+    to.push({ t0: st.t0, t1: st.t1, l0: st.l0, l1: st.l1, chosen: st.chosen });
+    if (v.chosen !== st.chosen) setChosen(v.chosen, false);
     st.t0 = v.t0, st.t1 = v.t1, st.l0 = v.l0, st.l1 = v.l1;
     fetchScreen().catch(showError);
   }
@@ -468,7 +520,7 @@ window.traceView = (() => {
       const buf = await r.arrayBuffer();
       if (!r.ok) throw new Error(JSON.parse(new TextDecoder().decode(buf)).error || `HTTP ${r.status}`);
       const j = decodeTrace(buf);
-      st.min = j.minTime, st.max = j.maxTime, st.lines = j.lineCount;
+      st.min = j.minTime, st.max = j.maxTime, st.lines = st.all = j.lineCount;
       cv().dataset.minTime = String(st.min), cv().dataset.maxTime = String(st.max);
       st.t0 = st.min, st.t1 = st.max + 1n;
       st.l0 = 0, st.l1 = st.lines;
@@ -501,6 +553,22 @@ window.traceView = (() => {
       $t('trace-lower-summary').onclick = () => lower('summary');
       $t('trace-minimap').addEventListener('click', minimapClick);
       $t('trace-save').onclick = saveView;
+      $t('trace-choose').onclick = () => chooseLines().catch(showError);
+      $t('trace-lines-filter').addEventListener('input', (ev) => {
+        const f = ev.target.value.trim().toLowerCase();
+        for (const l of $t('trace-lines-list').children) l.hidden = f !== '' && !l.textContent.toLowerCase().includes(f);
+      });
+      const mark = (v) => { for (const l of $t('trace-lines-list').children) if (!l.hidden) l.firstChild.checked = v; };
+      $t('trace-lines-all').onclick = () => mark(true);
+      $t('trace-lines-none').onclick = () => mark(false);
+      $t('trace-lines-cancel').onclick = () => { $t('trace-lines-dialog').hidden = true; };
+      $t('trace-lines-ok').onclick = () => {
+        const picked = [...$t('trace-lines-list').querySelectorAll('input:checked')].map((c) => Number(c.value));
+        $t('trace-lines-dialog').hidden = true;
+        if (!picked.length) return hpc.status('no trace line chosen: the view is unchanged', true);
+        remember();
+        setChosen(picked);
+      };
       $t('trace-load').onclick = () => $t('trace-load-file').click();
       $t('trace-load-file').onchange = async (ev) => {
         const f = ev.target.files[0];

@@ -309,6 +309,26 @@ async function step(page, label, fn) {
     const lines = await page.$eval('#trace-range', (e) => e.textContent);
     check(lines.startsWith('4 of 4 lines'), `trace lines: ${lines}`);
   });
+  // hpcviewer's filter of execution contexts: lines 2 and 4 alone (their labels listed), then
+  // all four again by Undo.
+  await step(page, 'loops-4-choose-lines', async () => {
+    await page.click('#trace-choose');
+    await page.waitForSelector('#trace-lines-dialog:not([hidden]) #trace-lines-list label');
+    const labels = await page.$$eval('#trace-lines-list label', (ls) => ls.map((l) => l.textContent.trim()));
+    check(labels.length === 4 && /^1: \S/.test(labels[0]), `trace lines listed: ${labels}`);
+    await page.click('#trace-lines-none');
+    await page.check('#trace-lines-list input[value="1"]');
+    await page.check('#trace-lines-list input[value="3"]');
+    await page.click('#trace-lines-ok');
+    await page.waitForFunction(() => document.querySelector('#trace-range').textContent.startsWith('2 of 2 lines chosen (of 4)'));
+    check((await page.textContent('#trace-lines-badge')) === '2 of 4 lines', 'badge of the chosen lines');
+    const box = await (await page.$('#trace-canvas')).boundingBox();
+    await page.mouse.click(box.x + box.width * 0.5, box.y + box.height * 0.75);
+    await page.waitForFunction(() => /line 4 at/.test(document.querySelector('#trace-crosshair').textContent));
+    await page.click('#trace-undo');
+    await page.waitForFunction(() => document.querySelector('#trace-range').textContent.startsWith('4 of 4 lines ·'));
+    check(await page.$eval('#trace-lines-badge', (b) => b.hidden), 'all lines again');
+  });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
