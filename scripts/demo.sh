@@ -26,6 +26,8 @@ echo "== dump: hpcdump $out/demo.d (metrics and the start of the calling-context
 
 echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
+echo "== report: hpcreport --view structure (hpcviewer's flat view: modules, files, functions, loops, lines)"
+"$bin/hpcreport" --view structure --top 15 "$out/demo.d" | sed -n '5,$p'
 echo "== Python: the same database in pandas (src/presentation/python/hpctoolkit)"
 PYTHONPATH=src/presentation/python /usr/bin/python3 - "$out/demo.d" <<'PY'
 import sys
