@@ -857,7 +857,13 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
   }
   std::vector<uint32_t> kids;
   size_t visited = 0;
+  over_ = false;
   while (!stack.empty()) {
+    if (nodes.size() > budget_) {
+      over_ = true;
+      if (total) *total = 0;
+      return {};
+    }
     Frame f = std::move(stack.back());
     stack.pop_back();
     if (f.leaving) {

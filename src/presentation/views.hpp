@@ -171,12 +171,20 @@ public:
                               size_t* total = nullptr) const;
   // The row at `path`, if some context has it.
   std::optional<StaticRow> node(const std::vector<uint64_t>& path) const;
+  // At most this many rows and their paths held while a request is computed (about 70
+  // bytes each with one metric): past it, rows() stops and answers nothing, with
+  // over_budget() true (a server keeps its memory bounded: a view flattened down to the
+  // lines of a million-context database holds some 800,000 rows).
+  void set_row_budget(size_t rows) { budget_ = rows; }
+  bool over_budget() const { return over_; }
 
 private:
   struct Step;
   Step step(uint32_t ctx) const;
   const Experiment& e_;
   std::vector<size_t> ms_;
+  size_t budget_ = SIZE_MAX;
+  mutable bool over_ = false;
 };
 
 // Sorts rows (Aggregate or FlatRow) hottest first by metric `m`.

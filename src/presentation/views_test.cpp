@@ -202,6 +202,16 @@ TEST(Views, SmallStaticStructure) {
   EXPECT_EQ(*back, calls[1].path);
   for (const char* bad : {"x1", "s", "s1//s2", "s12345678901234567", "sg"}) EXPECT_FALSE(parse_static_path(bad).ok()) << bad;
   EXPECT_TRUE(parse_static_path("").ok());
+  // A budget of rows: past it, nothing and over_budget().
+  StaticTree small(*e);
+  small.set_row_budget(2);
+  size_t total = 99;
+  EXPECT_TRUE(small.rows({}, 3, SIZE_MAX, &total).empty());
+  EXPECT_TRUE(small.over_budget());
+  EXPECT_EQ(total, 0u);
+  small.set_row_budget(100);
+  EXPECT_EQ(small.rows({}, 3).size(), 3u);
+  EXPECT_FALSE(small.over_budget());
 }
 
 // Without structure every instruction a call reached is a function of its module's address:

@@ -492,7 +492,22 @@ Reply Api::structure(const Params& q) {
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
   size_t total = 0;
-  auto rows = std::make_shared<std::vector<StaticRow>>(StaticTree(e_, *ms).rows(*path, uint32_t(*depth), *top, &total));
+  // Rows held at most as the server's memory allows: about a tenth of the database's size
+  // over the server's own (a row holds about 70 bytes with one metric; its index, the walk and
+  // growth as much again and more), and 50,000 rows at least.
+  uint64_t dbBytes = 0;
+  std::error_code ec;
+  for (const char* f : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
+    const uint64_t n = fs::file_size(e_.dir() / f, ec);
+    if (!ec) dbBytes += n;
+    ec.clear();
+  }
+  StaticTree st(e_, *ms);
+  st.set_row_budget(std::max<uint64_t>(50000, dbBytes / 10 / (300 + 100 * std::max<size_t>(ms->size(), 1))));
+  auto rows = std::make_shared<std::vector<StaticRow>>(st.rows(*path, uint32_t(*depth), *top, &total));
+  if (st.over_budget())
+    return error(413, "the view flattened to this depth has more rows than the server holds for one request: "
+                      "flatten less, or expand a row");
   json head{{"path", text(q, "path")}, {"depth", *depth}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
   return stream_array(std::move(head), "rows", rows->size(), [rows](size_t i) {
     const StaticRow& r = (*rows)[i];
