@@ -658,7 +658,12 @@ document.addEventListener('DOMContentLoaded', () => {
     table.flatDepth = 0;
     table.load().catch(showError);
   };
-  $('flatten').onclick = () => { table.flatDepth = Math.min(7, table.flatDepth + 1); table.load().catch(showError); };
+  $('flatten').onclick = () => {
+    if (table.flatDepth >= 7) return;
+    table.flatDepth += 1;
+    // Refused (too many rows for the server): the view stays as it was.
+    table.load().catch((e) => { table.flatDepth -= 1; $('unflatten').disabled = table.flatDepth === 0; showError(e); });
+  };
   $('unflatten').onclick = () => { table.flatDepth = Math.max(0, table.flatDepth - 1); table.load().catch(showError); };
   $('threads').onclick = () => threads.open().catch(showError);
   $('threads-filter').addEventListener('input', (ev) => threads.filter(ev.target.value));
