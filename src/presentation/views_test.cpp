@@ -339,6 +339,15 @@ TEST(Views, CctFiltersHideSpliceOrCut) {
   EXPECT_FALSE(j["children"][0]["hasChildren"]);
   for (const char* bad : {"[", R"({"pattern":"x"})", R"([{"pattern":"x","mode":"sometimes"}])", R"([{"mode":"self"}])"})
     EXPECT_TRUE(get({{"ctx", "1"}, {"filter", bad}}, 400).contains("error")) << bad;
+  // Statistics over the profiles: small.d's reference database kept sums alone.
+  j = get({{"ctx", "1"}, {"stats", "1"}});
+  ASSERT_EQ(j["children"].size(), 1u);
+  EXPECT_EQ(j["children"][0]["stats"]["inc"][0]["sum"], j["children"][0]["inc"][0]);
+  EXPECT_FALSE(j["children"][0]["stats"]["inc"][0].contains("mean"));
+  EXPECT_FALSE(get({{"ctx", "1"}})["children"][0].contains("stats"));
+  get({{"ctx", "1"}, {"stats", "yes"}}, 400);
+  Reply info = api.handle("info", {});
+  EXPECT_TRUE(nlohmann::json::parse(info.body)["metrics"][0]["stats"].empty());
 }
 
 // From its second query on a CallerIndex answers from an index (function contexts by

@@ -226,8 +226,14 @@ Reply Api::info() {
   json ms = json::array();
   for (size_t i = 0; i < e_.metrics().size(); ++i) {
     const MetricView& m = e_.metrics()[i];
+    // The statistics over the profiles hpcprof -M stats kept (hpcviewer's :Mean, :Min ... metrics).
+    json st = json::array();
+    if (m.inc.count != kNoMetric) st.push_back("mean");
+    if (m.inc.count != kNoMetric && m.inc.sumSq != kNoMetric) st.push_back("stddev"), st.push_back("cv");
+    if (m.inc.min != kNoMetric) st.push_back("min");
+    if (m.inc.max != kNoMetric) st.push_back("max");
     ms.push_back({{"index", i}, {"name", m.name}, {"total", e_.inclusive(0, m)},
-                  {"hasExclusive", m.exc.sum != kNoMetric}});
+                  {"hasExclusive", m.exc.sum != kNoMetric}, {"stats", st}});
   }
   json j{{"title", meta.general.title},
          {"description", meta.general.description},
@@ -293,6 +299,9 @@ Reply Api::children(const Params& q) {
   auto profs = profile_list(e_, q);
   auto filters = filter_list(q);
   if (!filters.ok()) return error(400, filters.status().message());
+  const std::string statsText = text(q, "stats", "0");
+  if (statsText != "0" && statsText != "1") return error(400, "parameter 'stats' must be 0 or 1");
+  const bool withStats = statsText == "1";
   if (!ctx.ok()) return error(400, ctx.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
@@ -348,7 +357,7 @@ Reply Api::children(const Params& q) {
       for (uint32_t k : base_->children(at)) baseKids->try_emplace(base_->name(k), k);
   }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
-                      [&e = e_, kids, leaves, ms = *ms, selected, base = withBase ? base_ : nullptr, baseKids,
+                      [&e = e_, kids, leaves, ms = *ms, selected, withStats, base = withBase ? base_ : nullptr, baseKids,
                        &baseMetric = baseMetric_](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
@@ -365,6 +374,15 @@ Reply Api::children(const Params& q) {
                         json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", !leaves->count(k) && e.has_children(k)},
                                {"inc", inc}, {"exc", exc}};
                         if (file != db::kNone) r["file"] = file, r["line"] = line;
+                        if (withStats) {  // over all profiles (hpcprof -M stats), per asked metric
+                          json si = json::array(), se = json::array();
+                          for (size_t m : ms) {
+                            const MetricView& mv = e.metrics()[m];
+                            si.push_back(stats_json(e.stats(k, mv.inc)));
+                            se.push_back(stats_json(e.stats(k, mv.exc)));
+                          }
+                          r["stats"] = {{"inc", si}, {"exc", se}};
+                        }
                         if (base) {
                           auto it = baseKids->find(e.name(k));
                           json binc = json::array(), bexc = json::array();

@@ -101,6 +101,7 @@ const table = {
     const p = this.profiles ? { ctx, profiles: this.profiles.join(',') } : { ctx };
     const f = filters.active();
     if (f.length) p.filter = JSON.stringify(f);
+    if (this.columns.some((c) => c.stat)) p.stats = 1;
     return p;
   },
   // The flat view as hpcviewer's outline: modules, files, functions, loops, lines, inlined
@@ -108,6 +109,12 @@ const table = {
   structured() { return this.view === 'flat' && $('flat-by').value === 'structure'; },
   value(node, col, exc) {
     const vals = exc ? node.exc : node.inc;
+    if (col.stat) {  // a statistic over the profiles (hpcprof -M stats): top-down rows only
+      const st = node.stats?.[exc ? 'exc' : 'inc']?.[col.metric];
+      if (!st) return NaN;
+      if (col.stat === 'cv') return st.mean ? st.stddev / st.mean : NaN;
+      return st[col.stat] ?? NaN;
+    }
     if (col.baseline || col.delta) {  // the baseline database's value at the matching row, or the change
       const b = node.base ? (exc ? node.base.exc : node.base.inc)[col.metric] : undefined;
       if (b === undefined) return NaN;
@@ -309,7 +316,7 @@ const table = {
           const b = this.value(n, { ...c, delta: false, baseline: true }, exc);
           p.textContent = !v || Number.isNaN(v) ? '' : b ? `${v > 0 ? '+' : ''}${(100 * v / Math.abs(b)).toFixed(1)}%` : 'new';
         } else {
-          const total = c.derived ? 0 : c.baseline ? hpc.info.baseline?.totals?.[c.metric] || 0 : this.metricTotal(c.metric);
+          const total = c.derived || c.stat ? 0 : c.baseline ? hpc.info.baseline?.totals?.[c.metric] || 0 : this.metricTotal(c.metric);
           p.textContent = total && v ? `${(100 * v / total).toFixed(1)}%` : '';
         }
         r.append(d, p);
@@ -629,7 +636,8 @@ async function main() {
   }
   hpc.info.metrics.forEach((m, i) => {
     for (const [value, text] of [[`${i}`, `$${i} ${m.name}`], ...(bl && bl.metrics[i] >= 0
-      ? [[`b${i}`, `baseline $${i} ${m.name}`], [`d${i}`, `change $${i} ${m.name}`]] : [])]) {
+      ? [[`b${i}`, `baseline $${i} ${m.name}`], [`d${i}`, `change $${i} ${m.name}`]] : []),
+      ...(m.stats || []).map((st) => [`s${i}:${st}`, `$${i} ${m.name} (${st} over the profiles)`])]) {
       const o = document.createElement('option');
       o.value = value;
       o.textContent = text;
@@ -689,7 +697,15 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('metric-add').onchange = (ev) => {
     if (ev.target.value === '') return;
-    const v = ev.target.value, m = Number(v.replace(/^[bd]/, ''));
+    const v = ev.target.value;
+    if (v[0] === 's') {  // a statistic over the profiles: s<metric>:<stat>
+      const [mi, st] = v.slice(1).split(':');
+      table.columns.push({ metric: Number(mi), label: `$${mi} ${st}`, stat: st });
+      ev.target.value = '';
+      if (table.view === 'top-down') table.load().catch(showError); else table.resort();
+      return;
+    }
+    const m = Number(v.replace(/^[bd]/, ''));
     const kind = v[0] === 'b' ? 'baseline' : v[0] === 'd' ? 'change' : '';
     table.columns.push({ metric: m, label: kind === 'baseline' ? `base $${m}` : kind === 'change' ? `Δ $${m}` : hpc.info.metrics[m].name,
       baseline: kind === 'baseline', delta: kind === 'change' });

@@ -507,7 +507,7 @@ if (binDir && demo && [`${binDir}/hpcrun`, `${binDir}/hpcprof`, demo].every(runn
     check(r.status === 0, `${cmd} ${args.join(' ')}: exit ${r.status}`);
   };
   run(`${binDir}/hpcrun`, ['-e', 'REALTIME@1000', '-t', '-o', join(tmp, 'demo.m'), demo]);
-  run(`${binDir}/hpcprof`, ['-o', join(tmp, 'demo.d'), join(tmp, 'demo.m')]);
+  run(`${binDir}/hpcprof`, ['-M', 'stats', '-o', join(tmp, 'demo.d'), join(tmp, 'demo.m')]);
   const { srv, page, errors } = await openViewer(join(tmp, 'demo.d'));
   await step(page, 'pipeline-1-hot-path', async () => {
     await page.click('#hot-path');
@@ -515,6 +515,23 @@ if (binDir && demo && [`${binDir}/hpcrun`, `${binDir}/hpcprof`, demo].every(runn
     await page.waitForFunction(() => document.querySelector('#context-path').children.length > 3);
     const path = await page.$eval('#context-path', (e) => e.innerText);
     check(/main[\s\S]*stencil/.test(path), `hot path through main to stencil: ${path}`);
+  });
+  // With -M stats, a statistic over the profiles as a column (hpcviewer's :Max ...): the main
+  // thread's context has values in one profile only, so its max is its sum.
+  await step(page, 'pipeline-1b-stats', async () => {
+    const dm = await page.evaluate(() => hpc.info.defaultMetric);
+    const opts = await page.$$eval('#metric-add option', (os) => os.map((o) => o.value));
+    check(opts.includes(`s${dm}:max`) && opts.includes(`s${dm}:mean`), `statistics offered: ${opts}`);
+    await page.selectOption('#metric-add', `s${dm}:max`);
+    await page.waitForFunction((m) => document.querySelector('#table-head').innerText.includes(`$${m} max`), dm);
+    await page.waitForFunction(() => table.roots.some((r) => r.stats));
+    const [sum, max] = await page.evaluate((m) => {
+      const n = table.roots.find((r) => r.name === 'main thread');
+      return [n.inc[m], n.stats.inc[m].max];
+    }, dm);
+    check(sum > 0 && Math.abs(sum - max) <= 1e-9 * sum, `main thread: sum ${sum}, max over the profiles ${max}`);
+    const rows = await rowTexts(page);
+    check(rows.some((r) => r.includes('main thread')), `rows with the statistic: ${rows.slice(0, 3).join(' | ')}`);
   });
   await step(page, 'pipeline-2-flat', async () => {
     await page.click('#view-flat');
