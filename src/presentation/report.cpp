@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 namespace hpc::present {
@@ -19,7 +20,45 @@ std::string key_id(uint64_t key) {
   return (key & kEntryKey) ? "e" + std::to_string(uint32_t(key)) : "f" + std::to_string(key);
 }
 
+// The hottest contexts of the top-down tree as the CCT filters show it (views.hpp), best-first
+// by inclusive value, printed in tree order at their depth in the filtered tree.
+void top_down_filtered(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  const MetricView& m = e.metrics()[o.metric];
+  struct Node {
+    uint32_t ctx, depth;
+    bool leaf;
+    std::vector<size_t> kids;  // chosen children, by index into `chosen`
+  };
+  std::vector<Node> chosen;
+  std::priority_queue<std::tuple<double, uint32_t, size_t, uint32_t, bool>> frontier;  // (value, -order, parent, ctx, leaf)
+  uint32_t order = 0;
+  chosen.push_back({0, 0, false, {}});
+  auto offer = [&](size_t parent) {
+    if (chosen[parent].leaf) return;
+    for (const FilteredChild& c : filtered_children(e, chosen[parent].ctx, o.filters))
+      frontier.push({e.inclusive(c.ctx, m), UINT32_MAX - order++, parent, c.ctx, c.leaf});
+  };
+  offer(0);
+  while (!frontier.empty() && chosen.size() < o.top) {
+    auto [v, _, parent, c, leaf] = frontier.top();
+    frontier.pop();
+    if (v <= 0) break;
+    chosen.push_back({c, chosen[parent].depth + 1, leaf, {}});
+    chosen[parent].kids.push_back(chosen.size() - 1);
+    offer(chosen.size() - 1);
+  }
+  std::vector<size_t> stack{0};
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    const Node& n = chosen[i];
+    out.push_back({"top-down", n.depth, std::to_string(n.ctx), e.name(n.ctx), e.inclusive(n.ctx, m), e.exclusive(n.ctx, m)});
+    for (auto it = n.kids.rbegin(); it != n.kids.rend(); ++it) stack.push_back(*it);  // chosen hottest first
+  }
+}
+
 void top_down(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  if (!o.filters.empty()) return top_down_filtered(e, o, out);
   const MetricView& m = e.metrics()[o.metric];
   // Depths from the parent's (tree order: a parent comes before its children), not by
   // walking to the root for each row: that is quadratic down a deep call chain.

@@ -23,6 +23,7 @@ struct ReportOptions {
   ReportView view = ReportView::Summary;
   FlatBy by = FlatBy::Function;
   ReportFormat format = ReportFormat::Text;
+  std::vector<CctFilter> filters;  // the top-down tree as hpcviewer's CCT filters show it
 };
 
 struct ReportRow {

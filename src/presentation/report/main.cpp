@@ -34,6 +34,12 @@ int main(int argc, char** argv) {
                  "the values of these profiles alone, summed (as hpcviewer's thread view): indices as\n"
                  "--list-profiles shows them, e.g. 1,3,5-8");
   app.add_flag("--list-profiles", listProfiles, "list the profiles (index and identity: RANK, THREAD, ...) and exit");
+  std::vector<std::string> filterSpecs;
+  app.add_option("--filter", filterSpecs,
+                 "hide contexts of the top-down view by name, as hpcviewer's CCT filters: MODE:GLOB,\n"
+                 "MODE self (the context hidden, its children in its place), descendants (its\n"
+                 "children hidden) or all (hidden with its subtree); repeatable, the first match decides")
+      ->option_text("MODE:GLOB");
   std::string baseline;
   app.add_option("--compare", baseline,
                  "DB against a baseline database BASE (another run: before a change, another input or\n"
@@ -85,6 +91,16 @@ int main(int argc, char** argv) {
            : view == "structure" ? ReportView::Structure : ReportView::Summary;
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
+  for (const std::string& f : filterSpecs) {
+    const size_t colon = f.find(':');
+    CctFilter c;
+    if (colon == std::string::npos || !parse_filter_mode(f.substr(0, colon), c.mode) || colon + 1 == f.size()) {
+      std::cerr << "hpcreport: --filter '" << f << "' is not MODE:GLOB with MODE self, descendants or all\n";
+      return 2;
+    }
+    c.pattern = f.substr(colon + 1);
+    o.filters.push_back(std::move(c));
+  }
   if (!baseline.empty()) {
     auto base = Experiment::open(baseline);
     if (!base) {

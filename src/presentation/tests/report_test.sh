@@ -37,6 +37,12 @@ bad 'cut.d/meta.db: offset 0x' "$tmp/cut.d"
 cp -r "$s" "$tmp/cutp.d"; chmod -R u+w "$tmp/cutp.d"; truncate -s 100 "$tmp/cutp.d/profile.db"
 bad 'cutp.d/profile.db' "$tmp/cutp.d"
 bad "no metric .* matches 'REALTIME'" "$s" --metric REALTIME
+# hpcviewer's CCT filters: main and its line hidden (their children in their place); caller's
+# children hidden; a malformed filter refused.
+ok '^      0.605316   50.02%             0    0.00%      caller  \[22\]$' "$s" --view top-down --filter self:main --filter 'self:small.c:1?'
+"$report" "$s" --view top-down --filter descendants:caller >"$tmp/out"
+grep -q 'caller  \[22\]' "$tmp/out" && ! grep -q 'small.c:7' "$tmp/out" || fail "--filter descendants:caller"
+bad "--filter 'x' is not MODE:GLOB" "$s" --filter x
 # Two databases compared: loops against small as its baseline (names matched, ids differ).
 ok '^       1.21026        3.97331       +2.76305  +228.3%  <program root>$' "$l" --compare "$s"
 ok '^             0        1.24489       +1.24489      new  main._omp_fn.0$' "$l" --compare "$s"
