@@ -276,6 +276,7 @@ window.traceView = (() => {
   }
   function minimapClick(ev) {
     const c = $t('trace-minimap'), rect = c.getBoundingClientRect();
+    if (c.dataset.dragged) { delete c.dataset.dragged; return; }  // the end of a drag
     const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;
     const span = st.t1 - st.t0, whole = st.max + 1n - st.min;
     let t0 = st.min + big(Number(whole) * fx) - span / 2n;
@@ -540,7 +541,53 @@ window.traceView = (() => {
         drag = null;
         if (click) hover({ type: 'click', clientX: ev.clientX, clientY: ev.clientY }).catch(showError);
       });
+      // In the depth view and the summary a drag selects a new time range (hpcviewer's); in
+      // the mini map it selects times and lines; a click stays a click.
+      const dragged = (canvas, done) => {
+        let from = null;
+        canvas.addEventListener('mousedown', (ev) => { from = ev.clientX; });
+        canvas.addEventListener('mouseup', (ev) => {
+          if (from === null) return;
+          const a = from, rect = canvas.getBoundingClientRect();
+          from = null;
+          if (Math.abs(ev.clientX - a) < 5) return;
+          const f = (x) => Math.min(1, Math.max(0, (x - rect.left) / rect.width));
+          done(Math.min(f(a), f(ev.clientX)), Math.max(f(a), f(ev.clientX)), ev, rect);
+          canvas.dataset.dragged = '1';
+        });
+      };
+      const timeRange = (f0, f1) => {
+        const span = Number(st.t1 - st.t0);
+        const t0 = st.t0 + big(span * f0), t1 = st.t0 + big(span * f1);
+        if (t1 - t0 < 1000n) return;
+        remember();
+        st.t0 = t0, st.t1 = t1;
+        fetchScreen().catch(showError);
+      };
+      dragged($t('trace-depth-canvas'), (f0, f1) => timeRange(f0, f1));
+      dragged($t('trace-summary-canvas'), (f0, f1) => timeRange(f0, f1));
+      let mini = null;
+      $t('trace-minimap').addEventListener('mousedown', (ev) => { mini = [ev.clientX, ev.clientY]; });
+      $t('trace-minimap').addEventListener('mouseup', (ev) => {
+        const m = $t('trace-minimap'), rect = m.getBoundingClientRect();
+        const a = mini;
+        mini = null;
+        if (!a || (Math.abs(ev.clientX - a[0]) < 5 && Math.abs(ev.clientY - a[1]) < 5)) return;
+        const fx = (x) => Math.min(1, Math.max(0, (x - rect.left) / rect.width));
+        const fy = (y) => Math.min(1, Math.max(0, (y - rect.top) / rect.height));
+        const whole = Number(st.max + 1n - st.min);
+        const t0 = st.min + big(whole * Math.min(fx(a[0]), fx(ev.clientX)));
+        const t1 = st.min + big(whole * Math.max(fx(a[0]), fx(ev.clientX)));
+        const l0 = Math.floor(st.lines * Math.min(fy(a[1]), fy(ev.clientY)));
+        const l1 = Math.max(l0 + 1, Math.ceil(st.lines * Math.max(fy(a[1]), fy(ev.clientY))));
+        if (t1 - t0 < 1000n) return;
+        remember();
+        st.t0 = t0, st.t1 = t1, st.l0 = l0, st.l1 = Math.min(st.lines, l1);
+        m.dataset.dragged = '1';
+        fetchScreen().catch(showError);
+      });
       $t('trace-depth-canvas').addEventListener('click', (ev) => {
+        if ($t('trace-depth-canvas').dataset.dragged) { delete $t('trace-depth-canvas').dataset.dragged; return; }
         if (!st.cross || !st.depthRows) return;
         const dc = $t('trace-depth-canvas'), rect = dc.getBoundingClientRect();
         const fx = (ev.clientX - rect.left) / rect.width, fy = (ev.clientY - rect.top) / rect.height;

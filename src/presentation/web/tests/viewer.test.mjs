@@ -205,6 +205,14 @@ async function step(page, label, fn) {
     await page.mouse.click(dbox.x + dbox.width * 0.85, dbox.y + 2);
     await page.waitForFunction(() => document.querySelector('#trace-depth').value === '0');
     await page.waitForFunction(() => !document.querySelector('#trace-stats').innerText.includes('caller'));
+    // A drag across the depth view selects that time range (the middle half), Undo goes back.
+    await page.mouse.move(dbox.x + dbox.width * 0.25, dbox.y + dbox.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(dbox.x + dbox.width * 0.75, dbox.y + dbox.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => /· 0\.60\d* s from \+0\.30/.test(document.querySelector('#trace-range').textContent));
+    await page.click('#trace-undo');
+    await page.waitForFunction(() => /· 1\.21\d* s from \+0\.0000/.test(document.querySelector('#trace-range').textContent));
     await page.click('#trace-lower-summary');
     await page.waitForFunction(() => document.querySelector('#trace-summary-canvas').dataset.painted);
     check(await page.$eval('#trace-depth-canvas', (c) => c.hidden), 'summary replaces the depth view');
