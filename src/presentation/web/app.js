@@ -518,6 +518,24 @@ async function plot(ctx) {
   plot.last = { ctx, j };
   drawPlot(j);
 }
+// The dot under the cursor: its execution context ("RANK 1 THREAD 0", from /api/profiles)
+// and value (hpcviewer's graph tooltips).
+async function plotHover(ev) {
+  const cv = $('plot'), rect = cv.getBoundingClientRect();
+  const px = (ev.clientX - rect.left) * cv.width / rect.width, py = (ev.clientY - rect.top) * cv.height / rect.height;
+  let best = null, d2 = 36;
+  for (const d of drawPlot.dots || []) {
+    const e = (d.x - px) ** 2 + (d.y - py) ** 2;
+    if (e < d2) d2 = e, best = d;
+  }
+  const out = $('plot-hover');
+  if (!best) { out.textContent = ''; return; }
+  if (!threads.list) threads.list = (await hpc.api('profiles')).profiles.filter((p) => !p.summary);
+  const label = best.profile !== null ? (threads.list.find((p) => p.index === best.profile)?.label || `profile ${best.profile}`)
+    : `#${best.rank} of the sorted values`;
+  out.textContent = `${label}: ${hpc.fmt(best.v)}`;
+}
+
 function drawPlot(j) {
   const cv = $('plot'), g = cv.getContext('2d'), kind = $('plot-kind').value;
   g.clearRect(0, 0, cv.width, cv.height);
@@ -540,6 +558,7 @@ function drawPlot(j) {
     g.fillText(String(top), 2, 14);
     g.fillText(hpc.fmt(hi), cv.width - 40, cv.height - 1);
     cv.dataset.bins = bins.join(',');
+    drawPlot.dots = [];
     return;
   }
   const hi = j.max || 1;
@@ -553,6 +572,9 @@ function drawPlot(j) {
     points = all.map((v, i) => [i + 1, v]);
   }
   for (const [p, v] of points) g.fillRect(x(p) - 1.5, y(v) - 1.5, 3, 3);
+  // Where each dot is, for the hover: its profile (by profile the profile.db row; sorted, the
+  // value's place only) and value.
+  drawPlot.dots = points.map(([p, v]) => ({ x: x(p), y: y(v), profile: kind === 'plot' ? p : null, v, rank: p }));
   g.strokeStyle = '#d0453a';
   g.setLineDash([4, 3]);
   g.beginPath(); g.moveTo(30, y(j.mean)); g.lineTo(cv.width - 10, y(j.mean)); g.stroke();
@@ -685,6 +707,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('filters-ok').onclick = () => filters.apply().catch(showError);
   $('filters-cancel').onclick = () => { $('filters-dialog').hidden = true; };
   $('plot-kind').onchange = () => { if (plot.last) drawPlot(plot.last.j); };
+  $('plot').addEventListener('mousemove', (ev) => plotHover(ev).catch(showError));
   $('zoom-in').onclick = () => table.zoomIn();
   $('zoom-out').onclick = () => table.zoomOut();
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);

@@ -263,6 +263,14 @@ async function step(page, label, fn) {
       `histogram of four profiles: ${bins}`);
     await page.selectOption('#plot-kind', 'sorted');
     check(!(await page.$eval('#plot', (c) => c.dataset.bins)), 'sorted plot drawn');
+    // A dot of the plot by profile names its execution context.
+    await page.selectOption('#plot-kind', 'plot');
+    const dot = await page.evaluate(() => { const c = document.querySelector('#plot'); const d = drawPlot.dots[0]; return { x: d.x / c.width, y: d.y / c.height }; });
+    const pbox = await (await page.$('#plot')).boundingBox();
+    await page.mouse.move(pbox.x + dot.x * pbox.width, pbox.y + dot.y * pbox.height);
+    await page.waitForFunction(() => document.querySelector('#plot-hover').textContent.includes(':'));
+    const hover = await page.textContent('#plot-hover');
+    check(/THREAD \d+: [0-9.e+-]+$/.test(hover), `plot dot: ${hover}`);
   });
   await step(page, 'loops-1b-zoom', async () => {
     const sel = await page.$eval('#table-body .row.selected', (r) => r.innerText.replace(/\s+/g, ' ').trim());
