@@ -3,7 +3,7 @@
 // per expansion). Plain script, no build step, no external requests.
 'use strict';
 
-const ROW = 22;
+let ROW = 22;  // a row's height in pixels: follows the text size (hpcviewer's bigger and smaller text)
 const token = new URLSearchParams(location.search).get('token') || '';
 const $ = (id) => document.getElementById(id);
 
@@ -360,6 +360,18 @@ const table = {
 
 function showError(e) { hpc.status(String(e.message || e), true); }
 
+// Bigger and smaller text (hpcviewer's), kept in this browser: the font size in pixels and
+// the rows' height with it.
+function textSize(step) {
+  const saved = Number(localStorage.getItem('hpcviewer-font')) || 13;
+  const px = Math.max(9, Math.min(22, saved + step));
+  localStorage.setItem('hpcviewer-font', String(px));
+  ROW = Math.round(px * 1.7);
+  document.documentElement.style.setProperty('--font', `${px}px`);
+  document.documentElement.style.setProperty('--row', `${ROW}px`);
+  table.refresh();
+}
+
 // ---- The thread view (hpcviewer's): the top-down tree with the values of chosen execution
 // contexts alone, summed; and the rows shown saved as CSV.
 const threads = {
@@ -702,6 +714,9 @@ document.addEventListener('DOMContentLoaded', () => {
   $('threads-ok').onclick = () => threads.apply().catch(showError);
   $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
   $('csv').onclick = saveCsv;
+  $('text-bigger').onclick = () => textSize(1);
+  $('text-smaller').onclick = () => textSize(-1);
+  textSize(0);
   $('filters').onclick = () => filters.open();
   $('filters-add').onclick = () => filters.row({ pattern: '', mode: 'self' });
   $('filters-ok').onclick = () => filters.apply().catch(showError);

@@ -112,6 +112,17 @@ async function step(page, label, fn) {
     await page.click('#filters-ok');
     await page.waitForFunction(() => document.querySelector('#filters-badge').hidden);
   });
+  // Bigger text: rows grow with it (26 px at 15 px), then back.
+  await step(page, 'small-2c-text-size', async () => {
+    await page.click('#text-bigger');
+    await page.click('#text-bigger');
+    const h = await page.$eval('#table-body .row', (r) => r.getBoundingClientRect().height);
+    check(Math.abs(h - 26) < 0.5, `row height with bigger text: ${h}`);
+    await page.click('#text-smaller');
+    await page.click('#text-smaller');
+    const h2 = await page.$eval('#table-body .row', (r) => r.getBoundingClientRect().height);
+    check(Math.abs(h2 - 22) < 0.5, `row height back: ${h2}`);
+  });
   await step(page, 'small-3-bottom-up', async () => {
     await page.click('#view-bottom-up');
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('spinsleep'));
