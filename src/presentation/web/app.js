@@ -541,11 +541,12 @@ async function plotHover(ev) {
     if (e < d2) d2 = e, best = d;
   }
   const out = $('plot-hover');
+  plotHover.best = best;
   if (!best) { out.textContent = ''; return; }
   if (!threads.list) threads.list = (await hpc.api('profiles')).profiles.filter((p) => !p.summary);
   const label = best.profile !== null ? (threads.list.find((p) => p.index === best.profile)?.label || `profile ${best.profile}`)
     : `#${best.rank} of the sorted values`;
-  out.textContent = `${label}: ${hpc.fmt(best.v)}`;
+  out.textContent = `${label}: ${hpc.fmt(best.v)}${best.profile !== null ? ' (click: its thread view)' : ''}`;
 }
 
 function drawPlot(j) {
@@ -723,6 +724,14 @@ document.addEventListener('DOMContentLoaded', () => {
   $('filters-cancel').onclick = () => { $('filters-dialog').hidden = true; };
   $('plot-kind').onchange = () => { if (plot.last) drawPlot(plot.last.j); };
   $('plot').addEventListener('mousemove', (ev) => plotHover(ev).catch(showError));
+  // A dot's click shows that execution context alone: the thread view (hpcviewer's graph menu).
+  $('plot').addEventListener('click', (ev) => {
+    const d = plotHover.best;
+    if (!d || d.profile === null || !threads.list) return;
+    threads.set([d.profile]);
+    if (table.view !== 'top-down') $('view-top-down').click();
+    else table.load().catch(showError);
+  });
   $('zoom-in').onclick = () => table.zoomIn();
   $('zoom-out').onclick = () => table.zoomOut();
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);

@@ -281,7 +281,16 @@ async function step(page, label, fn) {
     await page.mouse.move(pbox.x + dot.x * pbox.width, pbox.y + dot.y * pbox.height);
     await page.waitForFunction(() => document.querySelector('#plot-hover').textContent.includes(':'));
     const hover = await page.textContent('#plot-hover');
-    check(/THREAD \d+: [0-9.e+-]+$/.test(hover), `plot dot: ${hover}`);
+    check(/THREAD \d+: [0-9.e+-]+ \(click: its thread view\)$/.test(hover), `plot dot: ${hover}`);
+    // Its click: that thread's view alone, then all threads again.
+    await page.mouse.click(pbox.x + dot.x * pbox.width, pbox.y + dot.y * pbox.height);
+    await page.waitForFunction(() => /^thread view: 1 of 4/.test(document.querySelector('#threads-badge').textContent));
+    await page.click('#threads-badge .x');
+    await page.waitForFunction(() => document.querySelector('#threads-badge').hidden);
+    await page.waitForFunction(() => document.querySelector('#status').textContent === '' &&
+      document.querySelector('#table-body .row')?.innerText.includes('2.97914'));
+    await page.click('#hot-path');
+    await page.waitForSelector('#table-body .row.selected');
   });
   await step(page, 'loops-1b-zoom', async () => {
     const sel = await page.$eval('#table-body .row.selected', (r) => r.innerText.replace(/\s+/g, ' ').trim());
