@@ -19,10 +19,12 @@ int main(int argc, char** argv) {
   app.add_option("-m,--metric", metric, "metric name (or unique prefix, or index); default the first time metric with a value");
   app.add_option("-n,--top", top, "number of rows per section")->check(CLI::Range(size_t(1), size_t(1) << 24));
   app.add_option("-v,--view", view,
-                 "summary (kinds of work, top-down and flat functions), top-down, bottom-up, flat, or overview "
-                 "(where the time went by kind of work: computation, MPI, OpenMP runtime, GPU runtime, I/O, "
-                 "waiting; the GPU's operations; a verdict), or structure (hpcviewer's flat view: load modules,\n"
-                 "files, functions, then loops, lines, inlined code [I] and call sites -> as nested in the source)")
+                 "summary (kinds of work, top-down and flat functions), top-down, bottom-up, flat,\n"
+                 "overview (where the time went by kind of work: computation, MPI, OpenMP runtime, GPU\n"
+                 "runtime, I/O, waiting; the GPU's operations; a verdict), or structure (hpcviewer's\n"
+                 "flat view: load modules, "
+                 "files, functions, then loops, lines, inlined code [I] and call sites ->\n"
+                 "as nested in the source)")
       ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview", "structure"}));
   app.add_option("--by", by, "flat view grouping: module, file, function, line or loop (each loop's source line)")
       ->check(CLI::IsMember({"module", "file", "function", "line", "loop"}));
