@@ -6,8 +6,10 @@
 // getline/getdelim (glibc's inline getline calls __getdelim) count through libhpcrun.so's
 // hpcrun_io_count. glibc's stdio moves its buffers by internal calls no wrapper sees: these
 // count what the application asked for, and the system calls under them are not counted
-// again. fputc, putc, putchar, fgetc, getc and getchar count a byte each; ungetc is not
-// counted (a byte read again counts again). The scanf family returns no byte count: a call
+// again. fputc, putc, putchar, fgetc, getc and getchar count a byte each. A byte ungetc
+// pushes back is read again: the thread's pushed-back bytes on its last stream are taken off
+// the next reads of that stream, so each byte counts once (fseek, fsetpos, rewind, fflush and
+// fclose drop them, as glibc drops the pushback). The scanf family returns no byte count: a call
 // counts what it consumed of the stream, for a stream on a file where the file offset moved
 // plus what the buffer held before less what it holds after (exact, however often the call
 // refilled the buffer), else (a pipe, a terminal) from the buffer's pointers, taking a call
@@ -88,6 +90,22 @@ int (*real_putc)(int, FILE*);
 int (*real__IO_putc)(int, FILE*);
 int (*real_putchar)(int);
 
+// ungetc's bytes pushed back on the thread's last stream, not yet read again.
+thread_local FILE* tlsPushedOn __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local long tlsPushed __attribute__((tls_model("initial-exec"))) = 0;
+
+// `bytes` read from f counted, less those read again after an ungetc.
+void countRead(FILE* f, long bytes) {
+  if (bytes > 0 && f && f == tlsPushedOn && tlsPushed > 0) {
+    const long again = bytes < tlsPushed ? bytes : tlsPushed;
+    tlsPushed -= again, bytes -= again;
+  }
+  if (bytes > 0) hpcrun_io_count(0, bytes);
+}
+void dropPushed(FILE* f) {
+  if (!f || f == tlsPushedOn) tlsPushedOn = nullptr, tlsPushed = 0;
+}
+
 // Where a scanf call starts or ends in its stream: the file offset (-1 where there is none)
 // and the read buffer, taken without changing errno.
 struct ScanMark {
@@ -120,7 +138,7 @@ template <class Call> int scanCounted(FILE* f, Call&& call) {
   const long n = scanned(before, scanMark(f));
   if (n > 0) {
     const int saved = errno;
-    hpcrun_io_count(0, n);
+    countRead(f, n);
     errno = saved;
   }
   return r;
@@ -133,9 +151,23 @@ int (*real___isoc99_vscanf)(const char*, va_list);
 int (*real___isoc23_vfscanf)(FILE*, const char*, va_list);
 int (*real___isoc23_vscanf)(const char*, va_list);
 
+int (*real_ungetc)(int, FILE*);
+int (*real_fseek)(FILE*, long, int);
+int (*real_fseeko)(FILE*, off_t, int);
+int (*real_fseeko64)(FILE*, off64_t, int);
+int (*real_fsetpos)(FILE*, const fpos_t*);
+int (*real_fsetpos64)(FILE*, const fpos64_t*);
+void (*real_rewind)(FILE*);
+int (*real_fflush)(FILE*);
+int (*real_fclose)(FILE*);
+
 // A character call's result: one byte where it is not EOF.
 int countedChar(int dir, int r) {
   if (r != EOF) hpcrun_io_count(dir, 1);
+  return r;
+}
+int readChar(FILE* f, int r) {
+  if (r != EOF) countRead(f, 1);
   return r;
 }
 
@@ -158,7 +190,9 @@ HPC_EXPORT int lio_listio64(int mode, struct aiocb64* const list[], int n, struc
 }
 
 HPC_EXPORT size_t fread(void* buf, size_t size, size_t n, FILE* f) {
-  return counted(0, REAL(fread)(buf, size, n, f), size);
+  const size_t r = REAL(fread)(buf, size, n, f);
+  countRead(f, long(r * size));
+  return r;
 }
 
 HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
@@ -166,7 +200,9 @@ HPC_EXPORT size_t fwrite(const void* buf, size_t size, size_t n, FILE* f) {
 }
 
 HPC_EXPORT size_t fread_unlocked(void* buf, size_t size, size_t n, FILE* f) {
-  return counted(0, REAL(fread_unlocked)(buf, size, n, f), size);
+  const size_t r = REAL(fread_unlocked)(buf, size, n, f);
+  countRead(f, long(r * size));
+  return r;
 }
 
 HPC_EXPORT size_t fwrite_unlocked(const void* buf, size_t size, size_t n, FILE* f) {
@@ -174,15 +210,18 @@ HPC_EXPORT size_t fwrite_unlocked(const void* buf, size_t size, size_t n, FILE* 
 }
 
 HPC_EXPORT size_t __fread_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
-  return counted(0, REAL(__fread_chk)(buf, room, size, n, f), size);
+  const size_t r = REAL(__fread_chk)(buf, room, size, n, f);
+  countRead(f, long(r * size));
+  return r;
 }
 
 HPC_EXPORT size_t __fread_unlocked_chk(void* buf, size_t room, size_t size, size_t n, FILE* f) {
-  return counted(0, REAL(__fread_unlocked_chk)(buf, room, size, n, f), size);
+  const size_t r = REAL(__fread_unlocked_chk)(buf, room, size, n, f);
+  countRead(f, long(r * size));
+  return r;
 }
 
-// The printf family: the characters written (its result). fputc, putc and putchar, fgetc and
-// getc (a byte a call), and the scanf family (no byte count to return) are not counted.
+// The printf family: the characters written (its result).
 HPC_EXPORT int vfprintf(FILE* f, const char* fmt, va_list ap) { return counted(1, REAL(vfprintf)(f, fmt, ap)); }
 HPC_EXPORT int vprintf(const char* fmt, va_list ap) { return counted(1, REAL(vprintf)(fmt, ap)); }
 HPC_EXPORT int vdprintf(int fd, const char* fmt, va_list ap) { return counted(1, REAL(vdprintf)(fd, fmt, ap)); }
@@ -233,41 +272,96 @@ HPC_EXPORT int puts(const char* s) {
 // fgets: the line read (a line holding a NUL counts up to it).
 HPC_EXPORT char* fgets(char* s, int n, FILE* f) {
   char* r = REAL(fgets)(s, n, f);
-  return countedText(0, r, r != nullptr, s);
+  if (r) countRead(f, long(strlen(s)));
+  return r;
 }
 
 HPC_EXPORT char* fgets_unlocked(char* s, int n, FILE* f) {
   char* r = REAL(fgets_unlocked)(s, n, f);
-  return countedText(0, r, r != nullptr, s);
+  if (r) countRead(f, long(strlen(s)));
+  return r;
 }
 
 HPC_EXPORT char* __fgets_chk(char* s, size_t room, int n, FILE* f) {
   char* r = REAL(__fgets_chk)(s, room, n, f);
-  return countedText(0, r, r != nullptr, s);
+  if (r) countRead(f, long(strlen(s)));
+  return r;
 }
 
 HPC_EXPORT char* __fgets_unlocked_chk(char* s, size_t room, int n, FILE* f) {
   char* r = REAL(__fgets_unlocked_chk)(s, room, n, f);
-  return countedText(0, r, r != nullptr, s);
+  if (r) countRead(f, long(strlen(s)));
+  return r;
 }
 
-HPC_EXPORT ssize_t getline(char** line, size_t* cap, FILE* f) { return counted(0, REAL(getline)(line, cap, f)); }
+HPC_EXPORT ssize_t getline(char** line, size_t* cap, FILE* f) {
+  const ssize_t r = REAL(getline)(line, cap, f);
+  countRead(f, long(r));
+  return r;
+}
 
 HPC_EXPORT ssize_t getdelim(char** line, size_t* cap, int delim, FILE* f) {
-  return counted(0, REAL(getdelim)(line, cap, delim, f));
+  const ssize_t r = REAL(getdelim)(line, cap, delim, f);
+  countRead(f, long(r));
+  return r;
 }
 
 HPC_EXPORT ssize_t __getdelim(char** line, size_t* cap, int delim, FILE* f) {
-  return counted(0, REAL(__getdelim)(line, cap, delim, f));
+  const ssize_t r = REAL(__getdelim)(line, cap, delim, f);
+  countRead(f, long(r));
+  return r;
 }
 
 // The character calls: a byte each (their _unlocked forms are inline code of glibc's headers,
 // which no wrapper sees). A call from where the last one came from costs about 15 ns more
 // (a reuse of its context): a loop of them runs a few times slower with -e IO.
-HPC_EXPORT int fgetc(FILE* f) { return countedChar(0, REAL(fgetc)(f)); }
-HPC_EXPORT int getc(FILE* f) { return countedChar(0, REAL(getc)(f)); }
-HPC_EXPORT int _IO_getc(FILE* f) { return countedChar(0, REAL(_IO_getc)(f)); }
-HPC_EXPORT int getchar() { return countedChar(0, REAL(getchar)()); }
+HPC_EXPORT int fgetc(FILE* f) { return readChar(f, REAL(fgetc)(f)); }
+HPC_EXPORT int getc(FILE* f) { return readChar(f, REAL(getc)(f)); }
+HPC_EXPORT int _IO_getc(FILE* f) { return readChar(f, REAL(_IO_getc)(f)); }
+HPC_EXPORT int getchar() { return readChar(stdin, REAL(getchar)()); }
+
+// A byte pushed back: the read that takes it again does not count it again.
+HPC_EXPORT int ungetc(int c, FILE* f) {
+  const int r = REAL(ungetc)(c, f);
+  if (r != EOF) {
+    if (f != tlsPushedOn) tlsPushedOn = f, tlsPushed = 0;
+    ++tlsPushed;
+  }
+  return r;
+}
+// What drops a stream's pushed-back bytes drops them from the count too.
+HPC_EXPORT int fseek(FILE* f, long off, int whence) {
+  dropPushed(f);
+  return REAL(fseek)(f, off, whence);
+}
+HPC_EXPORT int fseeko(FILE* f, off_t off, int whence) {
+  dropPushed(f);
+  return REAL(fseeko)(f, off, whence);
+}
+HPC_EXPORT int fseeko64(FILE* f, off64_t off, int whence) {
+  dropPushed(f);
+  return REAL(fseeko64)(f, off, whence);
+}
+HPC_EXPORT int fsetpos(FILE* f, const fpos_t* pos) {
+  dropPushed(f);
+  return REAL(fsetpos)(f, pos);
+}
+HPC_EXPORT int fsetpos64(FILE* f, const fpos64_t* pos) {
+  dropPushed(f);
+  return REAL(fsetpos64)(f, pos);
+}
+HPC_EXPORT void rewind(FILE* f) {
+  dropPushed(f);
+  REAL(rewind)(f);
+}
+HPC_EXPORT int fflush(FILE* f) {
+  dropPushed(f);
+  return REAL(fflush)(f);
+}
+HPC_EXPORT int fclose(FILE* f) {
+  dropPushed(f);
+  return REAL(fclose)(f);
+}
 HPC_EXPORT int fputc(int c, FILE* f) { return countedChar(1, REAL(fputc)(c, f)); }
 HPC_EXPORT int putc(int c, FILE* f) { return countedChar(1, REAL(putc)(c, f)); }
 HPC_EXPORT int _IO_putc(int c, FILE* f) { return countedChar(1, REAL(_IO_putc)(c, f)); }

@@ -714,7 +714,7 @@ TEST(Sources, IoCountsEveryCallsBytesAtItsContext) {
                {"aio_reader", 128 << 10}, {"lio_reader", 128 << 10},
                {"chk_reader", 1 << 20}, {"chk_preader", 256 << 10}, {"chk_freader", 1 << 20},
                {"preadvr", 512 << 10}, {"unlocked_reader", 256 << 10}, {"fgetser", 188000}, {"getliner", 188000},
-               {"char_reader", 3000}, {"scanner", 188000}, {"pipe_scanner", 10000}}}}) {
+               {"char_reader", 3000}, {"unget_reader", 3000}, {"scanner", 188000}, {"pipe_scanner", 10000}}}}) {
       std::map<std::string, double> got;
       forEachValuedNode(meas, [&](ProfileView& p, const hpc::hpcrun::CctNode& n, double v) {
         // The call's own context: its leaf is the return address into the caller.

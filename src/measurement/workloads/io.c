@@ -8,7 +8,8 @@
  * _FORTIFY_SOURCE and sizes known only at run time: __read_chk, __pread_chk, __fread_chk),
  * preadvr 512 KiB (preadv), unlocked_reader 256 KiB (fread_unlocked), fgetser and getliner
  * 188,000 each (fgets, getline); emit 8,000 (fprintf: 2,672 from site_a, 5,328 from site_b).
- * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc); scanner 188,000 (fscanf's tokens
+ * char_writer 3,000 (fputc, putc), char_reader 3,000 (fgetc), unget_reader 3,000 (each byte
+ * read, pushed back by ungetc and read again: counted once); scanner 188,000 (fscanf's tokens
  * and the whitespace between them: the file fgetser read), pipe_scanner 10,000 (fscanf from a
  * pipe: no file offset). POSIX AIO: aio_writer 256 KiB
  * (aio_write), aio_reader 128 KiB (aio_read), lio_reader 128 KiB (lio_listio). Prints a
@@ -162,6 +163,14 @@ __attribute__((noinline)) long getliner(FILE* f) {
   free(line);
   return t;
 }
+__attribute__((noinline)) long unget_reader(FILE* f) {
+  long t = 0;
+  for (int c; (c = fgetc(f)) != EOF;) {
+    if (ungetc(c, f) == EOF) exit(1);
+    t += fgetc(f) == c;
+  }
+  return t;
+}
 __attribute__((noinline)) long scanner(FILE* f) {
   char tok[128];
   long t = 0;
@@ -265,6 +274,8 @@ int main(int argc, char** argv) {
   f = fopen(a, "r");
   if (!f) return 1;
   t += char_reader(f);
+  rewind(f);
+  t += unget_reader(f);
   fclose(f);
   close(fd);
   unlink(a);
