@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "presentation/api_test_util.hpp"
 #include "presentation/server/api.hpp"
 #include "presentation/trace_view.hpp"
 
@@ -246,19 +247,7 @@ TEST(TraceView, ChosenLines) {
   EXPECT_FALSE(trace_pixels(x, q).ok());
 
   Api api(x);
-  auto body = [&](const Params& p, int status) {
-    Reply r = api.handle(p.count("width") ? "trace" : "trace-lines", p);
-    std::string b = r.body;
-    if (r.stream) {
-      EXPECT_TRUE(r.stream([&](std::string_view s) {
-        b += s;
-        return true;
-      }));
-      api.done();
-    }
-    EXPECT_EQ(r.status, status) << b.substr(0, 300);
-    return b;
-  };
+  auto body = [&](const Params& p, int status) { return api_body(api, p.count("width") ? "trace" : "trace-lines", p, status); };
   auto lines = nlohmann::json::parse(body({}, 200));
   ASSERT_EQ(lines["lines"].size(), 4u);
   EXPECT_EQ(lines["lines"][3]["line"], 3);

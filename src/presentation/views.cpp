@@ -23,7 +23,8 @@ std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const M
   return out;
 }
 
-Expected<std::vector<uint32_t>> parse_profile_list(const std::string& s, size_t n, const std::string& what) {
+Expected<std::vector<uint32_t>> parse_index_list(const std::string& s, uint64_t first, uint64_t limit,
+                                                 const std::string& what, const std::string& noun) {
   std::vector<uint32_t> out;
   auto parse = [](const std::string& t, uint64_t& v) {
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -37,13 +38,18 @@ Expected<std::vector<uint32_t>> parse_profile_list(const std::string& s, size_t 
     uint64_t lo = 0, hi = 0;
     const bool ok = dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
                                               : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi);
-    if (!ok || lo < 1 || hi < lo || hi >= n)
-      return Status::error(what + ": '" + item.substr(0, 40) + "' is not a profile or range of 1 to " +
-                           std::to_string(n > 0 ? n - 1 : 0));
-    if (out.size() + (hi - lo + 1) > 100000) return Status::error(what + ": more than 100,000 profiles");
+    if (!ok || lo < first || hi < lo || hi >= limit)
+      return Status::error(what + ": '" + item.substr(0, 40) + "' is not a " + noun + " or range of " +
+                           std::to_string(first) + " to " + std::to_string(limit > first ? limit - 1 : first));
+    if (out.size() + (hi - lo + 1) > 100000) return Status::error(what + ": more than 100,000 " + noun + "s");
     for (uint64_t p = lo; p <= hi; ++p) out.push_back(uint32_t(p));
     at = end + 1;
   }
+  return out;
+}
+
+Expected<std::vector<uint32_t>> parse_profile_list(const std::string& s, size_t n, const std::string& what) {
+  HPC_ASSIGN_OR_RETURN(std::vector<uint32_t> out, parse_index_list(s, 1, n, what, "profile"));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -18,6 +18,10 @@ std::vector<uint32_t> sorted_children(const Experiment& e, uint32_t ctx, const M
 // A list of profile.db rows as "1,3,5-8" (the summary, 0, excluded; at most 100,000), sorted,
 // each once; `what` names the option or parameter in the error.
 Expected<std::vector<uint32_t>> parse_profile_list(const std::string& text, size_t profiles, const std::string& what);
+// Indices and ranges "0,3,5-9" from `first` up to below `limit`, in the order given (hpcserver's
+// trace lines); `noun` names one in errors ("trace line").
+Expected<std::vector<uint32_t>> parse_index_list(const std::string& text, uint64_t first, uint64_t limit,
+                                                 const std::string& what, const std::string& noun);
 // From `ctx` down, the chain of children each holding at least `threshold` (0..1) of
 // its parent's inclusive value; `ctx` itself first.
 std::vector<uint32_t> hot_path(const Experiment& e, uint32_t ctx, const MetricView& m, double threshold);

@@ -13,6 +13,7 @@
 #include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/report.hpp"
+#include "presentation/api_test_util.hpp"
 #include "presentation/server/api.hpp"
 #include "presentation/views.hpp"
 
@@ -317,19 +318,7 @@ TEST(Views, CctFiltersHideSpliceOrCut) {
   EXPECT_FALSE(parse_filter_mode("some", m));
   // The server's children: spliced and hottest first, a leaf without children; bad filters refused.
   Api api(*e);
-  auto get = [&](const Params& q, int status = 200) {
-    Reply r = api.handle("children", q);
-    std::string body = r.body;
-    if (r.stream) {
-      EXPECT_TRUE(r.stream([&](std::string_view x) {
-        body += x;
-        return true;
-      }));
-      api.done();
-    }
-    EXPECT_EQ(r.status, status) << body.substr(0, 300);
-    return nlohmann::json::parse(body);
-  };
+  auto get = [&](const Params& q, int status = 200) { return nlohmann::json::parse(api_body(api, "children", q, status)); };
   auto j = get({{"ctx", "1"}, {"filter", R"([{"pattern":"ma*","mode":"self"},{"pattern":"small.c:*","mode":"self"}])"}});
   ASSERT_EQ(j["children"].size(), 2u);
   EXPECT_EQ(j["children"][0]["name"], "caller");  // 0.605316 before spinsleep's 0.604943
@@ -510,19 +499,7 @@ TEST(Report, ServerCarriesTheBaselinesValues) {
   auto s = open_db("small.d"), l = open_db("loops-cputime-t.d");
   ASSERT_TRUE(s && l);
   Api api(*l, s.get());
-  auto get = [&](const std::string& endpoint, const Params& q) {
-    Reply r = api.handle(endpoint, q);
-    std::string body = r.body;
-    if (r.stream) {
-      EXPECT_TRUE(r.stream([&](std::string_view x) {
-        body += x;
-        return true;
-      }));
-      api.done();
-    }
-    EXPECT_EQ(r.status, 200) << body.substr(0, 200);
-    return nlohmann::json::parse(body);
-  };
+  auto get = [&](const std::string& endpoint, const Params& q) { return nlohmann::json::parse(api_body(api, endpoint, q)); };
   auto info = get("info", {});
   EXPECT_EQ(info["baseline"]["metrics"][0], 0);
   EXPECT_NEAR(info["baseline"]["totals"][0].get<double>(), 1.210259, 1e-6);
@@ -549,14 +526,7 @@ TEST(Report, ServerCarriesTheBaselinesValues) {
   EXPECT_EQ(fmain["base"]["inc"][0], 0.0);
   // Against itself every flat row has its own values as the baseline's.
   Api same(*l, l.get());
-  Reply fr = same.handle("flat", {{"by", "line"}});
-  std::string body;
-  ASSERT_TRUE(fr.stream([&](std::string_view x) {
-    body += x;
-    return true;
-  }));
-  same.done();
-  auto lines = nlohmann::json::parse(body)["rows"];
+  auto lines = nlohmann::json::parse(api_body(same, "flat", {{"by", "line"}}))["rows"];
   ASSERT_GT(lines.size(), 5u);
   for (const auto& r : lines) {
     EXPECT_EQ(r["base"]["inc"], r["inc"]) << r.dump();

@@ -624,27 +624,9 @@ Reply Api::trace(const Params& q) {
   if (expose != "0" && expose != "1") return error(400, "parameter 'expose' must be 0 or 1");
   // `lines`: the trace lines chosen (hpcviewer's filter of execution contexts), "0,3,5-9";
   // p0 and p1 then index that list.
-  std::vector<uint32_t> chosen;
-  if (const std::string ls = text(q, "lines", ""); !ls.empty()) {
-    for (size_t at = 0; at < ls.size();) {
-      size_t end = ls.find(',', at);
-      if (end == std::string::npos) end = ls.size();
-      const std::string item = ls.substr(at, end - at);
-      const size_t dash = item.find('-');
-      uint64_t lo = 0, hi = 0;
-      auto parse = [](const std::string& x, uint64_t& v) {
-        auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
-        return ec == std::errc() && p == x.data() + x.size() && !x.empty();
-      };
-      const bool ok = dash == std::string::npos ? parse(item, lo) && (hi = lo, true)
-                                                : parse(item.substr(0, dash), lo) && parse(item.substr(dash + 1), hi);
-      if (!ok || hi < lo || hi >= t->size() || chosen.size() + (hi - lo + 1) > t->size())
-        return error(400, "parameter 'lines': '" + item.substr(0, 40) + "' is not a trace line or range below " +
-                              std::to_string(t->size()));
-      for (uint64_t l = lo; l <= hi; ++l) chosen.push_back(uint32_t(l));
-      at = end + 1;
-    }
-  }
+  auto lines = parse_index_list(text(q, "lines", ""), 0, t->size(), "parameter 'lines'", "trace line");
+  if (!lines.ok()) return error(400, lines.status().message());
+  std::vector<uint32_t> chosen = std::move(*lines);
   const uint64_t available = chosen.empty() ? t->size() : chosen.size();
   TraceQuery tq{range.t0, range.t1, uint32_t(*p0), uint32_t(std::min<uint64_t>(*p1, available)), uint32_t(*rows),
                 uint32_t(*width), uint32_t(*depth)};
