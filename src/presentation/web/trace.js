@@ -362,7 +362,8 @@ window.traceView = (() => {
     const shown = st.l1 - st.l0;
     st.nrows = Math.min(shown, c.height, 4096), st.width = c.width;
     st.rows = new Array(st.nrows), st.share = new Map(), st.painted = 0;
-    st.keys = new Int32Array(st.nrows * st.width).fill(-1);
+    // The pixels' keys, for the summary only (4 bytes a pixel: tens of MB on a large screen).
+    st.keys = st.lower === 'summary' ? new Int32Array(st.nrows * st.width).fill(-1) : null;
     hpc.status('trace…');
     const q = { t0: st.t0.toString(), t1: st.t1.toString(), width: c.width,
       depth: Number($t('trace-depth').value) || 0, expose: $t('trace-expose').checked ? 1 : 0 };
@@ -414,7 +415,9 @@ window.traceView = (() => {
     st.lower = which;
     $t('trace-lower-depth').classList.toggle('active', which === 'depth');
     $t('trace-lower-summary').classList.toggle('active', which === 'summary');
-    lowerView().catch(showError);
+    // The summary needs the pixels' keys, kept only while it is shown: the screen again.
+    if (which === 'summary' && !st.keys) fetchScreen().catch(showError);
+    else lowerView().catch(showError);
   }
 
   function side(which) {
