@@ -71,6 +71,29 @@ void top_down(const Experiment& e, const ReportOptions& o, std::vector<ReportRow
   }
 }
 
+// Rows chosen best-first, each named by its path of keys, in the order of a forest: every
+// row right below its parent (the path without its last key), siblings in the order chosen
+// (the hottest first).
+std::vector<size_t> forest_order(const std::vector<const std::vector<uint64_t>*>& paths) {
+  std::map<std::vector<uint64_t>, std::vector<size_t>> kids;
+  for (size_t i = 0; i < paths.size(); ++i)
+    kids[std::vector<uint64_t>(paths[i]->begin(), paths[i]->end() - 1)].push_back(i);
+  std::vector<size_t> order, stack;
+  auto pushKids = [&](const std::vector<uint64_t>& parent) {
+    auto it = kids.find(parent);
+    if (it == kids.end()) return;
+    for (auto r = it->second.rbegin(); r != it->second.rend(); ++r) stack.push_back(*r);
+  };
+  pushKids({});
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    order.push_back(i);
+    pushKids(*paths[i]);
+  }
+  return order;
+}
+
 // Best-first over the callers tree, ranked by the exclusive value attributed to a path.
 void bottom_up(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
   CallerIndex ci(e);
@@ -100,25 +123,9 @@ void bottom_up(const Experiment& e, const ReportOptions& o, std::vector<ReportRo
       }
     chosen.push_back(std::move(it));
   }
-  // Print as a forest, siblings hottest first: children listed under their parent path.
-  std::map<std::vector<uint64_t>, std::vector<size_t>> kids;
-  for (size_t i = 0; i < chosen.size(); ++i)
-    kids[std::vector<uint64_t>(chosen[i].path.begin(), chosen[i].path.end() - 1)].push_back(i);
-  std::vector<size_t> order, stack;
-  auto pushKids = [&](const std::vector<uint64_t>& parent) {
-    auto it = kids.find(parent);
-    if (it == kids.end()) return;
-    auto v = it->second;  // chosen in decreasing value order already
-    for (auto r = v.rbegin(); r != v.rend(); ++r) stack.push_back(*r);
-  };
-  pushKids({});
-  while (!stack.empty()) {
-    size_t i = stack.back();
-    stack.pop_back();
-    order.push_back(i);
-    pushKids(chosen[i].path);
-  }
-  for (size_t i : order) {
+  std::vector<const std::vector<uint64_t>*> paths;
+  for (const Item& it : chosen) paths.push_back(&it.path);
+  for (size_t i : forest_order(paths)) {
     auto& it = chosen[i];
     std::string id;
     for (auto k : it.path) id += (id.empty() ? "" : "/") + key_id(k);
@@ -167,24 +174,13 @@ void structure(const Experiment& e, const ReportOptions& o, std::vector<ReportRo
       }
     chosen.push_back(std::move(it.r));
   }
-  std::map<std::vector<uint64_t>, std::vector<size_t>> kids;
-  for (size_t i = 0; i < chosen.size(); ++i)
-    kids[std::vector<uint64_t>(chosen[i].path.begin(), chosen[i].path.end() - 1)].push_back(i);
-  std::vector<size_t> stack;
-  auto pushKids = [&](const std::vector<uint64_t>& parent) {
-    auto it = kids.find(parent);
-    if (it == kids.end()) return;
-    for (auto r = it->second.rbegin(); r != it->second.rend(); ++r) stack.push_back(*r);
-  };
-  pushKids({});
-  while (!stack.empty()) {
-    const size_t i = stack.back();
-    stack.pop_back();
+  std::vector<const std::vector<uint64_t>*> paths;
+  for (const StaticRow& r : chosen) paths.push_back(&r.path);
+  for (size_t i : forest_order(paths)) {
     const StaticRow& r = chosen[i];
     std::string id;
     for (uint64_t k : r.path) id += (id.empty() ? "" : "/") + static_key_string(k);
     out.push_back({"structure", uint32_t(r.path.size() - 1), id, r.name, r.inc[0], r.exc[0]});
-    pushKids(r.path);
   }
 }
 
