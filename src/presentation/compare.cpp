@@ -137,20 +137,43 @@ std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r) {
   return r.name;
 }
 
-uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in) {
+uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in, bool* ambiguous) {
+  if (ambiguous) *ambiguous = false;
   if (!from.has(ctx)) return kNoCtx;
-  std::vector<uint32_t> path;  // from ctx up, the root left out
-  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = from.parent(c)) path.push_back(c);
-  uint32_t at = 0;
+  std::vector<std::string> names;  // from the root down, the root left out
+  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = from.parent(c)) names.push_back(from.name(c));
+  std::reverse(names.begin(), names.end());
+  // Depth first over the contexts of `in` named as the path is: where siblings share a name
+  // (threads of one kind under the root), the first whose subtree holds the rest of the path.
+  struct Level {
+    std::vector<uint32_t> candidates;
+    size_t next = 0;
+  };
+  std::vector<Level> levels;
   std::vector<uint32_t> kids;
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    const std::string name = from.name(*it);
+  auto open = [&](uint32_t at) {
+    Level l;
     in.children(at, kids);
-    auto k = std::find_if(kids.begin(), kids.end(), [&](uint32_t x) { return in.name(x) == name; });
-    if (k == kids.end()) return kNoCtx;
-    at = *k;
+    for (uint32_t k : kids)
+      if (in.name(k) == names[levels.size()]) l.candidates.push_back(k);
+    if (ambiguous && l.candidates.size() > 1) *ambiguous = true;
+    levels.push_back(std::move(l));
+  };
+  if (names.empty()) return 0;
+  open(0);
+  size_t tried = 0;
+  while (!levels.empty()) {
+    Level& l = levels.back();
+    if (l.next == l.candidates.size() || ++tried > 100000) {
+      levels.pop_back();
+      if (tried > 100000) return kNoCtx;
+      continue;
+    }
+    const uint32_t c = l.candidates[l.next++];
+    if (levels.size() == names.size()) return c;
+    open(c);
   }
-  return at;
+  return kNoCtx;
 }
 
 std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
@@ -162,6 +185,87 @@ std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
     out.push_back(at);
   }
   return out;
+}
+
+namespace {
+std::string function_key(const Experiment& e, uint32_t fn) {
+  const auto& meta = e.meta();
+  const uint32_t m = fn < meta.functions.size() ? meta.functions[fn].module : db::kNone;
+  return e.function_name(fn) + '\x1f' + (m < meta.modules.size() ? base_name(meta.modules[m].path) : std::string());
+}
+}  // namespace
+
+Matcher::Matcher(const Experiment& from, const Experiment& to) : from_(from), to_(to) {
+  const auto& meta = to.meta();
+  for (uint32_t i = 0; i < meta.modules.size(); ++i) modules_.try_emplace(base_name(meta.modules[i].path), i);
+  for (uint32_t i = 0; i < meta.files.size(); ++i) {
+    files_.try_emplace(meta.files[i].path, i);
+    // A file name two files of `to` have names neither.
+    auto [it, fresh] = fileNames_.try_emplace(base_name(meta.files[i].path), i);
+    if (!fresh) it->second = db::kNone;
+  }
+  // The first function of a name in a module is the one its views key (Experiment folds a
+  // function listed once per inline site into its first entry).
+  for (uint32_t i = 0; i < meta.functions.size(); ++i) functions_.try_emplace(function_key(to, i), i);
+  for (uint32_t k : to.children(0))
+    if (to.kind(k) == NodeKind::Entry) entries_.try_emplace(to.name(k), k);
+  maps_ = {[this](uint32_t m) { return module(m); }, [this](uint32_t f) { return file(f); },
+           [this](uint32_t fn) { return function(fn); }};
+}
+
+uint32_t Matcher::module(uint32_t m) const {
+  const auto& mods = from_.meta().modules;
+  if (m >= mods.size()) return db::kNone;
+  auto it = modules_.find(base_name(mods[m].path));
+  return it == modules_.end() ? db::kNone : it->second;
+}
+
+uint32_t Matcher::file(uint32_t f) const {
+  const auto& files = from_.meta().files;
+  if (f >= files.size()) return db::kNone;
+  if (auto it = files_.find(files[f].path); it != files_.end()) return it->second;
+  auto it = fileNames_.find(base_name(files[f].path));
+  return it == fileNames_.end() ? db::kNone : it->second;
+}
+
+uint32_t Matcher::function(uint32_t fn) const {
+  if (fn >= from_.meta().functions.size()) return db::kNone;
+  auto it = functions_.find(function_key(from_, fn));
+  return it == functions_.end() ? db::kNone : it->second;
+}
+
+std::optional<uint64_t> Matcher::caller_key(uint64_t key) const {
+  if (key & kEntryKey) {
+    const uint32_t c = uint32_t(key);
+    if (!from_.has(c)) return std::nullopt;
+    auto it = entries_.find(from_.name(c));
+    if (it == entries_.end()) return std::nullopt;
+    return kEntryKey | it->second;
+  }
+  const uint32_t fn = function(uint32_t(key));
+  if (fn == db::kNone) return std::nullopt;
+  return fn;
+}
+
+uint64_t Matcher::named_in_to(uint64_t toKey) const {
+  if (!(toKey & kEntryKey) || !to_.has(uint32_t(toKey))) return toKey;
+  auto it = entries_.find(to_.name(uint32_t(toKey)));
+  return it == entries_.end() ? toKey : kEntryKey | it->second;
+}
+
+std::optional<std::vector<uint64_t>> Matcher::caller_path(const std::vector<uint64_t>& path) const {
+  std::vector<uint64_t> out;
+  out.reserve(path.size());
+  for (uint64_t k : path) {
+    auto to = caller_key(k);
+    if (!to) return std::nullopt;
+    out.push_back(*to);
+  }
+  return out;
+}
+
+std::optional<std::vector<uint64_t>> Matcher::static_path(const std::vector<uint64_t>& path) const {
+  return remap_static_path(path, maps_);
 }
 
 std::vector<CompareRow> compare_rows(const Experiment& a, const Experiment& b, const CompareOptions& o) {

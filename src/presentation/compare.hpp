@@ -7,7 +7,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "presentation/experiment.hpp"
@@ -33,10 +35,39 @@ struct CompareRow {
 // What names a flat row in any database (its key: ids differ from one database to another).
 std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r);
 // The context of `in` with the path of names that `ctx` has in `from` (the root for 0), or
-// kNoCtx where `in` has none. Work: the path's length times its contexts' siblings.
-uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in);
+// kNoCtx where `in` has none. Where siblings of `in` share a name on the way (threads of one
+// kind), the first whose subtree holds the rest of the path, and `ambiguous` says so. Work:
+// the path's length times its contexts' siblings (more where names are shared).
+uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment& in, bool* ambiguous = nullptr);
 // Each metric of `e` as an index into `base`'s metrics, by name; -1 where base has none.
 std::vector<int> matching_metrics(const Experiment& e, const Experiment& base);
+
+// The indices and view keys of one database (`from`) as another's (`to`), by name: a load
+// module by its file name, a source file by its path (else by its file name, where one file
+// of `to` has it), a function by its name and its module's file name (the first of those in
+// `to`), an entry point by its name. Built once (an index of `to`'s names); each answer is a
+// lookup. MT: const methods are thread-safe.
+class Matcher {
+public:
+  Matcher(const Experiment& from, const Experiment& to);
+  uint32_t module(uint32_t m) const;    // db::kNone where `to` has none
+  uint32_t file(uint32_t f) const;
+  uint32_t function(uint32_t fn) const;
+  // A bottom-up key (function, or kEntryKey|entry context) and path (CallerIndex's).
+  std::optional<uint64_t> caller_key(uint64_t key) const;
+  std::optional<std::vector<uint64_t>> caller_path(const std::vector<uint64_t>& path) const;
+  // A bottom-up key of `to` as caller_key answers for what it names: entry points of one name
+  // (threads of one kind) are one, the first.
+  uint64_t named_in_to(uint64_t toKey) const;
+  // A path of the static structure (StaticTree's).
+  std::optional<std::vector<uint64_t>> static_path(const std::vector<uint64_t>& path) const;
+
+private:
+  const Experiment& from_;
+  const Experiment& to_;
+  std::unordered_map<std::string, uint32_t> modules_, files_, fileNames_, functions_, entries_;
+  IndexMaps maps_;
+};
 
 // The flat rows by o.by, the `top` with the largest change of exclusive value (then of
 // inclusive), and the calling contexts best-first by the largest change of inclusive value,

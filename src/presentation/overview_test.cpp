@@ -3,6 +3,7 @@
 // and the verdict follows the shares (and instructions per cycle where counted).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -14,6 +15,8 @@
 #include "presentation/experiment.hpp"
 #include "presentation/overview.hpp"
 #include "presentation/report.hpp"
+#include "presentation/api_test_util.hpp"
+#include "presentation/server/api.hpp"
 
 namespace fs = std::filesystem;
 using namespace hpc;
@@ -42,7 +45,10 @@ Node fn(uint32_t ctx, int f, std::vector<double> self, std::vector<Node> kids = 
   return {ctx, f, self, std::move(kids)};
 }
 
-fs::path write_db(bool counters) {
+// `permuted`: the same program in another database, as another run of it makes: modules and
+// functions listed in reverse order, another file first, contexts numbered from 50 on, every
+// value doubled.
+fs::path write_db(bool counters, bool permuted = false) {
   using namespace hpc::db;
   Database db;
   Meta& m = db.meta;
@@ -66,6 +72,7 @@ fs::path write_db(bool counters) {
                {0, "/usr/lib/x86_64-linux-gnu/openmpi/lib/libopen-pal.so.40"},
                {0, "/lib/x86_64-linux-gnu/libevent_core-2.1.so.7"}};
   m.files = {{0, "/src/main.c"}};
+  const uint32_t nModules = uint32_t(m.modules.size());
   m.functions = {{"main", 0, 0x1000, 0, 1, 0},           {"compute", 0, 0x1100, 0, 10, 0},
                  {"PMPI_Allreduce", 1, 0x2000, kNone, 0, 0}, {"__poll", 2, 0x3000, kNone, 0, 0},
                  {"_IO_fwrite", 2, 0x3100, kNone, 0, 0},   {"write", 2, 0x3200, kNone, 0, 0},
@@ -77,6 +84,19 @@ fs::path write_db(bool counters) {
                  {"targ1cc40", 3, 0x4200, kNone, 0, 0},      {"__memcpy_avx_unaligned", 2, 0x3500, kNone, 0, 0},
                  {"signal_thread", 0, 0x1300, 0, 30, 0},    {"sigwait", 2, 0x3600, kNone, 0, 0},
                  {"pthread_rwlock_unlock@@GLIBC_2.34", 2, 0x3700, kNone, 0, 0}};
+  const uint32_t nFunctions = uint32_t(m.functions.size());
+  auto fnAt = [&](int f) { return permuted ? nFunctions - 1 - uint32_t(f) : uint32_t(f); };
+  auto ctxAt = [&](uint32_t c) { return permuted && c != 0 ? c + 50 : c; };
+  const double scale = permuted ? 2.0 : 1.0;
+  if (permuted) {
+    std::reverse(m.modules.begin(), m.modules.end());
+    std::reverse(m.functions.begin(), m.functions.end());
+    for (Function& f : m.functions) {
+      f.module = nModules - 1 - f.module;
+      if (f.file != kNone) f.file += 1;
+    }
+    m.files.insert(m.files.begin(), {0, "/src/other.c"});
+  }
   // Own values: CPUTIME, REALTIME, cycles, instructions.
   std::vector<std::pair<uint32_t, Node>> threads = {
       {1, fn(2, kMain, {}, {fn(3, -1, {}, {
@@ -98,27 +118,28 @@ fs::path write_db(bool counters) {
   std::map<uint32_t, std::vector<double>> inc;
   std::function<std::vector<double>(const Node&)> sum = [&](const Node& n) {
     std::vector<double> v = n.self;
+    for (double& x : v) x *= scale;
     for (const Node& k : n.kids) {
       auto kv = sum(k);
       for (size_t i = 0; i < kMetrics; ++i) v[i] += kv[i];
     }
-    inc[n.ctx] = v;
+    inc[ctxAt(n.ctx)] = v;
     return v;
   };
   std::function<Context(const Node&)> ctx = [&](const Node& n) {
     Context c;
-    c.ctxId = n.ctx;
-    if (n.fn >= 0) c.relation = 1, c.lexicalType = 0, c.function = uint32_t(n.fn);
-    else c.relation = 0, c.lexicalType = 2, c.propagation = 1, c.file = 0, c.line = 5;
+    c.ctxId = ctxAt(n.ctx);
+    if (n.fn >= 0) c.relation = 1, c.lexicalType = 0, c.function = fnAt(n.fn);
+    else c.relation = 0, c.lexicalType = 2, c.propagation = 1, c.file = permuted ? 1 : 0, c.line = 5;
     for (const Node& k : n.kids) c.children.push_back(ctx(k));
     return c;
   };
   std::vector<double> root(kMetrics, 0);
   for (size_t t = 0; t < threads.size(); ++t) {
     auto v = sum(threads[t].second);
-    inc[entryIds[t]] = v;
+    inc[ctxAt(entryIds[t])] = v;
     for (size_t i = 0; i < kMetrics; ++i) root[i] += v[i];
-    EntryPoint ep{entryIds[t], uint16_t(threads[t].first), entryNames[t], {}};
+    EntryPoint ep{ctxAt(entryIds[t]), uint16_t(threads[t].first), entryNames[t], {}};
     ep.children.push_back(ctx(threads[t].second));
     m.entryPoints.push_back(std::move(ep));
   }
@@ -138,14 +159,14 @@ fs::path write_db(bool counters) {
     thread.idTuple = std::vector<Identifier>{{2, 0, rank, rank}, {3, 0, 0, 0}};
     db.profiles.push_back(std::move(thread));
   }
-  db.contexts.resize(40);
+  db.contexts.resize(100);
   for (auto [c, r0, r1] : {std::tuple{0u, 5.0, 5.75}, std::tuple{5u, 0.2, 1.8}}) {
-    db.contexts[c].push(1, r0);
-    db.contexts[c].push(2, r1);
-    db.contexts[c].close(2);  // CPUTIME's execution scope
+    db.contexts[ctxAt(c)].push(1, r0 * scale);
+    db.contexts[ctxAt(c)].push(2, r1 * scale);
+    db.contexts[ctxAt(c)].close(2);  // CPUTIME's execution scope
   }
   fs::path dir = fs::temp_directory_path() / ("pres-overview-" + std::to_string(::getpid())) /
-                 (counters ? "counters.d" : "plain.d");
+                 (permuted ? "permuted.d" : counters ? "counters.d" : "plain.d");
   fs::create_directories(dir.parent_path());
   Status s = write_database(db, dir);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -241,6 +262,68 @@ TEST(Overview, KindsOfWorkAndVerdict) {
   print_report(x, o, summary);
   EXPECT_NE(summary.str().find("# Verdict: compute-bound"), std::string::npos) << summary.str();
   EXPECT_NE(summary.str().find("Hottest call paths"), std::string::npos);
+  fs::remove_all(plain.parent_path());
+}
+
+// hpcserver --compare across two databases of one program whose ids all differ (modules,
+// files, functions and contexts numbered otherwise, every value doubled): in each profile
+// view, every row finds its baseline row by name, and its baseline values are what the
+// baseline database alone shows there, half the row's own.
+TEST(Compare, EveryViewMatchesRowsAcrossDatabasesByName) {
+  const fs::path plain = write_db(false), permuted = write_db(false, true);
+  auto a = Experiment::open(plain), b = Experiment::open(permuted);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Api cmp(**b, a->get()), alone(**a);
+  using nlohmann::json;
+  auto walk = [](Api& api, const std::string& endpoint, const Params& first) {
+    std::map<std::vector<std::string>, json> out;
+    std::vector<std::pair<Params, std::vector<std::string>>> todo{{first, {}}};
+    while (!todo.empty()) {
+      auto [q, names] = todo.back();
+      todo.pop_back();
+      json j = json::parse(api_body(api, endpoint, q));
+      for (const json& r : j[endpoint == "children" ? "children" : "rows"]) {
+        std::vector<std::string> p = names;
+        p.push_back(r["name"]);
+        // Three entry points here are "application thread": rows of one name under one
+        // parent are left out (real databases have one entry point of a kind).
+        if (!out.emplace(p, r).second) out[p] = nullptr;
+        if (r["hasChildren"] == true && p.size() < 8) {
+          Params next = q;
+          if (endpoint == "children") next["ctx"] = std::to_string(r["ctx"].get<uint32_t>());
+          else next["path"] = r["path"];
+          todo.push_back({next, p});
+        }
+      }
+    }
+    return out;
+  };
+  const std::vector<std::pair<std::string, Params>> views{
+      {"children", {{"ctx", "0"}, {"metric", "0,1"}}},
+      {"children", {{"ctx", "0"}, {"metric", "0"}, {"filter", R"([{"pattern":"main","mode":"self"}])"}}},
+      {"bottom-up", {{"metric", "0,1"}}},
+      {"structure", {{"metric", "0,1"}}},
+      {"structure", {{"metric", "0,1"}, {"depth", "3"}}},
+      {"flat", {{"metric", "0,1"}, {"by", "function"}}},
+      {"flat", {{"metric", "0,1"}, {"by", "module"}}}};
+  for (const auto& [endpoint, q] : views) {
+    auto rows = walk(cmp, endpoint, q), there = walk(alone, endpoint, q);
+    ASSERT_GT(rows.size(), 3u) << endpoint;
+    EXPECT_EQ(rows.size(), there.size()) << endpoint;
+    size_t nonzero = 0;
+    for (const auto& [p, r] : rows) {
+      if (r.is_null()) continue;
+      auto it = there.find(p);
+      ASSERT_NE(it, there.end()) << endpoint << " " << r.dump();
+      EXPECT_EQ(r["base"]["inc"], it->second["inc"]) << endpoint << " " << r.dump();
+      EXPECT_EQ(r["base"]["exc"], it->second["exc"]) << endpoint << " " << r.dump();
+      for (size_t m = 0; m < r["inc"].size(); ++m) {
+        EXPECT_DOUBLE_EQ(r["inc"][m].get<double>(), 2 * r["base"]["inc"][m].get<double>()) << endpoint << " " << r.dump();
+        nonzero += r["base"]["inc"][m].get<double>() > 0;
+      }
+    }
+    EXPECT_GT(nonzero, rows.size() / 2) << endpoint;
+  }
   fs::remove_all(plain.parent_path());
 }
 

@@ -984,6 +984,50 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
   return out;
 }
 
+std::optional<std::vector<uint64_t>> remap_static_path(const std::vector<uint64_t>& path, const IndexMaps& maps) {
+  auto through = [](const std::function<uint32_t(uint32_t)>& f, uint32_t i) { return i == db::kNone ? i : f(i); };
+  auto address = [&](uint64_t payload) -> std::optional<uint64_t> {  // address_key's module, 20 bits
+    const uint32_t m = uint32_t(payload >> 40);
+    const uint32_t to = through(maps.module, m == 0xfffff ? db::kNone : m);
+    if (to == db::kNone && m != 0xfffff) return std::nullopt;
+    return (payload & ((uint64_t(1) << 40) - 1)) | uint64_t(to & 0xfffff) << 40;
+  };
+  std::vector<uint64_t> out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    const uint64_t key = path[i];
+    if (i < 2) {  // a module, then a file: their indices (kNone where the function has none)
+      const uint32_t at = through(i == 0 ? maps.module : maps.file, uint32_t(key));
+      if (at == db::kNone && uint32_t(key) != db::kNone) return std::nullopt;
+      out.push_back(at);
+      continue;
+    }
+    const uint64_t tag = tag_of(key), payload = key & ((uint64_t(1) << 60) - 1);
+    std::optional<uint64_t> to;
+    switch (tag) {
+    case kTagFunction:
+    case kTagInlined:
+    case kTagCall:
+      if (const uint32_t fn = maps.function(uint32_t(payload)); fn != db::kNone) to = fn;
+      break;
+    case kTagAddress:
+    case kTagCallAddress:
+    case kTagInstruction: to = address(payload); break;
+    case kTagLoop:
+    case kTagLine: {
+      const uint32_t f = uint32_t(payload >> 32) & 0xfffffff;
+      const uint32_t mapped = through(maps.file, f == 0xfffffff ? db::kNone : f);
+      if (mapped != db::kNone || f == 0xfffffff) to = line_key(mapped, uint32_t(payload));
+      break;
+    }
+    default: break;
+    }
+    if (!to) return std::nullopt;
+    out.push_back(tagged(tag, *to));
+  }
+  return out;
+}
+
 std::optional<StaticRow> StaticTree::node(const std::vector<uint64_t>& path) const {
   if (path.empty()) return std::nullopt;
   std::vector<uint64_t> parent(path.begin(), path.end() - 1);

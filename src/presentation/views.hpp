@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,6 +191,15 @@ private:
   size_t budget_ = SIZE_MAX;
   mutable bool over_ = false;
 };
+
+// A static-structure path with the module, file and function indices its keys hold put
+// through `maps` (two runs compared: one database's rows as the other's). Position 0 is a
+// module, 1 a file, 2 a function, the rest the function's body; each map answers db::kNone
+// where it has no match (kNone itself stays kNone), and then so does this: nullopt.
+struct IndexMaps {
+  std::function<uint32_t(uint32_t)> module, file, function;
+};
+std::optional<std::vector<uint64_t>> remap_static_path(const std::vector<uint64_t>& path, const IndexMaps& maps);
 
 // Sorts rows (Aggregate or FlatRow) hottest first by metric `m`.
 template <typename Row>

@@ -538,6 +538,72 @@ TEST(Report, ServerCarriesTheBaselinesValues) {
   EXPECT_FALSE(nlohmann::json::parse(r.body).contains("baseline"));
 }
 
+// hpcserver --compare in the bottom-up view and the static structure, and in top-down rows a
+// filter brought up from below: against itself every row's baseline is its own values; the
+// program against its measurement analysed without structure (another database: other ids,
+// no loops or lines), each row's baseline is what that database alone shows at the same
+// path of names (its functions are addresses, so few rows have one; the permuted database of
+// overview_test.cpp matches every row).
+TEST(Report, ServerCarriesTheBaselinesValuesInEveryView) {
+  auto l = open_db("loops-cputime-t.d"), n = open_db("loops-cputime-t.nostruct.d");
+  ASSERT_TRUE(l && n);
+  using nlohmann::json;
+  // Every row of a view, expanded `levels` deep, by its path of names.
+  auto walk = [](Api& api, const std::string& endpoint, const Params& first, int levels) {
+    std::map<std::vector<std::string>, json> out;
+    std::vector<std::pair<Params, std::vector<std::string>>> todo{{first, {}}};
+    while (!todo.empty()) {
+      auto [q, names] = todo.back();
+      todo.pop_back();
+      json j = json::parse(api_body(api, endpoint, q));
+      for (const json& r : j[endpoint == "children" ? "children" : "rows"]) {
+        std::vector<std::string> p = names;
+        p.push_back(r["name"]);
+        out.emplace(p, r);
+        if (r["hasChildren"] == true && int(p.size()) < levels) {
+          Params next;
+          if (endpoint == "children") next["ctx"] = std::to_string(r["ctx"].get<uint32_t>());
+          else next["path"] = r["path"];
+          if (q.count("filter")) next["filter"] = q.at("filter");
+          todo.push_back({next, p});
+        }
+      }
+    }
+    return out;
+  };
+  Api self(*l, l.get());
+  const std::vector<std::tuple<std::string, Params, int>> views{
+      {"bottom-up", {}, 4}, {"structure", {}, 6}, {"structure", {{"depth", "3"}}, 3},
+      {"children", {{"ctx", "0"}, {"filter", R"([{"pattern":"main","mode":"self"}])"}}, 5}};
+  for (const auto& [endpoint, q, levels] : views) {
+    auto rows = walk(self, endpoint, q, levels);
+    ASSERT_GT(rows.size(), 5u) << endpoint;
+    for (const auto& [p, r] : rows) {
+      ASSERT_TRUE(r.contains("base")) << endpoint << " " << r.dump();
+      EXPECT_EQ(r["base"]["inc"], r["inc"]) << endpoint << " " << r.dump();
+      EXPECT_EQ(r["base"]["exc"], r["exc"]) << endpoint << " " << r.dump();
+    }
+  }
+  // The filter brought rows up from below main: the check saw some.
+  auto filtered = walk(self, "children", std::get<1>(views[3]), 3);
+  EXPECT_TRUE(std::none_of(filtered.begin(), filtered.end(), [](auto& x) { return x.second["name"] == "main"; }));
+
+  Api cmp(*l, n.get()), alone(*n);
+  size_t matched = 0;
+  for (const auto& [endpoint, q, levels] : views) {
+    if (endpoint == "children") continue;
+    auto rows = walk(cmp, endpoint, q, levels), there = walk(alone, endpoint, q, levels);
+    for (const auto& [p, r] : rows) {
+      auto it = there.find(p);
+      const json zero = json::array({0.0});
+      EXPECT_EQ(r["base"]["inc"], it == there.end() ? zero : it->second["inc"]) << endpoint << " " << r.dump();
+      EXPECT_EQ(r["base"]["exc"], it == there.end() ? zero : it->second["exc"]) << endpoint << " " << r.dump();
+      if (it != there.end() && it->second["inc"][0].get<double>() > 0) ++matched;
+    }
+  }
+  EXPECT_GE(matched, 3u);  // the module and the structure rows of addresses it has
+}
+
 TEST(Report, TextNamesHotFunction) {
   auto e = open_db("small.d");
   ASSERT_TRUE(e);

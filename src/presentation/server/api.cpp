@@ -190,7 +190,39 @@ std::optional<Reply> trace_range(const Experiment& e, const Params& q, TraceRang
 }  // namespace
 
 Api::Api(const Experiment& e, const Experiment* base)
-    : e_(e), base_(base), baseMetric_(base ? matching_metrics(e, *base) : std::vector<int>()) {}
+    : e_(e), base_(base), baseMetric_(base ? matching_metrics(e, *base) : std::vector<int>()),
+      match_(base ? std::make_unique<const Matcher>(e, *base) : nullptr) {}
+
+Api::BaseColumns Api::base_columns(const std::vector<size_t>& ms) const {
+  BaseColumns c;
+  c.at.assign(ms.size(), SIZE_MAX);
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (const int b = baseMetric_[ms[i]]; b >= 0) c.at[i] = c.metrics.size(), c.metrics.push_back(size_t(b));
+  return c;
+}
+
+std::pair<std::vector<double>, std::vector<double>> Api::spread(const BaseColumns& c, const std::vector<double>& inc,
+                                                                const std::vector<double>& exc) {
+  std::pair<std::vector<double>, std::vector<double>> out{std::vector<double>(c.at.size(), 0.0), std::vector<double>(c.at.size(), 0.0)};
+  for (size_t i = 0; i < c.at.size(); ++i)
+    if (c.at[i] != SIZE_MAX) out.first[i] = inc[c.at[i]], out.second[i] = exc[c.at[i]];
+  return out;
+}
+
+std::shared_ptr<Api::BaseValues> Api::base_flat(FlatBy by, const std::vector<size_t>& ms) const {
+  // The baseline's rows by name (a key several rows have sums them), the asked metrics it has.
+  auto out = std::make_shared<BaseValues>();
+  if (!base_) return out;
+  const BaseColumns c = base_columns(ms);
+  if (c.metrics.empty()) return out;
+  for (const FlatRow& r : flat_rows(*base_, by, c.metrics)) {
+    auto [inc, exc] = spread(c, r.inc, r.exc);
+    auto [it, fresh] = out->try_emplace(flat_key(*base_, by, r), std::move(inc), std::move(exc));
+    if (!fresh)
+      for (size_t i = 0; i < ms.size(); ++i) it->second.first[i] += inc[i], it->second.second[i] += exc[i];
+  }
+  return out;
+}
 
 Reply Api::handle(const std::string& endpoint, const Params& q) {
   Reply r = dispatch(endpoint, q);
@@ -351,14 +383,15 @@ Reply Api::children(const Params& q) {
   // With a baseline: its context at the same path of names, and its children by name.
   auto baseKids = std::make_shared<std::unordered_map<std::string, uint32_t>>();
   const bool withBase = base_ && selected->empty();
+  bool ambiguous = false;
   if (withBase) {
-    const uint32_t at = matching_context(e_, uint32_t(*ctx), *base_);
+    const uint32_t at = matching_context(e_, uint32_t(*ctx), *base_, &ambiguous);
     if (at != kNoCtx)
       for (uint32_t k : base_->children(at)) baseKids->try_emplace(base_->name(k), k);
   }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
                       [&e = e_, kids, leaves, ms = *ms, selected, withStats, base = withBase ? base_ : nullptr, baseKids,
-                       &baseMetric = baseMetric_](size_t i) {
+                       &baseMetric = baseMetric_, ctx = uint32_t(*ctx), ambiguous](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
                         for (size_t m : ms) {
@@ -384,13 +417,19 @@ Reply Api::children(const Params& q) {
                           r["stats"] = {{"inc", si}, {"exc", se}};
                         }
                         if (base) {
-                          auto it = baseKids->find(e.name(k));
+                          // A child of the asked context by name among the baseline's children of
+                          // its match; one a filter brought up from below, by its own path.
+                          uint32_t at = kNoCtx;
+                          if (e.parent(k) == ctx)
+                            if (auto it = baseKids->find(e.name(k)); it != baseKids->end()) at = it->second;
+                          // Where siblings on the way share names, by the child's own path.
+                          if (at == kNoCtx && (e.parent(k) != ctx || ambiguous)) at = matching_context(e, k, *base);
                           json binc = json::array(), bexc = json::array();
                           for (size_t m : ms) {
                             const int bm = baseMetric[m];
-                            const bool has = it != baseKids->end() && bm >= 0;
-                            binc.push_back(has ? base->inclusive(it->second, base->metrics()[size_t(bm)]) : 0.0);
-                            bexc.push_back(has ? base->exclusive(it->second, base->metrics()[size_t(bm)]) : 0.0);
+                            const bool has = at != kNoCtx && bm >= 0;
+                            binc.push_back(has ? base->inclusive(at, base->metrics()[size_t(bm)]) : 0.0);
+                            bexc.push_back(has ? base->exclusive(at, base->metrics()[size_t(bm)]) : 0.0);
                           }
                           r["base"] = {{"inc", binc}, {"exc", bexc}};
                         }
@@ -436,24 +475,51 @@ Reply Api::bottom_up(const Params& q) {
   for (uint64_t k : *path) prefix += key_string(k) + "/";
   json head{{"path", text(q, "path")}, {"metrics", metric_header(e_, *ms)}};
   CallerIndex ci(e_, *ms);
+  const std::vector<double> zero(ms->size(), 0.0);
   if (path->empty()) {  // the roots are the flat view by function, with a flag for callers
     size_t total = 0;
     auto t = std::make_shared<const FlatTable>(flat_top(e_, FlatBy::Function, *ms, *top, total));
     head["total"] = total;
-    return stream_array(std::move(head), "rows", t->size(), [t, ci](size_t r) {
+    // With a baseline: the flat view's rows by function, as the flat view matches them.
+    auto baseRows = base_flat(FlatBy::Function, *ms);
+    return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, ci, baseRows, zero, withBase = base_ != nullptr](size_t r) {
       json inc = json::array(), exc = json::array();
       for (size_t m = 0; m < t->nm; ++m) inc.push_back(t->inc(r, m)), exc.push_back(t->exc(r, m));
-      return json{{"key", key_string(t->keys[r])}, {"path", key_string(t->keys[r])}, {"name", ci.key_name(t->keys[r])},
-                  {"hasChildren", bool(t->hasCaller[r])}, {"inc", inc}, {"exc", exc}};
+      json j{{"key", key_string(t->keys[r])}, {"path", key_string(t->keys[r])}, {"name", ci.key_name(t->keys[r])},
+             {"hasChildren", bool(t->hasCaller[r])}, {"inc", inc}, {"exc", exc}};
+      if (withBase) {
+        auto it = baseRows->find(flat_key(e, FlatBy::Function, flat_row(e, FlatBy::Function, *t, r)));
+        j["base"] = {{"inc", it != baseRows->end() ? it->second.first : zero}, {"exc", it != baseRows->end() ? it->second.second : zero}};
+      }
+      return j;
     });
   }
   auto rows = std::make_shared<std::vector<Aggregate>>(ci.children(*path));
   if (!ms->empty()) sort_rows(*rows, 0, /*byExclusive=*/true);
   head["total"] = rows->size();
-  return stream_array(std::move(head), "rows", std::min<size_t>(rows->size(), *top), [rows, ci, prefix](size_t i) {
+  // With a baseline: the callers of the node at the same path of names there, by key.
+  auto baseKids = std::make_shared<std::unordered_map<uint64_t, std::pair<std::vector<double>, std::vector<double>>>>();
+  if (base_) {
+    const BaseColumns c = base_columns(*ms);
+    if (auto at = match_->caller_path(*path); at && !c.metrics.empty())
+      for (const Aggregate& a : CallerIndex(*base_, c.metrics).children(*at)) {
+        auto [inc, exc] = spread(c, a.inc, a.exc);
+        auto [it, fresh] = baseKids->try_emplace(match_->named_in_to(a.key), std::move(inc), std::move(exc));
+        if (!fresh)  // entry points of one name, summed
+          for (size_t i = 0; i < ms->size(); ++i) it->second.first[i] += inc[i], it->second.second[i] += exc[i];
+      }
+  }
+  return stream_array(std::move(head), "rows", std::min<size_t>(rows->size(), *top),
+                      [rows, ci, prefix, baseKids, zero, match = base_ ? match_.get() : nullptr](size_t i) {
     const Aggregate& a = (*rows)[i];
-    return json{{"key", key_string(a.key)}, {"path", prefix + key_string(a.key)}, {"name", ci.key_name(a.key)},
-                {"hasChildren", a.hasChildren}, {"inc", a.inc}, {"exc", a.exc}};
+    json j{{"key", key_string(a.key)}, {"path", prefix + key_string(a.key)}, {"name", ci.key_name(a.key)},
+           {"hasChildren", a.hasChildren}, {"inc", a.inc}, {"exc", a.exc}};
+    if (match) {
+      const auto to = match->caller_key(a.key);
+      auto it = to ? baseKids->find(*to) : baseKids->end();
+      j["base"] = {{"inc", it != baseKids->end() ? it->second.first : zero}, {"exc", it != baseKids->end() ? it->second.second : zero}};
+    }
+    return j;
   });
 }
 
@@ -470,20 +536,7 @@ Reply Api::flat(const Params& q) {
   size_t total = 0;
   auto t = std::make_shared<const FlatTable>(flat_top(e_, by, *ms, *top, total));
   json head{{"by", bys}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
-  // With a baseline: its rows by name, the asked metrics it has.
-  auto baseRows = std::make_shared<std::unordered_map<std::string, std::pair<std::vector<double>, std::vector<double>>>>();
-  if (base_) {
-    std::vector<size_t> bms, at(ms->size(), SIZE_MAX);
-    for (size_t i = 0; i < ms->size(); ++i)
-      if (const int b = baseMetric_[(*ms)[i]]; b >= 0) at[i] = bms.size(), bms.push_back(size_t(b));
-    if (!bms.empty())
-      for (const FlatRow& r : flat_rows(*base_, by, bms)) {
-        auto& [inc, exc] = (*baseRows)[flat_key(*base_, by, r)];
-        inc.resize(ms->size(), 0.0), exc.resize(ms->size(), 0.0);
-        for (size_t i = 0; i < ms->size(); ++i)
-          if (at[i] != SIZE_MAX) inc[i] += r.inc[at[i]], exc[i] += r.exc[at[i]];
-      }
-  }
+  auto baseRows = base_flat(by, *ms);
   return stream_array(std::move(head), "rows", t->size(), [&e = e_, t, by, baseRows, nm = ms->size(), withBase = base_ != nullptr](size_t i) {
     FlatRow r = flat_row(e, by, *t, i);
     json j{{"key", r.key}, {"name", r.name}, {"inc", r.inc}, {"exc", r.exc}};
@@ -521,19 +574,37 @@ Reply Api::structure(const Params& q) {
     ec.clear();
   }
   StaticTree st(e_, *ms);
-  st.set_row_budget(std::max<uint64_t>(50000, dbBytes / 10 / (300 + 100 * std::max<size_t>(ms->size(), 1))));
+  const size_t budget = std::max<uint64_t>(50000, dbBytes / 10 / (300 + 100 * std::max<size_t>(ms->size(), 1)));
+  st.set_row_budget(budget);
   auto rows = std::make_shared<std::vector<StaticRow>>(st.rows(*path, uint32_t(*depth), *top, &total));
   if (st.over_budget())
     return error(413, "the view flattened to this depth has more rows than the server holds for one request: "
                       "flatten less, or expand a row");
   json head{{"path", text(q, "path")}, {"depth", *depth}, {"metrics", metric_header(e_, *ms)}, {"total", total}};
-  return stream_array(std::move(head), "rows", rows->size(), [rows](size_t i) {
+  // With a baseline: its rows below the path of the same names there, by path (none where
+  // they would be more than the server holds).
+  auto baseRows = std::make_shared<std::map<std::vector<uint64_t>, std::pair<std::vector<double>, std::vector<double>>>>();
+  if (base_) {
+    const BaseColumns c = base_columns(*ms);
+    if (auto at = match_->static_path(*path); at && !c.metrics.empty()) {
+      StaticTree bt(*base_, c.metrics);
+      bt.set_row_budget(budget);
+      for (StaticRow& r : bt.rows(*at, uint32_t(*depth))) baseRows->emplace(std::move(r.path), spread(c, r.inc, r.exc));
+    }
+  }
+  const std::vector<double> zero(ms->size(), 0.0);
+  return stream_array(std::move(head), "rows", rows->size(), [rows, baseRows, zero, match = base_ ? match_.get() : nullptr](size_t i) {
     const StaticRow& r = (*rows)[i];
     std::string p;
     for (uint64_t k : r.path) p += (p.empty() ? "" : "/") + static_key_string(k);
     json j{{"key", static_key_string(r.path.back())}, {"path", p}, {"kind", static_kind_name(r.kind)},
            {"name", r.name}, {"hasChildren", r.hasChildren}, {"inc", r.inc}, {"exc", r.exc}};
     if (r.file != db::kNone) j["file"] = r.file, j["line"] = r.line;
+    if (match) {
+      const auto to = match->static_path(r.path);
+      auto it = to ? baseRows->find(*to) : baseRows->end();
+      j["base"] = {{"inc", it != baseRows->end() ? it->second.first : zero}, {"exc", it != baseRows->end() ? it->second.second : zero}};
+    }
     return j;
   });
 }

@@ -5,10 +5,13 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
+#include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/views.hpp"
 
@@ -38,8 +41,9 @@ inline constexpr uint64_t kMaxSourceBytes = 16u << 20;
 
 class Api {
 public:
-  // With `base` (hpcserver --compare BASE), top-down children and flat rows also carry the
-  // baseline database's values of the contexts and rows that match them by name.
+  // With `base` (hpcserver --compare BASE), the rows of every profile view (top-down,
+  // bottom-up, flat, static structure) also carry the baseline database's values of the
+  // contexts and rows that match them by name.
   explicit Api(const Experiment& e, const Experiment* base = nullptr);
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -72,6 +76,19 @@ private:
   const Experiment& e_;
   const Experiment* base_;
   std::vector<int> baseMetric_;  // each metric's index in base_, -1 where it has none
+  std::unique_ptr<const Matcher> match_;  // e_'s names as base_'s indices and keys
+  // The asked metrics base_ has (indices into its metrics) and, per asked metric, its column
+  // there (SIZE_MAX: none).
+  struct BaseColumns {
+    std::vector<size_t> metrics, at;
+  };
+  BaseColumns base_columns(const std::vector<size_t>& ms) const;
+  // Values by a row's name (flat_key): inclusive and exclusive per asked metric.
+  using BaseValues = std::unordered_map<std::string, std::pair<std::vector<double>, std::vector<double>>>;
+  std::shared_ptr<BaseValues> base_flat(FlatBy by, const std::vector<size_t>& ms) const;
+  // Values of base columns `c` laid out as the asked metrics (0 where base_ has none).
+  static std::pair<std::vector<double>, std::vector<double>> spread(const BaseColumns& c, const std::vector<double>& inc,
+                                                                    const std::vector<double>& exc);
 };
 
 }  // namespace hpc::present

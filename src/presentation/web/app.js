@@ -667,7 +667,7 @@ async function main() {
   if (bl) {
     $('baseline-badge').hidden = false;
     $('baseline-badge').textContent = `against ${bl.title || bl.dir}`;
-    $('baseline-badge').title = `baseline database: ${bl.dir}; top-down and flat views show its values`;
+    $('baseline-badge').title = `baseline database: ${bl.dir}; the profile views show its values beside each row`;
   }
   hpc.info.metrics.forEach((m, i) => {
     for (const [value, text] of [[`${i}`, `$${i} ${m.name}`], ...(bl && bl.metrics[i] >= 0
