@@ -422,6 +422,12 @@ async function step(page, label, fn) {
     const rows = await rowTexts(page);
     check(rows.some((r) => /^main\._omp_fn\.0 3\.97331 100\.0% 1\.24489 31\.3% 0 0 3\.97331 new 1\.24489 new/.test(r)), `new in the flat view: ${rows.slice(0, 3).join(' | ')}`);
   });
+  await step(page, 'compare-3-bottom-up', async () => {
+    await page.click('#view-bottom-up');
+    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
+    const rows = await rowTexts(page);
+    check(rows.some((r) => /^▸?main\._omp_fn\.0\s*3\.97331\s*100\.0%\s*1\.24489\s*31\.3%\s*0\s*0\s*3\.97331\s*new\s*1\.24489\s*new/.test(r)), `new in the bottom-up view: ${rows.slice(0, 3).join(' | ')}`);
+  });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
   srv.proc.kill();
