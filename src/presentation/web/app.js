@@ -131,6 +131,8 @@ const table = {
     name.className = 'name';
     name.textContent = this.view === 'bottom-up' ? 'Function ← callers' : this.view === 'flat' ? 'Name' : 'Calling context';
     h.append(name);
+    // Each column is a value (92 px) and its percentage (62), inclusive and exclusive.
+    document.documentElement.style.setProperty('--metrics-width', `${this.columns.length * 2 * (92 + 62)}px`);
     this.columns.forEach((c, ci) => {
       for (const exc of [false, true]) {
         const d = document.createElement('div');
@@ -735,7 +737,10 @@ document.addEventListener('DOMContentLoaded', () => {
   $('zoom-in').onclick = () => table.zoomIn();
   $('zoom-out').onclick = () => table.zoomOut();
   $('hot-path').onclick = () => table.hotPath(table.selected).catch(showError);
-  $('table-body').addEventListener('scroll', () => table.render());
+  $('table-body').addEventListener('scroll', () => {
+    $('table-head').scrollLeft = $('table-body').scrollLeft;
+    table.render();
+  });
   $('table-body').addEventListener('keydown', (ev) => table.key(ev));
   $('search').addEventListener('input', (ev) => {
     table.search = ev.target.value.trim().toLowerCase();

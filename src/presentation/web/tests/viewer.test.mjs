@@ -427,6 +427,18 @@ async function step(page, label, fn) {
     await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
     const rows = await rowTexts(page);
     check(rows.some((r) => /^▸?main\._omp_fn\.0\s*3\.97331\s*100\.0%\s*1\.24489\s*31\.3%\s*0\s*0\s*3\.97331\s*new\s*1\.24489\s*new/.test(r)), `new in the bottom-up view: ${rows.slice(0, 3).join(' | ')}`);
+    // Eight value columns and their percentages: names keep their width, the table scrolls
+    // sideways, and the head's columns stay over the rows' once scrolled.
+    const nameWidth = await page.$eval('#table-body .row .name', (e) => e.getBoundingClientRect().width);
+    check(nameWidth >= 279, `the name column keeps its width: ${nameWidth}px`);
+    await page.$eval('#table-body', (e) => { e.scrollLeft = e.scrollWidth; e.dispatchEvent(new Event('scroll')); });
+    const edges = await page.evaluate(() => {
+      const right = (el) => Math.round(el.getBoundingClientRect().right);
+      const head = [...document.querySelectorAll('#table-head .num')], row = [...document.querySelector('#table-body .row').querySelectorAll('.num')];
+      return { head: head.map(right), row: row.map(right), scrolled: document.querySelector('#table-head').scrollLeft };
+    });
+    check(edges.scrolled > 0 && JSON.stringify(edges.head) === JSON.stringify(edges.row),
+      `the head scrolls with the rows: ${JSON.stringify(edges)}`);
   });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
