@@ -275,29 +275,6 @@ TEST(Compare, EveryViewMatchesRowsAcrossDatabasesByName) {
   ASSERT_TRUE(a.ok() && b.ok());
   Api cmp(**b, a->get()), alone(**a);
   using nlohmann::json;
-  auto walk = [](Api& api, const std::string& endpoint, const Params& first) {
-    std::map<std::vector<std::string>, json> out;
-    std::vector<std::pair<Params, std::vector<std::string>>> todo{{first, {}}};
-    while (!todo.empty()) {
-      auto [q, names] = todo.back();
-      todo.pop_back();
-      json j = json::parse(api_body(api, endpoint, q));
-      for (const json& r : j[endpoint == "children" ? "children" : "rows"]) {
-        std::vector<std::string> p = names;
-        p.push_back(r["name"]);
-        // Three entry points here are "application thread": rows of one name under one
-        // parent are left out (real databases have one entry point of a kind).
-        if (!out.emplace(p, r).second) out[p] = nullptr;
-        if (r["hasChildren"] == true && p.size() < 8) {
-          Params next = q;
-          if (endpoint == "children") next["ctx"] = std::to_string(r["ctx"].get<uint32_t>());
-          else next["path"] = r["path"];
-          todo.push_back({next, p});
-        }
-      }
-    }
-    return out;
-  };
   const std::vector<std::pair<std::string, Params>> views{
       {"children", {{"ctx", "0"}, {"metric", "0,1"}}},
       {"children", {{"ctx", "0"}, {"metric", "0"}, {"filter", R"([{"pattern":"main","mode":"self"}])"}}},
@@ -307,7 +284,7 @@ TEST(Compare, EveryViewMatchesRowsAcrossDatabasesByName) {
       {"flat", {{"metric", "0,1"}, {"by", "function"}}},
       {"flat", {{"metric", "0,1"}, {"by", "module"}}}};
   for (const auto& [endpoint, q] : views) {
-    auto rows = walk(cmp, endpoint, q), there = walk(alone, endpoint, q);
+    auto rows = api_rows_by_names(cmp, endpoint, q, 8), there = api_rows_by_names(alone, endpoint, q, 8);
     ASSERT_GT(rows.size(), 3u) << endpoint;
     EXPECT_EQ(rows.size(), there.size()) << endpoint;
     size_t nonzero = 0;
