@@ -8,6 +8,7 @@
 #include <ostream>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 
 namespace hpc::present {
 
@@ -26,18 +27,27 @@ bool bigger(const CompareRow& x, const CompareRow& y, bool exclusive) {
 
 void flat(const Experiment& a, const Experiment& b, const CompareOptions& o, std::vector<CompareRow>& out) {
   std::map<std::string, CompareRow> rows;
+  std::map<std::string, std::string> baseNames;  // a row's name in the baseline, where it differs
   for (int side = 0; side < 2; ++side) {
     const Experiment& e = side ? b : a;
     for (const FlatRow& r : flat_rows(e, o.by, {side ? o.metricB : o.metricA})) {
-      CompareRow& c = rows[flat_key(e, o.by, r)];
-      if (c.name.empty()) c.name = o.by == FlatBy::Module ? base_name(r.name) : r.name;
+      const std::string key = flat_key(e, o.by, r);
+      CompareRow& c = rows[key];
+      std::string name = o.by == FlatBy::Module ? base_name(r.name) : r.name;
+      // The row named as this run names it; the baseline's name beside it where the two differ
+      // (the programs' executables, matched whatever their names).
+      if (c.name.empty()) c.name = std::move(name);
+      else if (side == 1 && c.name != name && !baseNames.count(key)) baseNames[key] = std::exchange(c.name, std::move(name));
       (side ? c.bInc : c.aInc) += r.inc[0];
       (side ? c.bExc : c.aExc) += r.exc[0];
     }
   }
   std::vector<CompareRow> v;
-  for (auto& [_, r] : rows)
-    if (r.aInc != 0 || r.bInc != 0 || r.aExc != 0 || r.bExc != 0) v.push_back(std::move(r));
+  for (auto& [key, r] : rows)
+    if (r.aInc != 0 || r.bInc != 0 || r.aExc != 0 || r.bExc != 0) {
+      if (auto it = baseNames.find(key); it != baseNames.end()) r.name += " (baseline: " + it->second + ")";
+      v.push_back(std::move(r));
+    }
   const size_t n = std::min(o.top, v.size());
   std::partial_sort(v.begin(), v.begin() + n, v.end(), [](auto& x, auto& y) { return bigger(x, y, true); });
   for (size_t i = 0; i < n; ++i) {
@@ -123,14 +133,20 @@ std::string percent(double a, double b) {
 
 }  // namespace
 
+std::string module_key(const Experiment& e, uint32_t m) {
+  const auto& mods = e.meta().modules;
+  if (m >= mods.size()) return std::string();
+  if (m == e.program_module()) return "\x01program";  // two builds of one program, named otherwise
+  return base_name(mods[m].path);
+}
+
 std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r) {
   const auto& meta = e.meta();
   auto path = [&](uint32_t f) { return f < meta.files.size() ? meta.files[f].path : std::string("<unknown file>"); };
   switch (by) {
-  case FlatBy::Module: return base_name(r.name);
+  case FlatBy::Module: return module_key(e, r.module);
   case FlatBy::File: return r.name;
-  case FlatBy::Function:
-    return r.name + '\x1f' + (r.module < meta.modules.size() ? base_name(meta.modules[r.module].path) : std::string());
+  case FlatBy::Function: return r.name + '\x1f' + module_key(e, r.module);
   case FlatBy::Line:
   case FlatBy::Loop: return path(r.file) + ':' + std::to_string(r.line);
   }
@@ -190,14 +206,13 @@ std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
 namespace {
 std::string function_key(const Experiment& e, uint32_t fn) {
   const auto& meta = e.meta();
-  const uint32_t m = fn < meta.functions.size() ? meta.functions[fn].module : db::kNone;
-  return e.function_name(fn) + '\x1f' + (m < meta.modules.size() ? base_name(meta.modules[m].path) : std::string());
+  return e.function_name(fn) + '\x1f' + module_key(e, fn < meta.functions.size() ? meta.functions[fn].module : db::kNone);
 }
 }  // namespace
 
 Matcher::Matcher(const Experiment& from, const Experiment& to) : from_(from), to_(to) {
   const auto& meta = to.meta();
-  for (uint32_t i = 0; i < meta.modules.size(); ++i) modules_.try_emplace(base_name(meta.modules[i].path), i);
+  for (uint32_t i = 0; i < meta.modules.size(); ++i) modules_.try_emplace(module_key(to, i), i);
   for (uint32_t i = 0; i < meta.files.size(); ++i) {
     files_.try_emplace(meta.files[i].path, i);
     // A file name two files of `to` have names neither.
@@ -214,9 +229,8 @@ Matcher::Matcher(const Experiment& from, const Experiment& to) : from_(from), to
 }
 
 uint32_t Matcher::module(uint32_t m) const {
-  const auto& mods = from_.meta().modules;
-  if (m >= mods.size()) return db::kNone;
-  auto it = modules_.find(base_name(mods[m].path));
+  if (m >= from_.meta().modules.size()) return db::kNone;
+  auto it = modules_.find(module_key(from_, m));
   return it == modules_.end() ? db::kNone : it->second;
 }
 

@@ -2,8 +2,9 @@
 // baseline (A) and in another run (B), matched by name, so that a change of code, input,
 // compiler or machine shows where the time moved. Flat rows match by what names them (a
 // function by its name and load module's file name, a module by its file name, a file by its
-// path, a line or loop by file path and line); calling contexts match by the names on their
-// path from the root (entry point, functions, loops, lines), whatever their ids.
+// path, a line or loop by file path and line; the two programs' executables are one module
+// whatever their file names, as two builds of a program); calling contexts match by the names
+// on their path from the root (entry point, functions, loops, lines), whatever their ids.
 #pragma once
 
 #include <iosfwd>
@@ -32,6 +33,10 @@ struct CompareRow {
   double aInc = 0, bInc = 0, aExc = 0, bExc = 0;
 };
 
+// What names a load module in any database: its file name, the program's executable
+// (Experiment::program_module) one name whatever its file's, so that two builds of a program
+// named otherwise compare.
+std::string module_key(const Experiment& e, uint32_t module);
 // What names a flat row in any database (its key: ids differ from one database to another).
 std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r);
 // The context of `in` with the path of names that `ctx` has in `from` (the root for 0), or

@@ -114,6 +114,13 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
     }
   }
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
+  for (const db::Function& f : x.meta_.functions)
+    if (f.name && *f.name == "main" && f.module < x.meta_.modules.size()) {
+      x.programModule_ = f.module;
+      break;
+    }
+  for (uint32_t i = 0; i < x.meta_.modules.size() && x.programModule_ == db::kNone; ++i)
+    if (base_name(x.meta_.modules[i].path) == x.meta_.general.title) x.programModule_ = i;
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
   // Records are visited in no order from now on: no read-ahead around each one.

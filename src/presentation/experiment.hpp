@@ -83,6 +83,9 @@ public:
   // The display name: "main", "loop at small.c:3", "small.c:11", "main thread", ...
   std::string name(uint32_t ctx) const;
   std::string function_name(uint32_t fn) const;
+  // The program's executable among meta.db's modules: the module of a function named main,
+  // else the module whose file name is the database's title (hpcprof's default), else kNone.
+  uint32_t program_module() const { return programModule_; }
   // Source location of a context (file index, line), or kNone.
   std::pair<uint32_t, uint32_t> source_of(uint32_t ctx) const;
 
@@ -140,6 +143,7 @@ private:
   std::vector<uint32_t> fn_;      // by ctxId: function_of() (trace colours walk up without meta.db)
   std::vector<uint16_t> fn16_;    // the same in 16 bits (0xffff: none) when every index fits, fn_ then empty
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
+  uint32_t programModule_ = db::kNone;
   size_t numContexts_ = 0;
   uint64_t pageBudget_ = 256u << 10;  // bytes of mapped pages release_pages() lets stay
   uint64_t baseShared_ = UINT64_MAX / 2;  // file pages resident after open

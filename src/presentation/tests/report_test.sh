@@ -48,7 +48,7 @@ ok '^       1.21026        3.97331       +2.76305  +228.3%  <program root>$' "$l
 ok '^             0        1.24489       +1.24489      new  main._omp_fn.0$' "$l" --compare "$s"
 ok '^flat-function,0,spinsleep,1.21026,0,1.21026,0$' "$l" --compare "$s" --format csv
 "$report" "$l" --compare "$s" --format json --by module >"$tmp/out"
-python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["section"]=="flat-module" and r["name"]=="testmeas-loops", r; assert abs(j["baseline_total"]-1.210259)<1e-6' "$tmp/out" \
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["section"]=="flat-module" and r["name"]=="testmeas-loops (baseline: testmeas-small)", r; assert abs(j["baseline_total"]-1.210259)<1e-6' "$tmp/out" \
   || fail "compare json output"
 bad "small.d/meta.db: no metric 'GKER:BLK_SM_ACUMU' to compare with" "$dbase/loops-cuda-nvidia-t.d" --compare "$s" --metric 0
 bad 'no-such.d: not a database directory' "$s" --compare "$tmp/no-such.d"
