@@ -726,23 +726,35 @@ StaticTree::StaticTree(const Experiment& e, std::vector<size_t> metrics) : e_(e)
 
 std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uint32_t depth, size_t limit,
                                         size_t* total) const {
+  const StaticRows found = find(prefix, depth, limit, total);
+  std::vector<StaticRow> out;
+  out.reserve(found.size());
+  for (size_t i = 0; i < found.size(); ++i) out.push_back(found.row(i));
+  return out;
+}
+
+StaticRows StaticTree::find(const std::vector<uint64_t>& prefix, uint32_t depth, size_t limit, size_t* total) const {
   const size_t want = prefix.size() + std::max<uint32_t>(depth, 1);  // the rows' depth (modules: 1)
   const auto& meta = e_.meta();
   const size_t nm = ms_.size();
+  StaticRows res;
+  res.e_ = &e_;
+  res.nm_ = nm;
   // The rows' paths as a trie: node 0 is the empty path, each other one its parent's path
   // and one key; a row is a node that took values. 8 + 16 per metric bytes a node besides
-  // the index entry, and no path copied as the walk goes.
-  struct Node {
-    uint32_t parent;
-    uint32_t ctx;  // a context of the row, for its name and source
-    uint64_t key;
-    StaticKind kind;
-    bool row, hasChildren;
-  };
-  std::vector<Node> nodes{{UINT32_MAX, 0, 0, StaticKind::Module, false, false}};
-  std::vector<double> vals(2 * nm, 0.0);  // by node: inclusive [0, nm), exclusive [nm, 2 nm)
+  // the index entry, and no path copied as the walk goes. Room for the budget is reserved at
+  // once: pages are taken only as rows come (a vector that grew by doubling held its old
+  // copy and its new one at once, as much again as the rows).
+  using Node = StaticRows::Node;
+  std::vector<Node>& nodes = res.nodes_;
+  std::vector<uint8_t>& flags = res.flags_;
+  std::vector<double>& vals = res.vals_;
+  if (budget_ != SIZE_MAX) nodes.reserve(budget_ + 2), flags.reserve(budget_ + 2), vals.reserve((budget_ + 2) * 2 * nm);
+  nodes.push_back({0, UINT32_MAX, 0});
+  flags.push_back(uint8_t(StaticKind::Module));
+  vals.assign(2 * nm, 0.0);
   // (parent, key) -> node: open addressing over node indices (0: empty slot; node 0, the
-  // empty path, is no one's child), at most half full.
+  // empty path, is no one's child), at most three quarters full.
   std::vector<uint32_t> slots(1024, 0);
   auto slotOf = [&](uint32_t parent, uint64_t key) {
     uint64_t h = (key ^ (uint64_t(parent) << 32 | parent)) * 0x9e3779b97f4a7c15ull;
@@ -756,9 +768,10 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
       if (nodes[at].parent == parent && nodes[at].key == key) return at;
     }
     const uint32_t node = uint32_t(nodes.size());
-    nodes.push_back({parent, ctx, key, kind, false, false});
+    nodes.push_back({key, parent, ctx});
+    flags.push_back(uint8_t(kind));
     vals.resize(vals.size() + 2 * nm, 0.0);
-    if (2 * nodes.size() > slots.size()) {  // grow, every node placed again
+    if (4 * nodes.size() > 3 * slots.size()) {  // grow, every node placed again
       slots.assign(2 * slots.size(), 0);
     } else {
       for (size_t i = slotOf(parent, key) & mask;; i = (i + 1) & mask)
@@ -781,9 +794,7 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
   // Adds context c's values to row `node`; c is its outermost instance when no context above
   // it on its path had that row (counted in `active` until the walk leaves c).
   auto add = [&](uint32_t node, uint32_t c, bool hasChildren, bool withExc) {
-    Node& r = nodes[node];
-    r.row = true;
-    r.hasChildren |= hasChildren;
+    flags[node] |= uint8_t(StaticRows::kRow | (hasChildren ? StaticRows::kHasChildren : 0));
     const bool outer = active[node]++ == 0;
     double* v = &vals[size_t(node) * 2 * nm];
     for (size_t i = 0; i < nm; ++i) {
@@ -868,7 +879,9 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
     if (nodes.size() > budget_) {
       over_ = true;
       if (total) *total = 0;
-      return {};
+      StaticRows none;
+      none.e_ = &e_;
+      return none;
     }
     Frame f = std::move(stack.back());
     stack.pop_back();
@@ -916,16 +929,10 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
     if (++visited % kReleaseEvery == 0) e_.release_pages(false);
   }
 
-  std::vector<uint32_t> order;
+  std::vector<uint32_t>& order = res.order_;
   for (uint32_t i = 1; i < nodes.size(); ++i)
-    if (nodes[i].row) order.push_back(i);
+    if (flags[i] & StaticRows::kRow) order.push_back(i);
   if (total) *total = order.size();
-  auto pathOf = [&](uint32_t node) {
-    std::vector<uint64_t> p;
-    for (uint32_t x = node; x != 0; x = nodes[x].parent) p.push_back(nodes[x].key);
-    std::reverse(p.begin(), p.end());
-    return p;
-  };
   // Hottest first by the first metric's inclusive, then exclusive value, then the order the
   // walk met them (meta.db's, whatever the request).
   auto hotter = [&](uint32_t a, uint32_t b) {
@@ -940,48 +947,52 @@ std::vector<StaticRow> StaticTree::rows(const std::vector<uint64_t>& prefix, uin
   const size_t n = std::min(limit, order.size());
   std::partial_sort(order.begin(), order.begin() + n, order.end(), hotter);
   order.resize(n);
-  std::vector<StaticRow> out;
-  out.reserve(n);
-  for (uint32_t i : order) {
-    const Node& x = nodes[i];
-    StaticRow r;
-    r.path = pathOf(i);
-    r.kind = x.kind;
-    r.hasChildren = x.hasChildren;
-    r.inc.assign(vals.begin() + size_t(i) * 2 * nm, vals.begin() + size_t(i) * 2 * nm + nm);
-    r.exc.assign(vals.begin() + size_t(i) * 2 * nm + nm, vals.begin() + size_t(i + 1) * 2 * nm);
-    const uint64_t key = x.key;
-    switch (x.kind) {
-    case StaticKind::Module:
-      r.name = key < meta.modules.size() ? base_name(meta.modules[key].path) : std::string("<unknown module>");
-      break;
-    case StaticKind::File:
-      r.name = key < meta.files.size() ? base_name(meta.files[key].path) : std::string("<unknown file>");
-      if (key < meta.files.size()) r.file = uint32_t(key);
-      break;
-    case StaticKind::Function:
-      if (tag_of(key) == kTagFunction) {
-        r.name = e_.function_name(uint32_t(key));
-        if (key < meta.functions.size()) r.file = meta.functions[key].file, r.line = meta.functions[key].line;
-      } else {
-        r.name = e_.name(x.ctx);
-      }
-      break;
-    case StaticKind::Inlined:
-      r.name = "[I] " + e_.function_name(uint32_t(key));
-      std::tie(r.file, r.line) = e_.source_of(x.ctx);
-      break;
-    case StaticKind::Call:
-      r.name = "-> " + (tag_of(key) == kTagCall ? e_.function_name(uint32_t(key)) : e_.name(x.ctx));
-      std::tie(r.file, r.line) = e_.source_of(x.ctx);
-      break;
-    default:
-      r.name = e_.name(x.ctx);
-      std::tie(r.file, r.line) = e_.source_of(x.ctx);
+  order.shrink_to_fit();
+  return res;
+}
+
+StaticRow StaticRows::row(size_t i) const {
+  const Experiment& e = *e_;
+  const auto& meta = e.meta();
+  const uint32_t at = order_[i];
+  const Node& x = nodes_[at];
+  StaticRow r;
+  for (uint32_t n = at; n != 0; n = nodes_[n].parent) r.path.push_back(nodes_[n].key);
+  std::reverse(r.path.begin(), r.path.end());
+  r.kind = StaticKind(flags_[at] & kKindBits);
+  r.hasChildren = (flags_[at] & kHasChildren) != 0;
+  r.inc.assign(vals_.begin() + size_t(at) * 2 * nm_, vals_.begin() + size_t(at) * 2 * nm_ + nm_);
+  r.exc.assign(vals_.begin() + size_t(at) * 2 * nm_ + nm_, vals_.begin() + size_t(at + 1) * 2 * nm_);
+  const uint64_t key = x.key;
+  switch (r.kind) {
+  case StaticKind::Module:
+    r.name = key < meta.modules.size() ? base_name(meta.modules[key].path) : std::string("<unknown module>");
+    break;
+  case StaticKind::File:
+    r.name = key < meta.files.size() ? base_name(meta.files[key].path) : std::string("<unknown file>");
+    if (key < meta.files.size()) r.file = uint32_t(key);
+    break;
+  case StaticKind::Function:
+    if (tag_of(key) == kTagFunction) {
+      r.name = e.function_name(uint32_t(key));
+      if (key < meta.functions.size()) r.file = meta.functions[key].file, r.line = meta.functions[key].line;
+    } else {
+      r.name = e.name(x.ctx);
     }
-    out.push_back(std::move(r));
+    break;
+  case StaticKind::Inlined:
+    r.name = "[I] " + e.function_name(uint32_t(key));
+    std::tie(r.file, r.line) = e.source_of(x.ctx);
+    break;
+  case StaticKind::Call:
+    r.name = "-> " + (tag_of(key) == kTagCall ? e.function_name(uint32_t(key)) : e.name(x.ctx));
+    std::tie(r.file, r.line) = e.source_of(x.ctx);
+    break;
+  default:
+    r.name = e.name(x.ctx);
+    std::tie(r.file, r.line) = e.source_of(x.ctx);
   }
-  return out;
+  return r;
 }
 
 std::optional<std::vector<uint64_t>> remap_static_path(const std::vector<uint64_t>& path, const IndexMaps& maps) {

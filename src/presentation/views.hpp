@@ -162,6 +162,30 @@ struct StaticRow {
   std::vector<double> inc, exc;  // per metric asked
 };
 
+// The rows one request found, named one at a time (a server streams them: some 40 bytes a row
+// held, where each row named and held whole takes some 250). Holds the Experiment by reference.
+class StaticRows {
+public:
+  size_t size() const { return order_.size(); }
+  StaticRow row(size_t i) const;
+
+private:
+  friend class StaticTree;
+  struct Node {
+    uint64_t key;
+    uint32_t parent;
+    uint32_t ctx;  // a context of the row, for its name and source
+  };
+  // A node's kind (bits 0-2), whether it is a row (bit 3), whether it has children (bit 4).
+  enum : uint8_t { kKindBits = 7, kRow = 8, kHasChildren = 16 };
+  const Experiment* e_ = nullptr;
+  size_t nm_ = 0;
+  std::vector<Node> nodes_;     // the rows' paths as a trie: node 0 the empty path
+  std::vector<uint8_t> flags_;  // by node
+  std::vector<double> vals_;    // by node: inclusive [0, nm), exclusive [nm, 2 nm)
+  std::vector<uint32_t> order_;  // the rows asked for, hottest first
+};
+
 // Computed per request in one depth-first pass over meta.db's tree; nothing is kept.
 // MT: const methods are thread-safe.
 class StaticTree {
@@ -174,6 +198,9 @@ public:
   // and in `total` how many there are.
   std::vector<StaticRow> rows(const std::vector<uint64_t>& path, uint32_t depth = 1, size_t limit = SIZE_MAX,
                               size_t* total = nullptr) const;
+  // The same rows, named only as each is asked for.
+  StaticRows find(const std::vector<uint64_t>& path, uint32_t depth = 1, size_t limit = SIZE_MAX,
+                  size_t* total = nullptr) const;
   // The row at `path`, if some context has it.
   std::optional<StaticRow> node(const std::vector<uint64_t>& path) const;
   // At most this many rows and their paths held while a request is computed (about 70

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <unistd.h>
+#include <cstdio>
 
 namespace hpc::present {
 namespace fs = std::filesystem;
@@ -187,6 +189,19 @@ std::optional<Reply> trace_range(const Experiment& e, const Params& q, TraceRang
   return std::nullopt;
 }
 
+}  // namespace
+
+namespace {
+// The process's resident memory (statm's second field), 0 where unknown.
+uint64_t resident_bytes() {
+  static const long page = sysconf(_SC_PAGESIZE);
+  long size = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return uint64_t(resident) * uint64_t(page);
+}
 }  // namespace
 
 Api::Api(const Experiment& e, const Experiment* base)
@@ -563,9 +578,11 @@ Reply Api::structure(const Params& q) {
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
   size_t total = 0;
-  // Rows held at most as the server's memory allows: about a tenth of the database's size
-  // over the server's own (a row holds about 70 bytes with one metric; its index, the walk and
-  // growth as much again and more), and 50,000 rows at least.
+  // Rows held at most as the server's memory allows: what a tenth of the database's size
+  // leaves over what the server holds now (a row takes about 40 bytes and 16 a metric in the
+  // trie, its index and the walk more again: 128 and 32 a metric), and 30,000 rows
+  // at least (a small database's tenth is less than the server's own code; a database of 20,000
+  // functions flattened to them takes some 23,000).
   uint64_t dbBytes = 0;
   std::error_code ec;
   for (const char* f : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
@@ -573,10 +590,12 @@ Reply Api::structure(const Params& q) {
     if (!ec) dbBytes += n;
     ec.clear();
   }
+  const uint64_t held = resident_bytes(), allowed = dbBytes / 10;
+  const size_t budget = std::max<uint64_t>(30000, (allowed > held ? allowed - held : 0) / (128 + 32 * ms->size()));
   StaticTree st(e_, *ms);
-  const size_t budget = std::max<uint64_t>(50000, dbBytes / 10 / (300 + 100 * std::max<size_t>(ms->size(), 1)));
   st.set_row_budget(budget);
-  auto rows = std::make_shared<std::vector<StaticRow>>(st.rows(*path, uint32_t(*depth), *top, &total));
+  // Rows named one at a time as they are written.
+  auto rows = std::make_shared<const StaticRows>(st.find(*path, uint32_t(*depth), *top, &total));
   if (st.over_budget())
     return error(413, "the view flattened to this depth has more rows than the server holds for one request: "
                       "flatten less, or expand a row");
@@ -594,7 +613,7 @@ Reply Api::structure(const Params& q) {
   }
   const std::vector<double> zero(ms->size(), 0.0);
   return stream_array(std::move(head), "rows", rows->size(), [rows, baseRows, zero, match = base_ ? match_.get() : nullptr](size_t i) {
-    const StaticRow& r = (*rows)[i];
+    const StaticRow r = rows->row(i);
     std::string p;
     for (uint64_t k : r.path) p += (p.empty() ? "" : "/") + static_key_string(k);
     json j{{"key", static_key_string(r.path.back())}, {"path", p}, {"kind", static_kind_name(r.kind)},
