@@ -13,6 +13,7 @@
 
 #include "common/file.hpp"
 #include "formats/db/internal.hpp"
+#include "formats/db/lazy.hpp"
 #include "formats/db/regions.hpp"
 
 using namespace hpc;
@@ -377,6 +378,31 @@ TEST(DbWriter, StreamingLargeRowReadsBack) {
   ASSERT_TRUE(pw.read(2, 0, UINT32_MAX, part).ok());
   EXPECT_EQ(part.value, small.value);
   ASSERT_TRUE(pw.finish().ok());
+  // The viewer's reader: the summary row searched through its in-memory sample of the index
+  // finds every value, and 0 for contexts it lacks (even ids, before the first, past the last,
+  // at and around each block's first entry), as the whole row says.
+  auto lazy = LazyProfileDb::open(dir / "profile.db");
+  ASSERT_TRUE(lazy.ok()) << lazy.status().message();
+  EXPECT_EQ(lazy->profiles()[0].sample.size(), (400000 + LazyProfileDb::kStride - 1) / LazyProfileDb::kStride);
+  EXPECT_TRUE(lazy->profiles()[1].sample.empty());
+  std::mt19937 rng(7);
+  std::vector<uint32_t> ctxs{0, 1, 2, 3, 799999, 800000, 800001, 900000, UINT32_MAX};
+  for (uint32_t b = 0; b < 400000; b += LazyProfileDb::kStride)
+    for (int d = -2; d <= 2; ++d) ctxs.push_back(uint32_t(std::max<int64_t>(0, 2 * int64_t(b) + 1 + d)));
+  for (int i = 0; i < 20000; ++i) ctxs.push_back(rng() % 800010);
+  size_t found = 0;
+  for (uint32_t ctx : ctxs)
+    for (uint16_t m = 0; m < 7; ++m) {
+      double want = 0;
+      if (ctx % 2 == 1 && ctx / 2 < 400000) {
+        const uint32_t c = ctx / 2;
+        for (uint64_t k = large.start[c]; k < large.start[c + 1]; ++k)
+          if (large.sub[k] == m) want = large.value[k], ++found;
+      }
+      ASSERT_EQ(lazy->value(0, ctx, m), want) << "ctx " << ctx << " metric " << m;
+    }
+  EXPECT_GT(found, 20000u);
+  EXPECT_EQ(lazy->value(1, 1, 1), 2.5);
   fs::remove_all(dir);
 }
 

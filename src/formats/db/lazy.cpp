@@ -69,8 +69,15 @@ Expected<LazyProfileDb> LazyProfileDb::open(const std::filesystem::path& file) {
     pr.nValues = ld<uint64_t>(v, a), pr.pValues = ld<uint64_t>(v, a + 8);
     pr.nIdx = ld<uint32_t>(v, a + 0x10), pr.pIdx = ld<uint64_t>(v, a + 0x18);
     HPC_RETURN_IF_ERROR(check_block(v, a, pr.nValues, pr.pValues, pr.nIdx, pr.pIdx, 10, 12));
+    if (i == 0 && pr.nIdx > kStride) {
+      pr.sample.reserve(pr.nIdx / kStride + 1);
+      for (uint32_t e = 0; e < pr.nIdx; e += kStride) pr.sample.push_back(ld<uint32_t>(v, pr.pIdx + 12 * uint64_t(e)));
+      if (!std::is_sorted(pr.sample.begin(), pr.sample.end()))
+        return v.error(pr.pIdx, "expected the summary profile's context ids ascending");
+    }
     db.infos_.push_back(std::move(pr));
   }
+  db.release();  // the index's pages, read once for the sample
   return db;
 }
 
@@ -79,6 +86,11 @@ double LazyProfileDb::value(uint32_t prof, uint32_t ctx, uint16_t metric) const 
   const Info& in = infos_[prof];
   ByteView v = file_.view();
   uint32_t lo = 0, hi = in.nIdx;  // first index entry with ctxId >= ctx
+  if (!in.sample.empty()) {  // within the block whose first ctxId is the last at most ctx
+    const size_t b = size_t(std::upper_bound(in.sample.begin(), in.sample.end(), ctx) - in.sample.begin());
+    lo = b == 0 ? 0 : uint32_t(b - 1) * kStride;
+    hi = std::min<uint32_t>(in.nIdx, lo + kStride);
+  }
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
     if (ld<uint32_t>(v, in.pIdx + 12 * uint64_t(mid)) < ctx) lo = mid + 1;
