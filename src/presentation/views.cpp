@@ -109,6 +109,17 @@ bool parse_filter_mode(const std::string& s, FilterMode& out) {
   return true;
 }
 
+bool filter_matches(const std::string& pattern, const std::string& name) {
+  if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  // The function's own name too: without an inlined call's "[I] " and the " [module]" that
+  // hpcstruct adds to a procedure's name, so that "main" hides "main [app]".
+  std::string_view bare = name;
+  if (bare.substr(0, 4) == "[I] ") bare.remove_prefix(4);
+  if (bare.size() > 3 && bare.back() == ']')
+    if (const size_t at = bare.rfind(" ["); at != std::string_view::npos && at > 0) bare = bare.substr(0, at);
+  return bare.size() != name.size() && fnmatch(pattern.c_str(), std::string(bare).c_str(), 0) == 0;
+}
+
 std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, const std::vector<CctFilter>& filters,
                                              size_t limit) {
   std::vector<FilteredChild> out;
@@ -123,7 +134,7 @@ std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, 
     if (!filters.empty()) {
       const std::string name = e.name(k);
       for (const CctFilter& f : filters)
-        if (fnmatch(f.pattern.c_str(), name.c_str(), 0) == 0) {
+        if (filter_matches(f.pattern, name)) {
           mode = &f.mode;
           break;
         }

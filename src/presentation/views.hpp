@@ -40,6 +40,9 @@ struct CctFilter {
   std::string pattern;
   FilterMode mode = FilterMode::Self;
 };
+// Whether a filter's glob matches a context's name: the name as shown, or the function's own
+// name within it (without an inlined call's "[I] " and a procedure's " [module]").
+bool filter_matches(const std::string& pattern, const std::string& name);
 // "self", "descendants" or "all"; false for anything else.
 bool parse_filter_mode(const std::string& s, FilterMode& out);
 struct FilteredChild {

@@ -313,6 +313,15 @@ TEST(Views, CctFiltersHideSpliceOrCut) {
   EXPECT_EQ(names(filtered_children(*e, 1, {{"main", FilterMode::Descendants}, {"main", FilterMode::Self}})),
             V{"main/leaf"});
   EXPECT_EQ(filtered_children(*e, 1, {{"ma*", FilterMode::Self}, {"small.c:*", FilterMode::Self}}, 1).size(), 1u);
+  // A pattern matches the name shown or the function's own within it: hpcstruct names a
+  // procedure "main [app]", an inlined call shows as "[I] f".
+  EXPECT_TRUE(filter_matches("main", "main [app]"));
+  EXPECT_TRUE(filter_matches("main", "[I] main"));
+  EXPECT_TRUE(filter_matches("gomp_*", "[I] gomp_barrier [libgomp.so.1]"));
+  EXPECT_TRUE(filter_matches("main ?app?", "main [app]"));
+  EXPECT_FALSE(filter_matches("app", "main [app]"));
+  EXPECT_FALSE(filter_matches("main", "mainly [app]"));
+  EXPECT_FALSE(filter_matches("x", "[x]"));
   FilterMode m;
   EXPECT_TRUE(parse_filter_mode("all", m) && m == FilterMode::SelfAndDescendants);
   EXPECT_FALSE(parse_filter_mode("some", m));
