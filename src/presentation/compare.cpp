@@ -34,10 +34,14 @@ void flat(const Experiment& a, const Experiment& b, const CompareOptions& o, std
       const std::string key = flat_key(e, o.by, r);
       CompareRow& c = rows[key];
       std::string name = o.by == FlatBy::Module ? base_name(r.name) : r.name;
-      // The row named as this run names it; the baseline's name beside it where the two differ
-      // (the programs' executables, matched whatever their names).
+      // The row named as this run names it; a module's the baseline's name beside it where the
+      // two differ (the programs' executables, matched whatever their names; their functions'
+      // names differ only by that).
       if (c.name.empty()) c.name = std::move(name);
-      else if (side == 1 && c.name != name && !baseNames.count(key)) baseNames[key] = std::exchange(c.name, std::move(name));
+      else if (side == 1 && c.name != name) {
+        if (o.by == FlatBy::Module && !baseNames.count(key)) baseNames[key] = c.name;
+        c.name = std::move(name);
+      }
       (side ? c.bInc : c.aInc) += r.inc[0];
       (side ? c.bExc : c.aExc) += r.exc[0];
     }
@@ -81,13 +85,15 @@ void top_down(const Experiment& a, const Experiment& b, const CompareOptions& o,
       e.children(c, kids);
       for (uint32_t k : kids) {
         std::string name = e.name(k);  // an inlined function's with its "[I] "
-        auto [it, fresh] = index.try_emplace({at, name}, uint32_t(nodes.size()));
+        auto [it, fresh] = index.try_emplace({at, match_name(e, name)}, uint32_t(nodes.size()));
         if (fresh) {
           Merged n;
           n.parent = at;
           n.row.name = std::move(name);
           nodes.push_back(std::move(n));
           nodes[at].kids.push_back(it->second);
+        } else if (side == 1) {
+          nodes[it->second].row.name = std::move(name);  // as this run names it
         }
         todo.push_back({k, it->second});
       }
@@ -133,6 +139,16 @@ std::string percent(double a, double b) {
 
 }  // namespace
 
+std::string match_name(const Experiment& e, std::string name) {
+  const auto& mods = e.meta().modules;
+  const uint32_t p = e.program_module();
+  if (p >= mods.size() || name.empty() || name.back() != ']') return name;
+  const std::string suffix = " [" + base_name(mods[p].path) + "]";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.replace(name.size() - suffix.size(), suffix.size(), " [\x01program]");
+  return name;
+}
+
 std::string module_key(const Experiment& e, uint32_t m) {
   const auto& mods = e.meta().modules;
   if (m >= mods.size()) return std::string();
@@ -146,7 +162,7 @@ std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r) {
   switch (by) {
   case FlatBy::Module: return module_key(e, r.module);
   case FlatBy::File: return r.name;
-  case FlatBy::Function: return r.name + '\x1f' + module_key(e, r.module);
+  case FlatBy::Function: return match_name(e, r.name) + '\x1f' + module_key(e, r.module);
   case FlatBy::Line:
   case FlatBy::Loop: return path(r.file) + ':' + std::to_string(r.line);
   }
@@ -157,7 +173,7 @@ uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment
   if (ambiguous) *ambiguous = false;
   if (!from.has(ctx)) return kNoCtx;
   std::vector<std::string> names;  // from the root down, the root left out
-  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = from.parent(c)) names.push_back(from.name(c));
+  for (uint32_t c = ctx; c != 0 && c != kNoCtx; c = from.parent(c)) names.push_back(match_name(from, from.name(c)));
   std::reverse(names.begin(), names.end());
   // Depth first over the contexts of `in` named as the path is: where siblings share a name
   // (threads of one kind under the root), the first whose subtree holds the rest of the path.
@@ -171,7 +187,7 @@ uint32_t matching_context(const Experiment& from, uint32_t ctx, const Experiment
     Level l;
     in.children(at, kids);
     for (uint32_t k : kids)
-      if (in.name(k) == names[levels.size()]) l.candidates.push_back(k);
+      if (match_name(in, in.name(k)) == names[levels.size()]) l.candidates.push_back(k);
     if (ambiguous && l.candidates.size() > 1) *ambiguous = true;
     levels.push_back(std::move(l));
   };
@@ -206,7 +222,8 @@ std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
 namespace {
 std::string function_key(const Experiment& e, uint32_t fn) {
   const auto& meta = e.meta();
-  return e.function_name(fn) + '\x1f' + module_key(e, fn < meta.functions.size() ? meta.functions[fn].module : db::kNone);
+  return match_name(e, e.function_name(fn)) + '\x1f' +
+         module_key(e, fn < meta.functions.size() ? meta.functions[fn].module : db::kNone);
 }
 }  // namespace
 

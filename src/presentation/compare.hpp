@@ -37,6 +37,10 @@ struct CompareRow {
 // (Experiment::program_module) one name whatever its file's, so that two builds of a program
 // named otherwise compare.
 std::string module_key(const Experiment& e, uint32_t module);
+// A context's or function's name as two databases match it: the " [file name]" of the
+// program's executable that hpcstruct adds to its procedures' names made one token, so that
+// two builds named otherwise match ("main [app]" and "main [app.O3]").
+std::string match_name(const Experiment& e, std::string name);
 // What names a flat row in any database (its key: ids differ from one database to another).
 std::string flat_key(const Experiment& e, FlatBy by, const FlatRow& r);
 // The context of `in` with the path of names that `ctx` has in `from` (the root for 0), or

@@ -115,7 +115,7 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   }
   for (uint32_t i = 0; i < x.meta_.entryPoints.size(); ++i) x.entries_.push_back({x.meta_.entryPoints[i].ctxId, i});
   for (const db::Function& f : x.meta_.functions)
-    if (f.name && *f.name == "main" && f.module < x.meta_.modules.size()) {
+    if (f.name && (*f.name == "main" || f.name->starts_with("main [")) && f.module < x.meta_.modules.size()) {
       x.programModule_ = f.module;
       break;
     }

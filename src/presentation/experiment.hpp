@@ -83,7 +83,8 @@ public:
   // The display name: "main", "loop at small.c:3", "small.c:11", "main thread", ...
   std::string name(uint32_t ctx) const;
   std::string function_name(uint32_t fn) const;
-  // The program's executable among meta.db's modules: the module of a function named main,
+  // The program's executable among meta.db's modules: the module of a function named main
+  // (or "main [file]", as hpcstruct names procedures),
   // else the module whose file name is the database's title (hpcprof's default), else kNone.
   uint32_t program_module() const { return programModule_; }
   // Source location of a context (file index, line), or kNone.

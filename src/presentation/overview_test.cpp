@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
 #include "presentation/overview.hpp"
 #include "presentation/report.hpp"
@@ -84,6 +85,9 @@ fs::path write_db(bool counters, bool permuted = false) {
                  {"targ1cc40", 3, 0x4200, kNone, 0, 0},      {"__memcpy_avx_unaligned", 2, 0x3500, kNone, 0, 0},
                  {"signal_thread", 0, 0x1300, 0, 30, 0},    {"sigwait", 2, 0x3600, kNone, 0, 0},
                  {"pthread_rwlock_unlock@@GLIBC_2.34", 2, 0x3700, kNone, 0, 0}};
+  // The program's own functions named as hpcstruct names procedures: "main [app]".
+  for (Function& f : m.functions)
+    if (f.module == 0) *f.name += permuted ? " [app.O3]" : " [app]";
   const uint32_t nFunctions = uint32_t(m.functions.size());
   auto fnAt = [&](int f) { return permuted ? nFunctions - 1 - uint32_t(f) : uint32_t(f); };
   auto ctxAt = [&](uint32_t c) { return permuted && c != 0 ? c + 50 : c; };
@@ -193,7 +197,7 @@ TEST(Overview, KindsOfWorkAndVerdict) {
   EXPECT_DOUBLE_EQ(cpu.kinds[size_t(WorkKind::Idle)].value, 0);
   using Where = std::vector<std::pair<std::string, double>>;
   EXPECT_EQ(cpu.kinds[size_t(WorkKind::Compute)].where,
-            (Where{{"compute", 4.0}, {"main._omp_fn.0", 2.5}, {"__memcpy_avx_unaligned", 0.25},
+            (Where{{"compute [app]", 4.0}, {"main._omp_fn.0 [app]", 2.5}, {"__memcpy_avx_unaligned", 0.25},
                    {"pthread_rwlock_unlock@@GLIBC_2.34", 0.25}}));
   EXPECT_EQ(cpu.kinds[size_t(WorkKind::Mpi)].where, (Where{{"PMPI_Allreduce", 2.0}}));
   EXPECT_EQ(cpu.kinds[size_t(WorkKind::Io)].where, (Where{{"_IO_fwrite", 1.0}}));
@@ -313,6 +317,17 @@ TEST(Compare, EveryViewMatchesRowsAcrossDatabasesByName) {
     }
     EXPECT_GT(nonzero, rows.size() / 2) << endpoint;
   }
+  // hpcreport --compare: every function and calling context matched, this run's names shown.
+  CompareOptions o;
+  o.top = 1000;
+  size_t functions = 0;
+  for (const CompareRow& r : compare_rows(**a, **b, o)) {
+    EXPECT_DOUBLE_EQ(r.bInc, 2 * r.aInc) << r.section << " " << r.name;
+    EXPECT_DOUBLE_EQ(r.bExc, 2 * r.aExc) << r.section << " " << r.name;
+    EXPECT_EQ(r.name.find("[app]"), std::string::npos) << r.name;
+    functions += r.section == "flat-function";
+  }
+  EXPECT_EQ(functions, 12u);  // those with CPU time: 6 of the 18 have none
   fs::remove_all(plain.parent_path());
 }
 

@@ -402,7 +402,7 @@ Reply Api::children(const Params& q) {
   if (withBase) {
     const uint32_t at = matching_context(e_, uint32_t(*ctx), *base_, &ambiguous);
     if (at != kNoCtx)
-      for (uint32_t k : base_->children(at)) baseKids->try_emplace(base_->name(k), k);
+      for (uint32_t k : base_->children(at)) baseKids->try_emplace(match_name(*base_, base_->name(k)), k);
   }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
                       [&e = e_, kids, leaves, ms = *ms, selected, withStats, base = withBase ? base_ : nullptr, baseKids,
@@ -436,7 +436,7 @@ Reply Api::children(const Params& q) {
                           // its match; one a filter brought up from below, by its own path.
                           uint32_t at = kNoCtx;
                           if (e.parent(k) == ctx)
-                            if (auto it = baseKids->find(e.name(k)); it != baseKids->end()) at = it->second;
+                            if (auto it = baseKids->find(match_name(e, e.name(k))); it != baseKids->end()) at = it->second;
                           // Where siblings on the way share names, by the child's own path.
                           if (at == kNoCtx && (e.parent(k) != ctx || ambiguous)) at = matching_context(e, k, *base);
                           json binc = json::array(), bexc = json::array();
