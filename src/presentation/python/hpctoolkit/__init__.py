@@ -534,16 +534,43 @@ def compare(base, db, metric, by="function", stat="sum"):
     (module, file, line or loop) by name, its exclusive and inclusive values in the baseline
     `base` and in `db`, and the change of exclusive value ("change": db's less base's); a row
     for what only one of them has (0 in the other); largest change first. The metric is named
-    as in both."""
-    a, b = base.flat(metric, by=by, stat=stat), db.flat(metric, by=by, stat=stat)
-    a = a.groupby("name", sort=False)[["inclusive", "exclusive"]].sum()
-    b = b.groupby("name", sort=False)[["inclusive", "exclusive"]].sum()
-    j = a.join(b, how="outer", lsuffix="_base", rsuffix="").fillna(0.0)
-    j = j[["inclusive_base", "inclusive", "exclusive_base", "exclusive"]]
+    as in both. As hpcreport, the two programs' executables match whatever their file names
+    (two builds: "main [app]" and "main [app.O3]"), and a row is named as `db` names it."""
+
+    def keyed(d):
+        f = d.flat(metric, by=by, stat=stat)
+        program = _program_module(d)
+        if program is None or by not in ("function", "module"):
+            f["key"] = f["name"]
+        elif by == "module":
+            f["key"] = f["name"].where(f["name"] != program, "\x01program")
+        else:
+            suffix = f" [{_base(program)}]"
+            f["key"] = [n[: -len(suffix)] + " [\x01program]" if n.endswith(suffix) else n for n in f["name"]]
+        return f.groupby("key", sort=False).agg(name=("name", "first"), inclusive=("inclusive", "sum"),
+                                                exclusive=("exclusive", "sum"))
+
+    a, b = keyed(base), keyed(db)
+    j = a.join(b, how="outer", lsuffix="_base", rsuffix="")
+    j["name"] = j["name"].fillna(j["name_base"])
+    for c in ("inclusive_base", "inclusive", "exclusive_base", "exclusive"):
+        j[c] = j[c].fillna(0.0)
+    j = j[["name", "inclusive_base", "inclusive", "exclusive_base", "exclusive"]].reset_index(drop=True)
     j["change"] = j["exclusive"] - j["exclusive_base"]
-    j = j.reset_index()
     order = j["change"].abs().sort_values(ascending=False, kind="stable").index
     return j.loc[order].reset_index(drop=True)
+
+
+def _program_module(db):
+    """The program's executable (its module's path), as hpcreport finds it: the module of a
+    function named main (or "main [file]"), else the module named as the database's title."""
+    for f in db._functions:
+        if f[0] and (f[0] == "main" or f[0].startswith("main [")) and f[1]:
+            return f[1]
+    for m in db.contexts["module"].dropna().unique():
+        if _base(m) == db.title:
+            return m
+    return None
 
 
 def _base(path):
