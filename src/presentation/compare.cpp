@@ -302,8 +302,8 @@ std::optional<std::vector<uint64_t>> Matcher::static_path(const std::vector<uint
 std::vector<CompareRow> compare_rows(const Experiment& a, const Experiment& b, const CompareOptions& o) {
   std::vector<CompareRow> out;
   if (o.metricA >= a.metrics().size() || o.metricB >= b.metrics().size()) return out;
-  flat(a, b, o, out);
-  top_down(a, b, o, out);
+  if (o.flat) flat(a, b, o, out);
+  if (o.topDown) top_down(a, b, o, out);
   return out;
 }
 

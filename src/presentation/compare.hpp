@@ -24,6 +24,7 @@ struct CompareOptions {
   size_t top = 20;                  // rows per section
   FlatBy by = FlatBy::Function;
   ReportFormat format = ReportFormat::Text;
+  bool flat = true, topDown = true;  // the sections (hpcreport --view flat, top-down)
 };
 
 struct CompareRow {

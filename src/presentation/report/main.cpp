@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--compare", baseline,
                  "DB against a baseline database BASE (another run: before a change, another input or\n"
                  "machine): the metric's values in both, the change, matched by name: flat rows by\n"
-                 "--by (exclusive) and calling contexts by their path (inclusive), largest change first")
+                 "--by (exclusive) and calling contexts by their path (inclusive), largest change first;\n"
+                 "--view flat or top-down for one of the two")
       ->option_text("BASE");
   CLI11_PARSE(app, argc, argv);
 
@@ -113,7 +114,15 @@ int main(int argc, char** argv) {
       std::cerr << "hpcreport: --profiles and --compare do not go together\n";
       return 2;
     }
+    if (o.view != ReportView::Summary && o.view != ReportView::Flat && o.view != ReportView::TopDown) {
+      std::cerr << "hpcreport: --compare shows the flat view and the calling contexts (--view summary, flat or "
+                   "top-down), not --view "
+                << view << "\n";
+      return 2;
+    }
     CompareOptions c;
+    c.flat = o.view != ReportView::TopDown;
+    c.topDown = o.view != ReportView::Flat;
     c.metricB = o.metric;
     c.top = top;
     c.by = o.by;

@@ -50,6 +50,12 @@ ok '^flat-function,0,spinsleep,1.21026,0,1.21026,0$' "$l" --compare "$s" --forma
 "$report" "$l" --compare "$s" --format json --by module >"$tmp/out"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); r=j["rows"][0]; assert r["section"]=="flat-module" and r["name"]=="testmeas-loops (baseline: testmeas-small)", r; assert abs(j["baseline_total"]-1.210259)<1e-6' "$tmp/out" \
   || fail "compare json output"
+# One section with --view flat or top-down; other views do not go with --compare.
+"$report" "$l" --compare "$s" --view top-down >"$tmp/out"
+grep -q 'Calling contexts' "$tmp/out" && ! grep -q 'Flat view' "$tmp/out" || fail "--compare --view top-down"
+"$report" "$l" --compare "$s" --view flat >"$tmp/out"
+grep -q 'Flat view' "$tmp/out" && ! grep -q 'Calling contexts' "$tmp/out" || fail "--compare --view flat"
+bad "--compare shows the flat view and the calling contexts (--view summary, flat or top-down), not --view bottom-up" "$l" --compare "$s" --view bottom-up
 bad "small.d/meta.db: no metric 'GKER:BLK_SM_ACUMU' to compare with" "$dbase/loops-cuda-nvidia-t.d" --compare "$s" --metric 0
 bad 'no-such.d: not a database directory' "$s" --compare "$tmp/no-such.d"
 echo "hpcreport: all checks passed"
