@@ -131,12 +131,14 @@ const table = {
     name.className = 'name';
     name.textContent = this.view === 'bottom-up' ? 'Function ← callers' : this.view === 'flat' ? 'Name' : 'Calling context';
     h.append(name);
-    // Each column is a value (92 px) and its percentage (62), inclusive and exclusive.
-    document.documentElement.style.setProperty('--metrics-width', `${this.columns.length * 2 * (92 + 62)}px`);
+    // Each column is a value (92 px, or as fitted) and its percentage (62), inclusive and exclusive.
+    const widths = this.columns.map((c) => c.width || 92);
+    document.documentElement.style.setProperty('--metrics-width', `${widths.reduce((a, w) => a + 2 * (w + 62), 0)}px`);
     this.columns.forEach((c, ci) => {
       for (const exc of [false, true]) {
         const d = document.createElement('div');
         d.className = 'num' + (this.sortCol === ci && this.sortExc === exc ? ' sorted' : '');
+        if (c.width) d.style.width = `${c.width}px`;
         d.textContent = `${c.label} (${exc ? 'E' : 'I'})`;
         const what = c.baseline ? `the baseline's ${hpc.info.metrics[c.metric]?.name}`
           : c.delta ? `the change of ${hpc.info.metrics[c.metric]?.name} against the baseline` : c.label;
@@ -311,6 +313,7 @@ const table = {
         const v = this.value(n, c, exc);
         const d = document.createElement('div');
         d.className = 'num';
+        if (c.width) d.style.width = `${c.width}px`;
         d.textContent = hpc.fmt(v);
         const p = document.createElement('div');
         p.className = 'pct';
@@ -326,6 +329,37 @@ const table = {
     r.onclick = () => this.select(n);
     r.ondblclick = () => this.toggle(n).catch(showError);
     return r;
+  },
+
+  // hpcviewer's "Resize metric columns": each column as wide as its widest value among the
+  // rows loaded (mode 'data'), or that and its label ('label'); '' back to the default.
+  fitColumns(mode) {
+    const probe = document.createElement('canvas').getContext('2d');
+    const cell = document.querySelector('#table-body .num') || document.querySelector('#table-head .num');
+    const style = getComputedStyle(cell || document.body);
+    probe.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const nodes = [];
+    const stack = [...(this.roots || [])];
+    while (stack.length && nodes.length < 20000) {  // the rows loaded, expanded or not
+      const n = stack.pop();
+      nodes.push(n);
+      if (n.children) stack.push(...n.children);
+    }
+    this.columns.forEach((c) => {
+      if (!mode) { delete c.width; return; }
+      let w = 0;
+      for (const n of nodes)
+        for (const exc of [false, true]) w = Math.max(w, probe.measureText(hpc.fmt(this.value(n, c, exc))).width);
+      if (mode === 'label') {
+        const head = getComputedStyle(document.querySelector('#table-head .num') || document.body);
+        probe.font = `600 ${head.fontSize} ${head.fontFamily}`;
+        w = Math.max(w, probe.measureText(`${c.label} (I)`).width + 14);
+        probe.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+      }
+      c.width = Math.ceil(Math.max(36, w + 10));  // the cell's padding
+    });
+    this.header();
+    this.render();
   },
 
   select(n, scroll = false) {
@@ -717,6 +751,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('threads-ok').onclick = () => threads.apply().catch(showError);
   $('threads-cancel').onclick = () => { $('threads-dialog').hidden = true; };
   $('csv').onclick = saveCsv;
+  $('fit-columns').onchange = () => table.fitColumns($('fit-columns').value);
   $('text-bigger').onclick = () => textSize(1);
   $('text-smaller').onclick = () => textSize(-1);
   textSize(0);

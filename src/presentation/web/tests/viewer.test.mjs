@@ -424,7 +424,10 @@ async function step(page, label, fn) {
   });
   await step(page, 'compare-3-bottom-up', async () => {
     await page.click('#view-bottom-up');
-    await page.waitForFunction(() => document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
+    // The flat view's first row is main._omp_fn.0 too: wait for the bottom-up view's head.
+    await page.waitForFunction(() => document.querySelector('#table-head .name')?.textContent.includes('callers') &&
+      document.querySelector('#table-body .row')?.innerText.includes('main._omp_fn.0'));
+    await page.waitForFunction(() => !document.querySelector('#status')?.textContent);
     const rows = await rowTexts(page);
     check(rows.some((r) => /^▸?main\._omp_fn\.0\s*3\.97331\s*100\.0%\s*1\.24489\s*31\.3%\s*0\s*0\s*3\.97331\s*new\s*1\.24489\s*new/.test(r)), `new in the bottom-up view: ${rows.slice(0, 3).join(' | ')}`);
     // Eight value columns and their percentages: names keep their width, the table scrolls
@@ -439,6 +442,27 @@ async function step(page, label, fn) {
     });
     check(edges.scrolled > 0 && JSON.stringify(edges.head) === JSON.stringify(edges.row),
       `the head scrolls with the rows: ${JSON.stringify(edges)}`);
+  });
+  await step(page, 'compare-4-fit-columns', async () => {
+    // hpcviewer's "Resize metric columns": as wide as the values, or the values and labels;
+    // the head's columns stay over the rows'.
+    const widths = () => page.evaluate(() => {
+      const w = (el) => Math.round(el.getBoundingClientRect().width);
+      const right = (el) => Math.round(el.getBoundingClientRect().right);
+      const head = [...document.querySelectorAll('#table-head .num')], row = [...document.querySelector('#table-body .row').querySelectorAll('.num')];
+      return { head: head.map(w), aligned: JSON.stringify(head.map(right)) === JSON.stringify(row.map(right)),
+        fits: head.every((h) => h.scrollWidth <= h.clientWidth + 1) };
+    });
+    await page.$eval('#table-body', (e) => { e.scrollLeft = 0; e.dispatchEvent(new Event('scroll')); });
+    await page.selectOption('#fit-columns', 'data');
+    const data = await widths();
+    check(data.aligned && data.head.every((x) => x >= 36 && x < 92), `fitted to the values: ${JSON.stringify(data)}`);
+    await page.selectOption('#fit-columns', 'label');
+    const label = await widths();
+    check(label.aligned && label.fits && label.head.some((x) => x > 92), `fitted to values and labels: ${JSON.stringify(label)}`);
+    await page.selectOption('#fit-columns', '');
+    const back = await widths();
+    check(back.aligned && back.head.every((x) => x === 92), `default widths again: ${JSON.stringify(back)}`);
   });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
