@@ -111,6 +111,29 @@ std::string baseName(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
+// Of a Python command line (argv[i] the interpreter), the first of the options -S, -E or -I
+// given before the script, -c or -m, or 0: letters may be grouped (-Es); -W and -X take the
+// next word where their own is empty.
+char pythonSkipsSite(int argc, char** argv, int i) {
+  for (int k = i + 1; k < argc; ++k) {
+    const char* a = argv[k];
+    if (a[0] != '-' || a[1] == 0) return 0;  // the script, or "-" (standard input)
+    if (a[1] == '-') {
+      if (a[2] == 0) return 0;  // "--": the script follows
+      continue;                 // --version and kin
+    }
+    for (const char* c = a + 1; *c; ++c) {
+      if (*c == 'S' || *c == 'E' || *c == 'I') return *c;
+      if (*c == 'c' || *c == 'm') return 0;  // the rest is the command's or module's
+      if (*c == 'W' || *c == 'X') {
+        if (c[1] == 0) ++k;  // its argument is the next word
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
 std::string findRuntime() {
   if (const char* root = std::getenv("HPCTOOLKIT"); root && *root) {
     std::string lib = std::string(root) + "/lib/libhpcrun.so";
@@ -457,6 +480,15 @@ int main(int argc, char** argv) {
                    "hpcrun: warning: '%s' cannot be measured: %s, so libhpcrun.so cannot be loaded into "
                    "it; only the dynamically linked programs it starts are measured\n",
                    app.c_str(), why.c_str());
+  // -a python hooks in through a sitecustomize module on PYTHONPATH: Python's -S (no site
+  // module), -E and -I (PYTHON* variables ignored) skip it, and the run would have no Python
+  // frame without a word.
+  if (python && baseName(app).rfind("python", 0) == 0)
+    if (const char flag = pythonSkipsSite(argc, argv, i))
+      std::fprintf(stderr,
+                   "hpcrun: warning: python's -%c keeps it from loading the sitecustomize module -a python "
+                   "hooks in with: the measurement will have no Python frames (run without -%c)\n",
+                   flag, flag);
   const std::string job = jobId();
   if (out.empty()) out = "hpctoolkit-" + baseName(app) + "-measurements" + (job.empty() ? "" : "-" + job);
   if (!makeDirs(out)) fail("cannot create measurement directory '" + out + "': " + std::strerror(errno));

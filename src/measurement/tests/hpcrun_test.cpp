@@ -1696,6 +1696,27 @@ TEST(Launcher, MpiRanksFromEveryLaunchersVariable) {
   fs::remove_all(scratch);
 }
 
+// -a python hooks in through a sitecustomize module: Python's -S, -E and -I skip it, so the
+// run would have no Python frame; said so. Options after the script, -c or -m are the
+// program's, and -W/-X take a word: no warning there.
+TEST(Launcher, WarnsWhenPythonSkipsTheSiteHook) {
+  fs::path scratch = fs::temp_directory_path() / "hpcrun-test-python-site";
+  fs::remove_all(scratch);
+  int n = 0;
+  for (auto [args, flag] : {std::pair{"-I -c 'print(7)'", 'I'}, std::pair{"-Es -c 'print(7)'", 'E'},
+                            std::pair{"-S -c 'print(7)'", 'S'}, std::pair{"-c 'print(7)'", '\0'},
+                            std::pair{"-W ignore -X utf8 -c 'print(7)' -I", '\0'}, std::pair{"-u -c 'print(7)' -S", '\0'}}) {
+    Outcome r = run(kBin + " -a python -o " + (scratch / std::to_string(n++)).string() + " /usr/bin/python3 " + args,
+                    scratch / "run");
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "7\n") << args;
+    const std::string warning = std::string("hpcrun: warning: python's -") + flag + " keeps it from loading";
+    if (flag) EXPECT_NE(r.err.find(warning), std::string::npos) << args << ": " << r.err;
+    else EXPECT_EQ(r.err.find("warning"), std::string::npos) << args << ": " << r.err;
+  }
+  fs::remove_all(scratch);
+}
+
 TEST(Launcher, WarnsOfStaticPrograms) {
   // The reference's hpcrun cannot measure a static program either; ours says so and still
   // runs it (a static launcher's dynamic children are measured), its output and status its own.
