@@ -52,7 +52,10 @@ void top_down_filtered(const Experiment& e, const ReportOptions& o, std::vector<
     const size_t i = stack.back();
     stack.pop_back();
     const Node& n = chosen[i];
-    out.push_back({"top-down", n.depth, std::to_string(n.ctx), e.name(n.ctx), e.inclusive(n.ctx, m), e.exclusive(n.ctx, m)});
+    // What the filters hide below a context shown becomes its own (exclusive) cost.
+    const double moved =
+        i == 0 ? 0.0 : absorbed_value(e, filter_absorbed(e, n.ctx, n.leaf, o.filters), [&](uint32_t c) { return e.inclusive(c, m); });
+    out.push_back({"top-down", n.depth, std::to_string(n.ctx), e.name(n.ctx), e.inclusive(n.ctx, m), e.exclusive(n.ctx, m) + moved});
     for (auto it = n.kids.rbegin(); it != n.kids.rend(); ++it) stack.push_back(*it);  // chosen hottest first
   }
 }

@@ -120,6 +120,54 @@ bool filter_matches(const std::string& pattern, const std::string& name) {
   return bare.size() != name.size() && fnmatch(pattern.c_str(), std::string(bare).c_str(), 0) == 0;
 }
 
+namespace {
+// The first filter matching context k's name, or none.
+const FilterMode* matching_filter(const Experiment& e, uint32_t k, const std::vector<CctFilter>& filters) {
+  if (filters.empty()) return nullptr;
+  const std::string name = e.name(k);
+  for (const CctFilter& f : filters)
+    if (filter_matches(f.pattern, name)) return &f.mode;
+  return nullptr;
+}
+}  // namespace
+
+FilterAbsorbed filter_absorbed(const Experiment& e, uint32_t ctx, bool leaf, const std::vector<CctFilter>& filters) {
+  FilterAbsorbed a;
+  if (filters.empty() || !e.has(ctx)) return a;
+  std::vector<uint32_t> todo = e.children(ctx), kids;
+  if (leaf) {  // a "descendants" match: all below it hidden, its own now
+    a.whole = std::move(todo);
+    return a;
+  }
+  while (!todo.empty()) {
+    const uint32_t k = todo.back();
+    todo.pop_back();
+    const FilterMode* mode = matching_filter(e, k, filters);
+    if (!mode || *mode == FilterMode::Descendants) continue;  // shown: its costs stay its own
+    if (*mode == FilterMode::Self) {
+      a.own.push_back(k);
+      e.children(k, kids);
+      todo.insert(todo.end(), kids.begin(), kids.end());
+    } else {
+      a.whole.push_back(k);
+    }
+  }
+  return a;
+}
+
+double absorbed_value(const Experiment& e, const FilterAbsorbed& a, const std::function<double(uint32_t)>& inclusive) {
+  double v = 0;
+  for (uint32_t k : a.whole) v += inclusive(k);
+  std::vector<uint32_t> kids;
+  for (uint32_t k : a.own) {  // the cost at k itself: its inclusive value less its children's
+    double own = inclusive(k);
+    e.children(k, kids);
+    for (uint32_t c : kids) own -= inclusive(c);
+    v += std::max(0.0, own);
+  }
+  return v;
+}
+
 std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, const std::vector<CctFilter>& filters,
                                              size_t limit) {
   std::vector<FilteredChild> out;
@@ -130,15 +178,7 @@ std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, 
   while (!todo.empty() && out.size() < limit) {
     const uint32_t k = todo.back();
     todo.pop_back();
-    const FilterMode* mode = nullptr;
-    if (!filters.empty()) {
-      const std::string name = e.name(k);
-      for (const CctFilter& f : filters)
-        if (filter_matches(f.pattern, name)) {
-          mode = &f.mode;
-          break;
-        }
-    }
+    const FilterMode* mode = matching_filter(e, k, filters);
     if (!mode) {
       out.push_back({k, false});
     } else if (*mode == FilterMode::Descendants) {

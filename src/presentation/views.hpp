@@ -33,8 +33,9 @@ std::vector<uint32_t> hottest_contexts(const Experiment& e, const MetricView& m,
 // ---- hpcviewer's CCT filters: glob patterns (fnmatch) on contexts' names in the top-down
 // tree. A context matched in mode Self is replaced by its own children (filtered in turn);
 // in SelfAndDescendants it is left out with its subtree; in Descendants it stays, without
-// children. The first filter that matches decides. Values are the database's: an ancestor's
-// inclusive value still counts what is hidden below it.
+// children. The first filter that matches decides. Inclusive values are the database's (an
+// ancestor's still counts what is hidden below it); what is hidden becomes the exclusive cost
+// of the nearest context shown above it (filter_absorbed).
 enum class FilterMode { Self, Descendants, SelfAndDescendants };
 struct CctFilter {
   std::string pattern;
@@ -53,6 +54,18 @@ struct FilteredChild {
 // children are walked without recursion, however deep).
 std::vector<FilteredChild> filtered_children(const Experiment& e, uint32_t ctx, const std::vector<CctFilter>& filters,
                                              size_t limit = SIZE_MAX);
+
+// What the filters hide below a context that is shown (`leaf`: a "descendants" match) and
+// that, as hpcviewer's filters do, becomes its own exclusive cost: contexts hidden alone
+// ("self") leave it the cost at them (their inclusive value less their children's; their
+// children are shown in their place), hidden subtrees ("all", and everything below a
+// "descendants" match) their whole cost. Inclusive values stay as they are.
+struct FilterAbsorbed {
+  std::vector<uint32_t> own, whole;  // hidden alone; roots of hidden subtrees
+};
+FilterAbsorbed filter_absorbed(const Experiment& e, uint32_t ctx, bool leaf, const std::vector<CctFilter>& filters);
+// The cost those contexts leave, from a metric's inclusive values.
+double absorbed_value(const Experiment& e, const FilterAbsorbed& a, const std::function<double(uint32_t)>& inclusive);
 
 // ---- Bottom-up: a node is a path of keys, a function then its callers outward.
 // Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.

@@ -335,6 +335,31 @@ TEST(Views, CctFiltersHideSpliceOrCut) {
   j = get({{"ctx", "1"}, {"filter", R"([{"pattern":"main","mode":"descendants"}])"}});
   ASSERT_EQ(j["children"].size(), 1u);
   EXPECT_FALSE(j["children"][0]["hasChildren"]);
+  // What is hidden becomes the exclusive cost of the nearest context shown, as hpcviewer's
+  // filters move it; inclusive values stay. main's descendants hidden: all 1.21026 its own.
+  EXPECT_NEAR(j["children"][0]["exc"][0].get<double>(), 1.210259, 1e-6);
+  EXPECT_NEAR(j["children"][0]["inc"][0].get<double>(), 1.210259, 1e-6);
+  // spinsleep hidden with its subtree: small.c:11 (main's line) and small.c:7 (caller's) take
+  // the costs of the calls hidden there.
+  j = get({{"ctx", "4"}, {"filter", R"([{"pattern":"spinsleep","mode":"all"}])"}});
+  ASSERT_EQ(j["children"].size(), 1u);
+  EXPECT_EQ(j["children"][0]["name"], "small.c:11");
+  EXPECT_NEAR(j["children"][0]["exc"][0].get<double>(), 0.604943, 1e-6);
+  j = get({{"ctx", "22"}, {"filter", R"([{"pattern":"spinsleep","mode":"all"}])"}});
+  ASSERT_EQ(j["children"].size(), 1u);
+  EXPECT_NEAR(j["children"][0]["exc"][0].get<double>(), 0.605316, 1e-6);
+  EXPECT_FALSE(j["children"][0]["hasChildren"]);
+  // caller hidden alone: the cost at it itself (none: all of it lies below it) moves; its line
+  // small.c:7 is shown in its place with its own values.
+  j = get({{"ctx", "4"}, {"filter", R"([{"pattern":"caller","mode":"self"}])"}});
+  EXPECT_EQ(j["children"][0]["exc"][0], 0.0);
+  {
+    FilterAbsorbed a = filter_absorbed(*e, 15, false, {{"caller", FilterMode::Self}, {"spinsleep", FilterMode::SelfAndDescendants}});
+    EXPECT_EQ(a.own, (std::vector<uint32_t>{22}));
+    EXPECT_EQ(a.whole, (std::vector<uint32_t>{10}));
+    const MetricView& mv = e->metrics()[0];
+    EXPECT_NEAR(absorbed_value(*e, a, [&](uint32_t c) { return e->inclusive(c, mv); }), 0.604943, 1e-6);
+  }
   for (const char* bad : {"[", R"({"pattern":"x"})", R"([{"pattern":"x","mode":"sometimes"}])", R"([{"mode":"self"}])"})
     EXPECT_TRUE(get({{"ctx", "1"}, {"filter", bad}}, 400).contains("error")) << bad;
   // Statistics over the profiles: small.d's reference database kept sums alone.
@@ -561,7 +586,8 @@ TEST(Report, ServerCarriesTheBaselinesValuesInEveryView) {
   Api self(*l, l.get());
   const std::vector<std::tuple<std::string, Params, int>> views{
       {"bottom-up", {}, 4}, {"structure", {}, 6}, {"structure", {{"depth", "3"}}, 3},
-      {"children", {{"ctx", "0"}, {"filter", R"([{"pattern":"main","mode":"self"}])"}}, 5}};
+      {"children", {{"ctx", "0"}, {"filter", R"([{"pattern":"main","mode":"self"}])"}}, 5},
+      {"children", {{"ctx", "0"}, {"filter", R"([{"pattern":"func*","mode":"all"}])"}}, 8}};
   for (const auto& [endpoint, q, levels] : views) {
     auto rows = api_rows_by_names(self, endpoint, q, levels);
     ASSERT_GT(rows.size(), 5u) << endpoint;

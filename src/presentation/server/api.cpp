@@ -406,21 +406,30 @@ Reply Api::children(const Params& q) {
   }
   return stream_array(std::move(head), "children", std::min<size_t>(kids->size(), *top),
                       [&e = e_, kids, leaves, ms = *ms, selected, withStats, base = withBase ? base_ : nullptr, baseKids,
-                       &baseMetric = baseMetric_, ctx = uint32_t(*ctx), ambiguous](size_t i) {
+                       &baseMetric = baseMetric_, ctx = uint32_t(*ctx), ambiguous, filters = *filters](size_t i) {
                         uint32_t k = (*kids)[i];
                         json inc = json::array(), exc = json::array();
+                        // What the filters hide below the row becomes its own (exclusive) cost.
+                        const FilterAbsorbed hidden = filter_absorbed(e, k, leaves->count(k) != 0, filters);
+                        const bool absorbs = !hidden.own.empty() || !hidden.whole.empty();
                         for (size_t m : ms) {
                           const MetricView& mv = e.metrics()[m];
+                          auto inclusive = [&](uint32_t c) {
+                            return selected->empty() ? e.inclusive(c, mv) : e.profiles_value(*selected, c, mv.incProp);
+                          };
+                          const double moved = absorbs ? absorbed_value(e, hidden, inclusive) : 0.0;
                           if (selected->empty()) {
-                            inc.push_back(e.inclusive(k, mv)), exc.push_back(e.exclusive(k, mv));
+                            inc.push_back(e.inclusive(k, mv)), exc.push_back(e.exclusive(k, mv) + moved);
                           } else {
                             inc.push_back(e.profiles_value(*selected, k, mv.incProp));
-                            exc.push_back(e.profiles_value(*selected, k, mv.excProp));
+                            exc.push_back(e.profiles_value(*selected, k, mv.excProp) + moved);
                           }
                         }
                         auto [file, line] = e.source_of(k);
-                        json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", !leaves->count(k) && e.has_children(k)},
-                               {"inc", inc}, {"exc", exc}};
+                        // With filters, whether any child is left to show.
+                        const bool hasChildren = !leaves->count(k) && e.has_children(k) &&
+                                                 (filters.empty() || !filtered_children(e, k, filters, 1).empty());
+                        json r{{"ctx", k}, {"name", e.name(k)}, {"hasChildren", hasChildren}, {"inc", inc}, {"exc", exc}};
                         if (file != db::kNone) r["file"] = file, r["line"] = line;
                         if (withStats) {  // over all profiles (hpcprof -M stats), per asked metric
                           json si = json::array(), se = json::array();
@@ -440,11 +449,20 @@ Reply Api::children(const Params& q) {
                           // Where siblings on the way share names, by the child's own path.
                           if (at == kNoCtx && (e.parent(k) != ctx || ambiguous)) at = matching_context(e, k, *base);
                           json binc = json::array(), bexc = json::array();
+                          // The same filters move the baseline's hidden costs alike.
+                          const FilterAbsorbed baseHidden =
+                              at == kNoCtx ? FilterAbsorbed{} : filter_absorbed(*base, at, leaves->count(k) != 0, filters);
                           for (size_t m : ms) {
                             const int bm = baseMetric[m];
                             const bool has = at != kNoCtx && bm >= 0;
-                            binc.push_back(has ? base->inclusive(at, base->metrics()[size_t(bm)]) : 0.0);
-                            bexc.push_back(has ? base->exclusive(at, base->metrics()[size_t(bm)]) : 0.0);
+                            if (!has) {
+                              binc.push_back(0.0), bexc.push_back(0.0);
+                              continue;
+                            }
+                            const MetricView& bmv = base->metrics()[size_t(bm)];
+                            binc.push_back(base->inclusive(at, bmv));
+                            bexc.push_back(base->exclusive(at, bmv) +
+                                           absorbed_value(*base, baseHidden, [&](uint32_t c) { return base->inclusive(c, bmv); }));
                           }
                           r["base"] = {{"inc", binc}, {"exc", bexc}};
                         }
