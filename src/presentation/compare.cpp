@@ -140,10 +140,8 @@ std::string percent(double a, double b) {
 }  // namespace
 
 std::string match_name(const Experiment& e, std::string name) {
-  const auto& mods = e.meta().modules;
-  const uint32_t p = e.program_module();
-  if (p >= mods.size() || name.empty() || name.back() != ']') return name;
-  const std::string suffix = " [" + base_name(mods[p].path) + "]";
+  const std::string& suffix = e.program_suffix();
+  if (suffix.empty() || name.empty() || name.back() != ']') return name;
   if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
     name.replace(name.size() - suffix.size(), suffix.size(), " [\x01program]");
   return name;
@@ -221,9 +219,10 @@ std::vector<int> matching_metrics(const Experiment& e, const Experiment& base) {
 
 namespace {
 std::string function_key(const Experiment& e, uint32_t fn) {
-  const auto& meta = e.meta();
-  return match_name(e, e.function_name(fn)) + '\x1f' +
-         module_key(e, fn < meta.functions.size() ? meta.functions[fn].module : db::kNone);
+  FlatRow r;
+  r.name = e.function_name(fn);
+  if (fn < e.meta().functions.size()) r.module = e.meta().functions[fn].module;
+  return flat_key(e, FlatBy::Function, r);
 }
 }  // namespace
 

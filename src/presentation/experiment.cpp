@@ -121,6 +121,7 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
     }
   for (uint32_t i = 0; i < x.meta_.modules.size() && x.programModule_ == db::kNone; ++i)
     if (base_name(x.meta_.modules[i].path) == x.meta_.general.title) x.programModule_ = i;
+  if (x.programModule_ != db::kNone) x.programSuffix_ = " [" + base_name(x.meta_.modules[x.programModule_].path) + "]";
   std::sort(x.entries_.begin(), x.entries_.end());
   db::release_pages(x.metaFile_->bytes().data(), x.metaFile_->bytes().size());
   // Records are visited in no order from now on: no read-ahead around each one.
@@ -143,16 +144,23 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   return e;
 }
 
-// File-backed pages resident in the process (the binary and libraries included).
-uint64_t Experiment::shared_bytes() {
+namespace {
+// /proc/self/statm's resident and shared (file-backed) pages, in bytes; 0 where unknown.
+std::pair<uint64_t, uint64_t> statm_bytes() {
   static const long page = sysconf(_SC_PAGESIZE);
   long size = 0, resident = 0, shared = 0;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld %ld", &size, &resident, &shared) != 3) shared = 0;
+    if (std::fscanf(f, "%ld %ld %ld", &size, &resident, &shared) != 3) resident = shared = 0;
     std::fclose(f);
   }
-  return uint64_t(shared) * uint64_t(page);
+  return {uint64_t(resident) * uint64_t(page), uint64_t(shared) * uint64_t(page)};
 }
+}  // namespace
+
+// File-backed pages resident in the process (the binary and libraries included).
+uint64_t Experiment::shared_bytes() { return statm_bytes().second; }
+
+uint64_t Experiment::resident_bytes() { return statm_bytes().first; }
 
 NodeKind Experiment::kind(uint32_t ctx) const {
   if (ctx == 0) return NodeKind::Root;

@@ -87,6 +87,8 @@ public:
   // (or "main [file]", as hpcstruct names procedures),
   // else the module whose file name is the database's title (hpcprof's default), else kNone.
   uint32_t program_module() const { return programModule_; }
+  // " [file name]" of that module, as hpcstruct ends its procedures' names; empty without one.
+  const std::string& program_suffix() const { return programSuffix_; }
   // Source location of a context (file index, line), or kNone.
   std::pair<uint32_t, uint32_t> source_of(uint32_t ctx) const;
 
@@ -129,6 +131,8 @@ public:
   // returns freed heap memory to the system (malloc_trim).
   // MT: thread-safe; others' reads fault the pages back in.
   void release_pages(bool withHeap = true) const;
+  // All the process holds resident (heap, stacks, file pages), from /proc/self/statm.
+  static uint64_t resident_bytes();
 
 private:
   explicit Experiment(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -145,6 +149,7 @@ private:
   std::vector<uint16_t> fn16_;    // the same in 16 bits (0xffff: none) when every index fits, fn_ then empty
   std::vector<std::pair<uint32_t, uint32_t>> entries_;  // (ctxId, index in meta_.entryPoints), sorted
   uint32_t programModule_ = db::kNone;
+  std::string programSuffix_;
   size_t numContexts_ = 0;
   uint64_t pageBudget_ = 256u << 10;  // bytes of mapped pages release_pages() lets stay
   uint64_t baseShared_ = UINT64_MAX / 2;  // file pages resident after open

@@ -191,19 +191,6 @@ std::optional<Reply> trace_range(const Experiment& e, const Params& q, TraceRang
 
 }  // namespace
 
-namespace {
-// The process's resident memory (statm's second field), 0 where unknown.
-uint64_t resident_bytes() {
-  static const long page = sysconf(_SC_PAGESIZE);
-  long size = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return uint64_t(resident) * uint64_t(page);
-}
-}  // namespace
-
 Api::Api(const Experiment& e, const Experiment* base)
     : e_(e), base_(base), baseMetric_(base ? matching_metrics(e, *base) : std::vector<int>()),
       match_(base ? std::make_unique<const Matcher>(e, *base) : nullptr) {}
@@ -608,7 +595,7 @@ Reply Api::structure(const Params& q) {
     if (!ec) dbBytes += n;
     ec.clear();
   }
-  const uint64_t held = resident_bytes(), allowed = dbBytes / 10;
+  const uint64_t held = Experiment::resident_bytes(), allowed = dbBytes / 10;
   const size_t budget = std::max<uint64_t>(30000, (allowed > held ? allowed - held : 0) / (128 + 32 * ms->size()));
   StaticTree st(e_, *ms);
   st.set_row_budget(budget);
