@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -102,6 +103,115 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
   }
   ::close(fd);
   return m;
+}
+
+namespace {
+// The calling thread's blocks: a few slots, least recently used replaced.
+struct BlockCache {
+  struct Slot {
+    uint64_t file = 0, block = UINT64_MAX, used = 0;
+    uint32_t len = 0;
+  };
+  Slot slots[BlockFile::kSlots];
+  uint8_t* data = nullptr;  // kSlots * kBlock bytes, taken on first use
+  uint64_t tick = 0;
+  size_t last = 0;  // the slot of the last hit
+  ~BlockCache() { std::free(data); }
+};
+thread_local BlockCache t_blocks;
+std::atomic<uint64_t> g_nextBlockFile{1};
+}  // namespace
+
+Expected<BlockFile> BlockFile::open(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = errno_status("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(path.string() + ": not a regular file");
+  }
+  BlockFile f;
+  f.fd_ = fd;
+  f.id_ = g_nextBlockFile.fetch_add(1);
+  f.size_ = uint64_t(st.st_size);
+  f.path_ = path.string();
+  return f;
+}
+
+BlockFile::BlockFile(BlockFile&& o) noexcept : fd_(o.fd_), id_(o.id_), size_(o.size_), path_(std::move(o.path_)) {
+  o.fd_ = -1, o.id_ = 0;
+}
+
+BlockFile& BlockFile::operator=(BlockFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_, id_ = o.id_, size_ = o.size_, path_ = std::move(o.path_);
+    o.fd_ = -1, o.id_ = 0;
+  }
+  return *this;
+}
+
+BlockFile::~BlockFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void BlockFile::read(uint64_t off, void* dst, size_t n) const {
+  BlockCache& c = t_blocks;
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const uint64_t block = off / kBlock, in = off % kBlock;
+    const size_t take = std::min<uint64_t>(n, kBlock - in);
+    size_t s = c.last;
+    if (c.slots[s].file != id_ || c.slots[s].block != block) {
+      s = kSlots;
+      size_t oldest = 0;
+      for (size_t i = 0; i < kSlots; ++i) {
+        if (c.slots[i].file == id_ && c.slots[i].block == block) {
+          s = i;
+          break;
+        }
+        if (c.slots[i].used < c.slots[oldest].used) oldest = i;
+      }
+      if (s == kSlots) {  // a miss: the least recently used slot reads the block
+        if (!c.data) c.data = static_cast<uint8_t*>(std::malloc(kSlots * kBlock));
+        s = oldest;
+        BlockCache::Slot& x = c.slots[s];
+        x.file = 0;  // empty until read
+        ssize_t got = -1;
+        if (c.data && fd_ >= 0 && block * kBlock < size_) {
+          do got = ::pread(fd_, c.data + s * kBlock, std::min<uint64_t>(kBlock, size_ - block * kBlock), off_t(block * kBlock));
+          while (got < 0 && errno == EINTR);
+        }
+        if (got < 0) {  // unreadable or past the end: zeros, not cached
+          std::memset(out, 0, take);
+          out += take, off += take, n -= take;
+          continue;
+        }
+        x.file = id_, x.block = block, x.len = uint32_t(got);
+      }
+      c.last = s;
+    }
+    BlockCache::Slot& x = c.slots[s];
+    x.used = ++c.tick;
+    t_hot = {id_, block * kBlock, x.len, c.data + s * kBlock};
+    const size_t have = in < x.len ? std::min<size_t>(take, x.len - in) : 0;
+    std::memcpy(out, c.data + s * kBlock + in, have);
+    if (have < take) std::memset(out + have, 0, take - have);
+    out += take, off += take, n -= take;
+  }
+}
+
+void BlockFile::drop_thread_cache() {
+  BlockCache& c = t_blocks;
+  std::free(c.data);
+  c.data = nullptr;
+  for (auto& x : c.slots) x = {};
+  t_hot = {0, 0, 0, nullptr};
 }
 
 void SpaceAhead::cover(int fd, uint64_t end) {

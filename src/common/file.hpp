@@ -6,7 +6,10 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <filesystem>
 #include <mutex>
 #include <vector>
@@ -35,6 +38,60 @@ private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::string path_;
+};
+
+// A read-only file read by pread through a small cache of blocks per thread, for readers
+// that visit a file in small pieces over and over (a viewer's walk over meta.db's contexts
+// and the summary's values). Unlike a mapping, what it reads is never resident in the
+// process beyond the cache: a read fault on a mapped file maps pages around the one asked
+// for (64 KiB, and since Linux 6.18 the page cache's whole large folio, up to 2 MiB), which
+// a bounded-memory server cannot control.
+// MT: const methods are thread-safe (each thread has its own cache).
+class BlockFile {
+public:
+  static constexpr size_t kBlock = 16u << 10, kSlots = 32;  // 512 KiB a thread at most
+  static Expected<BlockFile> open(const std::filesystem::path& path);
+  BlockFile(BlockFile&& o) noexcept;
+  BlockFile& operator=(BlockFile&& o) noexcept;
+  BlockFile(const BlockFile&) = delete;
+  BlockFile& operator=(const BlockFile&) = delete;
+  ~BlockFile();
+
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Copies [off, off + n) into dst; bytes past the end of the file (or that cannot be read)
+  // read as zero: callers check offsets against the file's size when they open it.
+  void read(uint64_t off, void* dst, size_t n) const;
+  template <typename T> T load(uint64_t off) const {
+    T v;
+    const Hot& h = t_hot;  // the block of this thread's last read, without a call
+    if (h.file == id_ && off >= h.base && off - h.base + sizeof(T) <= h.len) std::memcpy(&v, h.data + (off - h.base), sizeof v);
+    else read(off, &v, sizeof v);
+    if constexpr (std::endian::native != std::endian::little && sizeof(T) > 1) {
+      using U = std::conditional_t<sizeof(T) == 8, uint64_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+      U u;
+      std::memcpy(&u, &v, sizeof u);
+      if constexpr (sizeof(T) == 8) u = __builtin_bswap64(u);
+      else if constexpr (sizeof(T) == 4) u = __builtin_bswap32(u);
+      else u = __builtin_bswap16(u);
+      std::memcpy(&v, &u, sizeof u);
+    }
+    return v;
+  }
+  // Frees the calling thread's cache (a server thread at the end of a request).
+  static void drop_thread_cache();
+
+private:
+  struct Hot {  // a thread's last block read: its file, offset and bytes (zero at thread start)
+    uint64_t file, base, len;
+    const uint8_t* data;
+  };
+  static inline thread_local Hot t_hot;
+  BlockFile() = default;
+  int fd_ = -1;
+  uint64_t id_ = 0;  // tells files apart in the caches (never reused)
+  uint64_t size_ = 0;
   std::string path_;
 };
 

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 using namespace hpc;
@@ -124,4 +126,62 @@ TEST(CountedWrites, AtMostTheMostAWriteAndInPlace) {
   EXPECT_EQ(back, want);
   ::close(fd);
   fs::remove(path);
+}
+
+// BlockFile: every read equals the file's bytes, across blocks and past the cache's slots,
+// with two files interleaved, from another thread at once, past the end (zeros), and after
+// the thread's cache is dropped.
+TEST(BlockFile, ReadsEqualTheFileAcrossBlocksFilesAndThreads) {
+  fs::path dir = fs::temp_directory_path() / ("hpc-blockfile-test-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const size_t n = BlockFile::kBlock * BlockFile::kSlots * 3 + 123;  // thrice the cache, not whole blocks
+  std::vector<uint8_t> a(n), b(n / 2);
+  for (size_t i = 0; i < n; ++i) a[i] = uint8_t(i * 2654435761u >> 13);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(i * 40503u >> 7);
+  std::ofstream(dir / "a", std::ios::binary).write(reinterpret_cast<const char*>(a.data()), std::streamsize(n));
+  std::ofstream(dir / "b", std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  auto fa = BlockFile::open(dir / "a");
+  auto fb = BlockFile::open(dir / "b");
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  EXPECT_EQ(fa->size(), n);
+  auto missing = BlockFile::open(dir / "none");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find((dir / "none").string()), std::string::npos);
+
+  auto check = [&](uint64_t seed, int rounds) {
+    uint64_t x = seed;
+    for (int r = 0; r < rounds; ++r) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const bool useA = (x >> 60) & 1;
+      const std::vector<uint8_t>& want = useA ? a : b;
+      const BlockFile& f = useA ? *fa : *fb;
+      const uint64_t off = (x >> 20) % (want.size() + 64);  // sometimes past the end
+      const size_t len = size_t((x >> 8) % (2 * BlockFile::kBlock + 9));  // sometimes over two block ends
+      std::vector<uint8_t> got(len, 0xee);
+      f.read(off, got.data(), len);
+      for (size_t i = 0; i < len; ++i)
+        if (got[i] != (off + i < want.size() ? want[off + i] : 0)) {
+          ADD_FAILURE() << (useA ? "a" : "b") << " at " << off + i << " (read of " << len << " at " << off << ")";
+          return;
+        }
+      uint64_t v = 0;
+      std::memcpy(&v, want.data() + std::min<uint64_t>(off, want.size() - 8), 8);
+      if (f.load<uint64_t>(std::min<uint64_t>(off, want.size() - 8)) != v) {
+        ADD_FAILURE() << "load<uint64_t> at " << off;
+        return;
+      }
+    }
+  };
+  std::thread other([&] { check(7, 3000); });
+  check(1, 3000);
+  BlockFile::drop_thread_cache();
+  check(3, 500);
+  other.join();
+  // Moved: the same reads.
+  BlockFile moved = std::move(*fa);
+  uint32_t w = 0;
+  std::memcpy(&w, a.data() + BlockFile::kBlock - 2, 4);  // across the first block's end
+  EXPECT_EQ(moved.load<uint32_t>(BlockFile::kBlock - 2), w);
+  fs::remove_all(dir);
 }

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -222,6 +224,40 @@ TEST_F(ViewsDeepTree, TreeAndTopDown) {
   EXPECT_NE(t.find("%  " + std::string(2 * 1000, ' ') + "ping  [1000]\n"), std::string::npos);
   EXPECT_NE(t.find("%  " + std::string(2 * 1000, ' ') + "[depth 1199] pingpong.c:10  [1199]\n"), std::string::npos);
   EXPECT_EQ(t.find(std::string(2 + 2 * 1000 + 1, ' ')), std::string::npos);  // after the columns' two
+}
+
+// Walking every context (its record, children and values) leaves no page of meta.db or
+// profile.db resident in the process: those are read by pread through a small cache, not
+// through the mappings, whose read faults map up to a large folio (2 MiB) at a time.
+TEST_F(ViewsDeepTree, WalksLeaveNoDatabasePagesResident) {
+  const Experiment& e = *e_;
+  e.release_pages();
+  double sum = 0;
+  std::vector<uint32_t> kids;
+  size_t walked = 0;
+  for (uint32_t c = 1; c < e.id_limit(); ++c) {
+    if (!e.has(c)) continue;
+    const db::Context x = e.context(c);
+    ASSERT_EQ(x.ctxId, c);
+    e.children(c, kids);
+    EXPECT_EQ(e.has_children(c), !kids.empty()) << c;
+    sum += e.exclusive(c, metric());
+    ++walked;
+  }
+  EXPECT_EQ(walked + 1, e.num_contexts());
+  EXPECT_EQ(sum, 2 * kLeafValue);  // exclusive at the leaf's function context and at its line
+  // Resident pages of the two files' mappings, from /proc/self/smaps.
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line, mapping;
+  uint64_t kib = 0;
+  while (std::getline(smaps, line)) {
+    if (!line.empty() && std::isxdigit(uint8_t(line[0])) && line.find('-') < line.find(' ')) {
+      mapping = line.substr(line.rfind(' ') + 1);
+    } else if (line.rfind("Rss:", 0) == 0 && (mapping.ends_with("/meta.db") || mapping.ends_with("/profile.db"))) {
+      kib += std::stoull(line.substr(4));
+    }
+  }
+  EXPECT_LE(kib, 64u) << "KiB of meta.db and profile.db resident after walking " << walked << " contexts";
 }
 
 TEST_F(ViewsDeepTree, FlatAndBottomUp) {

@@ -1,13 +1,17 @@
 #include "presentation/experiment.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cctype>
+#include <fcntl.h>
 #include <cmath>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "common/file.hpp"
@@ -42,6 +46,8 @@ Expected<std::unique_ptr<Experiment>> Experiment::open(const fs::path& dir) {
   const std::string metaName = (dir / "meta.db").string();
   HPC_ASSIGN_OR_RETURN(MappedFile mf, MappedFile::open(dir / "meta.db"));
   e->metaFile_.emplace(std::move(mf));
+  HPC_ASSIGN_OR_RETURN(BlockFile mb, BlockFile::open(dir / "meta.db"));
+  e->metaBlocks_.emplace(std::move(mb));
   // The tree goes into arrays by ctxId. Their capacity is reserved up front for as many
   // contexts as the context tree section can hold (a {Ctx} is at least 0x20 bytes): pages
   // past the ids listed are never touched, so never resident, and no growth copies the
@@ -148,11 +154,16 @@ namespace {
 // /proc/self/statm's resident and shared (file-backed) pages, in bytes; 0 where unknown.
 std::pair<uint64_t, uint64_t> statm_bytes() {
   static const long page = sysconf(_SC_PAGESIZE);
-  long size = 0, resident = 0, shared = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld %ld", &size, &resident, &shared) != 3) resident = shared = 0;
-    std::fclose(f);
-  }
+  // One descriptor for the process's life, read again from its start each time: whole-tree
+  // walks ask every few hundred contexts (an open, a parse and a close cost several times
+  // the read).
+  static const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  char buf[128];
+  const ssize_t n = fd >= 0 ? ::pread(fd, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0) return {0, 0};
+  buf[n] = '\0';
+  unsigned long long size = 0, resident = 0, shared = 0;
+  if (std::sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3) return {0, 0};
   return {uint64_t(resident) * uint64_t(page), uint64_t(shared) * uint64_t(page)};
 }
 }  // namespace
@@ -175,7 +186,23 @@ void Experiment::children(uint32_t ctx, std::vector<uint32_t>& out) const {
     return;
   }
   if (!has(ctx)) return;
-  db::child_ids(metaFile_->view(), uint64_t(at_[ctx]) * 8, out);
+  // {Ctx} records from pChildren to pChildren + szChildren: the id at 0x10, the flex words'
+  // count at 0x17 (as db::child_ids reads them), read through the block cache.
+  const BlockFile& f = *metaBlocks_;
+  const uint64_t at = uint64_t(at_[ctx]) * 8;
+  const uint64_t sz = f.load<uint64_t>(at);
+  uint64_t p = f.load<uint64_t>(at + 8);
+  const uint64_t end = p + sz;
+  if (end < p || end > f.size()) return;  // checked when opened; not trusted here
+  while (p < end) {
+    uint8_t rec[8];
+    f.read(p + 0x10, rec, sizeof rec);
+    uint32_t id;
+    std::memcpy(&id, rec, 4);
+    if constexpr (std::endian::native != std::endian::little) id = __builtin_bswap32(id);
+    out.push_back(id);
+    p += 0x20 + 8 * uint64_t(rec[7]);
+  }
 }
 
 std::vector<uint32_t> Experiment::children(uint32_t ctx) const {
@@ -187,7 +214,7 @@ std::vector<uint32_t> Experiment::children(uint32_t ctx) const {
 bool Experiment::has_children(uint32_t ctx) const {
   if (ctx == 0) return !meta_.entryPoints.empty();
   if (!has(ctx)) return false;
-  return metaFile_->view().load<uint64_t, std::endian::little>(uint64_t(at_[ctx]) * 8) != 0;  // szChildren
+  return metaBlocks_->load<uint64_t>(uint64_t(at_[ctx]) * 8) != 0;  // szChildren
 }
 
 uint32_t Experiment::depth(uint32_t ctx) const {
@@ -204,7 +231,11 @@ uint32_t Experiment::call_depth(uint32_t ctx) const {
 }
 
 db::Context Experiment::context(uint32_t ctx) const {
-  return db::decode_context(metaFile_->view(), layout_, uint64_t(at_[ctx]) * 8);
+  // The record's head and every flex word decode_context may read (at most 40 bytes of
+  // them: function, file, line, module, offset), through the block cache.
+  std::array<uint8_t, 0x20 + 48> rec;
+  metaBlocks_->read(uint64_t(at_[ctx]) * 8, rec.data(), rec.size());
+  return db::decode_context(ByteView(rec, std::string()), layout_, 0);
 }
 
 const db::EntryPoint& Experiment::entry(uint32_t ctx) const {
@@ -408,7 +439,7 @@ Expected<const db::LazyTraceDb*> Experiment::trace() const {
 }
 
 void Experiment::release_pages(bool withHeap) const {
-  if (withHeap) malloc_trim(0);  // a request's freed temporaries go back to the system
+  if (withHeap) BlockFile::drop_thread_cache(), malloc_trim(0);  // a request's freed temporaries go back to the system
   // Mapped pages are a bounded cache: kept while the file pages resident in the process
   // (statm's "shared") stay under 1/1024 of the database (at least 256 KiB), all dropped above.
   if (uint64_t shared = shared_bytes(); shared < baseShared_ + pageBudget_) return;

@@ -139,7 +139,8 @@ private:
   void index_metrics();
 
   std::filesystem::path dir_;
-  std::optional<MappedFile> metaFile_;
+  std::optional<MappedFile> metaFile_;    // read whole at open
+  std::optional<BlockFile> metaBlocks_;   // the contexts' records, read as views ask
   db::MetaLayout layout_;
   db::Meta meta_;  // entry points without children
   std::vector<MetricView> metrics_;

@@ -41,6 +41,8 @@ void release_pages(const uint8_t* p, size_t n) {
 Expected<LazyProfileDb> LazyProfileDb::open(const std::filesystem::path& file) {
   HPC_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(file));
   LazyProfileDb db(std::move(f));
+  HPC_ASSIGN_OR_RETURN(BlockFile blocks, BlockFile::open(file));
+  db.blocks_.emplace(std::move(blocks));
   ByteView v = db.file_.view();
   HPC_ASSIGN_OR_RETURN(auto sec, detail::read_header(v, "prof", "_prof.db", {"ProfileInfos", "IdTuples"}));
   const Section& s = sec[0];
@@ -84,7 +86,7 @@ Expected<LazyProfileDb> LazyProfileDb::open(const std::filesystem::path& file) {
 double LazyProfileDb::value(uint32_t prof, uint32_t ctx, uint16_t metric) const {
   if (prof >= infos_.size()) return 0;
   const Info& in = infos_[prof];
-  ByteView v = file_.view();
+  const BlockFile& f = *blocks_;
   uint32_t lo = 0, hi = in.nIdx;  // first index entry with ctxId >= ctx
   if (!in.sample.empty()) {  // within the block whose first ctxId is the last at most ctx
     const size_t b = size_t(std::upper_bound(in.sample.begin(), in.sample.end(), ctx) - in.sample.begin());
@@ -93,20 +95,19 @@ double LazyProfileDb::value(uint32_t prof, uint32_t ctx, uint16_t metric) const 
   }
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (ld<uint32_t>(v, in.pIdx + 12 * uint64_t(mid)) < ctx) lo = mid + 1;
+    if (f.load<uint32_t>(in.pIdx + 12 * uint64_t(mid)) < ctx) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == in.nIdx || ld<uint32_t>(v, in.pIdx + 12 * uint64_t(lo)) != ctx) return 0;
-  uint64_t b = ld<uint64_t>(v, in.pIdx + 12 * uint64_t(lo) + 4);
-  uint64_t e = lo + 1 < in.nIdx ? ld<uint64_t>(v, in.pIdx + 12 * uint64_t(lo + 1) + 4) : in.nValues;
-  e = std::min(e, in.nValues);
+  if (lo == in.nIdx || f.load<uint32_t>(in.pIdx + 12 * uint64_t(lo)) != ctx) return 0;
+  uint64_t b = f.load<uint64_t>(in.pIdx + 12 * uint64_t(lo) + 4);
+  uint64_t e = lo + 1 < in.nIdx ? std::min(f.load<uint64_t>(in.pIdx + 12 * uint64_t(lo + 1) + 4), in.nValues) : in.nValues;
+  const uint64_t last = e;
   while (b < e) {  // first value with metric id >= metric
     uint64_t mid = b + (e - b) / 2;
-    if (ld<uint16_t>(v, in.pValues + 10 * mid) < metric) b = mid + 1;
+    if (f.load<uint16_t>(in.pValues + 10 * mid) < metric) b = mid + 1;
     else e = mid;
   }
-  e = lo + 1 < in.nIdx ? std::min(ld<uint64_t>(v, in.pIdx + 12 * uint64_t(lo + 1) + 4), in.nValues) : in.nValues;
-  if (b < e && ld<uint16_t>(v, in.pValues + 10 * b) == metric) return ld<double>(v, in.pValues + 10 * b + 2);
+  if (b < last && f.load<uint16_t>(in.pValues + 10 * b) == metric) return f.load<double>(in.pValues + 10 * b + 2);
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// Lazy readers over memory-mapped profile.db, cct.db and trace.db, for the viewer: open()
+// Lazy readers over profile.db, cct.db and trace.db, for the viewer: open()
 // checks the headers and the per-profile / per-context / per-trace index arrays; values and
 // trace lines are read from the mapping only when asked for. release() drops the mapped
 // pages from the process (they stay in the page cache), so resident memory stays bounded
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -74,7 +75,8 @@ public:
   // MT: const methods are thread-safe.
   const std::vector<Info>& profiles() const { return infos_; }
   // Value of (ctx, metric) in profile `prof`, 0 when absent: two binary searches (the first
-  // within a block of kStride entries for the summary row).
+  // within a block of kStride entries for the summary row), read through a BlockFile (never
+  // resident in the process beyond its cache).
   double value(uint32_t prof, uint32_t ctx, uint16_t metric) const;
   // The whole row `prof`.
   Expected<ProfileValues> values(uint32_t prof) const;
@@ -83,6 +85,7 @@ public:
 private:
   explicit LazyProfileDb(MappedFile f) : file_(std::move(f)) {}
   MappedFile file_;
+  std::optional<BlockFile> blocks_;
   std::vector<Info> infos_;
 };
 

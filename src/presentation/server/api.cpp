@@ -584,10 +584,12 @@ Reply Api::structure(const Params& q) {
   if (!top.ok()) return error(400, top.status().message());
   size_t total = 0;
   // Rows held at most as the server's memory allows: what a tenth of the database's size
-  // leaves over what the server holds now (a row takes about 40 bytes and 16 a metric in the
-  // trie, its index and the walk more again: 128 and 32 a metric), and 30,000 rows
-  // at least (a small database's tenth is less than the server's own code; a database of 20,000
-  // functions flattened to them takes some 23,000).
+  // leaves over what the server holds now and the block cache the walk reads through (a row
+  // takes 16 bytes in the trie, 16 a metric for its values, its slot in the trie's table and
+  // the walk's state: 64 and 24 a metric, measured at some 80 with one metric). A database
+  // whose tenth is less than the server holds already (its own code and libraries are some
+  // 8 MiB), where the aim cannot be met, gets 30,000 rows (a database of 20,000 functions
+  // flattened to them takes some 23,000); a larger one at least the 5,000 the web UI shows.
   uint64_t dbBytes = 0;
   std::error_code ec;
   for (const char* f : {"meta.db", "profile.db", "cct.db", "trace.db"}) {
@@ -595,8 +597,8 @@ Reply Api::structure(const Params& q) {
     if (!ec) dbBytes += n;
     ec.clear();
   }
-  const uint64_t held = Experiment::resident_bytes(), allowed = dbBytes / 10;
-  const size_t budget = std::max<uint64_t>(30000, (allowed > held ? allowed - held : 0) / (128 + 32 * ms->size()));
+  const uint64_t held = Experiment::resident_bytes() + BlockFile::kBlock * BlockFile::kSlots, allowed = dbBytes / 10;
+  const size_t budget = allowed > held ? std::max<uint64_t>(5000, (allowed - held) / (64 + 24 * ms->size())) : 30000;
   StaticTree st(e_, *ms);
   st.set_row_budget(budget);
   // Rows named one at a time as they are written.
