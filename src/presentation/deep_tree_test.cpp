@@ -260,6 +260,29 @@ TEST_F(ViewsDeepTree, WalksLeaveNoDatabasePagesResident) {
   EXPECT_LE(kib, 64u) << "KiB of meta.db and profile.db resident after walking " << walked << " contexts";
 }
 
+// A call path query down the whole chain: walked without recursion; the leaf's line is
+// matched once, below every ping (so outermost), and "**/ping" matches 75,000 frames, the
+// first of them alone outermost.
+TEST_F(ViewsDeepTree, PathQueries) {
+  const Experiment& e = *e_;
+  auto q = parse_path_query("**/function:ping/**/line:leaf.c:7");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  auto found = query_contexts(e, *q);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].ctx, kDeepest);
+  EXPECT_TRUE(found[0].outermost);
+  auto pings = query_contexts(e, *parse_path_query("ping"));
+  ASSERT_EQ(pings.size(), size_t(kFrames / 2));
+  EXPECT_EQ(pings[0].ctx, 4u);  // frame 0, tree order
+  EXPECT_TRUE(pings[0].outermost);
+  EXPECT_EQ(std::count_if(pings.begin(), pings.end(), [](const QueryMatch& m) { return m.outermost; }), 1);
+  // Anchored: main is the entry point's child, not the top.
+  EXPECT_TRUE(query_contexts(e, *parse_path_query("/main")).empty());
+  EXPECT_EQ(query_contexts(e, *parse_path_query("/*/main")).size(), 1u);
+  EXPECT_EQ(query_contexts(e, *parse_path_query("**/module:libleaf.so")).size(), 1u);  // the leaf (its line has no module)
+  EXPECT_EQ(query_contexts(e, *parse_path_query("**/file:\\/src\\/leaf.c")).size(), 2u);
+}
+
 TEST_F(ViewsDeepTree, FlatAndBottomUp) {
   const Experiment& e = *e_;
   // By function: inclusive over the outermost instances only (the recursion counts once).

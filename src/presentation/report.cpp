@@ -148,6 +148,28 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
   }
 }
 
+// The contexts a call path query matches, hottest first, each named by its path: the entry
+// point and the function contexts above it, then its own name.
+void query(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
+  const MetricView& m = e.metrics()[o.metric];
+  std::vector<QueryMatch> found = query_contexts(e, o.query);
+  std::vector<std::pair<double, size_t>> order;
+  order.reserve(found.size());
+  for (size_t i = 0; i < found.size(); ++i) order.push_back({-e.inclusive(found[i].ctx, m), i});
+  const size_t n = std::min(o.top, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end());
+  for (size_t k = 0; k < n; ++k) {
+    const QueryMatch& q = found[order[k].second];
+    std::vector<std::string> names{e.name(q.ctx)};
+    for (uint32_t a = e.parent(q.ctx); a != 0 && a != kNoCtx; a = e.parent(a))
+      if (e.kind(a) == NodeKind::Entry || e.function_of(a) != db::kNone) names.push_back(e.name(a));
+    std::string path;
+    for (auto it = names.rbegin(); it != names.rend(); ++it) path += (path.empty() ? "" : " > ") + *it;
+    out.push_back({"query", q.outermost ? 0u : 1u, std::to_string(q.ctx), std::move(path), e.inclusive(q.ctx, m),
+                   e.exclusive(q.ctx, m)});
+  }
+}
+
 // hpcviewer's flat view (the static structure: modules, files, functions, loops, lines,
 // inlined code, call sites), best-first by inclusive value: a row's children are looked at
 // once it is chosen, and printed as a forest, siblings hottest first.
@@ -264,6 +286,7 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
   case ReportView::Flat: flat(e, o, o.by, out); break;
   case ReportView::Structure: structure(e, o, out); break;
   case ReportView::Overview: overview_rows(e, o, out); break;
+  case ReportView::Query: query(e, o, out); break;
   }
   return out;
 }
@@ -383,6 +406,20 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     }
   }
   if (overviewView) return;
+  if (o.view == ReportView::Query) {
+    // How many contexts match, and what the outermost ones hold: each cost once.
+    size_t all = 0, outer = 0;
+    double outerInc = 0;
+    for (const QueryMatch& q : query_contexts(e, o.query)) {
+      ++all;
+      if (q.outermost) ++outer, outerInc += e.inclusive(q.ctx, m);
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f%%", pct(outerInc));
+    os << "#\n# Query: " << o.queryText << ": " << all << " contexts, " << outer << " outermost (the others below one"
+       << " of them, indented); inclusive of the outermost " << format_number(outerInc) << " = " << buf
+       << " of the total\n";
+  }
   std::string section;
   for (auto& r : rows) {
     if (r.section != section) {
@@ -391,6 +428,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
                           : section == "bottom-up" ? "Hottest functions and their callers (bottom-up, by exclusive)"
                           : section == "structure"
                               ? "Static structure (hpcviewer's flat view: modules, files, functions, loops, lines; by inclusive)"
+                          : section == "query" ? "Contexts the query matches (by inclusive; entry point > functions > the context)"
                               : nullptr;
       os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"
          << "#    Inclusive        %     Exclusive        %  " << (section == "bottom-up" ? "Function <- callers" : "Name")
@@ -403,7 +441,7 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     os << buf << std::string(2 * std::min(r.depth, kMaxIndent), ' ');
     if (r.depth > kMaxIndent) os << "[depth " << r.depth << "] ";
     os << (r.depth && section == "bottom-up" ? "<- " : "") << r.name;
-    if (section == "top-down") os << "  [" << r.id << "]";
+    if (section == "top-down" || section == "query") os << "  [" << r.id << "]";
     os << "\n";
   }
 }

@@ -14,7 +14,7 @@ namespace hpc::present {
 // Summary: the overview's kinds of work and verdict (text), top-down and flat functions.
 // Overview: where the time went by kind of work, in detail (overview.hpp).
 // Structure: hpcviewer's flat view, the static structure as a tree (views.hpp: StaticTree).
-enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview, Structure };
+enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview, Structure, Query };
 enum class ReportFormat { Text, Csv, Json };
 
 struct ReportOptions {
@@ -24,6 +24,11 @@ struct ReportOptions {
   FlatBy by = FlatBy::Function;
   ReportFormat format = ReportFormat::Text;
   std::vector<CctFilter> filters;  // the top-down tree as hpcviewer's CCT filters show it
+  // ReportView::Query: the contexts a call path query matches (views.hpp), hottest first;
+  // rows of section "query", id the ctxId, name the path's entry point and functions down to
+  // the context, depth 0 for an outermost match and 1 for one below another match.
+  PathQuery query;
+  std::string queryText;
 };
 
 struct ReportRow {

@@ -120,6 +120,128 @@ bool filter_matches(const std::string& pattern, const std::string& name) {
   return bare.size() != name.size() && fnmatch(pattern.c_str(), std::string(bare).c_str(), 0) == 0;
 }
 
+Expected<PathQuery> parse_path_query(const std::string& text) {
+  PathQuery q;
+  std::string_view t = text;
+  if (!t.empty() && t.front() == '/') q.anchored = true, t.remove_prefix(1);
+  // Steps split at each "/" not escaped as "\/".
+  std::vector<std::string> parts(1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '\\' && i + 1 < t.size() && t[i + 1] == '/') parts.back() += '/', ++i;
+    else if (t[i] == '/') parts.emplace_back();
+    else parts.back() += t[i];
+  }
+  static const std::pair<const char*, PathStep::Kind> kinds[] = {
+      {"entry", PathStep::Kind::Entry},   {"function", PathStep::Kind::Function},
+      {"inlined", PathStep::Kind::Inlined}, {"loop", PathStep::Kind::Loop},
+      {"line", PathStep::Kind::Line},     {"instruction", PathStep::Kind::Instruction},
+      {"module", PathStep::Kind::Module}, {"file", PathStep::Kind::File}};
+  for (const std::string& p : parts) {
+    if (p.empty())
+      return Status::error("call path query '" + text + "': an empty step (two '/' in a row, or one at the end)");
+    PathStep st;
+    if (p == "**" || p == "*") {
+      st.kind = p == "**" ? PathStep::Kind::AnyMany : PathStep::Kind::Any;
+    } else {
+      st.glob = p;  // a name (a ':' of a line's "file.c:12" stays in it)
+      if (const size_t colon = p.find(':'); colon != std::string::npos)
+        for (const auto& [name, kind] : kinds)
+          if (p.compare(0, colon, name) == 0 && colon == std::strlen(name)) {
+            if (colon + 1 == p.size())
+              return Status::error("call path query '" + text + "': step '" + p + "' has no pattern after ':'");
+            st.kind = kind, st.glob = p.substr(colon + 1);
+            break;
+          }
+    }
+    q.steps.push_back(std::move(st));
+  }
+  if (q.steps.size() > 61) return Status::error("call path query '" + text + "': more than 61 steps");
+  return q;
+}
+
+std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& query) {
+  std::vector<PathStep> steps = query.steps;
+  if (!query.anchored) steps.insert(steps.begin(), PathStep{PathStep::Kind::AnyMany, {}});
+  const size_t n = steps.size();
+  // A path's state: bit i set when steps before i matched and step i waits (n: all matched).
+  auto closure = [&](uint64_t x) {  // a "**" may match no context: the step after it waits too
+    for (size_t i = 0; i < n; ++i)
+      if (steps[i].kind == PathStep::Kind::AnyMany && (x >> i & 1)) x |= uint64_t(1) << (i + 1);
+    return x;
+  };
+  const auto& meta = e.meta();
+  auto pathOrBase = [](const std::string& glob, const std::string& path) {
+    return fnmatch(glob.c_str(), path.c_str(), 0) == 0 ||
+           fnmatch(glob.c_str(), base_name(path).c_str(), 0) == 0;
+  };
+  auto stepMatches = [&](const PathStep& st, bool entry, const db::Context& x, const std::string& name) {
+    using K = PathStep::Kind;
+    switch (st.kind) {
+    case K::AnyMany:
+    case K::Any: return true;
+    case K::Name: return filter_matches(st.glob, name);
+    case K::Entry: return entry && filter_matches(st.glob, name);
+    case K::Function: return !entry && x.lexicalType == 0 && filter_matches(st.glob, name);
+    case K::Inlined: return !entry && x.lexicalType == 0 && x.relation == 2 && filter_matches(st.glob, name);
+    case K::Loop: return !entry && x.lexicalType == 1 && filter_matches(st.glob, name);
+    case K::Line: return !entry && x.lexicalType == 2 && filter_matches(st.glob, name);
+    case K::Instruction: return !entry && x.lexicalType > 2 && filter_matches(st.glob, name);
+    case K::Module:
+    case K::File: {
+      uint32_t m = entry ? db::kNone : x.module, f = entry ? db::kNone : x.file;
+      if (!entry && x.lexicalType == 0 && x.function < meta.functions.size())
+        m = meta.functions[x.function].module, f = meta.functions[x.function].file;
+      const bool isModule = st.kind == K::Module;
+      const uint32_t i = isModule ? m : f;
+      const size_t size = isModule ? meta.modules.size() : meta.files.size();
+      const std::string path = i < size ? (isModule ? meta.modules[i].path : meta.files[i].path) : std::string();
+      return pathOrBase(st.glob, path);
+    }
+    }
+    return false;
+  };
+  bool needsName = false, needsContext = false;
+  for (const PathStep& st : steps) {
+    needsName |= st.kind != PathStep::Kind::AnyMany && st.kind != PathStep::Kind::Any &&
+                 st.kind != PathStep::Kind::Module && st.kind != PathStep::Kind::File;
+    needsContext |= st.kind != PathStep::Kind::AnyMany && st.kind != PathStep::Kind::Any && st.kind != PathStep::Kind::Name;
+  }
+  struct Item {
+    uint32_t ctx;
+    uint64_t state;  // the parent's
+    bool above;      // a context above matched
+  };
+  std::vector<QueryMatch> out;
+  std::vector<Item> stack;
+  std::vector<uint32_t> kids;
+  e.children(0, kids);
+  const uint64_t top = closure(1);
+  for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back({*it, top, false});
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    const uint32_t c = it.ctx;
+    if (!e.has(c)) continue;
+    const bool entry = e.kind(c) == NodeKind::Entry;
+    const db::Context x = !entry && needsContext ? e.context(c) : db::Context{};
+    const std::string name = needsName ? e.name(c) : std::string();
+    uint64_t next = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!(it.state >> i & 1)) continue;
+      if (steps[i].kind == PathStep::Kind::AnyMany) next |= uint64_t(1) << i;
+      else if (stepMatches(steps[i], entry, x, name)) next |= uint64_t(1) << (i + 1);
+    }
+    next = closure(next);
+    const bool matched = next >> n & 1;
+    if (matched) out.push_back({c, !it.above});
+    if (next != 0) {  // a path no step waits on matches nothing below
+      e.children(c, kids);
+      for (auto k = kids.rbegin(); k != kids.rend(); ++k) stack.push_back({*k, next, it.above || matched});
+    }
+  }
+  return out;
+}
+
 namespace {
 // The first filter matching context k's name, or none.
 const FilterMode* matching_filter(const Experiment& e, uint32_t k, const std::vector<CctFilter>& filters) {

@@ -67,6 +67,34 @@ FilterAbsorbed filter_absorbed(const Experiment& e, uint32_t ctx, bool leaf, con
 // The cost those contexts leave, from a metric's inclusive values.
 double absorbed_value(const Experiment& e, const FilterAbsorbed& a, const std::function<double(uint32_t)>& inclusive);
 
+// ---- Call path queries (hpcreport --query; the Python API's Database.query reads the same
+// language): steps separated by "/", the contexts matched those the last step matches along a
+// path on which the steps before matched in order. "**" any number of contexts (none
+// included), "*" any one, GLOB a context whose name matches (filter_matches: a function's own
+// name too), KIND:GLOB one of kind entry, function (called or inlined), inlined, loop, line or
+// instruction, module:GLOB a context of a module whose path or file name matches (a function
+// context's: its function's), file:GLOB a context whose source file's path or file name
+// matches. A leading "/" anchors the path at the top (an entry point first); without it, it
+// may start anywhere. "\/" is a "/" within a glob.
+struct PathStep {
+  enum class Kind { AnyMany, Any, Name, Entry, Function, Inlined, Loop, Line, Instruction, Module, File };
+  Kind kind = Kind::Name;
+  std::string glob;
+};
+struct PathQuery {
+  std::vector<PathStep> steps;
+  bool anchored = false;
+};
+// Errors name the step that is wrong; at most 61 steps.
+Expected<PathQuery> parse_path_query(const std::string& text);
+struct QueryMatch {
+  uint32_t ctx;
+  bool outermost;  // no context above it on its path matched
+};
+// Every context the query matches, in tree order (each parent before its children); walked
+// without recursion.
+std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& q);
+
 // ---- Bottom-up: a node is a path of keys, a function then its callers outward.
 // Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.
 inline constexpr uint64_t kEntryKey = 1ull << 32;

@@ -718,3 +718,29 @@ TEST(Report, LoopsHotFunctionsAndPaths) {
   EXPECT_EQ(js.str(), document(o));
   EXPECT_NE(js.str().find("\"rows\": []"), std::string::npos) << js.str();
 }
+
+// Call path queries' grammar: kinds, escapes, anchoring, and errors that name the step.
+TEST(PathQuery, ParsesStepsAndRefusesWhatIsWrong) {
+  auto q = parse_path_query("/entry:main*/**/function:a\\/b/*/loop:*/x.c:12/module:lib*/file:*.c");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_TRUE(q->anchored);
+  using K = PathStep::Kind;
+  const std::vector<std::pair<K, std::string>> want = {{K::Entry, "main*"}, {K::AnyMany, ""}, {K::Function, "a/b"},
+                                                       {K::Any, ""},        {K::Loop, "*"},     {K::Name, "x.c:12"},
+                                                       {K::Module, "lib*"}, {K::File, "*.c"}};
+  ASSERT_EQ(q->steps.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(q->steps[i].kind, want[i].first) << i;
+    EXPECT_EQ(q->steps[i].glob, want[i].second) << i;
+  }
+  EXPECT_FALSE(parse_path_query("main").value().anchored);
+  EXPECT_EQ(parse_path_query("ns::f").value().steps[0].kind, K::Name);  // "ns" is no kind
+  for (const char* bad : {"", "/", "a//b", "a/", "function:"}) {
+    auto r = parse_path_query(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("call path query"), std::string::npos) << r.status().message();
+  }
+  std::string many = "a";
+  for (int i = 0; i < 61; ++i) many += "/a";
+  EXPECT_FALSE(parse_path_query(many).ok());
+}

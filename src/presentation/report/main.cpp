@@ -42,6 +42,14 @@ int main(int argc, char** argv) {
                  "MODE self (the context hidden, its children in its place), descendants (its\n"
                  "children hidden) or all (hidden with its subtree); repeatable, the first match decides")
       ->option_text("MODE:GLOB");
+  std::string queryText;
+  app.add_option("--query", queryText,
+                 "the calling contexts a call path query matches, hottest first (each named by its\n"
+                 "path), how many and what the outermost ones hold: steps separated by /, each ** (any\n"
+                 "number of contexts), * (one), GLOB (a name), or KIND:GLOB with KIND entry, function,\n"
+                 "inlined, loop, line, instruction, module or file; a leading / anchors it at the top.\n"
+                 "E.g. '**/function:MPI_*', 'main/**/loop:*', '**/module:libcuda*'")
+      ->option_text("PATH");
   std::string baseline;
   app.add_option("--compare", baseline,
                  "DB against a baseline database BASE (another run: before a change, another input or\n"
@@ -94,6 +102,20 @@ int main(int argc, char** argv) {
            : view == "structure" ? ReportView::Structure : ReportView::Summary;
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
+  if (!queryText.empty()) {
+    auto q = parse_path_query(queryText);
+    if (!q.ok()) {
+      std::cerr << "hpcreport: --query: " << q.status().message() << "\n";
+      return 2;
+    }
+    if (app.count("--view") && view != "summary") {
+      std::cerr << "hpcreport: --query is a view of its own; leave out --view " << view << "\n";
+      return 2;
+    }
+    o.view = ReportView::Query;
+    o.query = std::move(*q);
+    o.queryText = queryText;
+  }
   for (const std::string& f : filterSpecs) {
     const size_t colon = f.find(':');
     CctFilter c;

@@ -260,6 +260,95 @@ check(repr(hpctoolkit.open(dbase / "small.d")).endswith("1 profiles; metrics: CP
       f"repr: {hpctoolkit.open(dbase / 'small.d')!r}")
 
 
+QUERIES = ("**/function:main", "main/**/loop:*", "/entry:*/main", "**/line:*", "**/module:libc*", "**/file:*.c/loop:*",
+           "test_*", "**/inlined:*", "*", "*/*", "**/loop:*/**/loop:*", "/*/**/instruction:*", "**/function:*/*/line:*:1*",
+           "/entry:main thread/main/**", "**/module:*/**", "spin*", r"**/file:*\/meas\/*.c", r"**/file:\/nowhere\/*", "worker*/**/spin*")
+
+
+def brute_force(db, path):
+    """The contexts a query matches, by matching each context's whole path against the steps
+    by backtracking: a second implementation of _query's automaton, from the definition."""
+    import fnmatch
+    from hpctoolkit import _query
+    steps, anchored = _query.parse(path)
+    c = db.contexts
+    def ok(kind, glob, row):
+        if kind == "*":
+            return True
+        if kind in ("module", "file"):
+            v = row[kind] or ""
+            return fnmatch.fnmatchcase(v, glob) or fnmatch.fnmatchcase(v.rsplit("/", 1)[-1], glob)
+        n = row["name"]
+        if not (fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(_query._bare(n), glob)):
+            return False
+        if kind is None:
+            return True
+        if kind == "inlined":
+            return row["kind"] == "function" and row["relation"] == "inlined call"
+        return row["kind"] == kind
+    def match(i, j, rows):  # steps[i:] against rows[j:], the last step on the last row
+        if i == len(steps):
+            return j == len(rows)
+        kind, glob = steps[i]
+        if kind == "**":
+            return any(match(i + 1, k, rows) for k in range(j, len(rows) + 1))
+        return j < len(rows) and ok(kind, glob, rows[j]) and match(i + 1, j + 1, rows)
+    records = c.to_dict("index")
+    out = set()
+    for ctx in c.index:
+        rows = [records[x] for x in db.path(ctx)]
+        starts = [0] if anchored else range(len(rows))
+        if any(match(0, 0, rows[s:]) for s in starts):
+            out.add(int(ctx))
+    return out
+
+
+def queries_against_hpcreport(name, path, queries=QUERIES):
+    """db.query() matches what the definition matches (brute force over every path) and what
+    hpcreport --query prints: the same contexts, outermost flags and values."""
+    db = hpctoolkit.open(path)
+    mname = db.metrics.metric[0]
+    for q in queries:
+        got = db.query(q, mname)
+        want = brute_force(db, q)
+        check(set(int(x) for x in got.index) == want,
+              f"{name}: query {q!r}: {sorted(set(got.index) ^ want)[:6]} differ from the brute force")
+        outer = {int(x) for x in got.index[got["outermost"].to_numpy()]}
+        check(all(not any(a in want for a in db.path(x)[:-1]) for x in outer) and
+              all(any(a in want for a in db.path(x)[:-1]) for x in want - outer),
+              f"{name}: query {q!r}: outermost flags wrong")
+        r = subprocess.run([str(bindir / "hpcreport"), str(path), "--query", q, "--metric", mname, "--format", "json",
+                            "--top", "1000000"], capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: hpcreport --query {q!r}: {r.stderr}")
+        if r.returncode != 0:
+            continue
+        rows = {int(x["id"]): x for x in json.loads(r.stdout)["rows"]}
+        check(set(rows) == want, f"{name}: hpcreport --query {q!r}: {sorted(set(rows) ^ want)[:6]} differ")
+        bad = [x for x in got.index if int(x) in rows and (rows[int(x)]["depth"] != (0 if got.at[x, "outermost"] else 1) or
+               not close(rows[int(x)]["inclusive"], got.at[x, "inclusive"]) or
+               not close(rows[int(x)]["exclusive"], got.at[x, "exclusive"]))]
+        check(not bad, f"{name}: hpcreport --query {q!r}: rows {bad[:4]} differ in depth or values")
+    return db
+
+
+for name in ("small.d", "loops-cputime-t.d", "loops-cputime-t.nostruct.d", "loops-cuda-nvidia-t.d"):
+    queries_against_hpcreport(name, dbase / name)
+loops = hpctoolkit.open(dbase / "loops-cputime-t.d")
+q = loops.query("main/**/loop:*", "CPUTIME")
+check(len(q) == 11 and int(q["outermost"].sum()) == 1 and close(q["inclusive"][q["outermost"]].sum(), 0.994165),
+      f"loops: main/**/loop:* gave {len(q)} contexts, {int(q['outermost'].sum())} outermost")
+check(set(q["kind"]) == {"loop"}, f"loops: main/**/loop:* matched {set(q['kind'])}")
+for bad in ("a//b", "**/function:", "", "/"):
+    try:
+        loops.query(bad)
+        check(False, f"query {bad!r} accepted")
+    except ValueError as e:
+        check("call path query" in str(e), f"query {bad!r}: {e}")
+    r = subprocess.run([str(bindir / "hpcreport"), str(dbase / "loops-cputime-t.d"), "--query", bad],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "call path query" in r.stderr if bad else True, f"hpcreport --query {bad!r}: {r.stderr}")
+
+
 def same_trees(name, path):
     """The tree read with numpy equals the one read a context at a time (the walk that reads
     the files the numpy reader leaves to it)."""
@@ -315,6 +404,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(r.returncode == 0, f"hpcprof {wl}: {r.stderr}")
         overview_against_hpcreport(f"{wl} (ours)", d, kinds)
     same_trees("threads (ours)", dbdir)
+    queries_against_hpcreport("threads (ours)", dbdir, QUERIES + ("**/function:worker*/**/function:spin*",))
     against_hpcreport("threads (ours)", dbdir, db, mname)
     check(len(db.profiles) > 100, f"threads: {len(db.profiles)} profiles")
     hot = [db.contexts.at[c, "name"] for c in db.hot_path(mname)]

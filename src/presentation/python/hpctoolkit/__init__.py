@@ -13,6 +13,7 @@
     db.values("CPUTIME (sec)", contexts=[ctx]) # long form: ctx, profile, value (join with profiles)
     db.profile_values(1, "CPUTIME (sec)")     # one profile's contexts (profile.db)
     db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
+    db.query("**/function:MPI_*", "CPUTIME (sec)")  # the contexts a call path query matches
     db.trace(1)                    # one profile's trace: time (ns) and context
     db.overview()                  # where the time went by kind of work, and a verdict
     db.structure("CPUTIME (sec)")  # hpcviewer's flat view: modules, files, functions, loops, lines
@@ -337,6 +338,39 @@ class Database:
             out.append(ctx)
             ctx = int(parent[ctx])
         return out[::-1]
+
+    def query(self, path, metric=None, stat="sum"):
+        """The calling contexts a call path query matches, as rows of `contexts`, with a column
+        `outermost` (no context above it on its path matched too: summing `inclusive` over
+        those counts each cost once) and, given a metric, `inclusive` and `exclusive` (hottest
+        first). hpcreport's --query reads the same language and gives the same contexts.
+
+        A path is steps separated by "/" (or a list of steps); the contexts matched are those
+        the last step matches, along a path on which the steps before matched in order:
+            **              any number of contexts, none included
+            *               any one context
+            GLOB            a context whose name matches (fnmatch: * ? [...]); a function's
+                            name also without an inlined call's "[I] " and the " [file]"
+                            hpcstruct appends; a loop is "loop at file.c:12", a line "file.c:12"
+            KIND:GLOB       the same, of one kind: entry, function (called or inlined),
+                            inlined, loop, line, instruction
+            module:GLOB     a context of a module whose path or file name matches (a function
+                            context's module is its function's)
+            file:GLOB       a context whose source file's path or file name matches
+        A leading "/" anchors the path at the top (its first step is an entry point such as
+        "main thread"); without it the path may start anywhere. "\\/" is a "/" in a glob.
+        Examples: "**/function:MPI_*" (every MPI call's context), "main/**/loop:*" (loops
+        anywhere below main), "**/module:libcuda*" (contexts in the CUDA driver)."""
+        from . import _query
+        matched, outermost = _query.run(self, path)
+        out = self.contexts[matched].copy()
+        out["outermost"] = outermost[matched]
+        if metric is not None:
+            ids = out.index
+            out["inclusive"] = self.inclusive(metric, stat).reindex(ids, fill_value=0.0).to_numpy()
+            out["exclusive"] = self.exclusive(metric, stat).reindex(ids, fill_value=0.0).to_numpy()
+            out = out.sort_values("inclusive", ascending=False, kind="stable")
+        return out
 
     def hot_path(self, metric, threshold=0.5, stat="sum"):
         """From the hottest entry point down, the child holding more than `threshold` of its
