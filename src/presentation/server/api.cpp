@@ -243,6 +243,7 @@ Reply Api::dispatch(const std::string& endpoint, const Params& q) {
   if (endpoint == "bottom-up") return bottom_up(q);
   if (endpoint == "flat") return flat(q);
   if (endpoint == "structure") return structure(q);
+  if (endpoint == "query") return query(q);
   if (endpoint == "overview") return overview(q);
   if (endpoint == "profiles") return profiles();
   if (endpoint == "profile-values") return profile_values(q);
@@ -638,6 +639,63 @@ Reply Api::structure(const Params& q) {
 // Where the time went by kind of work, the GPU's operations and the verdict (overview.hpp),
 // for `metric` (default: the view's first) or, where that is a GPU metric, the first CPU
 // time metric; `top` places a kind.
+// `path`: a call path query (views.hpp; hpcreport --query); `top` rows at most, hottest first
+// by the first metric. Each row: the context, its name, whether it is outermost (no match
+// above it), its values and its path of context ids from the entry point (for the viewer to
+// expand the tree along). Totals: how many match, how many are outermost and what those hold.
+Reply Api::query(const Params& q) {
+  auto pq = parse_path_query(text(q, "path"));
+  auto ms = metric_list(e_, q);
+  auto top = number(q, "top", 200, 5000);
+  if (!pq.ok()) return error(400, pq.status().message());
+  if (!ms.ok()) return error(400, ms.status().message());
+  if (!top.ok()) return error(400, top.status().message());
+  const std::vector<QueryMatch> found = query_contexts(e_, *pq);
+  std::vector<double> outer(ms->size(), 0.0);
+  size_t nOuter = 0;
+  std::vector<std::pair<double, size_t>> order;
+  order.reserve(found.size());
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (found[i].outermost) {
+      ++nOuter;
+      for (size_t k = 0; k < ms->size(); ++k) outer[k] += e_.inclusive(found[i].ctx, e_.metrics()[(*ms)[k]]);
+    }
+    order.push_back({ms->empty() ? 0.0 : -e_.inclusive(found[i].ctx, e_.metrics()[(*ms)[0]]), i});
+  }
+  const size_t n = std::min<size_t>(*top, order.size());
+  std::partial_sort(order.begin(), order.begin() + n, order.end());
+  // Paths are written whole; a reply stops taking rows past 100,000 path entries (a match
+  // deep down a recursion hundreds of thousands of frames deep).
+  constexpr size_t kMaxPathEntries = 100000;
+  json rows = json::array();
+  size_t entries = 0;
+  bool cut = false;
+  for (size_t k = 0; k < n; ++k) {
+    const QueryMatch& m = found[order[k].second];
+    std::vector<uint32_t> path;
+    std::vector<std::string> names{e_.name(m.ctx)};
+    for (uint32_t a = m.ctx; a != 0 && a != kNoCtx; a = e_.parent(a)) {
+      path.push_back(a);
+      if (a != m.ctx && (e_.kind(a) == NodeKind::Entry || e_.function_of(a) != db::kNone)) names.push_back(e_.name(a));
+    }
+    if (entries + path.size() > kMaxPathEntries && !rows.empty()) {
+      cut = true;
+      break;
+    }
+    entries += path.size();
+    std::reverse(path.begin(), path.end());
+    std::string shown;
+    for (auto it = names.rbegin(); it != names.rend(); ++it) shown += (shown.empty() ? "" : " > ") + *it;
+    json inc = json::array(), exc = json::array();
+    for (size_t mi : *ms) inc.push_back(e_.inclusive(m.ctx, e_.metrics()[mi])), exc.push_back(e_.exclusive(m.ctx, e_.metrics()[mi]));
+    rows.push_back({{"ctx", m.ctx}, {"name", e_.name(m.ctx)}, {"pathNames", shown}, {"outermost", m.outermost},
+                    {"inc", inc}, {"exc", exc}, {"path", path}});
+  }
+  json j{{"query", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", found.size()},
+         {"outermost", nOuter}, {"outermostInclusive", outer}, {"cut", cut}, {"rows", std::move(rows)}};
+  return json_reply(j);
+}
+
 Reply Api::overview(const Params& q) {
   auto m = number(q, "metric", e_.default_metric(), e_.metrics().empty() ? 0 : e_.metrics().size() - 1);
   auto top = number(q, "top", 5, 100);

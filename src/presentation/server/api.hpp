@@ -63,6 +63,7 @@ private:
   Reply bottom_up(const Params& q);
   Reply flat(const Params& q);
   Reply structure(const Params& q);
+  Reply query(const Params& q);
   Reply overview(const Params& q);
   Reply profiles();
   Reply profile_values(const Params& q);

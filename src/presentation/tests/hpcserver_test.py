@@ -107,6 +107,26 @@ check(flat[0]["name"] == "spinsleep" and near(flat[0]["inc"][0], 1.210259), f"fl
 lines = s.ok("flat", by="line")["rows"]
 check(lines[0]["name"] == "small.c:3", f"flat by line {lines[0]}")
 check(len(s.ok("flat", by="module")["rows"]) == 1, "flat by module")
+# Call path queries: spinsleep under main directly and through caller, both outermost; the
+# loop inside each; rows hottest first with their paths of context ids from the entry point.
+qj = s.ok("query", path="**/spinsleep", metrics="0")
+check(qj["total"] == 2 and qj["outermost"] == 2 and near(qj["outermostInclusive"][0], 1.210259),
+      f"query **/spinsleep: {qj['total']} {qj['outermost']} {qj['outermostInclusive']}")
+r0 = qj["rows"][0]
+check(r0["name"] == "spinsleep" and near(r0["inc"][0], 0.605316) and r0["pathNames"] ==
+      "main thread > main > caller > spinsleep", f"query first row {r0}")
+walk, ok_path = 0, True
+for c in r0["path"]:  # each id a child of the one before
+    ok_path &= any(k["ctx"] == c for k in s.ok("children", ctx=walk)["children"])
+    walk = c
+check(ok_path and walk == r0["ctx"], f"query path {r0['path']} does not lead to {r0['ctx']}")
+ql = s.ok("query", path="**/spinsleep/**/loop:*", metrics="0")
+check(ql["total"] == 2 and all(r["outermost"] for r in ql["rows"]), f"query loops {ql}")
+qn = s.ok("query", path="main/**/spinsleep/**/spinsleep")
+check(qn["total"] == 0 and qn["rows"] == [], f"query nested {qn}")
+s.bad(400, "query", "empty step", path="a//b")
+s.bad(400, "query", "no path")
+s.bad(400, "query", "top too large", path="*", top=10**6)
 profs = s.ok("profiles")["profiles"]
 check(len(profs) == 2 and profs[0]["summary"] and not profs[1]["summary"], f"profiles {profs}")
 

@@ -265,6 +265,24 @@ const table = {
     if (node) this.select(node, true);
   },
 
+  // Expands the top-down tree along `path` (context ids from an entry point down) and selects
+  // where it ends. An id not among the children shown (hidden by a filter, or above a zoomed
+  // row) is passed over: the ids after it may be shown in its place.
+  async reveal(path) {
+    let list = this.roots, node = null;
+    for (let i = 0; i < path.length; ++i) {
+      const hit = list && list.find((n) => n.ctx === path[i]);
+      if (!hit) continue;
+      node = hit;
+      if (i + 1 < path.length && node.hasChildren) {
+        await this.expand(node);
+        list = node.children;
+      }
+    }
+    if (node) this.select(node, true);
+    return node;
+  },
+
   refresh() {
     // The expanded rows in tree order, with a stack of (list, next index): no recursion.
     const out = [], stack = [[this.roots, 0]];
@@ -535,6 +553,58 @@ function saveCsv() {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
+// ---- Find: the contexts a call path query matches anywhere in the tree (/api/query). Plain
+// text is a name to look for within names ("spin" is **/*spin*); text with a "/" or a ":" is
+// a query as hpcreport --query reads it.
+async function find(text) {
+  text = text.trim();
+  if (!text) return;
+  const path = /[/:]/.test(text) ? text : `**/*${text}*`;
+  const m = table.columns.find((c) => !c.derived && !c.stat && !c.baseline && !c.delta)?.metric ?? hpc.info.defaultMetric;
+  const j = await hpc.api('query', { path, metrics: String(m), top: 200 });
+  const total = hpc.info.metrics[m]?.total || 0;
+  const pct = (v) => (total ? `${(100 * v / total).toFixed(2)} %` : '');
+  $('find-title').textContent = 'Contexts found: ';
+  const qt = document.createElement('code');
+  qt.textContent = path;
+  $('find-title').append(qt);
+  $('find-summary').textContent = `${j.total} contexts match, ${j.outermost} outermost (the others below one of them): ` +
+    `${pct(j.outermostInclusive[0])} of ${hpc.info.metrics[m]?.name || 'the metric'} in them` +
+    (j.rows.length < j.total ? `; the ${j.rows.length} hottest listed` : '');
+  const list = $('find-list');
+  list.textContent = '';
+  const frag = document.createDocumentFragment();
+  for (const r of j.rows) {
+    const d = document.createElement('div');
+    d.className = 'found' + (r.outermost ? '' : ' nested');
+    d.title = r.outermost ? 'expand the tree to this context' : 'below another match; expand the tree to it';
+    const p = document.createElement('span');
+    p.className = 'pct';
+    p.textContent = pct(r.inc[0]);
+    // Its own name first, then where it is: the entry point and functions above it.
+    const name = document.createElement('b');
+    name.textContent = r.name;
+    const where = document.createElement('span');
+    where.className = 'where';
+    // The nearest function first: "in spinsleep ← caller ← main ← main thread".
+    const names = r.pathNames.split(' > ');
+    if (names.length && names[names.length - 1] === r.name) names.pop();
+    where.textContent = names.length ? `  in ${names.reverse().join(' ← ')}` : '';
+    d.append(p, name, where);
+    d.title = `${r.pathNames}\n${d.title}`;
+    d.onclick = async () => {
+      if (table.view !== 'top-down') {
+        $('view-top-down').click();
+        await table.pending;
+      }
+      await table.reveal(r.path);
+    };
+    frag.append(d);
+  }
+  list.append(frag);
+  $('find-dialog').hidden = false;
+}
+
 // ---- Side pane: the context's path, its values across profiles, its source.
 async function details(n) {
   const path = $('context-path');
@@ -730,7 +800,8 @@ document.addEventListener('DOMContentLoaded', () => {
     // Bottom-up and flat lists rank by self cost, the trees (and the static structure) by inclusive.
     table.sortExc = table.view !== 'top-down' && !table.structured();
     $('flat-by').hidden = table.view !== 'flat';
-    table.load().catch(showError);
+    table.pending = table.load();
+    table.pending.catch(showError);
   };
   $('flat-by').onchange = () => {
     table.sortExc = !table.structured();
@@ -777,6 +848,11 @@ document.addEventListener('DOMContentLoaded', () => {
     table.render();
   });
   $('table-body').addEventListener('keydown', (ev) => table.key(ev));
+  $('find').onclick = () => find($('search').value).catch(showError);
+  $('search').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') { ev.preventDefault(); find($('search').value).catch(showError); }
+  });
+  $('find-close').onclick = () => { $('find-dialog').hidden = true; };
   $('search').addEventListener('input', (ev) => {
     table.search = ev.target.value.trim().toLowerCase();
     const hit = table.search && table.visible.find((n) => n.name.toLowerCase().includes(table.search));

@@ -134,6 +134,34 @@ async function step(page, label, fn) {
     const kids = await rowTexts(page);
     check(kids[1].includes('← caller') && kids[1].includes('0.605316'), `callers of spinsleep: ${kids}`);
   });
+  // Find: a call path query from the bottom-up view; a found context clicked expands the
+  // top-down tree to it and selects it; plain text looks within names.
+  await step(page, 'small-3b-find', async () => {
+    await page.fill('#search', '**/spinsleep/**/loop:*');
+    await page.press('#search', 'Enter');
+    await page.waitForSelector('#find-dialog:not([hidden])');
+    await page.waitForFunction(() => document.querySelectorAll('#find-list .found').length === 2);
+    const summary = await page.$eval('#find-summary', (e) => e.textContent);
+    check(/^2 contexts match, 2 outermost/.test(summary) && /100\.00 % of CPUTIME/.test(summary), `find summary: ${summary}`);
+    const found = await page.$$eval('#find-list .found', (l) => l.map((e) => e.textContent));
+    check(found.length === 2 && found.every((f) => /%\s*loop at small\.c:3\s+in spinsleep ← /.test(f)) &&
+          found.some((f) => /^\s*50\.0\d %\s*loop at small\.c:3\s+in spinsleep ← caller ← main ← main thread$/.test(f)),
+          `found: ${found.join(' | ')}`);
+    const viaMain = await page.$$eval('#find-list .found', (l) => l.findIndex((e) => !/caller/.test(e.textContent)));
+    await (await page.$$('#find-list .found'))[viaMain].click();
+    await page.waitForFunction(() => document.querySelector('#view-top-down').classList.contains('active') &&
+      /loop at small\.c:3/.test(document.querySelector('#table-body .row.selected')?.innerText || ''));
+    const rows = await rowTexts(page);
+    const at = rows.findIndex((r) => /^▾? ?spinsleep/.test(r.trim()) || /spinsleep 0\.604943/.test(r));
+    check(at >= 0 && /loop at small\.c:3 0\.604943/.test(rows[at + 1] || ''), `tree expanded to the loop: ${rows.join(' | ')}`);
+    await page.click('#find-close');
+    await page.fill('#search', 'spinsl');
+    await page.click('#find');
+    await page.waitForFunction(() => /^2 contexts match/.test(document.querySelector('#find-summary').textContent) &&
+      document.querySelector('#find-title').textContent.endsWith('**/*spinsl*'));
+    await page.click('#find-close');
+    await page.fill('#search', '');
+  });
   // The flat view opens as hpcviewer's outline: the load module, flattened twice to its
   // functions, spinsleep's loop below it, main's call sites; then the list by function.
   await step(page, 'small-4-flat', async () => {
