@@ -291,6 +291,15 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
   return out;
 }
 
+QueryTotals query_totals(const Experiment& e, const PathQuery& q, const MetricView& m) {
+  QueryTotals t;
+  for (const QueryMatch& x : query_contexts(e, q)) {
+    ++t.matched;
+    if (x.outermost) ++t.outermost, t.inclusive += e.inclusive(x.ctx, m);
+  }
+  return t;
+}
+
 void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os) {
   const int overviewMetric = overview_metric(e, o.metric);
   const bool overviewView = o.view == ReportView::Overview;
@@ -408,17 +417,12 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   if (overviewView) return;
   if (o.view == ReportView::Query) {
     // How many contexts match, and what the outermost ones hold: each cost once.
-    size_t all = 0, outer = 0;
-    double outerInc = 0;
-    for (const QueryMatch& q : query_contexts(e, o.query)) {
-      ++all;
-      if (q.outermost) ++outer, outerInc += e.inclusive(q.ctx, m);
-    }
+    const QueryTotals t = query_totals(e, o.query, m);
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.2f%%", pct(outerInc));
-    os << "#\n# Query: " << o.queryText << ": " << all << " contexts, " << outer << " outermost (the others below one"
-       << " of them, indented); inclusive of the outermost " << format_number(outerInc) << " = " << buf
-       << " of the total\n";
+    std::snprintf(buf, sizeof buf, "%.2f%%", pct(t.inclusive));
+    os << "#\n# Query: " << o.queryText << ": " << t.matched << " contexts, " << t.outermost
+       << " outermost (the others below one of them, indented); inclusive of the outermost "
+       << format_number(t.inclusive) << " = " << buf << " of the total\n";
   }
   std::string section;
   for (auto& r : rows) {

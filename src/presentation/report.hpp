@@ -40,6 +40,13 @@ struct ReportRow {
 };
 
 std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o);
+// What a call path query matches: how many contexts, how many outermost, and the metric's
+// inclusive value summed over the outermost (each cost once).
+struct QueryTotals {
+  size_t matched = 0, outermost = 0;
+  double inclusive = 0;
+};
+QueryTotals query_totals(const Experiment& e, const PathQuery& q, const MetricView& m);
 // The metric the overview breaks down: `metric` unless it is one of the GPU's (a kernel's
 // time is attributed to the CPU code that launched it, the GPU runtime) or counts bytes (-e
 // IO, -e MEMLEAK), then the first CPU time metric with a value; -1 where the database has

@@ -50,6 +50,15 @@ int main(int argc, char** argv) {
                  "inlined, loop, line, instruction, module or file; a leading / anchors it at the top.\n"
                  "E.g. '**/function:MPI_*', 'main/**/loop:*', '**/module:libcuda*'")
       ->option_text("PATH");
+  double atMost = -1, atLeast = -1;
+  app.add_option("--at-most", atMost,
+                 "with --query, a check for scripts and CI: exit status 3 (and why, on stderr) when\n"
+                 "the outermost contexts matched hold more than PCT % of the metric's total")
+      ->check(CLI::Range(0.0, 100.0))
+      ->option_text("PCT");
+  app.add_option("--at-least", atLeast, "with --query: exit status 3 when they hold less than PCT %")
+      ->check(CLI::Range(0.0, 100.0))
+      ->option_text("PCT");
   std::string baseline;
   app.add_option("--compare", baseline,
                  "DB against a baseline database BASE (another run: before a change, another input or\n"
@@ -162,6 +171,28 @@ int main(int argc, char** argv) {
     print_comparison(**base, e, c, std::cout);
     return std::cout.good() ? 0 : 1;
   }
+  if ((atMost >= 0 || atLeast >= 0) && queryText.empty()) {
+    std::cerr << "hpcreport: --at-most and --at-least check what --query matches; give --query PATH\n";
+    return 2;
+  }
   print_report(e, o, std::cout);
-  return std::cout.good() ? 0 : 1;
+  if (!std::cout.good()) return 1;
+  if (atMost >= 0 || atLeast >= 0) {
+    const MetricView& m = e.metrics()[o.metric];
+    const double total = e.inclusive(0, m);
+    const QueryTotals t = query_totals(e, o.query, m);
+    const double share = total != 0 ? 100.0 * t.inclusive / total : 0.0;
+    char buf[256];
+    if (atMost >= 0 && share > atMost) {
+      std::snprintf(buf, sizeof buf, "%.2f %% of %s, more than %g %%", share, m.name.c_str(), atMost);
+    } else if (atLeast >= 0 && share < atLeast) {
+      std::snprintf(buf, sizeof buf, "%.2f %% of %s, less than %g %%", share, m.name.c_str(), atLeast);
+    } else {
+      return 0;
+    }
+    std::cerr << "hpcreport: check failed: what '" << queryText << "' matches (" << t.outermost
+              << " outermost contexts) holds " << buf << "\n";
+    return 3;
+  }
+  return 0;
 }

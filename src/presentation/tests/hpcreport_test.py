@@ -151,5 +151,22 @@ check(r.returncode == 2 and "--profiles: '9' is not a profile or range of 1 to 4
 r = run(shared / "conformance" / "dbase" / "small.d", "--metric", "NOPE")
 check(r.returncode != 0 and "CPUTIME (sec)" in r.stderr, f"unknown metric lists metrics: {r.stderr}")
 
+# --query as text: the header counts what matches and what the outermost hold; nested
+# matches are indented. --at-most / --at-least: exit status 3 and why, 0 when within.
+r = run(loops, "--query", "main/**/loop:*", "--top", "3")
+check(r.returncode == 0 and "# Query: main/**/loop:*: 11 contexts, 1 outermost" in r.stdout and
+      "0.994165 = 25.02% of the total" in r.stdout, f"--query header: {r.stdout[:600]}")
+body = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+check(len(body) == 3 and body[0].split("%  ")[-1].startswith("main thread > main > GOMP_parallel") and
+      body[1].split("%  ")[-1].startswith("  main thread"), f"--query rows: {body}")
+for args, status, says in ((("--at-most", "30"), 0, None), (("--at-most", "20"), 3, "25.02 % of CPUTIME (sec), more than 20 %"),
+                           (("--at-least", "25"), 0, None), (("--at-least", "26"), 3, "less than 26 %")):
+    r = run(loops, "--query", "main/**/loop:*", *args)
+    check(r.returncode == status and (says is None or says in r.stderr), f"--query {args}: {r.returncode} {r.stderr}")
+r = run(loops, "--at-most", "5")
+check(r.returncode == 2 and "give --query" in r.stderr, f"--at-most without --query: {r.stderr}")
+r = run(loops, "--query", "**/loop:*", "--view", "flat")
+check(r.returncode == 2 and "--query is a view of its own" in r.stderr, f"--query with --view: {r.stderr}")
+
 print("hpcreport_test:", "FAILED" if failures else "ok", f"({failures} failures)")
 sys.exit(1 if failures else 0)
