@@ -109,15 +109,38 @@ bool parse_filter_mode(const std::string& s, FilterMode& out) {
   return true;
 }
 
+std::string_view strip_clone_suffixes(std::string_view name) {
+  // ".constprop.0", ".isra.1", ".part.2", ".cold", ".lto_priv.0", ".localalias", ".llvm.123",
+  // in any number and order ("f.constprop.0.isra.0").
+  static constexpr std::string_view kinds[] = {".constprop", ".isra", ".part", ".cold", ".lto_priv", ".localalias", ".llvm"};
+  for (bool more = true; more;) {
+    more = false;
+    std::string_view s = name;
+    while (!s.empty() && s.back() >= '0' && s.back() <= '9') s.remove_suffix(1);  // a clone's number
+    if (s.size() < name.size() && !s.empty() && s.back() == '.') s.remove_suffix(1);
+    else s = name;  // no number: only a suffix without one (".cold", ".localalias")
+    for (std::string_view k : kinds)
+      if (s.size() > k.size() && s.substr(s.size() - k.size()) == k) {
+        name = s.substr(0, s.size() - k.size());
+        more = true;
+        break;
+      }
+  }
+  return name;
+}
+
 bool filter_matches(const std::string& pattern, const std::string& name) {
   if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
   // The function's own name too: without an inlined call's "[I] " and the " [module]" that
-  // hpcstruct adds to a procedure's name, so that "main" hides "main [app]".
+  // hpcstruct adds to a procedure's name, so that "main" hides "main [app]"; and without the
+  // suffixes of the compiler's clones of it ("stencil.constprop.0" is stencil).
   std::string_view bare = name;
   if (bare.substr(0, 4) == "[I] ") bare.remove_prefix(4);
   if (bare.size() > 3 && bare.back() == ']')
     if (const size_t at = bare.rfind(" ["); at != std::string_view::npos && at > 0) bare = bare.substr(0, at);
-  return bare.size() != name.size() && fnmatch(pattern.c_str(), std::string(bare).c_str(), 0) == 0;
+  if (bare.size() != name.size() && fnmatch(pattern.c_str(), std::string(bare).c_str(), 0) == 0) return true;
+  const std::string_view base = strip_clone_suffixes(bare);
+  return base.size() != bare.size() && fnmatch(pattern.c_str(), std::string(base).c_str(), 0) == 0;
 }
 
 Expected<PathQuery> parse_path_query(const std::string& text) {

@@ -42,8 +42,13 @@ struct CctFilter {
   FilterMode mode = FilterMode::Self;
 };
 // Whether a filter's glob matches a context's name: the name as shown, or the function's own
-// name within it (without an inlined call's "[I] " and a procedure's " [module]").
+// name within it (without an inlined call's "[I] " and a procedure's " [module]"), or that
+// name
+// and without its compiler clones' suffixes (".constprop.0", ".isra.0", ".part.0", ".cold", ...).
 bool filter_matches(const std::string& pattern, const std::string& name);
+// A function's name without the suffixes compilers give its clones, in any number and order:
+// "f.constprop.0.isra.0" -> "f", "g.cold" -> "g", "h.llvm.123" -> "h".
+std::string_view strip_clone_suffixes(std::string_view name);
 // "self", "descendants" or "all"; false for anything else.
 bool parse_filter_mode(const std::string& s, FilterMode& out);
 struct FilteredChild {

@@ -744,3 +744,18 @@ TEST(PathQuery, ParsesStepsAndRefusesWhatIsWrong) {
   for (int i = 0; i < 61; ++i) many += "/a";
   EXPECT_FALSE(parse_path_query(many).ok());
 }
+
+// Compilers' clones of a function are the function to filters and queries.
+TEST(PathQuery, ClonesAreTheirFunction) {
+  EXPECT_EQ(strip_clone_suffixes("stencil.constprop.0"), "stencil");
+  EXPECT_EQ(strip_clone_suffixes("f.constprop.0.isra.0"), "f");
+  EXPECT_EQ(strip_clone_suffixes("g.cold"), "g");
+  EXPECT_EQ(strip_clone_suffixes("g.part.12"), "g");
+  EXPECT_EQ(strip_clone_suffixes("h.llvm.1234567"), "h");
+  EXPECT_EQ(strip_clone_suffixes("v.1"), "v.1");      // a number alone is no clone
+  EXPECT_EQ(strip_clone_suffixes(".cold"), ".cold");  // nothing before it
+  EXPECT_EQ(strip_clone_suffixes("f.isra0"), "f.isra0");
+  EXPECT_TRUE(filter_matches("stencil", "stencil.constprop.0 [demo]"));
+  EXPECT_TRUE(filter_matches("sten*", "[I] stencil.cold"));
+  EXPECT_FALSE(filter_matches("stencil", "stencil2.constprop.0"));
+}

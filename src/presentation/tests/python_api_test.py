@@ -279,7 +279,8 @@ def brute_force(db, path):
             v = row[kind] or ""
             return fnmatch.fnmatchcase(v, glob) or fnmatch.fnmatchcase(v.rsplit("/", 1)[-1], glob)
         n = row["name"]
-        if not (fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(_query._bare(n), glob)):
+        b = _query._bare(n)
+        if not (fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(b, glob) or fnmatch.fnmatchcase(_query._unclone(b), glob)):
             return False
         if kind is None:
             return True
@@ -331,6 +332,10 @@ def queries_against_hpcreport(name, path, queries=QUERIES):
     return db
 
 
+from hpctoolkit import _query  # noqa: E402
+for n, want in (("stencil.constprop.0", "stencil"), ("f.constprop.0.isra.0", "f"), ("g.cold", "g"), ("g.part.12", "g"),
+                ("h.llvm.1234567", "h"), ("v.1", "v.1"), (".cold", ".cold"), ("f.isra0", "f.isra0")):
+    check(_query._unclone(n) == want, f"unclone {n!r}: {_query._unclone(n)!r}, as views.cpp's strip_clone_suffixes gives {want!r}")
 for name in ("small.d", "loops-cputime-t.d", "loops-cputime-t.nostruct.d", "loops-cuda-nvidia-t.d"):
     queries_against_hpcreport(name, dbase / name)
 loops = hpctoolkit.open(dbase / "loops-cputime-t.d")

@@ -350,8 +350,10 @@ class Database:
             **              any number of contexts, none included
             *               any one context
             GLOB            a context whose name matches (fnmatch: * ? [...]); a function's
-                            name also without an inlined call's "[I] " and the " [file]"
-                            hpcstruct appends; a loop is "loop at file.c:12", a line "file.c:12"
+                            name also without an inlined call's "[I] ", the " [file]"
+                            hpcstruct appends and its compiler clones' suffixes
+                            (".constprop.0", ".isra.0", ".cold"...); a loop is
+                            "loop at file.c:12", a line "file.c:12"
             KIND:GLOB       the same, of one kind: entry, function (called or inlined),
                             inlined, loop, line, instruction
             module:GLOB     a context of a module whose path or file name matches (a function

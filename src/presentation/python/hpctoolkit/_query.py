@@ -45,6 +45,9 @@ def parse(path):
     return steps, anchored
 
 
+_CLONE = re.compile(r"\.(constprop|isra|part|cold|lto_priv|localalias|llvm)(\.[0-9]+)?$")
+
+
 def _bare(name):
     """A name without an inlined call's "[I] " and the " [file]" hpcstruct appends to a
     procedure's name, as views.cpp filter_matches strips them."""
@@ -56,6 +59,27 @@ def _bare(name):
     return b
 
 
+def _unclone(name):
+    """A function's name without its compiler clones' suffixes ("f.constprop.0.isra.0" is f),
+    as views.cpp strip_clone_suffixes."""
+    while True:
+        m = _CLONE.search(name)
+        if not m or m.start() == 0:
+            return name
+        name = name[:m.start()]
+
+
+def _name_matches(rx, name):
+    """As views.cpp filter_matches: the name, else its bare form, else that without clone suffixes."""
+    if rx.match(name):
+        return True
+    b = _bare(name)
+    if b != name and rx.match(b):
+        return True
+    u = _unclone(b)
+    return u != b and rx.match(u) is not None
+
+
 def _glob_on(values, glob, also=None):
     """Boolean array: values (an object array) matching glob, or (where `also` is given) the
     value `also` maps each to matching it."""
@@ -63,6 +87,14 @@ def _glob_on(values, glob, also=None):
     rx = re.compile(fnmatch.translate(glob), re.DOTALL)
     hit = np.fromiter((rx.match(u) is not None or (also is not None and rx.match(also(u)) is not None)
                        for u in uniques), dtype=bool, count=len(uniques))
+    return hit[codes] if len(codes) else np.zeros(0, dtype=bool)
+
+
+def _glob_names(values, glob):
+    """Boolean array: names matching glob as filter_matches matches them."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object).fillna(""), sort=False)
+    rx = re.compile(fnmatch.translate(glob), re.DOTALL)
+    hit = np.fromiter((_name_matches(rx, u) for u in uniques), dtype=bool, count=len(uniques))
     return hit[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
@@ -79,7 +111,7 @@ def step_matches(db, kind, glob):
     k = c["kind"].to_numpy()
     if kind in ("module", "file"):
         return _glob_on(c[kind].to_numpy(), glob, _basename_or_path)
-    hit = _glob_on(c["name"].to_numpy(), glob, _bare)
+    hit = _glob_names(c["name"].to_numpy(), glob)
     if kind is None:
         return hit
     if kind == "inlined":
