@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
     try {
       r = api.handle(req.matches[1], q);
     } catch (const std::exception& ex) {  // the boundary: no request takes the server down
+      api.done();  // what the request touched leaves the process all the same
       return send_error(res, 500, std::string("internal error: ") + ex.what());
     }
     res.status = r.status;
