@@ -76,7 +76,9 @@ ssize_t counted_write(int fd, const void* from, size_t len) {
   return tally(::write(fd, from, std::min(len, kMaxWriteBytes)), t0, gWriteBytes, gWriteNs);
 }
 
-Expected<MappedFile> MappedFile::open(const fs::path& path) {
+namespace {
+// A regular file opened read-only: its descriptor and size; errors name the file.
+Expected<std::pair<int, uint64_t>> open_regular(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("cannot open", path);
   struct stat st;
@@ -89,9 +91,16 @@ Expected<MappedFile> MappedFile::open(const fs::path& path) {
     ::close(fd);
     return Status::error(path.string() + ": not a regular file");
   }
+  return std::pair<int, uint64_t>{fd, uint64_t(st.st_size)};
+}
+}  // namespace
+
+Expected<MappedFile> MappedFile::open(const fs::path& path) {
+  HPC_ASSIGN_OR_RETURN(auto opened, open_regular(path));
+  const int fd = opened.first;
   MappedFile m;
   m.path_ = path.string();
-  m.size_ = static_cast<size_t>(st.st_size);
+  m.size_ = static_cast<size_t>(opened.second);
   if (m.size_ > 0) {
     void* p = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -123,22 +132,11 @@ std::atomic<uint64_t> g_nextBlockFile{1};
 }  // namespace
 
 Expected<BlockFile> BlockFile::open(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("cannot open", path);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    Status s = errno_status("cannot stat", path);
-    ::close(fd);
-    return s;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::error(path.string() + ": not a regular file");
-  }
+  HPC_ASSIGN_OR_RETURN(auto opened, open_regular(path));
   BlockFile f;
-  f.fd_ = fd;
+  f.fd_ = opened.first;
   f.id_ = g_nextBlockFile.fetch_add(1);
-  f.size_ = uint64_t(st.st_size);
+  f.size_ = opened.second;
   f.path_ = path.string();
   return f;
 }
