@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "presentation/compare.hpp"
 #include "presentation/experiment.hpp"
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
                  "path), how many and what the outermost ones hold: steps separated by /, each ** (any\n"
                  "number of contexts), * (one), GLOB (a name), or KIND:GLOB with KIND entry, function,\n"
                  "inlined, loop, line, instruction, module or file; a leading / anchors it at the top.\n"
-                 "E.g. '**/function:MPI_*', 'main/**/loop:*', '**/module:libcuda*'")
+                 "E.g. '**/function:MPI_*', 'main/**/loop:*', '**/module:libcuda*'. With --compare BASE:\n"
+                 "what it matches in each run and the change")
       ->option_text("PATH");
   double atMost = -1, atLeast = -1;
   app.add_option("--at-most", atMost,
@@ -135,49 +137,13 @@ int main(int argc, char** argv) {
     c.pattern = f.substr(colon + 1);
     o.filters.push_back(std::move(c));
   }
-  if (!baseline.empty()) {
-    auto base = Experiment::open(baseline);
-    if (!base) {
-      std::cerr << "hpcreport: " << base.status().message() << "\n";
-      return 1;
-    }
-    if (!profiles.empty()) {
-      std::cerr << "hpcreport: --profiles and --compare do not go together\n";
-      return 2;
-    }
-    if (o.view != ReportView::Summary && o.view != ReportView::Flat && o.view != ReportView::TopDown) {
-      std::cerr << "hpcreport: --compare shows the flat view and the calling contexts (--view summary, flat or "
-                   "top-down), not --view "
-                << view << "\n";
-      return 2;
-    }
-    CompareOptions c;
-    c.flat = o.view != ReportView::TopDown;
-    c.topDown = o.view != ReportView::Flat;
-    c.metricB = o.metric;
-    c.top = top;
-    c.by = o.by;
-    c.format = o.format;
-    const std::string& name = e.metrics()[o.metric].name;
-    const auto& bm = (*base)->metrics();
-    auto it = std::find_if(bm.begin(), bm.end(), [&](const MetricView& m) { return m.name == name; });
-    if (it == bm.end()) {
-      std::cerr << "hpcreport: " << ((*base)->dir() / "meta.db").string() << ": no metric '" << name
-                << "' to compare with; its metrics are:\n";
-      for (auto& mv : bm) std::cerr << "  " << mv.name << "\n";
-      return 2;
-    }
-    c.metricA = size_t(it - bm.begin());
-    print_comparison(**base, e, c, std::cout);
-    return std::cout.good() ? 0 : 1;
-  }
   if ((atMost >= 0 || atLeast >= 0) && queryText.empty()) {
     std::cerr << "hpcreport: --at-most and --at-least check what --query matches; give --query PATH\n";
     return 2;
   }
-  print_report(e, o, std::cout);
-  if (!std::cout.good()) return 1;
-  if (atMost >= 0 || atLeast >= 0) {
+  // --at-most / --at-least: 3 (and why) when what the query matches in DB holds more or less.
+  auto check_share = [&]() {
+    if (atMost < 0 && atLeast < 0) return 0;
     const MetricView& m = e.metrics()[o.metric];
     const double total = e.inclusive(0, m);
     const QueryTotals t = query_totals(e, o.query, m);
@@ -193,6 +159,78 @@ int main(int argc, char** argv) {
     std::cerr << "hpcreport: check failed: what '" << queryText << "' matches (" << t.outermost
               << " outermost contexts) holds " << buf << "\n";
     return 3;
+  };
+  if (!baseline.empty()) {
+    auto base = Experiment::open(baseline);
+    if (!base) {
+      std::cerr << "hpcreport: " << base.status().message() << "\n";
+      return 1;
+    }
+    if (!profiles.empty()) {
+      std::cerr << "hpcreport: --profiles and --compare do not go together\n";
+      return 2;
+    }
+    const std::string& mname = e.metrics()[o.metric].name;
+    const auto& baseMetrics = (*base)->metrics();
+    auto baseMetric = std::find_if(baseMetrics.begin(), baseMetrics.end(), [&](const MetricView& m) { return m.name == mname; });
+    if (baseMetric == baseMetrics.end()) {
+      std::cerr << "hpcreport: " << ((*base)->dir() / "meta.db").string() << ": no metric '" << mname
+                << "' to compare with; its metrics are:\n";
+      for (auto& mv : baseMetrics) std::cerr << "  " << mv.name << "\n";
+      return 2;
+    }
+    if (o.view == ReportView::Query) {
+      // What the query matches in each run (it names contexts, so it reads both alike).
+      const QueryTotals a = query_totals(**base, o.query, *baseMetric), b = query_totals(e, o.query, e.metrics()[o.metric]);
+      const double ta = (*base)->inclusive(0, *baseMetric), tb = e.inclusive(0, e.metrics()[o.metric]);
+      const double pa = ta != 0 ? 100.0 * a.inclusive / ta : 0.0, pb = tb != 0 ? 100.0 * b.inclusive / tb : 0.0;
+      if (o.format == ReportFormat::Json) {
+        auto side = [](const QueryTotals& t, double pct) {
+          return nlohmann::json{{"contexts", t.matched}, {"outermost", t.outermost}, {"inclusive", t.inclusive}, {"percent", pct}};
+        };
+        std::cout << nlohmann::json{{"query", queryText}, {"metric", mname}, {"baseline", side(a, pa)}, {"run", side(b, pb)},
+                                    {"change", b.inclusive - a.inclusive}, {"change_percent_points", pb - pa}}.dump(1)
+                  << "\n";
+      } else if (o.format == ReportFormat::Csv) {
+        std::cout << "database,contexts,outermost,inclusive,percent\n"
+                  << csv_field((*base)->dir().string()) << ',' << a.matched << ',' << a.outermost << ','
+                  << format_number(a.inclusive) << ',' << format_number(pa) << '\n'
+                  << csv_field(e.dir().string()) << ',' << b.matched << ',' << b.outermost << ','
+                  << format_number(b.inclusive) << ',' << format_number(pb) << '\n';
+      } else {
+        char line[160];
+        std::cout << "# Query: " << queryText << " (" << mname << ", the outermost contexts matched)\n";
+        std::snprintf(line, sizeof line, "%14s %7.2f%%  %zu contexts, %zu outermost  baseline: ", format_number(a.inclusive).c_str(),
+                      pa, a.matched, a.outermost);
+        std::cout << line << (*base)->dir().string() << "\n";
+        std::snprintf(line, sizeof line, "%14s %7.2f%%  %zu contexts, %zu outermost  this run: ", format_number(b.inclusive).c_str(),
+                      pb, b.matched, b.outermost);
+        std::cout << line << e.dir().string() << "\n";
+        std::snprintf(line, sizeof line, "%14s %+7.2f   points of the total\n", format_number(b.inclusive - a.inclusive).c_str(),
+                      pb - pa);
+        std::cout << line;
+      }
+      if (!std::cout.good()) return 1;
+      return check_share();
+    }
+    if (o.view != ReportView::Summary && o.view != ReportView::Flat && o.view != ReportView::TopDown) {
+      std::cerr << "hpcreport: --compare shows the flat view and the calling contexts (--view summary, flat or "
+                   "top-down), not --view "
+                << view << "\n";
+      return 2;
+    }
+    CompareOptions c;
+    c.flat = o.view != ReportView::TopDown;
+    c.topDown = o.view != ReportView::Flat;
+    c.metricB = o.metric;
+    c.top = top;
+    c.by = o.by;
+    c.format = o.format;
+    c.metricA = size_t(baseMetric - baseMetrics.begin());
+    print_comparison(**base, e, c, std::cout);
+    return std::cout.good() ? 0 : 1;
   }
-  return 0;
+  print_report(e, o, std::cout);
+  if (!std::cout.good()) return 1;
+  return check_share();
 }

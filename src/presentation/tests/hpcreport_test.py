@@ -168,5 +168,19 @@ check(r.returncode == 2 and "give --query" in r.stderr, f"--at-most without --qu
 r = run(loops, "--query", "**/loop:*", "--view", "flat")
 check(r.returncode == 2 and "--query is a view of its own" in r.stderr, f"--query with --view: {r.stderr}")
 
+# --query with --compare: what it matches in each run and the change; the checks apply to DB.
+small = shared / "conformance" / "dbase" / "small.d"
+r = run(loops, "--compare", small, "--query", "**/function:main", "--format", "json")
+j = json.loads(r.stdout) if r.returncode == 0 else {}
+check(j.get("baseline", {}).get("outermost") == 1 and abs(j["baseline"]["inclusive"] - 1.210259) < 1e-9 and
+      abs(j["run"]["inclusive"] - 0.994165) < 1e-9 and abs(j["run"]["percent"] - 25.0211) < 1e-3 and
+      abs(j["change"] + 0.216094) < 1e-9 and abs(j["change_percent_points"] - (j["run"]["percent"] - 100.0)) < 1e-9,
+      f"--compare --query json: {r.stdout[:500]} {r.stderr}")
+r = run(loops, "--compare", small, "--query", "**/loop:*")
+check(r.returncode == 0 and "21 contexts, 2 outermost  this run: " in r.stdout and "2 contexts, 2 outermost  baseline: " in r.stdout,
+      f"--compare --query text: {r.stdout}")
+r = run(loops, "--compare", small, "--query", "main/**/loop:*", "--at-most", "20")
+check(r.returncode == 3 and "25.02 %" in r.stderr, f"--compare --query --at-most: {r.returncode} {r.stderr}")
+
 print("hpcreport_test:", "FAILED" if failures else "ok", f"({failures} failures)")
 sys.exit(1 if failures else 0)
