@@ -343,6 +343,11 @@ q = loops.query("main/**/loop:*", "CPUTIME")
 check(len(q) == 11 and int(q["outermost"].sum()) == 1 and close(q["inclusive"][q["outermost"]].sum(), 0.994165),
       f"loops: main/**/loop:* gave {len(q)} contexts, {int(q['outermost'].sum())} outermost")
 check(set(q["kind"]) == {"loop"}, f"loops: main/**/loop:* matched {set(q['kind'])}")
+# A query's outermost contexts across the profiles (cct.db) sum to what the query holds.
+q = loops.query("**/loop:*", "CPUTIME")
+per = loops.values("CPUTIME", contexts=q.index[q["outermost"].to_numpy()]).groupby("profile")["value"].sum()
+check(len(per) == 4 and close(per.sum(), q["inclusive"][q["outermost"]].sum()) and close(per.sum(), loops.total("CPUTIME")),
+      f"loops: **/loop:* by profile {per.to_dict()} against {q['inclusive'][q['outermost']].sum()}")
 for bad in ("a//b", "**/function:", "", "/"):
     try:
         loops.query(bad)
