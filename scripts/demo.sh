@@ -28,6 +28,8 @@ echo "== report: hpcreport $out/demo.d (hottest call paths and functions)"
 "$bin/hpcreport" --top 25 "$out/demo.d"
 echo "== report: hpcreport --view structure (hpcviewer's flat view: modules, files, functions, loops, lines)"
 "$bin/hpcreport" --view structure --top 15 "$out/demo.d" | sed -n '5,$p'
+echo "== report: hpcreport --query '**/loop:*' (every loop's calling context, by a call path query)"
+"$bin/hpcreport" --query '**/loop:*' --top 8 "$out/demo.d" | sed -n '5,$p'
 echo "== Python: the same database in pandas (src/presentation/python/hpctoolkit)"
 PYTHONPATH=src/presentation/python /usr/bin/python3 - "$out/demo.d" <<'PY'
 import sys
@@ -37,5 +39,7 @@ metric = db.metrics["metric"].iloc[0]
 print(f"{len(db.contexts)} contexts, {len(db.profiles) - 1} profiles; flat view of {metric}:")
 print(db.flat(metric).head(5).to_string(index=False))
 print("hot path:", " > ".join(db.contexts.at[c, "name"] for c in db.hot_path(metric)))
+q = db.query("**/loop:*", metric)
+print(f"loops: {len(q)} contexts, the outermost hold {q.inclusive[q.outermost].sum() / db.total(metric):.1%} of {metric}")
 PY
 echo "database: $out/demo.d (browse it: $bin/hpcviewer $out/demo.d, or $bin/hpcserver $out/demo.d --port P on a remote machine and an SSH tunnel)"
