@@ -359,6 +359,53 @@ for bad in ("a//b", "**/function:", "", "/"):
     check(r.returncode == 2 and "call path query" in r.stderr if bad else True, f"hpcreport --query {bad!r}: {r.stderr}")
 
 
+def brute_trace_time(db, depth, t0, t1, within=None):
+    """{(profile, function index): seconds} by walking each line's records one at a time, each
+    sample's function found along db.path: a second implementation of trace_time's."""
+    lo, hi = db.trace_range()
+    t0, t1 = (lo if t0 is None else t0), (hi if t1 is None else t1)
+    kinds = db.contexts["kind"]
+    out = {}
+    def add(p, k, ns):
+        if ns > 0:
+            out[(p, k)] = out.get((p, k), 0) + ns
+    for p, _, _ in db._traces[1]:
+        recs = db.trace(p).to_records(index=False)
+        if within is None and (not len(recs) or recs[0][0] > t0):  # idle before the first record (or throughout)
+            add(p, -1, (min(int(recs[0][0]), t1) if len(recs) else t1) - t0)
+        for i, (t, c) in enumerate(recs):
+            end = int(recs[i + 1][0]) if i + 1 < len(recs) else max(t1, int(t))
+            ns = min(max(end, t0), t1) - min(max(int(t), t0), t1)
+            path = db.path(int(c)) if c != 0 else []
+            if within is not None and (c == 0 or not any(x in within for x in path)):
+                continue
+            fns = [db._function_of[x] for x in path if kinds[x] == "function" and x in db._function_of]
+            k = -1 if c == 0 else -3 if not fns else fns[min(depth, len(fns) - 1)] if depth is not None else fns[-1]
+            add(p, k, ns)
+    return {k: v / 1e9 for k, v in out.items()}
+
+
+def trace_time_checks(name, path):
+    db = hpctoolkit.open(path)
+    lo, hi = db.trace_range()
+    mid, q = lo + (hi - lo) // 3, db.query("**/loop:*")
+    cases = [(None, None, None, None), (0, None, None, None), (1, None, None, None), (2, mid, hi - (hi - lo) // 5, None),
+             (None, None, None, set(int(x) for x in q.index[q["outermost"].to_numpy()]))]
+    for depth, t0, t1, within in cases:
+        got = db.trace_time(depth=depth, t0=t0, t1=t1, within=within)
+        mine = {(int(p), int(k)): v for p, k, v in zip(got["profile"], got["key"], got["seconds"])}
+        want = brute_trace_time(db, depth, t0, t1, within)
+        bad = [k for k in set(mine) | set(want) if abs(mine.get(k, 0) - want.get(k, 0)) > 1e-9]
+        check(not bad, f"{name}: trace_time(depth={depth}, t0={t0}, t1={t1}, within={within is not None}): "
+                       f"{[(k, mine.get(k), want.get(k)) for k in bad[:4]]}")
+        if within is None:  # every line's time covers the range
+            span = ((t1 or hi) - (t0 or lo)) / 1e9
+            per = got.groupby("profile")["seconds"].sum()
+            check(all(abs(v - span) < 1e-9 for v in per), f"{name}: trace_time per line {per.to_dict()} against {span}")
+    check(set(db.trace_time(depth=0)["function"]) >= {"main._omp_fn.0", "<idle>"} if "loops-cputime" in name else True,
+          f"{name}: trace_time(depth=0) functions")
+
+
 def same_trees(name, path):
     """The tree read with numpy equals the one read a context at a time (the walk that reads
     the files the numpy reader leaves to it)."""
@@ -375,6 +422,8 @@ def same_trees(name, path):
 
 for name in ("small.d", "loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
     same_trees(name, dbase / name)
+for name in ("loops-cputime-t.d", "loops-cuda-nvidia-t.d"):
+    trace_time_checks(name, dbase / name)
 
 # The hot path of small.d ends in its hot function.
 small = hpctoolkit.open(dbase / "small.d")
@@ -415,6 +464,7 @@ with tempfile.TemporaryDirectory() as tmp:
         overview_against_hpcreport(f"{wl} (ours)", d, kinds)
     same_trees("threads (ours)", dbdir)
     queries_against_hpcreport("threads (ours)", dbdir, QUERIES + ("**/function:worker*/**/function:spin*",))
+    trace_time_checks("threads (ours)", dbdir)
     against_hpcreport("threads (ours)", dbdir, db, mname)
     check(len(db.profiles) > 100, f"threads: {len(db.profiles)} profiles")
     hot = [db.contexts.at[c, "name"] for c in db.hot_path(mname)]

@@ -15,6 +15,7 @@
     db.path(ctx), db.children(ctx), db.hot_path("CPUTIME (sec)")
     db.query("**/function:MPI_*", "CPUTIME (sec)")  # the contexts a call path query matches
     db.trace(1)                    # one profile's trace: time (ns) and context
+    db.trace_time(depth=1)         # each trace line's time by function (at a call depth), in a time range
     db.overview()                  # where the time went by kind of work, and a verdict
     db.structure("CPUTIME (sec)")  # hpcviewer's flat view: modules, files, functions, loops, lines
     hpctoolkit.compare(base, db, "CPUTIME (sec)")  # two runs' flat views side by side, the change
@@ -551,6 +552,21 @@ class Database:
                 a = f.array(start, _files.TRACE_ELEMENT, (end - start) // _files.TRACE_ELEMENT.itemsize)
                 return pd.DataFrame({"time": a["time"].astype(np.int64), "ctx": a["ctx"].astype(np.int64)})
         raise KeyError(f"profile {profile} has no trace")
+
+    def trace_time(self, depth=None, t0=None, t1=None, profiles=None, within=None):
+        """Time each trace line spent in each function (trace.db), in seconds: a DataFrame of
+        profile, key (function index; -1 idle, -3 no function on the path), function (its
+        name, "<idle>" before a line's first record and where it is not running) and seconds,
+        each profile's hottest first. A record holds from its time until the next one's, the
+        last until the end of the range, as the trace view draws them. `depth`: the function
+        at that call depth (0: the outermost), as the trace view colours a line at that
+        depth (the innermost where a path is not that deep); default the innermost function.
+        `t0`, `t1`: the range [t0, t1) in ns since the epoch (default the whole trace, see
+        trace_range()). `profiles`: the trace lines (default all). `within`: context ids (a
+        query's index): only time at contexts in their subtrees counts (no idle time), e.g.
+        each thread's time in MPI over a phase of the run."""
+        from . import _trace
+        return _trace.trace_time(self, depth, t0, t1, profiles, within)
 
     def trace_range(self):
         """(first, last) timestamp of all traces, in ns since the epoch."""
