@@ -1,4 +1,5 @@
 #include "presentation/report.hpp"
+#include "presentation/trace_view.hpp"
 
 #include "presentation/overview.hpp"
 
@@ -148,6 +149,62 @@ void flat(const Experiment& e, const ReportOptions& o, FlatBy by, std::vector<Re
   }
 }
 
+// The time in each function over every trace line (a record holds until the next one's time,
+// the last until the end of the traces; idle before a line's first record and at context 0).
+// Returns the lines' count and span (ns), for the shares.
+std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>* out) {
+  auto tr = e.trace();
+  if (!tr.ok() || !*tr) return {0, 0};
+  const db::LazyTraceDb& t = **tr;
+  const uint64_t t0 = t.minTimestamp(), t1 = std::max(t.maxTimestamp(), t.minTimestamp());
+  if (!out) return {t.size(), t1 - t0};
+  constexpr uint32_t kIdle = UINT32_MAX, kNone = UINT32_MAX - 1, kUnknown = UINT32_MAX - 2;
+  const uint32_t depth = o.traceDepth < 0 ? UINT32_MAX - 1 : uint32_t(o.traceDepth);
+  std::unordered_map<uint32_t, uint32_t> keyOf;  // ctx -> function index or one of the above
+  auto key = [&](uint32_t ctx) {
+    if (ctx == 0) return kIdle;
+    auto [it, fresh] = keyOf.try_emplace(ctx, kUnknown);
+    if (fresh && e.has(ctx)) {
+      const uint32_t at = context_at_depth(e, ctx, depth);
+      const uint32_t fn = e.function_of(at);
+      it->second = fn == db::kNone ? kNone : fn;
+    }
+    return it->second;
+  };
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> sums;  // key -> (all lines, most on one)
+  std::unordered_map<uint32_t, uint64_t> line;
+  for (size_t li = 0; li < t.size(); ++li) {
+    const db::TraceLineView& l = t.line(li);
+    line.clear();
+    const uint64_t n = l.size();
+    const uint64_t first = n ? std::clamp(l.time(0), t0, t1) : t1;
+    if (first > t0) line[kIdle] += first - t0;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t a = std::clamp(l.time(i), t0, t1);
+      const uint64_t b = i + 1 < n ? std::clamp(l.time(i + 1), t0, t1) : t1;
+      if (b > a) line[key(l.ctx(i))] += b - a;
+    }
+    for (const auto& [k, ns] : line) {
+      auto& s = sums[k];
+      s.first += ns;
+      s.second = std::max(s.second, ns);
+    }
+    l.release();
+  }
+  std::vector<std::pair<uint32_t, std::pair<uint64_t, uint64_t>>> rows(sums.begin(), sums.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+  });
+  if (rows.size() > o.top) rows.resize(o.top);
+  for (const auto& [k, s] : rows) {
+    const std::string id = k == kIdle ? "idle" : k == kNone ? "none" : k == kUnknown ? "unknown" : "f" + std::to_string(k);
+    const std::string name = k == kIdle ? "<idle>" : k == kNone ? "<no function>" : k == kUnknown ? "<unknown context>"
+                                                                                   : e.function_name(k);
+    out->push_back({"trace", 0, id, name, double(s.first) / 1e9, double(s.second) / 1e9});
+  }
+  return {t.size(), t1 - t0};
+}
+
 // The contexts a call path query matches, hottest first, each named by its path: the entry
 // point and the function contexts above it, then its own name.
 void query(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& out) {
@@ -287,6 +344,7 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
   case ReportView::Structure: structure(e, o, out); break;
   case ReportView::Overview: overview_rows(e, o, out); break;
   case ReportView::Query: query(e, o, out); break;
+  case ReportView::Trace: trace_time(e, o, &out); break;
   }
   return out;
 }
@@ -306,6 +364,13 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   const MetricView& m = e.metrics().at(overviewView && overviewMetric >= 0 ? size_t(overviewMetric) : o.metric);
   double total = e.inclusive(0, m);
   auto pct = [&](double v) { return total != 0 ? 100.0 * v / total : 0.0; };
+  // Trace rows: shares of all lines' time (inclusive) and of one line's (exclusive).
+  const auto [traceLines, traceSpan] = o.view == ReportView::Trace ? trace_time(e, o, nullptr) : std::pair<size_t, uint64_t>{0, 0};
+  auto share = [&](const ReportRow& r, bool exc) {
+    if (r.section != "trace") return pct(exc ? r.exc : r.inc);
+    const double span = double(traceSpan) / 1e9 * (exc ? 1.0 : double(traceLines));
+    return span > 0 ? 100.0 * (exc ? r.exc : r.inc) / span : 0.0;
+  };
   auto rows = report_rows(e, o);
   std::optional<Overview> ov;
   if (overviewView || (o.view == ReportView::Summary && o.format == ReportFormat::Text && overviewMetric >= 0))
@@ -319,8 +384,8 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     for (size_t i = 0; i < rows.size(); ++i) {
       const ReportRow& r = rows[i];
       const nlohmann::json row = {{"section", r.section}, {"depth", r.depth}, {"id", r.id}, {"name", r.name},
-                                  {"inclusive", r.inc}, {"inclusive_percent", pct(r.inc)},
-                                  {"exclusive", r.exc}, {"exclusive_percent", pct(r.exc)}};
+                                  {"inclusive", r.inc}, {"inclusive_percent", share(r, false)},
+                                  {"exclusive", r.exc}, {"exclusive_percent", share(r, true)}};
       const std::string text = row.dump(1);
       os << (i ? ",\n  " : "\n  ");
       for (char c : text) {
@@ -347,7 +412,8 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
     os << "section,depth,id,name,inclusive,inclusive_percent,exclusive,exclusive_percent\n";
     for (auto& r : rows)
       os << r.section << ',' << r.depth << ',' << csv_field(r.id) << ',' << csv_field(r.name) << ','
-         << format_number(r.inc) << ',' << format_number(pct(r.inc)) << ',' << format_number(r.exc) << ',' << format_number(pct(r.exc)) << '\n';
+         << format_number(r.inc) << ',' << format_number(share(r, false)) << ',' << format_number(r.exc) << ','
+         << format_number(share(r, true)) << '\n';
     return;
   }
   os << "# Database: " << e.dir().string() << " (" << e.meta().general.title << ")\n"
@@ -434,12 +500,22 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
                               ? "Static structure (hpcviewer's flat view: modules, files, functions, loops, lines; by inclusive)"
                           : section == "query" ? "Contexts the query matches (by inclusive; entry point > functions > the context)"
                               : nullptr;
-      os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"
-         << "#    Inclusive        %     Exclusive        %  " << (section == "bottom-up" ? "Function <- callers" : "Name")
-         << "\n";
+      if (section == "trace") {
+        char d[64];
+        std::snprintf(d, sizeof d, o.traceDepth < 0 ? "the innermost function" : "the function at call depth %d",
+                      o.traceDepth);
+        os << "#\n# Time in the traces by " << d << " (" << traceLines << " lines over "
+           << format_number(double(traceSpan) / 1e9) << " s; % of all lines' time, and of one line's)\n"
+           << "#  Line-seconds        %  Most on a line       %  Function\n";
+      } else {
+        os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"
+           << "#    Inclusive        %     Exclusive        %  " << (section == "bottom-up" ? "Function <- callers" : "Name")
+           << "\n";
+      }
     }
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", format_number(r.inc).c_str(), pct(r.inc), format_number(r.exc).c_str(), pct(r.exc));
+    std::snprintf(buf, sizeof buf, "%14s %7.2f%% %13s %7.2f%%  ", format_number(r.inc).c_str(), share(r, false),
+                  format_number(r.exc).c_str(), share(r, true));
     // Two spaces a level, down to kMaxIndent levels; deeper rows say their depth instead (down
     // a call chain hundreds of thousands deep the indentation made the text quadratic).
     os << buf << std::string(2 * std::min(r.depth, kMaxIndent), ' ');

@@ -14,7 +14,7 @@ namespace hpc::present {
 // Summary: the overview's kinds of work and verdict (text), top-down and flat functions.
 // Overview: where the time went by kind of work, in detail (overview.hpp).
 // Structure: hpcviewer's flat view, the static structure as a tree (views.hpp: StaticTree).
-enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview, Structure, Query };
+enum class ReportView { Summary, TopDown, BottomUp, Flat, Overview, Structure, Query, Trace };
 enum class ReportFormat { Text, Csv, Json };
 
 struct ReportOptions {
@@ -29,6 +29,12 @@ struct ReportOptions {
   // the context, depth 0 for an outermost match and 1 for one below another match.
   PathQuery query;
   std::string queryText;
+  // ReportView::Trace: the time the trace lines spent in each function (hpcviewer's trace
+  // statistics): at this call depth (0: the outermost), as the trace view colours a line,
+  // or the innermost function where negative. Rows of section "trace": id "f<index>", "idle",
+  // "none" (no function on the path) or "unknown" (a context meta.db does not list);
+  // inclusive the seconds summed over the lines, exclusive the most one line spent there.
+  int traceDepth = -1;
 };
 
 struct ReportRow {

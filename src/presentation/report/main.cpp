@@ -25,8 +25,15 @@ int main(int argc, char** argv) {
                  "runtime, I/O, waiting; the GPU's operations; a verdict), or structure (hpcviewer's\n"
                  "flat view: load modules, "
                  "files, functions, then loops, lines, inlined code [I] and call sites ->\n"
-                 "as nested in the source)")
-      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview", "structure"}));
+                 "as nested in the source), or trace (hpcviewer's trace statistics: the time the\n"
+                 "trace lines spent in each function, in all and the most on one line; -t runs)")
+      ->check(CLI::IsMember({"summary", "top-down", "bottom-up", "flat", "overview", "structure", "trace"}));
+  int traceDepth = -1;
+  app.add_option("--depth", traceDepth,
+                 "--view trace: the function at this call depth (0: the outermost), as the trace view\n"
+                 "colours a line; default the innermost function")
+      ->check(CLI::Range(0, 1 << 20))
+      ->option_text("N");
   app.add_option("--by", by, "flat view grouping: module, file, function, line or loop (each loop's source line)")
       ->check(CLI::IsMember({"module", "file", "function", "line", "loop"}));
   app.add_option("-f,--format", format, "text, csv or json")->check(CLI::IsMember({"text", "csv", "json"}));
@@ -110,7 +117,17 @@ int main(int argc, char** argv) {
   o.top = top;
   o.view = view == "top-down" ? ReportView::TopDown : view == "bottom-up" ? ReportView::BottomUp
            : view == "flat"   ? ReportView::Flat : view == "overview" ? ReportView::Overview
-           : view == "structure" ? ReportView::Structure : ReportView::Summary;
+           : view == "structure" ? ReportView::Structure : view == "trace" ? ReportView::Trace : ReportView::Summary;
+  o.traceDepth = traceDepth;
+  if (o.view == ReportView::Trace) {
+    auto tr = e.trace();
+    if (!tr.ok() || !*tr) {
+      std::cerr << "hpcreport: " << (tr.ok() ? (e.dir() / "trace.db").string() + ": no traces (measure with hpcrun -t)"
+                                             : tr.status().message())
+                << "\n";
+      return 1;
+    }
+  }
   parse_flat_by(by, o.by);
   o.format = format == "csv" ? ReportFormat::Csv : format == "json" ? ReportFormat::Json : ReportFormat::Text;
   if (!queryText.empty()) {

@@ -376,6 +376,10 @@ def brute_trace_time(db, depth, t0, t1, within=None):
         for i, (t, c) in enumerate(recs):
             end = int(recs[i + 1][0]) if i + 1 < len(recs) else max(t1, int(t))
             ns = min(max(end, t0), t1) - min(max(int(t), t0), t1)
+            if c != 0 and int(c) not in db.contexts.index:
+                if within is None:
+                    add(p, -2, ns)
+                continue
             path = db.path(int(c)) if c != 0 else []
             if within is not None and (c == 0 or not any(x in within for x in path)):
                 continue
@@ -404,6 +408,19 @@ def trace_time_checks(name, path):
             check(all(abs(v - span) < 1e-9 for v in per), f"{name}: trace_time per line {per.to_dict()} against {span}")
     check(set(db.trace_time(depth=0)["function"]) >= {"main._omp_fn.0", "<idle>"} if "loops-cputime" in name else True,
           f"{name}: trace_time(depth=0) functions")
+    # hpcreport --view trace: the same time by function, summed over the lines and the most on one.
+    for depth in (None, 0, 1):
+        got = db.trace_time(depth=depth)
+        want = {}
+        for k, g in got.groupby("key"):
+            want["idle" if k == -1 else "unknown" if k == -2 else "none" if k == -3 else f"f{k}"] = (g["seconds"].sum(), g["seconds"].max())
+        args = [str(bindir / "hpcreport"), str(path), "--view", "trace", "--format", "json", "--top", "100000"]
+        r = subprocess.run(args + (["--depth", str(depth)] if depth is not None else []), capture_output=True, text=True)
+        check(r.returncode == 0, f"{name}: hpcreport --view trace: {r.stderr}")
+        rows = {x["id"]: (x["inclusive"], x["exclusive"]) for x in json.loads(r.stdout)["rows"]} if r.returncode == 0 else {}
+        bad = [k for k in set(rows) | set(want) if k not in rows or k not in want or
+               abs(rows[k][0] - want[k][0]) > 1e-9 or abs(rows[k][1] - want[k][1]) > 1e-9]
+        check(not bad, f"{name}: hpcreport --view trace --depth {depth}: {[(k, rows.get(k), want.get(k)) for k in bad[:4]]}")
 
 
 def same_trees(name, path):

@@ -555,7 +555,8 @@ class Database:
 
     def trace_time(self, depth=None, t0=None, t1=None, profiles=None, within=None):
         """Time each trace line spent in each function (trace.db), in seconds: a DataFrame of
-        profile, key (function index; -1 idle, -3 no function on the path), function (its
+        profile, key (function index; -1 idle, -2 a context meta.db does not list, -3 no
+        function on the path), function (its
         name, "<idle>" before a line's first record and where it is not running) and seconds,
         each profile's hottest first. A record holds from its time until the next one's, the
         last until the end of the range, as the trace view draws them. `depth`: the function

@@ -4,7 +4,7 @@ before a line's first record, and at context 0, the line is idle."""
 import numpy as np
 import pandas as pd
 
-IDLE, NO_FUNCTION = -1, -3
+IDLE, UNKNOWN, NO_FUNCTION = -1, -2, -3
 
 
 def _by_level(db, init, step):
@@ -66,7 +66,7 @@ def trace_time(db, depth=None, t0=None, t1=None, profiles=None, within=None):
         ends = np.append(times[1:], max(t1, times[-1] if len(times) else t1))
         dur = np.clip(ends, t0, t1) - np.clip(times, t0, t1)
         at = ids.get_indexer(ctx)
-        key = np.where(ctx == 0, IDLE, np.where(at >= 0, keys[np.maximum(at, 0)], NO_FUNCTION))
+        key = np.where(ctx == 0, IDLE, np.where(at >= 0, keys[np.maximum(at, 0)], UNKNOWN))
         keep = dur > 0
         if inside is not None:
             keep &= (at >= 0) & inside[np.maximum(at, 0)] & (ctx != 0)
@@ -78,7 +78,7 @@ def trace_time(db, depth=None, t0=None, t1=None, profiles=None, within=None):
         for k, ns in sums.items():
             if ns > 0:
                 rows.append((int(p), int(k), ns / 1e9))
-    names = {IDLE: "<idle>", NO_FUNCTION: "<no function>"}
+    names = {IDLE: "<idle>", UNKNOWN: "<unknown context>", NO_FUNCTION: "<no function>"}
     out = pd.DataFrame(rows, columns=["profile", "key", "seconds"])
     out.insert(2, "function", [names.get(k) or db._function_name.get(k, f"<function {k}>") for k in out["key"]])
     return out.sort_values(["profile", "seconds"], ascending=[True, False], kind="stable").reset_index(drop=True)
