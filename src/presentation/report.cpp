@@ -157,7 +157,9 @@ std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions&
   if (!tr.ok() || !*tr) return {0, 0};
   const db::LazyTraceDb& t = **tr;
   const uint64_t t0 = t.minTimestamp(), t1 = std::max(t.maxTimestamp(), t.minTimestamp());
-  if (!out) return {t.size(), t1 - t0};
+  size_t lines = 0;  // with --profiles, theirs alone
+  for (size_t li = 0; li < t.size(); ++li) lines += e.profile_selected(t.line(li).profIndex());
+  if (!out) return {lines, t1 - t0};
   constexpr uint32_t kIdle = UINT32_MAX, kNone = UINT32_MAX - 1, kUnknown = UINT32_MAX - 2;
   const uint32_t depth = o.traceDepth < 0 ? UINT32_MAX - 1 : uint32_t(o.traceDepth);
   std::unordered_map<uint32_t, uint32_t> keyOf;  // ctx -> function index or one of the above
@@ -175,6 +177,7 @@ std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions&
   std::unordered_map<uint32_t, uint64_t> line;
   for (size_t li = 0; li < t.size(); ++li) {
     const db::TraceLineView& l = t.line(li);
+    if (!e.profile_selected(l.profIndex())) continue;
     line.clear();
     const uint64_t n = l.size();
     const uint64_t first = n ? std::clamp(l.time(0), t0, t1) : t1;
@@ -202,7 +205,7 @@ std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions&
                                                                                    : e.function_name(k);
     out->push_back({"trace", 0, id, name, double(s.first) / 1e9, double(s.second) / 1e9});
   }
-  return {t.size(), t1 - t0};
+  return {lines, t1 - t0};
 }
 
 // The contexts a call path query matches, hottest first, each named by its path: the entry

@@ -182,5 +182,16 @@ check(r.returncode == 0 and "21 contexts, 2 outermost  this run: " in r.stdout a
 r = run(loops, "--compare", small, "--query", "main/**/loop:*", "--at-most", "20")
 check(r.returncode == 3 and "25.02 %" in r.stderr, f"--compare --query --at-most: {r.returncode} {r.stderr}")
 
+# --view trace with --profiles: those lines alone; their sum is what each line spent in all.
+j = json.loads(run(loops, "--view", "trace", "--format", "json", "--profiles", "2").stdout)
+sec = sum(r["inclusive"] for r in j["rows"])
+check(j["rows"] and abs(sec - 1.000874) < 1e-6 and all(abs(r["inclusive"] - r["exclusive"]) < 1e-12 for r in j["rows"]),
+      f"--view trace --profiles 2: one line's rows {j['rows'][:3]}, {sec} s in all")
+with tempfile.TemporaryDirectory() as tmp:  # a database without trace.db: said so, status 1
+    for f in ("meta.db", "profile.db", "cct.db"):
+        shutil.copy(shared / "conformance" / "dbase" / "small.d" / f, tmp)
+    r = run(tmp, "--view", "trace")
+    check(r.returncode == 1 and "trace.db: no traces (measure with hpcrun -t)" in r.stderr, f"--view trace without traces: {r.stderr}")
+
 print("hpcreport_test:", "FAILED" if failures else "ok", f"({failures} failures)")
 sys.exit(1 if failures else 0)
