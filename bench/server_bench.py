@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 server, db = sys.argv[1], sys.argv[2]
@@ -149,6 +150,13 @@ try:
     ms_fl, fl = get("/api/flat?by=line&top=5000")
     print(f"flat by line ({fl['total']:,} lines, the 5,000 hottest sent): {ms_fl:.1f} ms")
     mem("flat by line")
+    # Find: a call path query over the whole tree, as the web UI asks (200 rows), and one that
+    # matches every context (the server keeps only the rows it sends).
+    ms_q, qj = get("/api/query?path=" + urllib.parse.quote("**/fn_1*") + "&metrics=0&top=200")
+    ms_all, aj = get("/api/query?path=*&metrics=0&top=5000")
+    print(f"find (call path query **/fn_1*: {qj['total']:,} contexts, 200 sent): {ms_q:.1f} ms; "
+          f"'*' ({aj['total']:,} contexts, 5,000 sent): {ms_all:.1f} ms")
+    mem("find (call path queries)")
     # hpcviewer's flat view: the static structure, as the web UI asks for it (5,000 rows),
     # flattened once, twice... until the server answers 413 (more rows than it holds).
     outline = []

@@ -354,10 +354,10 @@ std::vector<ReportRow> report_rows(const Experiment& e, const ReportOptions& o) 
 
 QueryTotals query_totals(const Experiment& e, const PathQuery& q, const MetricView& m) {
   QueryTotals t;
-  for (const QueryMatch& x : query_contexts(e, q)) {
+  for_each_match(e, q, [&](const QueryMatch& x) {
     ++t.matched;
     if (x.outermost) ++t.outermost, t.inclusive += e.inclusive(x.ctx, m);
-  }
+  });
   return t;
 }
 

@@ -183,6 +183,12 @@ Expected<PathQuery> parse_path_query(const std::string& text) {
 }
 
 std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& query) {
+  std::vector<QueryMatch> out;
+  for_each_match(e, query, [&](const QueryMatch& m) { out.push_back(m); });
+  return out;
+}
+
+void for_each_match(const Experiment& e, const PathQuery& query, const std::function<void(const QueryMatch&)>& each) {
   std::vector<PathStep> steps = query.steps;
   if (!query.anchored) steps.insert(steps.begin(), PathStep{PathStep::Kind::AnyMany, {}});
   const size_t n = steps.size();
@@ -234,7 +240,6 @@ std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& que
     uint64_t state;  // the parent's
     bool above;      // a context above matched
   };
-  std::vector<QueryMatch> out;
   std::vector<Item> stack;
   std::vector<uint32_t> kids;
   e.children(0, kids);
@@ -256,13 +261,12 @@ std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& que
     }
     next = closure(next);
     const bool matched = next >> n & 1;
-    if (matched) out.push_back({c, !it.above});
+    if (matched) each({c, !it.above});
     if (next != 0) {  // a path no step waits on matches nothing below
       e.children(c, kids);
       for (auto k = kids.rbegin(); k != kids.rend(); ++k) stack.push_back({*k, next, it.above || matched});
     }
   }
-  return out;
 }
 
 namespace {

@@ -97,8 +97,10 @@ struct QueryMatch {
   bool outermost;  // no context above it on its path matched
 };
 // Every context the query matches, in tree order (each parent before its children); walked
-// without recursion.
+// without recursion. The callback form holds nothing per match (a server keeps only the rows
+// it sends: "*" matches every context).
 std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& q);
+void for_each_match(const Experiment& e, const PathQuery& q, const std::function<void(const QueryMatch&)>& each);
 
 // ---- Bottom-up: a node is a path of keys, a function then its callers outward.
 // Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.

@@ -650,50 +650,61 @@ Reply Api::query(const Params& q) {
   if (!pq.ok()) return error(400, pq.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
-  const std::vector<QueryMatch> found = query_contexts(e_, *pq);
+  // Counts and the outermost's totals as the walk goes; only the `top` hottest matches kept
+  // (a heap, the least hot on top): "*" matches every context.
   std::vector<double> outer(ms->size(), 0.0);
-  size_t nOuter = 0;
-  std::vector<std::pair<double, size_t>> order;
-  order.reserve(found.size());
-  for (size_t i = 0; i < found.size(); ++i) {
-    if (found[i].outermost) {
+  size_t nFound = 0, nOuter = 0;
+  using Hot = std::pair<std::pair<double, uint32_t>, QueryMatch>;  // ((inclusive, -order), match)
+  auto cooler = [](const Hot& a, const Hot& b) { return a.first > b.first; };
+  std::vector<Hot> heap;
+  for_each_match(e_, *pq, [&](const QueryMatch& m) {
+    ++nFound;
+    if (m.outermost) {
       ++nOuter;
-      for (size_t k = 0; k < ms->size(); ++k) outer[k] += e_.inclusive(found[i].ctx, e_.metrics()[(*ms)[k]]);
+      for (size_t k = 0; k < ms->size(); ++k) outer[k] += e_.inclusive(m.ctx, e_.metrics()[(*ms)[k]]);
     }
-    order.push_back({ms->empty() ? 0.0 : -e_.inclusive(found[i].ctx, e_.metrics()[(*ms)[0]]), i});
-  }
-  const size_t n = std::min<size_t>(*top, order.size());
-  std::partial_sort(order.begin(), order.begin() + n, order.end());
-  // Paths are written whole; a reply stops taking rows past 100,000 path entries (a match
-  // deep down a recursion hundreds of thousands of frames deep).
+    const Hot h{{ms->empty() ? 0.0 : e_.inclusive(m.ctx, e_.metrics()[(*ms)[0]]), UINT32_MAX - uint32_t(nFound)}, m};
+    if (heap.size() < *top) {
+      heap.push_back(h);
+      std::push_heap(heap.begin(), heap.end(), cooler);
+    } else if (!heap.empty() && cooler(h, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), cooler);
+      heap.back() = h;
+      std::push_heap(heap.begin(), heap.end(), cooler);
+    }
+  });
+  std::sort(heap.begin(), heap.end(), cooler);  // hottest first, then in tree order
+  // Rows written as they are made (a row's path is written whole: deep down a recursion it
+  // is long); past 100,000 path entries in all the reply takes no more rows (`cut`), so the
+  // count of rows sent is fixed here, from the paths' lengths.
   constexpr size_t kMaxPathEntries = 100000;
-  json rows = json::array();
-  size_t entries = 0;
-  bool cut = false;
-  for (size_t k = 0; k < n; ++k) {
-    const QueryMatch& m = found[order[k].second];
+  size_t n = 0, entries = 0;
+  for (; n < heap.size(); ++n) {
+    const uint32_t len = e_.depth(heap[n].second.ctx);
+    if (n > 0 && entries + len > kMaxPathEntries) break;
+    entries += len;
+  }
+  const bool cut = n < heap.size();
+  heap.resize(n);
+  json head{{"query", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", nFound},
+            {"outermost", nOuter}, {"outermostInclusive", outer}, {"cut", cut}};
+  auto rows = std::make_shared<std::vector<Hot>>(std::move(heap));
+  return stream_array(std::move(head), "rows", rows->size(), [this, rows, ms = *ms](size_t k) {
+    const QueryMatch& m = (*rows)[k].second;
     std::vector<uint32_t> path;
     std::vector<std::string> names{e_.name(m.ctx)};
     for (uint32_t a = m.ctx; a != 0 && a != kNoCtx; a = e_.parent(a)) {
       path.push_back(a);
       if (a != m.ctx && (e_.kind(a) == NodeKind::Entry || e_.function_of(a) != db::kNone)) names.push_back(e_.name(a));
     }
-    if (entries + path.size() > kMaxPathEntries && !rows.empty()) {
-      cut = true;
-      break;
-    }
-    entries += path.size();
     std::reverse(path.begin(), path.end());
     std::string shown;
     for (auto it = names.rbegin(); it != names.rend(); ++it) shown += (shown.empty() ? "" : " > ") + *it;
     json inc = json::array(), exc = json::array();
-    for (size_t mi : *ms) inc.push_back(e_.inclusive(m.ctx, e_.metrics()[mi])), exc.push_back(e_.exclusive(m.ctx, e_.metrics()[mi]));
-    rows.push_back({{"ctx", m.ctx}, {"name", e_.name(m.ctx)}, {"pathNames", shown}, {"outermost", m.outermost},
-                    {"inc", inc}, {"exc", exc}, {"path", path}});
-  }
-  json j{{"query", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", found.size()},
-         {"outermost", nOuter}, {"outermostInclusive", outer}, {"cut", cut}, {"rows", std::move(rows)}};
-  return json_reply(j);
+    for (size_t mi : ms) inc.push_back(e_.inclusive(m.ctx, e_.metrics()[mi])), exc.push_back(e_.exclusive(m.ctx, e_.metrics()[mi]));
+    return json{{"ctx", m.ctx}, {"name", e_.name(m.ctx)}, {"pathNames", shown}, {"outermost", m.outermost},
+                {"inc", inc}, {"exc", exc}, {"path", path}};
+  });
 }
 
 Reply Api::overview(const Params& q) {
