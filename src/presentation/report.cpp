@@ -368,7 +368,9 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
   double total = e.inclusive(0, m);
   auto pct = [&](double v) { return total != 0 ? 100.0 * v / total : 0.0; };
   // Trace rows: shares of all lines' time (inclusive) and of one line's (exclusive).
-  const auto [traceLines, traceSpan] = o.view == ReportView::Trace ? trace_time(e, o, nullptr) : std::pair<size_t, uint64_t>{0, 0};
+  const std::pair<size_t, uint64_t> traceExtent = o.view == ReportView::Trace ? trace_time(e, o, nullptr) : std::pair<size_t, uint64_t>{0, 0};
+  const size_t traceLines = traceExtent.first;
+  const uint64_t traceSpan = traceExtent.second;
   auto share = [&](const ReportRow& r, bool exc) {
     if (r.section != "trace") return pct(exc ? r.exc : r.inc);
     const double span = double(traceSpan) / 1e9 * (exc ? 1.0 : double(traceLines));
