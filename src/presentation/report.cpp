@@ -163,6 +163,25 @@ std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions&
   constexpr uint32_t kIdle = UINT32_MAX, kNone = UINT32_MAX - 1, kUnknown = UINT32_MAX - 2;
   const uint32_t depth = o.traceDepth < 0 ? UINT32_MAX - 1 : uint32_t(o.traceDepth);
   std::unordered_map<uint32_t, uint32_t> keyOf;  // ctx -> function index or one of the above
+  // With a query: only samples at the contexts it matches and below them count.
+  const bool within = !o.queryText.empty();
+  std::unordered_map<uint32_t, bool> inside;  // ctx -> in a match's subtree (matches: true)
+  if (within) for_each_match(e, o.query, [&](const QueryMatch& m) { inside[m.ctx] = true; });
+  auto counts = [&](uint32_t ctx) {
+    if (!within) return true;
+    if (ctx == 0 || !e.has(ctx)) return false;
+    std::vector<uint32_t> walked;
+    bool in = false;
+    for (uint32_t a = ctx; a != 0 && a != kNoCtx; a = e.parent(a)) {
+      if (auto it = inside.find(a); it != inside.end()) {
+        in = it->second;
+        break;
+      }
+      walked.push_back(a);
+    }
+    for (uint32_t w : walked) inside[w] = in;
+    return in;
+  };
   auto key = [&](uint32_t ctx) {
     if (ctx == 0) return kIdle;
     auto [it, fresh] = keyOf.try_emplace(ctx, kUnknown);
@@ -181,11 +200,11 @@ std::pair<size_t, uint64_t> trace_time(const Experiment& e, const ReportOptions&
     line.clear();
     const uint64_t n = l.size();
     const uint64_t first = n ? std::clamp(l.time(0), t0, t1) : t1;
-    if (first > t0) line[kIdle] += first - t0;
+    if (first > t0 && !within) line[kIdle] += first - t0;
     for (uint64_t i = 0; i < n; ++i) {
       const uint64_t a = std::clamp(l.time(i), t0, t1);
       const uint64_t b = i + 1 < n ? std::clamp(l.time(i + 1), t0, t1) : t1;
-      if (b > a) line[key(l.ctx(i))] += b - a;
+      if (b > a && counts(l.ctx(i))) line[key(l.ctx(i))] += b - a;
     }
     for (const auto& [k, ns] : line) {
       auto& s = sums[k];
@@ -510,7 +529,9 @@ void print_report(const Experiment& e, const ReportOptions& o, std::ostream& os)
         std::snprintf(d, sizeof d, o.traceDepth < 0 ? "the innermost function" : "the function at call depth %d",
                       o.traceDepth);
         os << "#\n# Time in the traces by " << d << " (" << traceLines << " lines over "
-           << format_number(double(traceSpan) / 1e9) << " s; % of all lines' time, and of one line's)\n"
+           << format_number(double(traceSpan) / 1e9) << " s; % of all lines' time, and of one line's)";
+        if (!o.queryText.empty()) os << ", only at the contexts " << o.queryText << " matches and below them";
+        os << "\n"
            << "#  Line-seconds        %  Most on a line       %  Function\n";
       } else {
         os << "#\n# " << (title ? std::string(title) : "Flat view by " + section.substr(5) + " (by exclusive)") << "\n"

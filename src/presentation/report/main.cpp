@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
                  "number of contexts), * (one), GLOB (a name), or KIND:GLOB with KIND entry, function,\n"
                  "inlined, loop, line, instruction, module or file; a leading / anchors it at the top.\n"
                  "E.g. '**/function:MPI_*', 'main/**/loop:*', '**/module:libcuda*'. With --compare BASE:\n"
-                 "what it matches in each run and the change")
+                 "what it matches in each run and the change; with --view trace: only the time at the\n"
+                 "contexts it matches and below them counts")
       ->option_text("PATH");
   double atMost = -1, atLeast = -1;
   app.add_option("--at-most", atMost,
@@ -136,11 +137,13 @@ int main(int argc, char** argv) {
       std::cerr << "hpcreport: --query: " << q.status().message() << "\n";
       return 2;
     }
-    if (app.count("--view") && view != "summary") {
-      std::cerr << "hpcreport: --query is a view of its own; leave out --view " << view << "\n";
+    if (app.count("--view") && view != "summary" && view != "trace") {
+      std::cerr << "hpcreport: --query is a view of its own (or, with --view trace, the contexts whose time in the "
+                   "traces counts); leave out --view "
+                << view << "\n";
       return 2;
     }
-    o.view = ReportView::Query;
+    if (view != "trace") o.view = ReportView::Query;
     o.query = std::move(*q);
     o.queryText = queryText;
   }

@@ -409,18 +409,24 @@ def trace_time_checks(name, path):
     check(set(db.trace_time(depth=0)["function"]) >= {"main._omp_fn.0", "<idle>"} if "loops-cputime" in name else True,
           f"{name}: trace_time(depth=0) functions")
     # hpcreport --view trace: the same time by function, summed over the lines and the most on one.
-    for depth in (None, 0, 1):
-        got = db.trace_time(depth=depth)
+    for depth, query in ((None, None), (0, None), (1, None), (None, "**/loop:*"), (1, "**/function:*/*")):
+        if query:
+            qq = db.query(query)
+            got = db.trace_time(depth=depth, within=set(int(x) for x in qq.index[qq["outermost"].to_numpy()]))
+        else:
+            got = db.trace_time(depth=depth)
         want = {}
         for k, g in got.groupby("key"):
             want["idle" if k == -1 else "unknown" if k == -2 else "none" if k == -3 else f"f{k}"] = (g["seconds"].sum(), g["seconds"].max())
         args = [str(bindir / "hpcreport"), str(path), "--view", "trace", "--format", "json", "--top", "100000"]
-        r = subprocess.run(args + (["--depth", str(depth)] if depth is not None else []), capture_output=True, text=True)
+        r = subprocess.run(args + (["--depth", str(depth)] if depth is not None else []) + (["--query", query] if query else []),
+                           capture_output=True, text=True)
         check(r.returncode == 0, f"{name}: hpcreport --view trace: {r.stderr}")
         rows = {x["id"]: (x["inclusive"], x["exclusive"]) for x in json.loads(r.stdout)["rows"]} if r.returncode == 0 else {}
         bad = [k for k in set(rows) | set(want) if k not in rows or k not in want or
                abs(rows[k][0] - want[k][0]) > 1e-9 or abs(rows[k][1] - want[k][1]) > 1e-9]
-        check(not bad, f"{name}: hpcreport --view trace --depth {depth}: {[(k, rows.get(k), want.get(k)) for k in bad[:4]]}")
+        check(not bad, f"{name}: hpcreport --view trace --depth {depth} --query {query}: "
+                       f"{[(k, rows.get(k), want.get(k)) for k in bad[:4]]}")
 
 
 def same_trees(name, path):
