@@ -491,7 +491,10 @@ const filters = {
   badge() {
     const n = this.active().length, b = $('filters-badge');
     b.hidden = n === 0;
-    b.textContent = n ? `${n} filter${n > 1 ? 's' : ''}` : '';
+    // Filters shape the top-down tree alone: said so where another view is shown.
+    const elsewhere = table.view !== 'top-down';
+    b.textContent = n ? `${n} filter${n > 1 ? 's' : ''}${elsewhere ? ' (top-down view only)' : ''}` : '';
+    b.title = n ? 'the filters hide contexts in the top-down tree; the bottom-up and flat views show every context' : '';
   },
   row(f) {
     const d = document.createElement('div');
@@ -800,6 +803,7 @@ document.addEventListener('DOMContentLoaded', () => {
     // Bottom-up and flat lists rank by self cost, the trees (and the static structure) by inclusive.
     table.sortExc = table.view !== 'top-down' && !table.structured();
     $('flat-by').hidden = table.view !== 'flat';
+    filters.badge();
     table.pending = table.load();
     table.pending.catch(showError);
   };

@@ -106,6 +106,12 @@ async function step(page, label, fn) {
     await page.waitForFunction(() => document.querySelectorAll('#table-body .row').length === 3);
     const rows = await rowTexts(page);
     check(/caller 0\.605316/.test(rows[1]) && /spinsleep 0\.604943/.test(rows[2]), `filtered tree: ${rows.join(' | ')}`);
+    // Another view says the filters shape the top-down tree alone.
+    await page.click('#view-flat');
+    await page.waitForFunction(() => document.querySelector('#filters-badge').textContent === '2 filters (top-down view only)');
+    await page.click('#view-top-down');
+    await page.waitForFunction(() => document.querySelector('#filters-badge').textContent === '2 filters');
+    await page.waitForSelector('#table-body .row');
     await page.click('#filters');
     await page.click('#filters-list .filter-row:nth-child(1) button');
     await page.click('#filters-list .filter-row:nth-child(1) button');
