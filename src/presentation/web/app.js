@@ -891,6 +891,11 @@ document.addEventListener('DOMContentLoaded', () => {
     } catch (e) { hpc.status(`formula: ${e.message}`, true); }
   };
   document.addEventListener('keydown', (ev) => {
+    // Escape closes the dialog open (Find, filters, threads), without applying anything.
+    if (ev.key === 'Escape') {
+      const open = [...document.querySelectorAll('.dialog')].find((d) => !d.hidden);
+      if (open) { ev.preventDefault(); open.hidden = true; return; }
+    }
     if (ev.target.tagName === 'INPUT') return;
     if (ev.key === '/') { ev.preventDefault(); $('search').focus(); }
     if (ev.key === 'h' && !$('page-profile').hidden) table.hotPath(table.selected).catch(showError);

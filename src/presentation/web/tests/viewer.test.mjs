@@ -165,7 +165,8 @@ async function step(page, label, fn) {
     await page.click('#find');
     await page.waitForFunction(() => /^2 contexts match/.test(document.querySelector('#find-summary').textContent) &&
       document.querySelector('#find-title').textContent.endsWith('**/*spinsl*'));
-    await page.click('#find-close');
+    await page.keyboard.press('Escape');  // closes it as the button does
+    await page.waitForSelector('#find-dialog', { state: 'hidden' });
     await page.fill('#search', '');
   });
   // The flat view opens as hpcviewer's outline: the load module, flattened twice to its
