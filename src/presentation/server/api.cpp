@@ -647,9 +647,19 @@ Reply Api::query(const Params& q) {
   auto pq = parse_path_query(text(q, "path"));
   auto ms = metric_list(e_, q);
   auto top = number(q, "top", 200, 5000);
+  auto profs = profile_list(e_, q);
   if (!pq.ok()) return error(400, pq.status().message());
   if (!ms.ok()) return error(400, ms.status().message());
   if (!top.ok()) return error(400, top.status().message());
+  if (!profs.ok()) return error(400, profs.status().message());
+  // The thread view's values where `profiles` is given (theirs alone, summed), else the summary's.
+  auto selected = std::make_shared<const std::vector<uint32_t>>(std::move(*profs));
+  auto incOf = [this, selected](uint32_t c, const MetricView& m) {
+    return selected->empty() ? e_.inclusive(c, m) : e_.profiles_value(*selected, c, m.incProp);
+  };
+  auto excOf = [this, selected](uint32_t c, const MetricView& m) {
+    return selected->empty() ? e_.exclusive(c, m) : e_.profiles_value(*selected, c, m.excProp);
+  };
   // Counts and the outermost's totals as the walk goes; only the `top` hottest matches kept
   // (a heap, the least hot on top): "*" matches every context.
   std::vector<double> outer(ms->size(), 0.0);
@@ -661,9 +671,9 @@ Reply Api::query(const Params& q) {
     ++nFound;
     if (m.outermost) {
       ++nOuter;
-      for (size_t k = 0; k < ms->size(); ++k) outer[k] += e_.inclusive(m.ctx, e_.metrics()[(*ms)[k]]);
+      for (size_t k = 0; k < ms->size(); ++k) outer[k] += incOf(m.ctx, e_.metrics()[(*ms)[k]]);
     }
-    const Hot h{{ms->empty() ? 0.0 : e_.inclusive(m.ctx, e_.metrics()[(*ms)[0]]), UINT32_MAX - uint32_t(nFound)}, m};
+    const Hot h{{ms->empty() ? 0.0 : incOf(m.ctx, e_.metrics()[(*ms)[0]]), UINT32_MAX - uint32_t(nFound)}, m};
     if (heap.size() < *top) {
       heap.push_back(h);
       std::push_heap(heap.begin(), heap.end(), cooler);
@@ -689,7 +699,8 @@ Reply Api::query(const Params& q) {
   json head{{"query", text(q, "path")}, {"metrics", metric_header(e_, *ms)}, {"total", nFound},
             {"outermost", nOuter}, {"outermostInclusive", outer}, {"cut", cut}};
   auto rows = std::make_shared<std::vector<Hot>>(std::move(heap));
-  return stream_array(std::move(head), "rows", rows->size(), [this, rows, ms = *ms](size_t k) {
+  if (!selected->empty()) head["profiles"] = *selected;
+  return stream_array(std::move(head), "rows", rows->size(), [this, rows, ms = *ms, incOf, excOf](size_t k) {
     const QueryMatch& m = (*rows)[k].second;
     std::vector<uint32_t> path;
     std::vector<std::string> names{e_.name(m.ctx)};
@@ -701,7 +712,7 @@ Reply Api::query(const Params& q) {
     std::string shown;
     for (auto it = names.rbegin(); it != names.rend(); ++it) shown += (shown.empty() ? "" : " > ") + *it;
     json inc = json::array(), exc = json::array();
-    for (size_t mi : ms) inc.push_back(e_.inclusive(m.ctx, e_.metrics()[mi])), exc.push_back(e_.exclusive(m.ctx, e_.metrics()[mi]));
+    for (size_t mi : ms) inc.push_back(incOf(m.ctx, e_.metrics()[mi])), exc.push_back(excOf(m.ctx, e_.metrics()[mi]));
     return json{{"ctx", m.ctx}, {"name", e_.name(m.ctx)}, {"pathNames", shown}, {"outermost", m.outermost},
                 {"inc", inc}, {"exc", exc}, {"path", path}};
   });

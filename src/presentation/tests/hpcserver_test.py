@@ -124,6 +124,10 @@ ql = s.ok("query", path="**/spinsleep/**/loop:*", metrics="0")
 check(ql["total"] == 2 and all(r["outermost"] for r in ql["rows"]), f"query loops {ql}")
 qn = s.ok("query", path="main/**/spinsleep/**/spinsleep")
 check(qn["total"] == 0 and qn["rows"] == [], f"query nested {qn}")
+qp = s.ok("query", path="**/spinsleep", metrics="0", profiles="1")  # the thread view: small.d's one thread
+check(qp.get("profiles") == [1] and near(qp["outermostInclusive"][0], 1.210259) and qp["rows"][0]["ctx"] == r0["ctx"],
+      f"query with profiles: {qp}")
+s.bad(400, "query", "bad profiles", path="*", profiles="9")
 s.bad(400, "query", "empty step", path="a//b")
 s.bad(400, "query", "no path")
 s.bad(400, "query", "top too large", path="*", top=10**6)
@@ -203,6 +207,17 @@ check([c["inc"] for c in s.ok("children", ctx=0, profiles="1-4")["children"]] ==
       "children of all profiles differ from the summary's")
 for bad in ("0", "5", "2-1", "x", "1,,2"):
     s.bad(400, "children", f"profiles={bad}", ctx=0, profiles=bad)
+# A query in the thread view: each row's value is that of the chosen profiles (profile-values),
+# the totals theirs; the rows ranked by them.
+for chosen in ([1], [2, 4]):
+    qj = s.ok("query", path="**/loop:*", metrics="0", profiles=",".join(map(str, chosen)), top=50)
+    rows_ok = all(near(r["inc"][0], sum(v for p, v in s.ok("profile-values", ctx=r["ctx"], metric=0)["values"] if p in chosen))
+                  for r in qj["rows"])
+    incs = [r["inc"][0] for r in qj["rows"]]
+    outer = sum(r["inc"][0] for r in qj["rows"] if r["outermost"])
+    check(qj["profiles"] == chosen and rows_ok and incs == sorted(incs, reverse=True) and qj["total"] == len(qj["rows"]) and
+          near(qj["outermostInclusive"][0], outer) and near(outer, sum(byProfile[p] for p in chosen)),
+          f"query of profiles {chosen}: {qj['outermostInclusive']} {incs[:4]}")
 flat = s.ok("flat", by="function", top=2)["rows"]
 # test_separated_loops_helper is listed twice in meta.db (inlined at two sites): one row,
 # its instances summed, now above func2 (0.96945).

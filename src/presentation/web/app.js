@@ -564,8 +564,10 @@ async function find(text) {
   if (!text) return;
   const path = /[/:]/.test(text) ? text : `**/*${text}*`;
   const m = table.columns.find((c) => !c.derived && !c.stat && !c.baseline && !c.delta)?.metric ?? hpc.info.defaultMetric;
-  const j = await hpc.api('query', { path, metrics: String(m), top: 200 });
-  const total = hpc.info.metrics[m]?.total || 0;
+  const params = { path, metrics: String(m), top: 200 };
+  if (table.profiles) params.profiles = table.profiles.join(',');  // the thread view's values
+  const j = await hpc.api('query', params);
+  const total = table.profiles ? table.metricTotal(m) : hpc.info.metrics[m]?.total || 0;
   const pct = (v) => (total ? `${(100 * v / total).toFixed(2)} %` : '');
   $('find-title').textContent = 'Contexts found: ';
   const qt = document.createElement('code');
