@@ -207,6 +207,18 @@ check([c["inc"] for c in s.ok("children", ctx=0, profiles="1-4")["children"]] ==
       "children of all profiles differ from the summary's")
 for bad in ("0", "5", "2-1", "x", "1,,2"):
     s.bad(400, "children", f"profiles={bad}", ctx=0, profiles=bad)
+# Requests at once on the server's threads, each with its own block cache of meta.db and
+# profile.db: every reply equals the same request's made alone.
+mixed = [("query", {"path": "**/loop:*", "metrics": "0"}), ("children", {"ctx": 0}), ("flat", {"by": "function"}),
+         ("bottom-up", {}), ("structure", {"depth": 3}), ("query", {"path": "**/func*", "metrics": "0", "profiles": "2"}),
+         ("flat", {"by": "line"}), ("context", {"ctx": 127})]
+alone = [s.ok(ep, **params) for ep, params in mixed]
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+with ThreadPoolExecutor(8) as pool:
+    together = list(pool.map(lambda i: s.ok(mixed[i % len(mixed)][0], **mixed[i % len(mixed)][1]), range(8 * len(mixed))))
+check(all(together[i] == alone[i % len(mixed)] for i in range(len(together))),
+      f"replies made at once differ from those made alone: {[mixed[i % len(mixed)][0] for i in range(len(together)) if together[i] != alone[i % len(mixed)]][:4]}")
+
 # A query in the thread view: each row's value is that of the chosen profiles (profile-values),
 # the totals theirs; the rows ranked by them.
 for chosen in ([1], [2, 4]):
@@ -528,6 +540,29 @@ for extra in ([], ["-jh", "3G"], ["--java-heap", "3076M"]):
     v = Server(viewer, f"{dbase}/small.d", "--no-open", *extra)
     check(v.ok("info")["title"] == "testmeas-small", f"hpcviewer {extra} serves the API")
     v.stop()
+
+# The same at once on a database of 100,000 contexts (bench/gen_viewer_db, 4 MB of meta.db:
+# every thread's 512 KiB cache turns over many times a walk).
+gen = pathlib.Path(server).parent / "gen_viewer_db"
+if gen.exists():
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([str(gen), f"{tmp}/mid.d", "100000", "20", "1000", "100"], capture_output=True, text=True)
+        check(r.returncode == 0, f"gen_viewer_db: {r.stderr}")
+        s = Server(server, f"{tmp}/mid.d")
+        kids = s.ok("children", ctx=0)["children"]
+        mixed = [("query", {"path": "**/fn_1*", "metrics": "0", "top": 500}), ("flat", {"by": "function", "top": 2000}),
+                 ("bottom-up", {"top": 2000}), ("structure", {"depth": 3, "top": 2000}), ("flat", {"by": "line", "top": 2000}),
+                 ("children", {"ctx": kids[0]["ctx"]}), ("query", {"path": "**/fn_2*/**", "metrics": "0", "profiles": "3"})]
+        alone = [s.ok(ep, **params) for ep, params in mixed]
+        check(all(len(a.get("rows", a.get("children", []))) > 0 for a in alone), "mixed requests on the generated database: empty replies")
+        with ThreadPoolExecutor(8) as pool:
+            together = list(pool.map(lambda i: s.ok(mixed[i % len(mixed)][0], **mixed[i % len(mixed)][1]), range(4 * len(mixed))))
+        check(all(together[i] == alone[i % len(mixed)] for i in range(len(together))),
+              f"generated database: replies made at once differ from those made alone: "
+              f"{[mixed[i % len(mixed)][0] for i in range(len(together)) if together[i] != alone[i % len(mixed)]][:4]}")
+        s.stop()
+else:
+    print(f"note: {gen} not built; the concurrent requests on a large database were not made")
 
 print("hpcserver: all checks passed" if not failures else f"hpcserver: {failures} failures")
 sys.exit(1 if failures else 0)
