@@ -239,12 +239,7 @@ void query(const Experiment& e, const ReportOptions& o, std::vector<ReportRow>& 
   std::partial_sort(order.begin(), order.begin() + n, order.end());
   for (size_t k = 0; k < n; ++k) {
     const QueryMatch& q = found[order[k].second];
-    std::vector<std::string> names{e.name(q.ctx)};
-    for (uint32_t a = e.parent(q.ctx); a != 0 && a != kNoCtx; a = e.parent(a))
-      if (e.kind(a) == NodeKind::Entry || e.function_of(a) != db::kNone) names.push_back(e.name(a));
-    std::string path;
-    for (auto it = names.rbegin(); it != names.rend(); ++it) path += (path.empty() ? "" : " > ") + *it;
-    out.push_back({"query", q.outermost ? 0u : 1u, std::to_string(q.ctx), std::move(path), e.inclusive(q.ctx, m),
+    out.push_back({"query", q.outermost ? 0u : 1u, std::to_string(q.ctx), match_path_name(e, q.ctx), e.inclusive(q.ctx, m),
                    e.exclusive(q.ctx, m)});
   }
 }

@@ -182,6 +182,15 @@ Expected<PathQuery> parse_path_query(const std::string& text) {
   return q;
 }
 
+std::string match_path_name(const Experiment& e, uint32_t ctx) {
+  std::vector<std::string> names{e.name(ctx)};
+  for (uint32_t a = e.parent(ctx); a != 0 && a != kNoCtx; a = e.parent(a))
+    if (e.kind(a) == NodeKind::Entry || e.function_of(a) != db::kNone) names.push_back(e.name(a));
+  std::string out;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) out += (out.empty() ? "" : " > ") + *it;
+  return out;
+}
+
 std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& query) {
   std::vector<QueryMatch> out;
   for_each_match(e, query, [&](const QueryMatch& m) { out.push_back(m); });

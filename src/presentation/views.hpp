@@ -101,6 +101,9 @@ struct QueryMatch {
 // it sends: "*" matches every context).
 std::vector<QueryMatch> query_contexts(const Experiment& e, const PathQuery& q);
 void for_each_match(const Experiment& e, const PathQuery& q, const std::function<void(const QueryMatch&)>& each);
+// How a match is listed: the entry point and the function contexts above it, then its own
+// name, joined by " > " ("main thread > main > spinsleep > loop at small.c:3").
+std::string match_path_name(const Experiment& e, uint32_t ctx);
 
 // ---- Bottom-up: a node is a path of keys, a function then its callers outward.
 // Key of a function is its index in meta.functions; of an entry point, kEntryKey|ctxId.

@@ -703,14 +703,9 @@ Reply Api::query(const Params& q) {
   return stream_array(std::move(head), "rows", rows->size(), [this, rows, ms = *ms, incOf, excOf](size_t k) {
     const QueryMatch& m = (*rows)[k].second;
     std::vector<uint32_t> path;
-    std::vector<std::string> names{e_.name(m.ctx)};
-    for (uint32_t a = m.ctx; a != 0 && a != kNoCtx; a = e_.parent(a)) {
-      path.push_back(a);
-      if (a != m.ctx && (e_.kind(a) == NodeKind::Entry || e_.function_of(a) != db::kNone)) names.push_back(e_.name(a));
-    }
+    for (uint32_t a = m.ctx; a != 0 && a != kNoCtx; a = e_.parent(a)) path.push_back(a);
     std::reverse(path.begin(), path.end());
-    std::string shown;
-    for (auto it = names.rbegin(); it != names.rend(); ++it) shown += (shown.empty() ? "" : " > ") + *it;
+    const std::string shown = match_path_name(e_, m.ctx);
     json inc = json::array(), exc = json::array();
     for (size_t mi : ms) inc.push_back(incOf(m.ctx, e_.metrics()[mi])), exc.push_back(excOf(m.ctx, e_.metrics()[mi]));
     return json{{"ctx", m.ctx}, {"name", e_.name(m.ctx)}, {"pathNames", shown}, {"outermost", m.outermost},
